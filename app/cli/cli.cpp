@@ -1,0 +1,48 @@
+#include "app/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+namespace headlab::app {
+
+int cli_main(int argc, char** argv, const std::function<int(int, char**)>& gui) {
+  CLI::App app{"HeadLab — find out what each attention head of a transformer does.\n"
+               "With no command, opens the workbench window."};
+  app.set_version_flag("--version", std::string("headlab ") + HEADLAB_VERSION);
+  app.require_subcommand(0, 1);
+  Action action;
+  add_info_command(app, action);
+  add_init_command(app, action);
+  add_run_command(app, action);
+  add_tokenize_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "headlab: " << e.what() << " (see headlab --help)\n";
+    return 2;
+  }
+  if (!action) {
+    if (gui) return gui(argc, argv);
+    std::cout << app.help();
+    return 0;
+  }
+  const std::string command = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name();
+  try {
+    return action();
+  } catch (const UsageError& e) {
+    std::cerr << "headlab " << command << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "headlab " << command << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,37 @@
+// `headlab init --config CFG.json --out DIR [--seed N] [--dtype F32|F16|BF16]`: a random-weight model.
+#include "app/cli/cli.h"
+#include "core/model.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+
+void add_init_command(CLI::App& app, Action& action) {
+  struct Options {
+    std::string config, out, dtype = "F32", tokenizer;
+    uint64_t seed = 0;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("init", "Write a model folder with random weights for any config");
+  cmd->add_option("--config", options->config, "HeadLab config.json (see assets/configs/)")->required();
+  cmd->add_option("--out", options->out, "Output folder")->required();
+  cmd->add_option("--seed", options->seed, "Random seed");
+  cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
+  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json to copy into the folder");
+  cmd->callback([options, &action] {
+    action = [options] {
+      const auto config = core::load_model_config(options->config);
+      auto model = core::make_random_model(config, options->seed);
+      core::save_model(*model, options->out, options->dtype, options->tokenizer);
+      std::cout << "wrote " << options->out << " (" << config.parameter_count() << " parameters, "
+                << config.encoder.value_or(config.decoder.value_or(core::StackConfig{})).attention.variant_name()
+                << ")\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,185 @@
+#include "core/attention.h"
+
+#include <torch/torch.h>
+
+#include <limits>
+#include <stdexcept>
+
+namespace headlab::core {
+namespace {
+
+// Row-major [n, n] user matrix → tensor; validates the size.
+torch::Tensor user_matrix(const std::vector<float>& values, int64_t n, const char* what) {
+  if (static_cast<int64_t>(values.size()) != n * n)
+    throw std::invalid_argument(std::string(what) + ": expected " + std::to_string(n * n) + " values (" +
+                                std::to_string(n) + "×" + std::to_string(n) + "), got " + std::to_string(values.size()));
+  return torch::tensor(values, torch::kFloat32).view({n, n});
+}
+
+// Mixes the head axis: out[b, j, t, s] = Σ_i x[b, i, t, s] · m[i, j].
+torch::Tensor mix_heads(const torch::Tensor& x, const torch::Tensor& m) { return torch::einsum("bits,ij->bjts", {x, m}); }
+
+}  // namespace
+
+torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const AttentionPattern& pattern) {
+  auto t = torch::arange(T, torch::kLong).unsqueeze(1);  // [T, 1]
+  auto s = torch::arange(S, torch::kLong).unsqueeze(0);  // [1, S]
+  auto distance = t - s;                                 // [T, S]
+  auto allowed = torch::ones({T, S}, torch::kBool);
+  if (pattern.window > 0) {
+    const int64_t d = pattern.dilation;
+    allowed = distance.abs().le(int64_t(pattern.window) * d);
+    if (d > 1) allowed = allowed.logical_and(distance.remainder(d).eq(0));
+  } else if (pattern.dilation > 1) {
+    allowed = distance.remainder(pattern.dilation).eq(0);
+  }
+  for (int g : pattern.global_tokens) {
+    if (g < T) allowed.index_put_({g}, true);  // a global token sees every key
+    if (g < S) allowed.index_put_({torch::indexing::Slice(), g}, true);  // and every query sees it
+  }
+  if (causal) allowed = allowed.logical_and(distance.ge(0));
+  return allowed;
+}
+
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables) {
+  const int64_t rot = tables.cos.size(1);
+  const int64_t T = x.size(2);
+  auto cos = tables.cos.slice(0, 0, T);  // [T, rot]
+  auto sin = tables.sin.slice(0, 0, T);
+  auto rotated = x.narrow(-1, 0, rot);
+  auto half1 = rotated.narrow(-1, 0, rot / 2);
+  auto half2 = rotated.narrow(-1, rot / 2, rot / 2);
+  auto rotate_half = torch::cat({-half2, half1}, -1);
+  auto out = rotated * cos + rotate_half * sin;
+  if (rot == x.size(-1)) return out;
+  return torch::cat({out, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
+}
+
+AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : config_(config) {
+  const auto& c = config_;
+  const int64_t D = hidden_size;
+  if (c.collaborative) {
+    const int64_t shared = c.collaborative->shared_key_size;
+    q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(c.qkv_bias)));
+    // No key bias: every term it adds to a logit is constant along the keys (Cordonnier et al.).
+    k = register_module("k", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(false)));
+    mix = register_parameter("mix", torch::ones({c.heads, shared}));
+  } else {
+    q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.heads) * c.key_size).bias(c.qkv_bias)));
+    k = register_module("k",
+                        torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.kv_heads) * c.key_size).bias(c.qkv_bias)));
+  }
+  v = register_module(
+      "v", torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.value_heads_stored()) * c.value_size).bias(c.qkv_bias)));
+  o = register_module("o",
+                      torch::nn::Linear(torch::nn::LinearOptions(int64_t(c.output_heads()) * c.value_size, D).bias(c.out_bias)));
+  if (c.talking_heads) {
+    pre_mix = register_parameter("pre_mix", torch::eye(c.logit_heads(), c.softmax_heads()));
+    post_mix = register_parameter("post_mix", torch::eye(c.softmax_heads(), c.output_heads()));
+  }
+  if (c.scoring == Scoring::Additive) score_v = register_parameter("score_v", torch::ones({c.heads, c.key_size}));
+}
+
+torch::Tensor AttentionImpl::scores(const torch::Tensor& q_heads, const torch::Tensor& k_heads) const {
+  // q_heads [B, h_k, T, d], k_heads [B, h_k, S, d] → J [B, h_k, T, S]
+  const float scale = config_.logit_scale();
+  if (config_.scoring == Scoring::Dot) return torch::matmul(q_heads, k_heads.transpose(-1, -2)) * scale;
+  // Additive (Bahdanau et al. 2015): e_ts = vᵀ tanh(W_q q_t + W_k k_s); W_q, W_k are this layer's
+  // query/key projections. One head at a time keeps the [T, S, d] intermediate small.
+  std::vector<torch::Tensor> per_head;
+  per_head.reserve(q_heads.size(1));
+  for (int64_t h = 0; h < q_heads.size(1); ++h) {
+    auto qh = q_heads.select(1, h).unsqueeze(2);       // [B, T, 1, d]
+    auto kh = k_heads.select(1, h).unsqueeze(1);       // [B, 1, S, d]
+    auto e = torch::matmul(torch::tanh(qh + kh), score_v[h]);  // [B, T, S]
+    per_head.push_back(e);
+  }
+  return torch::stack(per_head, 1) * scale;
+}
+
+torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages* stages) {
+  const auto& c = config_;
+  const auto& x = call.query_input;
+  const auto& y = call.key_input;
+  const int64_t B = x.size(0), T = x.size(1), S = y.size(1);
+  const int64_t h_k = c.logit_heads(), h = c.softmax_heads(), h_v = c.output_heads();
+
+  torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
+  if (c.collaborative) {
+    const int64_t shared = c.collaborative->shared_key_size;
+    auto qs = q(x).view({B, 1, T, shared});  // X W̃_Q + b̃_Q
+    auto ks = k(y).view({B, 1, S, shared});  // X W̃_K
+    if (call.rope.defined()) {
+      qs = apply_rope(qs, call.rope);
+      ks = apply_rope(ks, call.rope);
+    }
+    q_heads = qs * mix.view({1, c.heads, 1, shared});  // (X W̃_Q + b̃_Q) diag(m_i)
+    k_heads = ks.expand({B, c.heads, S, shared});
+  } else {
+    q_heads = q(x).view({B, T, c.heads, c.key_size}).transpose(1, 2);
+    k_heads = k(y).view({B, S, c.kv_heads, c.key_size}).transpose(1, 2);
+    if (call.rope.defined()) {
+      q_heads = apply_rope(q_heads, call.rope);
+      k_heads = apply_rope(k_heads, call.rope);
+    }
+    // GQA/MQA: query head i reads kv head i / (heads / kv_heads), as Hugging Face's repeat_kv.
+    if (c.kv_heads != c.heads) k_heads = k_heads.repeat_interleave(c.heads / c.kv_heads, 1);
+  }
+  auto v_heads = v(y).view({B, S, c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
+  if (c.value_heads_stored() != h_v) v_heads = v_heads.repeat_interleave(h_v / c.value_heads_stored(), 1);
+
+  auto J = scores(q_heads, k_heads);  // [B, h_k, T, S]
+  auto L = c.talking_heads ? mix_heads(J, pre_mix) : J;  // [B, h, T, S]
+  const HeadControls* controls = call.controls;
+  if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix"));
+
+  // The mask is applied after mixing (Shazeer et al.: masking precedes the softmax, follows P_l).
+  auto allowed = call.apply_pattern ? attention_allowed(T, S, call.causal, c.pattern)
+                                    : torch::ones({T, S}, torch::kBool);  // [T, S]
+  auto blocked = allowed.logical_not().view({1, 1, T, S});
+  if (call.key_padding.defined()) blocked = blocked.logical_or(call.key_padding.view({B, 1, 1, S}));
+  // The lowest finite value, not -inf: a fully blocked row gives a uniform row instead of NaN.
+  auto W = torch::softmax(L.masked_fill(blocked, std::numeric_limits<float>::lowest()), -1);  // [B, h, T, S]
+  auto W_used = call.lrp ? W.detach() : W;  // LRP.md rule 1
+
+  auto U = c.talking_heads ? mix_heads(W_used, post_mix) : W_used;  // [B, h_v, T, S]
+  if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix"));
+  auto O = torch::matmul(U, v_heads);  // [B, h_v, T, d_v] — the paper's O = einsum(U, V)
+
+  auto gated = O;
+  if (controls && !controls->gates.empty()) {
+    if (static_cast<int64_t>(controls->gates.size()) > h_v)
+      throw std::invalid_argument("gates: layer has " + std::to_string(h_v) + " heads, got " +
+                                  std::to_string(controls->gates.size()) + " gates");
+    std::vector<float> g(h_v, 1.0f);
+    for (size_t i = 0; i < controls->gates.size(); ++i) g[i] = controls->gates[i];
+    auto gate = torch::tensor(g, torch::kFloat32).view({1, h_v, 1, 1});
+    if (controls->ablation == Ablation::Zero) {
+      gated = O * gate;  // Voita et al. 2019: Concat_i(g_i·head_i) W_O
+    } else {
+      torch::Tensor mean;  // [B or 1, h_v, 1, d_v]
+      if (!controls->mean_outputs.empty()) {
+        if (static_cast<int64_t>(controls->mean_outputs.size()) != h_v * c.value_size)
+          throw std::invalid_argument("mean_outputs: expected heads × value_size = " +
+                                      std::to_string(h_v * c.value_size) + " values");
+        mean = torch::tensor(controls->mean_outputs, torch::kFloat32).view({1, h_v, 1, c.value_size});
+      } else {
+        mean = O.mean(2, /*keepdim=*/true).detach();
+      }
+      gated = O * gate + mean * (1 - gate);
+    }
+  }
+  auto out = o(gated.transpose(1, 2).reshape({B, T, h_v * c.value_size}));  // [B, T, D]
+
+  if (stages) {
+    const unsigned cap = call.capture;
+    if (cap & kCaptureLogits) stages->logits = J;
+    if (cap & kCaptureMixedLogits) stages->mixed_logits = L;
+    if (cap & kCaptureWeights) stages->weights = W;
+    if (cap & kCaptureMixedWeights) stages->mixed_weights = U;
+    if (cap & kCaptureHeadOutputs) stages->head_outputs = O;
+  }
+  return out;
+}
+
+}  // namespace headlab::core

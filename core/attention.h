@@ -1,0 +1,83 @@
+// One attention module for every variant HeadLab runs: MHA/MQA/GQA, decoupled key and value
+// sizes, talking-heads, collaborative, dot-product or additive scoring, and Longformer patterns.
+// On request it hands back every stage per head (see AttentionStages).
+#pragma once
+
+#include "core/config.h"
+#include "core/controls.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+namespace headlab::core {
+
+// Which stages a run keeps (bit flags).
+enum Capture : unsigned {
+  kCaptureNone = 0,
+  kCaptureLogits = 1u << 0,         // J
+  kCaptureMixedLogits = 1u << 1,    // L
+  kCaptureWeights = 1u << 2,        // W
+  kCaptureMixedWeights = 1u << 3,   // U (what multiplies the values)
+  kCaptureHeadOutputs = 1u << 4,    // O_i
+  kCaptureResidual = 1u << 5,       // residual stream per layer (needed for incremental runs)
+  kCaptureAll = (1u << 6) - 1,
+};
+
+// The stages of one attention call; a tensor is undefined unless captured.
+struct AttentionStages {
+  torch::Tensor logits;         // J [B, h_k, T, S] — scaled raw scores per key head
+  torch::Tensor mixed_logits;   // L [B, h, T, S]   — after P_l and the user's pre-softmax mix, before the mask
+  torch::Tensor weights;        // W [B, h, T, S]   — softmax over keys
+  torch::Tensor mixed_weights;  // U [B, h_v, T, S] — after P_w and the user's post-softmax mix (== W when none)
+  torch::Tensor head_outputs;   // O [B, h_v, T, d_v] — U·V per head, before gates and W_O
+};
+
+// Rotary position tables for the query and key positions (Hugging Face rotate-half layout).
+struct RopeTables {
+  torch::Tensor cos;  // [T, rot]
+  torch::Tensor sin;  // [T, rot]
+  bool defined() const { return cos.defined(); }
+};
+
+struct AttentionCall {
+  torch::Tensor query_input;  // [B, T, D]
+  torch::Tensor key_input;    // [B, S, D] — the same tensor for self-attention
+  bool causal = false;
+  bool apply_pattern = true;   // cross-attention ignores the Longformer pattern
+  torch::Tensor key_padding;   // [B, S] bool, true = padding (optional)
+  const HeadControls* controls = nullptr;
+  unsigned capture = kCaptureNone;
+  RopeTables rope;             // empty = no rotary positions
+  bool lrp = false;            // LRP.md rule 1: attention weights are constants
+};
+
+// [T, S] bool, true where query t may attend to key s.
+torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const AttentionPattern& pattern);
+
+// Applies rotary embeddings to x [B, H, T, d] over its first rot = tables.cos.size(1) dims.
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const AttentionConfig& config, int hidden_size);
+
+  // Returns [B, T, D]; fills `stages` with what `call.capture` asks for.
+  torch::Tensor forward(const AttentionCall& call, AttentionStages* stages = nullptr);
+
+  const AttentionConfig& config() const { return config_; }
+
+  // Projections; names match the weight files ("q", "k", "v", "o").
+  torch::nn::Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
+  torch::Tensor mix;        // collaborative m_i: [h, D̃_k]
+  torch::Tensor pre_mix;    // talking-heads P_l: [h_k, h]
+  torch::Tensor post_mix;   // talking-heads P_w: [h, h_v]
+  torch::Tensor score_v;    // additive scoring v: [h, d_k]
+
+ private:
+  torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k) const;  // J
+  AttentionConfig config_;
+};
+TORCH_MODULE(Attention);
+
+}  // namespace headlab::core

@@ -1,0 +1,455 @@
+#include "core/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace headlab::core {
+namespace {
+
+using nlohmann::json;
+
+template <typename Enum>
+struct EnumName {
+  Enum value;
+  const char* name;
+};
+
+constexpr EnumName<StackKind> kStackKinds[] = {
+    {StackKind::Encoder, "encoder"}, {StackKind::Decoder, "decoder"}, {StackKind::EncoderDecoder, "encoder-decoder"}};
+constexpr EnumName<NormKind> kNormKinds[] = {{NormKind::LayerNorm, "layernorm"}, {NormKind::RMSNorm, "rmsnorm"}};
+constexpr EnumName<NormPlacement> kPlacements[] = {{NormPlacement::Pre, "pre"}, {NormPlacement::Post, "post"}};
+constexpr EnumName<PositionKind> kPositions[] = {{PositionKind::None, "none"},
+                                                 {PositionKind::Learned, "learned"},
+                                                 {PositionKind::Sinusoidal, "sinusoidal"},
+                                                 {PositionKind::Rope, "rope"}};
+constexpr EnumName<FfnKind> kFfnKinds[] = {{FfnKind::Mlp, "mlp"}, {FfnKind::SwiGLU, "swiglu"}};
+constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
+                                                 {Activation::GeluTanh, "gelu_tanh"},
+                                                 {Activation::Relu, "relu"},
+                                                 {Activation::Silu, "silu"}};
+constexpr EnumName<Scoring> kScorings[] = {{Scoring::Dot, "dot"}, {Scoring::Additive, "additive"}};
+
+template <typename Enum, size_t N>
+const char* enum_to_name(const EnumName<Enum> (&table)[N], Enum value) {
+  for (const auto& entry : table)
+    if (entry.value == value) return entry.name;
+  return "?";
+}
+
+template <typename Enum, size_t N>
+Enum enum_from_json(const EnumName<Enum> (&table)[N], const json& j, const std::string& where) {
+  if (!j.is_string()) throw std::runtime_error(where + ": expected a string");
+  const std::string text = j.get<std::string>();
+  std::string allowed;
+  for (const auto& entry : table) {
+    if (text == entry.name) return entry.value;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(entry.name);
+  }
+  throw std::runtime_error(where + ": unknown value '" + text + "' (expected one of: " + allowed + ")");
+}
+
+// Reads `key` from `object` if present; a value of the wrong type names the key path.
+template <typename T>
+void read(const json& object, const char* key, T& out, const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return;
+  try {
+    out = it->get<T>();
+  } catch (const json::exception&) {
+    throw std::runtime_error(where + "." + key + ": wrong type (" + it->type_name() + ")");
+  }
+}
+
+template <typename Enum, size_t N>
+void read_enum(const json& object, const char* key, const EnumName<Enum> (&table)[N], Enum& out,
+               const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return;
+  out = enum_from_json(table, *it, where + "." + key);
+}
+
+void check_known_keys(const json& object, std::initializer_list<const char*> keys, const std::string& where) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool known = false;
+    for (const char* key : keys) known = known || it.key() == key;
+    if (!known) throw std::runtime_error(where + ": unknown key '" + it.key() + "'");
+  }
+}
+
+void require_object(const json& j, const std::string& where) {
+  if (!j.is_object()) throw std::runtime_error(where + ": expected an object, got " + std::string(j.type_name()));
+}
+
+void validate_attention(const AttentionConfig& a, int hidden, const std::string& where,
+                        std::vector<std::string>& problems) {
+  auto problem = [&](const std::string& text) { problems.push_back(where + ": " + text); };
+  if (a.heads < 1) problem("heads must be >= 1");
+  if (a.key_size < 1) problem("key_size must be >= 1");
+  if (a.value_size < 1) problem("value_size must be >= 1");
+  if (a.kv_heads < 1 || (a.heads >= 1 && a.heads % a.kv_heads != 0))
+    problem("kv_heads (" + std::to_string(a.kv_heads) + ") must divide heads (" + std::to_string(a.heads) + ")");
+  if (a.talking_heads && a.collaborative) problem("talking_heads and collaborative cannot be combined");
+  if (a.talking_heads) {
+    const auto& t = *a.talking_heads;
+    if (t.key_heads < 1 || t.softmax_heads < 1 || t.value_heads < 1)
+      problem("talking_heads: key_heads, softmax_heads and value_heads must be >= 1");
+    if (a.kv_heads != t.key_heads)
+      problem("talking_heads: kv_heads (" + std::to_string(a.kv_heads) + ") must equal key_heads (" +
+              std::to_string(t.key_heads) + "): each key head has its own key projection");
+    if (a.heads != t.key_heads)
+      problem("talking_heads: heads (" + std::to_string(a.heads) + ") must equal key_heads (" +
+              std::to_string(t.key_heads) + ")");
+  }
+  if (a.collaborative && a.collaborative->shared_key_size < 1) problem("collaborative: shared_key_size must be >= 1");
+  if (a.scoring == Scoring::Additive && a.collaborative) problem("additive scoring cannot be collaborative");
+  if (a.pattern.window < 0) problem("pattern.window must be >= 0");
+  if (a.pattern.dilation < 1) problem("pattern.dilation must be >= 1");
+  for (int g : a.pattern.global_tokens)
+    if (g < 0) problem("pattern.global_tokens must be >= 0");
+  (void)hidden;
+}
+
+json pattern_to_json(const AttentionPattern& p) {
+  return json{{"window", p.window}, {"dilation", p.dilation}, {"global_tokens", p.global_tokens}};
+}
+
+StackConfig stack_from_json(const json& j, const std::string& where, bool allow_cross) {
+  require_object(j, where);
+  check_known_keys(j, {"layers", "attention", "cross_attention"}, where);
+  StackConfig stack;
+  read(j, "layers", stack.layers, where);
+  if (!j.contains("attention")) throw std::runtime_error(where + ".attention: missing");
+  stack.attention = attention_config_from_json(j["attention"], where + ".attention");
+  if (j.contains("cross_attention") && !j["cross_attention"].is_null()) {
+    if (!allow_cross) throw std::runtime_error(where + ".cross_attention: only the decoder of an encoder-decoder has one");
+    stack.cross_attention = attention_config_from_json(j["cross_attention"], where + ".cross_attention");
+  }
+  return stack;
+}
+
+json stack_to_json(const StackConfig& s) {
+  json j{{"layers", s.layers}, {"attention", to_json(s.attention)}};
+  if (s.cross_attention) j["cross_attention"] = to_json(*s.cross_attention);
+  return j;
+}
+
+int64_t attention_parameters(const AttentionConfig& a, int hidden) {
+  const int64_t D = hidden;
+  int64_t n = 0;
+  const int64_t qk_width = a.collaborative ? a.collaborative->shared_key_size : 0;
+  if (a.collaborative) {
+    n += D * qk_width * 2 + (a.qkv_bias ? qk_width : 0);  // W̃_Q (+ b̃_Q), W̃_K (key bias cancels)
+    n += int64_t(a.heads) * qk_width;                     // mixing vectors m_i
+  } else {
+    n += D * a.heads * a.key_size + D * a.kv_heads * a.key_size;
+    if (a.qkv_bias) n += int64_t(a.heads + a.kv_heads) * a.key_size;
+  }
+  n += D * a.value_heads_stored() * a.value_size + (a.qkv_bias ? int64_t(a.value_heads_stored()) * a.value_size : 0);
+  n += int64_t(a.output_heads()) * a.value_size * D + (a.out_bias ? D : 0);
+  if (a.talking_heads)
+    n += int64_t(a.logit_heads()) * a.softmax_heads() + int64_t(a.softmax_heads()) * a.output_heads();
+  if (a.scoring == Scoring::Additive) n += int64_t(a.heads) * a.key_size;
+  return n;
+}
+
+}  // namespace
+
+float AttentionConfig::logit_scale() const {
+  if (scale) return *scale;
+  if (scoring == Scoring::Additive) return 1.0f;
+  // Collaborative heads see D̃_k dims scaled by m_i; the paper keeps MHA's 1/sqrt(d_k) with
+  // d_k = key_size, so an MHA re-written as collaborative (D̃_k = h·d_k) is the same function.
+  return 1.0f / std::sqrt(static_cast<float>(key_size));
+}
+
+std::string AttentionConfig::variant_name() const {
+  std::ostringstream out;
+  if (talking_heads) {
+    out << "talking-heads(" << talking_heads->key_heads << "/" << talking_heads->softmax_heads << "/"
+        << talking_heads->value_heads << ")";
+  } else if (collaborative) {
+    out << "collaborative(" << heads << "h, D̃k=" << collaborative->shared_key_size << ")";
+  } else if (kv_heads == heads) {
+    out << "MHA(" << heads << "h)";
+  } else if (kv_heads == 1) {
+    out << "MQA(" << heads << "q/1kv)";
+  } else {
+    out << "GQA(" << heads << "q/" << kv_heads << "kv)";
+  }
+  if (scoring == Scoring::Additive) out << " additive";
+  if (pattern.window > 0) {
+    out << " window=" << pattern.window;
+    if (pattern.dilation > 1) out << " dilation=" << pattern.dilation;
+  }
+  if (!pattern.global_tokens.empty()) out << " global=" << pattern.global_tokens.size();
+  return out.str();
+}
+
+void ModelConfig::validate() const {
+  std::vector<std::string> problems;
+  auto problem = [&](const std::string& text) { problems.push_back(text); };
+  if (vocab_size < 1) problem("vocab_size must be >= 1");
+  if (hidden_size < 1) problem("hidden_size must be >= 1");
+  if (max_positions < 1) problem("max_positions must be >= 1");
+  if (ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
+  if (norm_eps <= 0) problem("norm_eps must be > 0");
+  const bool wants_encoder = kind != StackKind::Decoder;
+  const bool wants_decoder = kind != StackKind::Encoder;
+  if (wants_encoder != encoder.has_value())
+    problem(std::string("a '") + to_string(kind) + "' model " + (wants_encoder ? "needs" : "must not have") + " an encoder stack");
+  if (wants_decoder != decoder.has_value())
+    problem(std::string("a '") + to_string(kind) + "' model " + (wants_decoder ? "needs" : "must not have") + " a decoder stack");
+  auto check_stack = [&](const std::optional<StackConfig>& stack, const char* name) {
+    if (!stack) return;
+    if (stack->layers < 1) problem(std::string(name) + ".layers must be >= 1");
+    validate_attention(stack->attention, hidden_size, std::string(name) + ".attention", problems);
+    if (stack->cross_attention)
+      validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
+    if (positions == PositionKind::Rope) {
+      const auto& a = stack->attention;
+      const int dim = rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
+      if (dim % 2 != 0) problem(std::string(name) + ": RoPE needs an even rotated size, got " + std::to_string(dim));
+    }
+  };
+  check_stack(encoder, "encoder");
+  check_stack(decoder, "decoder");
+  if (kind == StackKind::EncoderDecoder && decoder && !decoder->cross_attention)
+    problem("decoder.cross_attention: an encoder-decoder decoder needs cross attention");
+  if (kind != StackKind::EncoderDecoder && decoder && decoder->cross_attention)
+    problem("decoder.cross_attention: only an encoder-decoder has cross attention");
+  if (!problems.empty()) {
+    std::string text = "invalid model config: ";
+    for (size_t i = 0; i < problems.size(); ++i) text += (i ? "; " : "") + problems[i];
+    throw std::runtime_error(text);
+  }
+}
+
+int64_t ModelConfig::parameter_count() const {
+  const int64_t D = hidden_size;
+  int64_t n = int64_t(vocab_size) * D;
+  if (positions == PositionKind::Learned) n += int64_t(max_positions) * D;
+  n += int64_t(type_vocab_size) * D;
+  const int64_t norm_params = norm == NormKind::LayerNorm ? 2 * D : D;
+  if (embedding_norm) n += norm_params;
+  const int64_t ffn_params = (ffn.kind == FfnKind::SwiGLU ? 3 : 2) * D * ffn.inner_size +
+                             (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
+  auto stack_params = [&](const std::optional<StackConfig>& s) -> int64_t {
+    if (!s) return 0;
+    int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params + 2 * norm_params;
+    if (s->cross_attention) per_layer += attention_parameters(*s->cross_attention, hidden_size) + norm_params;
+    return per_layer * s->layers + (final_norm ? norm_params : 0);
+  };
+  n += stack_params(encoder) + stack_params(decoder);
+  if (lm_head.transform) n += D * D + D + norm_params;
+  if (!lm_head.tied) n += int64_t(vocab_size) * D;
+  if (lm_head.bias) n += vocab_size;
+  return n;
+}
+
+std::string ModelConfig::summary() const {
+  std::ostringstream out;
+  out << name << " (" << family << "): ";
+  if (!description.empty()) out << description << "\n  ";
+  out << to_string(kind) << ", hidden " << hidden_size << ", vocab " << vocab_size
+      << ", positions " << to_string(positions) << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
+      << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
+      << (ffn.kind == FfnKind::SwiGLU ? "SwiGLU" : std::string("MLP/") + to_string(ffn.activation)) << " "
+      << ffn.inner_size;
+  auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {
+    if (!s) return;
+    out << "\n  " << name << ": " << s->layers << " layers, " << s->attention.variant_name() << ", d_k "
+        << s->attention.key_size << ", d_v " << s->attention.value_size;
+    if (s->cross_attention) out << "; cross " << s->cross_attention->variant_name();
+  };
+  stack_line(encoder, "encoder");
+  stack_line(decoder, "decoder");
+  out << "\n  parameters: " << parameter_count();
+  return out.str();
+}
+
+json to_json(const AttentionConfig& a) {
+  json j{{"heads", a.heads},
+         {"kv_heads", a.kv_heads},
+         {"key_size", a.key_size},
+         {"value_size", a.value_size},
+         {"scoring", enum_to_name(kScorings, a.scoring)},
+         {"qkv_bias", a.qkv_bias},
+         {"out_bias", a.out_bias},
+         {"pattern", pattern_to_json(a.pattern)}};
+  if (a.scale) j["scale"] = *a.scale;
+  if (a.talking_heads)
+    j["talking_heads"] = {{"key_heads", a.talking_heads->key_heads},
+                          {"softmax_heads", a.talking_heads->softmax_heads},
+                          {"value_heads", a.talking_heads->value_heads}};
+  if (a.collaborative) j["collaborative"] = {{"shared_key_size", a.collaborative->shared_key_size}};
+  return j;
+}
+
+AttentionConfig attention_config_from_json(const json& j, const std::string& where) {
+  require_object(j, where);
+  check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
+                       "talking_heads", "collaborative", "pattern"},
+                   where);
+  AttentionConfig a;
+  read(j, "heads", a.heads, where);
+  a.kv_heads = a.heads;
+  read(j, "kv_heads", a.kv_heads, where);
+  read(j, "key_size", a.key_size, where);
+  a.value_size = a.key_size;
+  read(j, "value_size", a.value_size, where);
+  read_enum(j, "scoring", kScorings, a.scoring, where);
+  if (j.contains("scale") && !j["scale"].is_null()) {
+    float scale = 0;
+    read(j, "scale", scale, where);
+    a.scale = scale;
+  }
+  read(j, "qkv_bias", a.qkv_bias, where);
+  read(j, "out_bias", a.out_bias, where);
+  if (j.contains("talking_heads") && !j["talking_heads"].is_null()) {
+    const std::string w = where + ".talking_heads";
+    const json& t = j["talking_heads"];
+    require_object(t, w);
+    check_known_keys(t, {"key_heads", "softmax_heads", "value_heads"}, w);
+    TalkingHeads th{a.heads, a.heads, a.heads};
+    read(t, "key_heads", th.key_heads, w);
+    read(t, "softmax_heads", th.softmax_heads, w);
+    read(t, "value_heads", th.value_heads, w);
+    a.talking_heads = th;
+    if (!j.contains("heads")) a.heads = th.key_heads;
+    if (!j.contains("kv_heads")) a.kv_heads = th.key_heads;
+  }
+  if (j.contains("collaborative") && !j["collaborative"].is_null()) {
+    const std::string w = where + ".collaborative";
+    const json& c = j["collaborative"];
+    require_object(c, w);
+    check_known_keys(c, {"shared_key_size"}, w);
+    Collaborative co;
+    read(c, "shared_key_size", co.shared_key_size, w);
+    a.collaborative = co;
+  }
+  if (j.contains("pattern") && !j["pattern"].is_null()) {
+    const std::string w = where + ".pattern";
+    const json& p = j["pattern"];
+    require_object(p, w);
+    check_known_keys(p, {"window", "dilation", "global_tokens"}, w);
+    read(p, "window", a.pattern.window, w);
+    read(p, "dilation", a.pattern.dilation, w);
+    read(p, "global_tokens", a.pattern.global_tokens, w);
+  }
+  return a;
+}
+
+json to_json(const ModelConfig& c) {
+  json j{{"format", "headlab-model"},
+         {"format_version", kConfigFormatVersion},
+         {"name", c.name},
+         {"description", c.description},
+         {"family", c.family},
+         {"kind", to_string(c.kind)},
+         {"objective", c.objective},
+         {"vocab_size", c.vocab_size},
+         {"hidden_size", c.hidden_size},
+         {"max_positions", c.max_positions},
+         {"type_vocab_size", c.type_vocab_size},
+         {"positions", to_string(c.positions)},
+         {"rope_theta", c.rope_theta},
+         {"rope_dim", c.rope_dim},
+         {"norm", enum_to_name(kNormKinds, c.norm)},
+         {"norm_eps", c.norm_eps},
+         {"norm_placement", enum_to_name(kPlacements, c.norm_placement)},
+         {"embedding_norm", c.embedding_norm},
+         {"final_norm", c.final_norm},
+         {"ffn",
+          {{"kind", enum_to_name(kFfnKinds, c.ffn.kind)},
+           {"inner_size", c.ffn.inner_size},
+           {"activation", to_string(c.ffn.activation)},
+           {"bias", c.ffn.bias}}},
+         {"lm_head", {{"transform", c.lm_head.transform}, {"tied", c.lm_head.tied}, {"bias", c.lm_head.bias}}}};
+  if (c.encoder) j["encoder"] = stack_to_json(*c.encoder);
+  if (c.decoder) j["decoder"] = stack_to_json(*c.decoder);
+  return j;
+}
+
+ModelConfig model_config_from_json(const json& j) {
+  const std::string where = "config";
+  require_object(j, where);
+  check_known_keys(j, {"format", "format_version", "name", "description", "family", "kind", "objective", "vocab_size", "hidden_size",
+                       "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
+                       "norm_placement", "embedding_norm", "final_norm", "ffn", "lm_head", "encoder", "decoder"},
+                   where);
+  if (j.contains("format") && j["format"] != "headlab-model")
+    throw std::runtime_error("config.format: expected 'headlab-model' (is this a Hugging Face config? "
+                             "HeadLab imports those through their 'architectures' field)");
+  int version = kConfigFormatVersion;
+  read(j, "format_version", version, where);
+  if (version > kConfigFormatVersion)
+    throw std::runtime_error("config.format_version " + std::to_string(version) +
+                             " is newer than this HeadLab understands (" + std::to_string(kConfigFormatVersion) +
+                             "): update HeadLab");
+  ModelConfig c;
+  read(j, "name", c.name, where);
+  read(j, "description", c.description, where);
+  read(j, "family", c.family, where);
+  read_enum(j, "kind", kStackKinds, c.kind, where);
+  read(j, "objective", c.objective, where);
+  read(j, "vocab_size", c.vocab_size, where);
+  read(j, "hidden_size", c.hidden_size, where);
+  read(j, "max_positions", c.max_positions, where);
+  read(j, "type_vocab_size", c.type_vocab_size, where);
+  read_enum(j, "positions", kPositions, c.positions, where);
+  read(j, "rope_theta", c.rope_theta, where);
+  read(j, "rope_dim", c.rope_dim, where);
+  read_enum(j, "norm", kNormKinds, c.norm, where);
+  read(j, "norm_eps", c.norm_eps, where);
+  read_enum(j, "norm_placement", kPlacements, c.norm_placement, where);
+  read(j, "embedding_norm", c.embedding_norm, where);
+  read(j, "final_norm", c.final_norm, where);
+  if (j.contains("ffn")) {
+    const json& f = j["ffn"];
+    require_object(f, "config.ffn");
+    check_known_keys(f, {"kind", "inner_size", "activation", "bias"}, "config.ffn");
+    read_enum(f, "kind", kFfnKinds, c.ffn.kind, "config.ffn");
+    read(f, "inner_size", c.ffn.inner_size, "config.ffn");
+    read_enum(f, "activation", kActivations, c.ffn.activation, "config.ffn");
+    read(f, "bias", c.ffn.bias, "config.ffn");
+  }
+  if (j.contains("lm_head")) {
+    const json& h = j["lm_head"];
+    require_object(h, "config.lm_head");
+    check_known_keys(h, {"transform", "tied", "bias"}, "config.lm_head");
+    read(h, "transform", c.lm_head.transform, "config.lm_head");
+    read(h, "tied", c.lm_head.tied, "config.lm_head");
+    read(h, "bias", c.lm_head.bias, "config.lm_head");
+  }
+  if (j.contains("encoder") && !j["encoder"].is_null()) c.encoder = stack_from_json(j["encoder"], "config.encoder", false);
+  if (j.contains("decoder") && !j["decoder"].is_null())
+    c.decoder = stack_from_json(j["decoder"], "config.decoder", c.kind == StackKind::EncoderDecoder);
+  c.validate();
+  return c;
+}
+
+ModelConfig load_model_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error(path + ": not valid JSON (" + e.what() + ")");
+  }
+  try {
+    return model_config_from_json(j);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+const char* to_string(StackKind kind) { return enum_to_name(kStackKinds, kind); }
+const char* to_string(PositionKind kind) { return enum_to_name(kPositions, kind); }
+const char* to_string(Activation activation) { return enum_to_name(kActivations, activation); }
+
+}  // namespace headlab::core

@@ -1,0 +1,135 @@
+// ModelConfig: what a transformer stack is, in HeadLab's versioned config.json schema
+// (documented in README.md § "Model folder format"). Torch-free: the GUI may include it.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headlab::core {
+
+inline constexpr int kConfigFormatVersion = 1;
+
+enum class StackKind { Encoder, Decoder, EncoderDecoder };
+enum class NormKind { LayerNorm, RMSNorm };
+enum class NormPlacement { Pre, Post };
+enum class PositionKind { None, Learned, Sinusoidal, Rope };
+enum class FfnKind { Mlp, SwiGLU };
+enum class Activation { Gelu, GeluTanh, Relu, Silu };
+enum class Scoring { Dot, Additive };
+
+// Talking-heads attention (Shazeer et al. 2020, arXiv 2003.02436): h_k key heads produce logits J,
+// mixed by P_l [h_k, h] into h softmax heads, whose weights W are mixed by P_w [h, h_v] into h_v
+// value heads: O = einsum(U, V) with U = einsum(W, P_w).
+struct TalkingHeads {
+  int key_heads = 0;      // h_k
+  int softmax_heads = 0;  // h
+  int value_heads = 0;    // h_v
+};
+
+// Collaborative attention (Cordonnier et al. 2020, arXiv 2006.16362): shared projections
+// W̃_Q, W̃_K of width D̃_k and per-head mixing vectors m_i: head i's logits are
+// (X W̃_Q + b̃_Q) diag(m_i) (X W̃_K)ᵀ — the paper's re-parametrisation keeps only the query bias,
+// since every key-bias term is constant along the keys and cancels in the softmax.
+struct Collaborative {
+  int shared_key_size = 0;  // D̃_k
+};
+
+// Which keys a query may see (Longformer, Beltagy et al. 2020): a sliding window of `window`
+// positions on each side (0 = unlimited), keys at multiples of `dilation` only, plus global tokens
+// that see and are seen by every position. `causal` is set by the stack (decoders).
+struct AttentionPattern {
+  int window = 0;
+  int dilation = 1;
+  std::vector<int> global_tokens;
+};
+
+struct AttentionConfig {
+  int heads = 8;          // query heads (output heads unless talking-heads)
+  int kv_heads = 8;       // MHA: == heads; MQA: 1; GQA: divides heads
+  int key_size = 64;      // d_k per head (Bhojanapalli et al. 2020: need not be hidden/heads)
+  int value_size = 64;    // d_v per head
+  Scoring scoring = Scoring::Dot;
+  std::optional<float> scale;  // logit scale; default 1/sqrt(key_size) (dot), 1 (additive)
+  bool qkv_bias = true;
+  bool out_bias = true;
+  std::optional<TalkingHeads> talking_heads;
+  std::optional<Collaborative> collaborative;
+  AttentionPattern pattern;
+
+  int logit_heads() const { return talking_heads ? talking_heads->key_heads : heads; }      // h_k
+  int softmax_heads() const { return talking_heads ? talking_heads->softmax_heads : heads; }  // h
+  int output_heads() const { return talking_heads ? talking_heads->value_heads : heads; }     // h_v
+  int value_heads_stored() const { return talking_heads ? talking_heads->value_heads : kv_heads; }
+  float logit_scale() const;
+  // A short human name: "MHA", "GQA(8q/2kv)", "talking-heads(8/8/8)", …
+  std::string variant_name() const;
+};
+
+struct StackConfig {
+  int layers = 0;
+  AttentionConfig attention;                       // self-attention
+  std::optional<AttentionConfig> cross_attention;  // decoder of an encoder-decoder only
+};
+
+struct FfnConfig {
+  FfnKind kind = FfnKind::Mlp;
+  int inner_size = 1024;
+  Activation activation = Activation::Gelu;
+  bool bias = true;
+};
+
+struct LmHeadConfig {
+  bool transform = false;  // BERT: dense + activation + LayerNorm before the decoder
+  bool tied = true;        // decoder weight shared with the token embedding
+  bool bias = false;
+};
+
+struct ModelConfig {
+  std::string name = "model";
+  std::string description;  // free text shown by `headlab info`
+  std::string family = "native";  // native | bert | gpt2 | llama | qwen2 (imported folders)
+  StackKind kind = StackKind::Encoder;
+  int vocab_size = 0;
+  int hidden_size = 256;
+  int max_positions = 512;
+  int type_vocab_size = 0;  // BERT token types (0 = none)
+  PositionKind positions = PositionKind::Learned;
+  float rope_theta = 10000.0f;
+  int rope_dim = 0;  // rotated dims per head (0 = all of key_size)
+  NormKind norm = NormKind::LayerNorm;
+  float norm_eps = 1e-5f;
+  NormPlacement norm_placement = NormPlacement::Pre;
+  bool embedding_norm = false;  // BERT: LayerNorm after the embeddings
+  bool final_norm = true;       // pre-LN stacks: a norm after the last layer
+  FfnConfig ffn;
+  LmHeadConfig lm_head;
+  std::optional<StackConfig> encoder;
+  std::optional<StackConfig> decoder;
+  // Training objective the weights were made for: "mlm", "causal", "seq2seq" (informational).
+  std::string objective = "mlm";
+
+  // Throws std::runtime_error with every inconsistency found, e.g.
+  // "decoder.attention: kv_heads (3) must divide heads (8)".
+  void validate() const;
+  int64_t parameter_count() const;
+  std::string summary() const;  // one paragraph for `headlab info`
+};
+
+// JSON <-> config (schema in README). from_json throws with the offending key path.
+nlohmann::json to_json(const ModelConfig& config);
+ModelConfig model_config_from_json(const nlohmann::json& json);
+nlohmann::json to_json(const AttentionConfig& config);
+AttentionConfig attention_config_from_json(const nlohmann::json& json, const std::string& where);
+
+// Reads and validates a config.json file; errors name the file.
+ModelConfig load_model_config(const std::string& path);
+
+const char* to_string(StackKind kind);
+const char* to_string(PositionKind kind);
+const char* to_string(Activation activation);
+
+}  // namespace headlab::core

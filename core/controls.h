@@ -1,0 +1,54 @@
+// HeadControls: what a user does to the heads of one attention layer — gates, ablation and
+// mixing matrices. Torch-free plain data, so the GUI and session files can hold it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headlab::core {
+
+// What a head's output is replaced by as its gate closes.
+enum class Ablation {
+  Zero,  // Voita et al. 2019: Concat_i(g_i·head_i) W_O
+  Mean,  // g_i·head_i + (1−g_i)·mean_i, mean_i the head's mean output (over this input's positions
+         // unless `mean_outputs` gives a dataset mean)
+};
+
+struct HeadControls {
+  std::vector<float> gates;  // [output_heads]; empty = all 1
+  Ablation ablation = Ablation::Zero;
+  std::vector<float> mean_outputs;  // [output_heads * value_size], optional dataset means
+  // User mixing matrices, row-major, identity when empty. pre_mix [h, h] is applied to the logits
+  // after the model's own P_l (L ← L·M, over the head axis, before the mask and softmax);
+  // post_mix [h_v, h_v] to the weights after P_w (U ← U·M). Any model becomes a talking-heads one.
+  std::vector<float> pre_mix;
+  std::vector<float> post_mix;
+
+  bool is_default() const;
+  float gate(int head) const { return head < static_cast<int>(gates.size()) ? gates[head] : 1.0f; }
+  bool operator==(const HeadControls& other) const;
+  bool operator!=(const HeadControls& other) const { return !(*this == other); }
+};
+
+// Controls for every attention layer of a model. Vectors are indexed by layer; missing = default.
+struct ModelControls {
+  std::vector<HeadControls> encoder_self;
+  std::vector<HeadControls> decoder_self;
+  std::vector<HeadControls> decoder_cross;
+
+  // Mutable access that grows the vector as needed.
+  HeadControls& at(const std::string& stack, int layer);  // stack: "encoder", "decoder", "cross"
+  const HeadControls& get(const std::string& stack, int layer) const;  // default when absent
+  bool is_default() const;
+};
+
+// Parses "L.H=V" (e.g. "2.5=0"): gate of head H in layer L. Throws std::invalid_argument.
+struct GateSpec {
+  int layer = 0;
+  int head = 0;
+  float value = 1.0f;
+};
+GateSpec parse_gate_spec(const std::string& text);
+
+}  // namespace headlab::core

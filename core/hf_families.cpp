@@ -1,0 +1,379 @@
+// Hugging Face families → ModelConfig + native parameter sources. Each function transcribes the
+// config fields and weight names of one `transformers` modeling file (modeling_bert.py,
+// modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py); the numerics tests compare the result
+// with an independent transcription in tests/data/hf/make_fixtures.py.
+#include "core/hf_families.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace headlab::core::hf {
+namespace {
+
+using nlohmann::json;
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+// `hidden_act` / `activation_function` → HeadLab's activations (names from transformers' ACT2FN).
+Activation activation_from(const HfConfig& c, const char* key, const std::string& fallback) {
+  const std::string name = c.string(key, fallback);
+  if (name == "gelu") return Activation::Gelu;  // erf form
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::GeluTanh;
+  if (name == "relu") return Activation::Relu;
+  if (name == "silu" || name == "swish") return Activation::Silu;
+  c.fail(std::string(key) + " '" + name + "' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu, silu)");
+}
+
+AttentionConfig attention(int heads, int kv_heads, int head_dim, bool qkv_bias, bool out_bias) {
+  AttentionConfig a;
+  a.heads = heads;
+  a.kv_heads = kv_heads;
+  a.key_size = head_dim;
+  a.value_size = head_dim;
+  a.qkv_bias = qkv_bias;
+  a.out_bias = out_bias;
+  return a;
+}
+
+// hidden / heads, or config.json's head_dim where the family reads one (Llama, Qwen2).
+int head_dim_of(const HfConfig& c, int hidden, int heads, const char* hidden_key, const char* heads_key,
+                bool explicit_allowed = false) {
+  if (heads < 1) c.fail(std::string(heads_key) + " must be >= 1");
+  if (explicit_allowed && c.find("head_dim")) return c.integer("head_dim");
+  if (hidden % heads != 0)
+    c.fail(std::string(hidden_key) + " (" + std::to_string(hidden) + ") is not a multiple of " + heads_key + " (" +
+           std::to_string(heads) + ")");
+  return hidden / heads;
+}
+
+// Collects native name → source entries.
+class Sources {
+ public:
+  explicit Sources(const HasTensor& has) : has_(has) {}
+
+  void copy(const std::string& native, const std::string& name) { map_[native] = TensorSource{name}; }
+  void transposed(const std::string& native, const std::string& name) {
+    TensorSource s{name};
+    s.transpose = true;
+    map_[native] = s;
+  }
+  // A Linear: native.weight ← name.weight (+ native.bias ← name.bias).
+  void linear(const std::string& native, const std::string& name, bool bias) {
+    copy(native + ".weight", name + ".weight");
+    if (bias) copy(native + ".bias", name + ".bias");
+  }
+  // A LayerNorm (weight/bias, or the gamma/beta of checkpoints converted from TensorFlow) or an
+  // RMSNorm (weight only).
+  void norm(const std::string& native, const std::string& name, bool bias) {
+    copy(native + ".weight", first_present({name + ".weight", name + ".gamma"}));
+    if (bias) copy(native + ".bias", first_present({name + ".bias", name + ".beta"}));
+  }
+  void add(const std::string& native, TensorSource source) { map_[native] = std::move(source); }
+  // The first name the checkpoint holds; the first one (for the error message) when none is.
+  std::string first_present(std::initializer_list<std::string> names) const {
+    for (const auto& n : names)
+      if (has_(n)) return n;
+    return *names.begin();
+  }
+  std::map<std::string, TensorSource> take() { return std::move(map_); }
+
+ private:
+  const HasTensor& has_;
+  std::map<std::string, TensorSource> map_;
+};
+
+}  // namespace
+
+// ---- HfConfig ----------------------------------------------------------------------------------
+
+const json* HfConfig::find(const char* key) const {
+  auto it = json_.find(key);
+  if (it == json_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+void HfConfig::fail(const std::string& text) const { throw std::runtime_error(where_ + ": " + text); }
+
+int HfConfig::integer(const char* key) const {
+  const json* value = find(key);
+  if (!value) fail(std::string("'") + key + "' is missing");
+  if (!value->is_number_integer()) fail(std::string("'") + key + "' must be an integer, got " + value->dump());
+  const int64_t v = value->get<int64_t>();
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+    fail(std::string("'") + key + "' is out of range: " + value->dump());
+  return static_cast<int>(v);
+}
+
+int HfConfig::integer(const char* key, int fallback) const { return find(key) ? integer(key) : fallback; }
+
+double HfConfig::number(const char* key, double fallback) const {
+  const json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_number()) fail(std::string("'") + key + "' must be a number, got " + value->dump());
+  return value->get<double>();
+}
+
+bool HfConfig::boolean(const char* key, bool fallback) const {
+  const json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_boolean()) fail(std::string("'") + key + "' must be true or false, got " + value->dump());
+  return value->get<bool>();
+}
+
+std::string HfConfig::string(const char* key, const std::string& fallback) const {
+  const json* value = find(key);
+  if (!value) return fallback;
+  if (!value->is_string()) fail(std::string("'") + key + "' must be a string, got " + value->dump());
+  return value->get<std::string>();
+}
+
+// ---- families ----------------------------------------------------------------------------------
+
+std::string family_of(const std::string& arch) {
+  if (arch == "BertModel" || arch == "BertForMaskedLM" || arch == "BertForPreTraining") return "bert";
+  if (arch == "GPT2Model" || arch == "GPT2LMHeadModel") return "gpt2";
+  if (arch == "LlamaModel" || arch == "LlamaForCausalLM") return "llama";
+  if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
+  return "";
+}
+
+std::string supported_architectures() {
+  return "BertModel, BertForMaskedLM, BertForPreTraining, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
+         "Qwen2Model, Qwen2ForCausalLM";
+}
+
+// modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).
+Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+  const std::string position_type = c.string("position_embedding_type", "absolute");
+  if (position_type != "absolute")
+    c.fail("position_embedding_type '" + position_type + "' is not supported (only 'absolute')");
+  if (c.boolean("is_decoder", false)) c.fail("is_decoder true (a causal BERT) is not supported");
+  if (c.boolean("add_cross_attention", false)) c.fail("add_cross_attention true is not supported");
+
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = "bert";
+  m.kind = StackKind::Encoder;
+  m.objective = "mlm";
+  m.vocab_size = c.integer("vocab_size");
+  m.hidden_size = c.integer("hidden_size");
+  m.max_positions = c.integer("max_position_embeddings", 512);
+  m.type_vocab_size = c.integer("type_vocab_size", 2);
+  m.positions = PositionKind::Learned;
+  m.norm = NormKind::LayerNorm;
+  m.norm_eps = static_cast<float>(c.number("layer_norm_eps", 1e-12));
+  m.norm_placement = NormPlacement::Post;
+  m.embedding_norm = true;
+  m.final_norm = false;
+  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("intermediate_size"), activation_from(c, "hidden_act", "gelu"), true};
+  const int heads = c.integer("num_attention_heads");
+  StackConfig stack;
+  stack.layers = c.integer("num_hidden_layers");
+  const int head_dim = head_dim_of(c, m.hidden_size, heads, "hidden_size", "num_attention_heads");
+  stack.attention = attention(heads, heads, head_dim, true, true);
+  m.encoder = stack;
+
+  Sources s(has);
+  // BertForMaskedLM/BertForPreTraining prefix the encoder with "bert."; a bare BertModel does not.
+  const std::string p = has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  s.copy("tokens.weight", p + "embeddings.word_embeddings.weight");
+  s.copy("positions.weight", p + "embeddings.position_embeddings.weight");
+  if (m.type_vocab_size > 0) s.copy("token_types.weight", p + "embeddings.token_type_embeddings.weight");
+  s.norm("embed_norm", p + "embeddings.LayerNorm", true);
+  for (int l = 0; l < stack.layers; ++l) {
+    const std::string n = "encoder." + std::to_string(l) + ".";
+    const std::string h = p + "encoder.layer." + std::to_string(l) + ".";
+    s.linear(n + "attn.q", h + "attention.self.query", true);
+    s.linear(n + "attn.k", h + "attention.self.key", true);
+    s.linear(n + "attn.v", h + "attention.self.value", true);
+    s.linear(n + "attn.o", h + "attention.output.dense", true);
+    s.norm(n + "attn_norm", h + "attention.output.LayerNorm", true);
+    s.linear(n + "ffn.up", h + "intermediate.dense", true);
+    s.linear(n + "ffn.down", h + "output.dense", true);
+    s.norm(n + "ffn_norm", h + "output.LayerNorm", true);
+  }
+  // BertLMPredictionHead: decoder(LayerNorm(act(dense(h)))) with the decoder tied to the word
+  // embeddings and its own bias.
+  const bool mlm = arch == "BertForMaskedLM" || arch == "BertForPreTraining" ||
+                   has("cls.predictions.transform.dense.weight");
+  const bool tied = c.boolean("tie_word_embeddings", true);
+  if (mlm) {
+    m.lm_head = LmHeadConfig{true, tied, true};
+    s.linear("head_transform", "cls.predictions.transform.dense", true);
+    s.norm("head_norm", "cls.predictions.transform.LayerNorm", true);
+    s.copy("head_bias", s.first_present({"cls.predictions.bias", "cls.predictions.decoder.bias"}));
+    if (!tied) s.copy("head_weight", "cls.predictions.decoder.weight");
+  } else {
+    // A bare BertModel file has no MLM head. Rather than inventing one, the logits are the final
+    // hidden states scored against the (tied) token embeddings with no transform and no bias:
+    // h · Eᵀ, which ranks tokens by embedding similarity but is not a trained MLM prediction.
+    m.lm_head = LmHeadConfig{false, true, false};
+    m.objective = "none";
+    layout.note = "no MLM head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  layout.sources = s.take();
+  layout.ignorable = [tied](const std::string& name) {
+    // The pooler and the next-sentence head feed no logits; decoder.bias aliases predictions.bias.
+    return starts_with(name, "bert.pooler.") || starts_with(name, "pooler.") || ends_with(name, "position_ids") ||
+           starts_with(name, "cls.seq_relationship.") || name == "cls.predictions.decoder.bias" ||
+           (tied && name == "cls.predictions.decoder.weight");
+  };
+  return layout;
+}
+
+// modeling_gpt2.py: pre-LN decoder, Conv1D weights stored [in, out], fused c_attn = [q | k | v].
+Layout gpt2_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+  if (c.boolean("scale_attn_by_inverse_layer_idx", false))
+    c.fail("scale_attn_by_inverse_layer_idx true is not supported (a per-layer attention scale)");
+  if (c.boolean("add_cross_attention", false)) c.fail("add_cross_attention true is not supported");
+
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = "gpt2";
+  m.kind = StackKind::Decoder;
+  m.objective = "causal";
+  m.vocab_size = c.integer("vocab_size", 50257);
+  const int D = c.integer("n_embd", 768);
+  m.hidden_size = D;
+  m.max_positions = c.integer("n_positions", 1024);
+  m.positions = PositionKind::Learned;
+  m.norm = NormKind::LayerNorm;
+  m.norm_eps = static_cast<float>(c.number("layer_norm_epsilon", 1e-5));
+  m.norm_placement = NormPlacement::Pre;
+  m.final_norm = true;
+  const int inner = c.integer("n_inner", 4 * D);  // null → 4·n_embd
+  m.ffn = FfnConfig{FfnKind::Mlp, inner, activation_from(c, "activation_function", "gelu_new"), true};
+  const int heads = c.integer("n_head", 12);
+  StackConfig stack;
+  stack.layers = c.integer("n_layer", 12);
+  stack.attention = attention(heads, heads, head_dim_of(c, D, heads, "n_embd", "n_head"), true, true);
+  if (!c.boolean("scale_attn_weights", true)) stack.attention.scale = 1.0f;
+  m.decoder = stack;
+
+  Sources s(has);
+  // GPT2LMHeadModel saves the body under "transformer."; GPT2Model (and the original gpt2
+  // checkpoint) without a prefix.
+  const std::string p = has("transformer.wte.weight") ? "transformer." : "";
+  s.copy("tokens.weight", p + "wte.weight");
+  s.copy("positions.weight", p + "wpe.weight");
+  for (int l = 0; l < stack.layers; ++l) {
+    const std::string n = "decoder." + std::to_string(l) + ".";
+    const std::string h = p + "h." + std::to_string(l) + ".";
+    s.norm(n + "attn_norm", h + "ln_1", true);
+    const char* parts[] = {"q", "k", "v"};
+    for (int i = 0; i < 3; ++i) {
+      TensorSource w{h + "attn.c_attn.weight", {D, 3 * D}, 1, int64_t(i) * D, D, true};
+      s.add(n + "attn." + parts[i] + ".weight", w);
+      TensorSource b{h + "attn.c_attn.bias", {3 * D}, 0, int64_t(i) * D, D, false};
+      s.add(n + "attn." + parts[i] + ".bias", b);
+    }
+    s.transposed(n + "attn.o.weight", h + "attn.c_proj.weight");
+    s.copy(n + "attn.o.bias", h + "attn.c_proj.bias");
+    s.norm(n + "ffn_norm", h + "ln_2", true);
+    s.transposed(n + "ffn.up.weight", h + "mlp.c_fc.weight");
+    s.copy(n + "ffn.up.bias", h + "mlp.c_fc.bias");
+    s.transposed(n + "ffn.down.weight", h + "mlp.c_proj.weight");
+    s.copy(n + "ffn.down.bias", h + "mlp.c_proj.bias");
+  }
+  s.norm("decoder_norm", p + "ln_f", true);
+  bool tied = c.boolean("tie_word_embeddings", true);
+  if (!tied && arch == "GPT2Model" && !has("lm_head.weight")) {
+    tied = true;  // no head in the file: score against the token embeddings, as the tied model would
+    layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  m.lm_head = LmHeadConfig{false, tied, false};
+  if (!tied) s.copy("head_weight", "lm_head.weight");
+  layout.sources = s.take();
+  layout.ignorable = [tied](const std::string& name) {
+    // attn.bias / attn.masked_bias are the causal-mask buffers older checkpoints saved.
+    return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias") || (tied && name == "lm_head.weight");
+  };
+  return layout;
+}
+
+// modeling_llama.py / modeling_qwen2.py: pre-RMSNorm decoder, RoPE in the rotate-half layout
+// (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases.
+Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, bool qwen2) {
+  if (const json* scaling = c.find("rope_scaling")) {
+    std::string type = "?";
+    if (scaling->is_object()) {
+      for (const char* key : {"rope_type", "type"})
+        if (scaling->contains(key) && (*scaling)[key].is_string()) {
+          type = (*scaling)[key].get<std::string>();
+          break;
+        }
+    }
+    if (type != "default")
+      c.fail("rope_scaling type '" + type + "' is not supported (HeadLab implements plain RoPE; rope_scaling " +
+             scaling->dump() + ")");
+  }
+  const double rotary_fraction = c.number("partial_rotary_factor", 1.0);
+  if (rotary_fraction != 1.0) c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported");
+  const std::string act = c.string("hidden_act", "silu");
+  if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
+  if (qwen2 && c.boolean("use_sliding_window", false))
+    c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
+
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = qwen2 ? "qwen2" : "llama";
+  m.kind = StackKind::Decoder;
+  m.objective = "causal";
+  m.vocab_size = c.integer("vocab_size");
+  const int D = c.integer("hidden_size");
+  m.hidden_size = D;
+  m.max_positions = c.integer("max_position_embeddings", qwen2 ? 32768 : 2048);
+  m.positions = PositionKind::Rope;
+  m.rope_theta = static_cast<float>(c.number("rope_theta", 10000.0));
+  m.rope_dim = 0;  // the whole head
+  m.norm = NormKind::RMSNorm;
+  m.norm_eps = static_cast<float>(c.number("rms_norm_eps", 1e-6));
+  m.norm_placement = NormPlacement::Pre;
+  m.final_norm = true;
+  const bool mlp_bias = c.boolean("mlp_bias", false);
+  m.ffn = FfnConfig{FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::Silu, mlp_bias};
+  const int heads = c.integer("num_attention_heads");
+  const int kv_heads = c.integer("num_key_value_heads", heads);
+  const int head_dim = head_dim_of(c, D, heads, "hidden_size", "num_attention_heads", true);
+  // Llama: attention_bias puts a bias on q, k, v and o; Qwen2: always on q, k, v and never on o.
+  const bool attention_bias = qwen2 ? false : c.boolean("attention_bias", false);
+  StackConfig stack;
+  stack.layers = c.integer("num_hidden_layers");
+  stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
+  m.decoder = stack;
+
+  Sources s(has);
+  const std::string p = has("model.embed_tokens.weight") ? "model." : "";  // *ForCausalLM vs *Model
+  s.copy("tokens.weight", p + "embed_tokens.weight");
+  for (int l = 0; l < stack.layers; ++l) {
+    const std::string n = "decoder." + std::to_string(l) + ".";
+    const std::string h = p + "layers." + std::to_string(l) + ".";
+    s.norm(n + "attn_norm", h + "input_layernorm", false);
+    s.linear(n + "attn.q", h + "self_attn.q_proj", stack.attention.qkv_bias);
+    s.linear(n + "attn.k", h + "self_attn.k_proj", stack.attention.qkv_bias);
+    s.linear(n + "attn.v", h + "self_attn.v_proj", stack.attention.qkv_bias);
+    s.linear(n + "attn.o", h + "self_attn.o_proj", stack.attention.out_bias);
+    s.norm(n + "ffn_norm", h + "post_attention_layernorm", false);
+    s.linear(n + "ffn.gate", h + "mlp.gate_proj", mlp_bias);
+    s.linear(n + "ffn.up", h + "mlp.up_proj", mlp_bias);
+    s.linear(n + "ffn.down", h + "mlp.down_proj", mlp_bias);
+  }
+  s.norm("decoder_norm", p + "norm", false);
+  bool tied = c.boolean("tie_word_embeddings", false);
+  if (!tied && arch.size() > 5 && ends_with(arch, "Model") && !has("lm_head.weight")) {
+    tied = true;  // LlamaModel / Qwen2Model files carry no head
+    layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  m.lm_head = LmHeadConfig{false, tied, false};
+  if (!tied) s.copy("head_weight", "lm_head.weight");
+  layout.sources = s.take();
+  layout.ignorable = [tied](const std::string& name) {
+    return ends_with(name, "rotary_emb.inv_freq") || (tied && name == "lm_head.weight");
+  };
+  return layout;
+}
+
+}  // namespace headlab::core::hf

@@ -1,0 +1,113 @@
+#include "core/model.h"
+
+#include "core/hf_import.h"
+#include "core/safetensors.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+
+namespace headlab::core {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t seed) {
+  auto model = std::make_shared<Model>();
+  model->config = config;
+  model->module = Transformer(config);
+  initialize_weights(model->module, seed);
+  model->module->eval();
+  return model;
+}
+
+void load_native_weights(Transformer& module, const SafetensorsFile& file) {
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& item : module->named_parameters()) {
+    const std::string& name = item.key();
+    const TensorInfo* info = file.find(name);
+    if (!info) throw std::runtime_error(file.path() + ": tensor '" + name + "' is missing");
+    if (std::vector<int64_t>(item.value().sizes().begin(), item.value().sizes().end()) != info->shape) {
+      std::string expected = torch::str(item.value().sizes()), got = "[";
+      for (size_t i = 0; i < info->shape.size(); ++i) got += (i ? ", " : "") + std::to_string(info->shape[i]);
+      throw std::runtime_error(file.path() + ": tensor '" + name + "' has shape " + got + "], config expects " +
+                               expected);
+    }
+    item.value().copy_(file.load(name, torch::kFloat32));
+    used.insert(name);
+  }
+  for (const auto& info : file.tensors())
+    if (!used.count(info.name))
+      throw std::runtime_error(file.path() + ": unexpected tensor '" + info.name +
+                               "' (config.json and model.safetensors disagree)");
+}
+
+std::shared_ptr<Model> load_model(const std::string& folder) {
+  const fs::path dir(folder);
+  if (!fs::is_directory(dir)) throw std::runtime_error(folder + ": not a folder");
+  const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path)) throw std::runtime_error(folder + ": no config.json");
+  nlohmann::json raw;
+  {
+    std::ifstream in(config_path);
+    try {
+      raw = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw std::runtime_error(config_path.string() + ": not valid JSON (" + e.what() + ")");
+    }
+  }
+  if (raw.is_object() && raw.contains("architectures")) return import_hf_model(folder, raw);
+
+  auto model = std::make_shared<Model>();
+  model->folder = folder;
+  try {
+    model->config = model_config_from_json(raw);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(config_path.string() + ": " + e.what());
+  }
+  const fs::path weights_path = dir / "model.safetensors";
+  if (!fs::exists(weights_path)) throw std::runtime_error(folder + ": no model.safetensors");
+  auto file = SafetensorsFile::open(weights_path.string());
+  if (file.tensors().empty()) throw std::runtime_error(weights_path.string() + ": holds no tensors");
+  model->weights_dtype = dtype_name(file.tensors().front().dtype);
+  model->module = Transformer(model->config);
+  load_native_weights(model->module, file);
+  model->module->eval();
+  for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"}) {
+    if (fs::exists(dir / name)) {
+      try {
+        model->tokenizer = Tokenizer::load(folder);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("loading tokenizer: ") + e.what());
+      }
+      break;
+    }
+  }
+  return model;
+}
+
+void save_model(const Model& model, const std::string& folder, const std::string& dtype,
+                const std::string& tokenizer_json) {
+  fs::create_directories(folder);
+  const std::string config_path = (fs::path(folder) / "config.json").string();
+  const std::string tmp = config_path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << to_json(model.config).dump(2) << "\n";
+    if (!out) throw std::runtime_error(tmp + ": write failed");
+  }
+  fs::rename(tmp, config_path);
+  save_safetensors((fs::path(folder) / "model.safetensors").string(), named_weights(model.module),
+                   dtype_from_name(dtype), {{"format", "pt"}, {"producer", "headlab"}});
+  if (!tokenizer_json.empty()) {
+    const auto target = fs::path(folder) / "tokenizer.json";
+    if (fs::absolute(tokenizer_json) != fs::absolute(target))
+      fs::copy_file(tokenizer_json, target, fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace headlab::core

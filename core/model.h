@@ -1,0 +1,39 @@
+// A loaded model: its config, its weights as a Transformer module, its tokenizer (if any) and
+// where it came from. Folders: HeadLab's native format (config.json + model.safetensors
+// [+ tokenizer.json]); Hugging Face folders go through core/hf_import.h.
+#pragma once
+
+#include "core/config.h"
+#include "core/tokenizer.h"
+#include "core/transformer.h"
+
+#include <memory>
+#include <string>
+
+namespace headlab::core {
+
+struct Model {
+  ModelConfig config;
+  Transformer module{nullptr};
+  std::shared_ptr<const Tokenizer> tokenizer;  // null when the folder has none
+  std::string folder;                          // empty for in-memory models
+  std::string weights_dtype = "F32";           // as stored on disk
+};
+
+// A model of `config` with HeadLab's random initialisation.
+std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t seed);
+
+// Loads a native or Hugging Face model folder. Errors name the folder, the file and the tensor.
+std::shared_ptr<Model> load_model(const std::string& folder);
+
+// Writes a native folder: config.json + model.safetensors (+ tokenizer.json when `tokenizer_json`
+// names a file to copy). Atomic per file.
+void save_model(const Model& model, const std::string& folder, const std::string& dtype = "F32",
+                const std::string& tokenizer_json = "");
+
+// Copies weights from `file`-like loader into the module; every parameter must be present with its
+// exact shape, and no unknown tensor may remain. `source` names the file for errors.
+class SafetensorsFile;
+void load_native_weights(Transformer& module, const SafetensorsFile& file);
+
+}  // namespace headlab::core

@@ -1,0 +1,139 @@
+#include "core/run.h"
+
+#include <torch/torch.h>
+
+namespace headlab::core {
+namespace {
+
+torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
+  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())});
+}
+
+AttentionStages squeeze_batch(const AttentionStages& s) {
+  auto squeeze = [](const torch::Tensor& t) { return t.defined() ? t.squeeze(0) : t; };
+  return {squeeze(s.logits), squeeze(s.mixed_logits), squeeze(s.weights), squeeze(s.mixed_weights),
+          squeeze(s.head_outputs)};
+}
+
+// First layer of `stack` whose controls differ between two control sets; `layers` if none.
+int first_changed_layer(const ModelControls& a, const ModelControls& b, const std::string& stack, int layers,
+                        bool with_cross) {
+  for (int l = 0; l < layers; ++l) {
+    if (a.get(stack, l) != b.get(stack, l)) return l;
+    if (with_cross && a.get("cross", l) != b.get("cross", l)) return l;
+  }
+  return layers;
+}
+
+struct Progress {
+  const RunRequest& request;
+  int total;
+  int done = 0;
+  void step() {
+    ++done;
+    if (request.cancel && request.cancel->load()) throw Cancelled();
+    if (request.progress && !request.progress(done, total)) throw Cancelled();
+  }
+};
+
+// Runs layers [from, layers) of one stack, starting from `input` ([1, T, D]).
+torch::Tensor run_stack(Model& model, const std::string& stack, int from, torch::Tensor input, const RunRequest& request,
+                        const torch::Tensor& memory, StackTrace& out, Progress& progress) {
+  auto& module = model.module;
+  const int layers = module->layer_count(stack);
+  const int64_t T = input.size(1);
+  BlockCall call;
+  call.causal = stack == "decoder";
+  call.memory = memory;
+  call.capture = request.capture;
+  call.rope = module->rope_tables(T, stack);
+  out.layers.resize(layers);
+  if (request.capture & kCaptureResidual) out.hidden.resize(layers + 1);
+  torch::Tensor h = input;
+  for (int l = from; l < layers; ++l) {
+    if (request.capture & kCaptureResidual) out.hidden[l] = h.squeeze(0);
+    call.self_controls = &request.controls.get(stack, l);
+    call.cross_controls = &request.controls.get("cross", l);
+    AttentionStages self, cross;
+    h = module->block(stack, l)->forward(h, call, &self, &cross);
+    out.layers[l].self = squeeze_batch(self);
+    out.layers[l].cross = squeeze_batch(cross);
+    progress.step();
+  }
+  if (request.capture & kCaptureResidual) out.hidden[layers] = h.squeeze(0);
+  return h;
+}
+
+bool reusable(const Trace& previous, const RunRequest& request) {
+  return previous.ids == request.ids && previous.decoder_ids == request.decoder_ids &&
+         previous.token_types == request.token_types && previous.capture == request.capture &&
+         (request.capture & kCaptureResidual);
+}
+
+}  // namespace
+
+std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
+  c10::InferenceMode inference;  // thread-local: set here, in whatever thread runs the model
+  auto& module = model.module;
+  const auto& config = model.config;
+  if (request.ids.empty()) throw std::invalid_argument("run: no input ids");
+  const bool enc_dec = config.kind == StackKind::EncoderDecoder;
+  if (enc_dec && request.decoder_ids.empty()) throw std::invalid_argument("run: an encoder-decoder needs decoder ids");
+  if (!request.token_types.empty() && request.token_types.size() != request.ids.size())
+    throw std::invalid_argument("run: token_types must have one entry per id");
+
+  const int enc_layers = module->layer_count("encoder");
+  const int dec_layers = module->layer_count("decoder");
+  int enc_from = 0, dec_from = 0;
+  const Trace* previous = request.previous.get();
+  if (previous && !reusable(*previous, request)) previous = nullptr;
+  auto trace = std::make_shared<Trace>();
+  if (previous) {
+    enc_from = first_changed_layer(previous->controls, request.controls, "encoder", enc_layers, false);
+    dec_from = first_changed_layer(previous->controls, request.controls, "decoder", dec_layers, enc_dec);
+    if (enc_dec && enc_from < enc_layers) dec_from = 0;  // a new encoder output changes every decoder layer
+    if (!enc_dec && config.kind == StackKind::Encoder) dec_from = 0;
+    if (enc_from == enc_layers && dec_from == dec_layers) return request.previous;
+    *trace = *previous;  // shares the unchanged layers' tensors (they are never modified)
+    trace->recomputed_stack.clear();
+    trace->recomputed_from = 0;
+    trace->layers_computed = 0;
+  }
+  trace->ids = request.ids;
+  trace->decoder_ids = request.decoder_ids;
+  trace->token_types = request.token_types;
+  trace->controls = request.controls;
+  trace->capture = request.capture;
+
+  Progress progress{request, (enc_layers - enc_from) + (dec_layers - dec_from)};
+  torch::Tensor types = request.token_types.empty() ? torch::Tensor() : ids_tensor(request.token_types);
+  torch::Tensor memory;
+  if (enc_layers > 0) {
+    torch::Tensor input = previous ? trace->encoder.hidden[enc_from].unsqueeze(0) : module->embed(ids_tensor(request.ids), types);
+    if (enc_from < enc_layers) {
+      trace->recomputed_stack = "encoder";
+      trace->recomputed_from = enc_from;
+      memory = run_stack(model, "encoder", enc_from, input, request, {}, trace->encoder, progress);
+      trace->layers_computed += enc_layers - enc_from;
+    } else {
+      memory = trace->encoder.hidden[enc_layers].unsqueeze(0);
+    }
+    if (!enc_dec) trace->logits = module->head(memory, "encoder").squeeze(0);
+  }
+  if (dec_layers > 0) {
+    if (enc_dec && module->encoder_final_norm) memory = module->encoder_final_norm(memory);
+    const auto& dec_ids = enc_dec ? request.decoder_ids : request.ids;
+    torch::Tensor input = previous && dec_from > 0 ? trace->decoder.hidden[dec_from].unsqueeze(0)
+                                                   : module->embed(ids_tensor(dec_ids), enc_dec ? torch::Tensor() : types);
+    if (trace->recomputed_stack.empty()) {
+      trace->recomputed_stack = "decoder";
+      trace->recomputed_from = dec_from;
+    }
+    auto h = run_stack(model, "decoder", dec_from, input, request, memory, trace->decoder, progress);
+    trace->layers_computed += dec_layers - dec_from;
+    trace->logits = module->head(h, "decoder").squeeze(0);
+  }
+  return trace;
+}
+
+}  // namespace headlab::core

@@ -1,0 +1,78 @@
+// One forward pass: RunRequest → Trace. Captures what the request asks for, re-uses a previous
+// trace's residual stream to recompute only the layers whose controls changed, reports progress
+// per layer and can be cancelled between layers.
+#pragma once
+
+#include "core/attention.h"
+#include "core/controls.h"
+#include "core/model.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headlab::core {
+
+// Thrown by run() when the request's cancel flag is set or its progress callback returns false.
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// One layer's captured attention (batch dimension removed).
+struct LayerTrace {
+  AttentionStages self;   // [heads, T, S] / O [h_v, T, d_v]
+  AttentionStages cross;  // decoder of an encoder-decoder only
+};
+
+struct StackTrace {
+  std::vector<torch::Tensor> hidden;  // [layers + 1] × [T, D]: hidden[l] is layer l's input
+  std::vector<LayerTrace> layers;
+  bool empty() const { return layers.empty(); }
+};
+
+struct Trace {
+  std::vector<int64_t> ids;          // encoder ids (or the decoder-only model's ids)
+  std::vector<int64_t> decoder_ids;  // encoder-decoder only
+  std::vector<int64_t> token_types;
+  ModelControls controls;
+  unsigned capture = kCaptureNone;
+  torch::Tensor logits;  // [T, V] (decoder positions for an encoder-decoder)
+  StackTrace encoder, decoder;
+  // Where this trace was recomputed from ("encoder"/"decoder", layer); "" = nothing recomputed.
+  std::string recomputed_stack;
+  int recomputed_from = 0;
+  int layers_computed = 0;
+
+  // The stack that holds a decoder-only or encoder-only model's layers.
+  const StackTrace& main_stack() const { return decoder.empty() ? encoder : decoder; }
+};
+
+// Called after each layer with (layers done, layers total); returning false cancels.
+using ProgressFn = std::function<bool(int done, int total)>;
+
+struct RunRequest {
+  std::vector<int64_t> ids;
+  std::vector<int64_t> decoder_ids;  // encoder-decoder: the decoder's input ids
+  std::vector<int64_t> token_types;  // optional, BERT-style segments
+  ModelControls controls;
+  unsigned capture = kCaptureWeights | kCaptureMixedWeights | kCaptureResidual;
+  // When set and compatible (same ids, same capture, residuals kept), only layers from the first
+  // one whose controls differ are recomputed; the result equals a full run.
+  std::shared_ptr<const Trace> previous;
+  ProgressFn progress;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// Runs the model in inference mode on the calling thread.
+std::shared_ptr<const Trace> run(Model& model, const RunRequest& request);
+
+// The weights that multiply the values: U (== W unless something mixes after the softmax).
+inline const torch::Tensor& value_weights(const AttentionStages& s) {
+  return s.mixed_weights.defined() ? s.mixed_weights : s.weights;
+}
+
+}  // namespace headlab::core

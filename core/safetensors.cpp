@@ -1,0 +1,394 @@
+// safetensors reader and writer (format in safetensors.h). The header is untrusted input: every
+// length, offset, shape and dtype is checked against the file size before a pointer is formed from
+// it, so a damaged or hostile file yields a std::runtime_error("<path>: ...") and never a crash.
+#include "core/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+// The format is little-endian and we copy/map its bytes as they are.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
+
+namespace headlab::core {
+namespace {
+
+// ordered_json keeps the header's key order, so tensors() follows the file.
+using Json = nlohmann::ordered_json;
+
+// Same cap as the reference implementation: a larger header is corruption, not a model.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+[[noreturn]] void fail(const std::string& path, const std::string& reason) {
+  throw std::runtime_error(path + ": " + reason);
+}
+
+[[noreturn]] void fail_tensor(const std::string& path, const std::string& name, const std::string& reason) {
+  fail(path, "tensor '" + name + "': " + reason);
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// nlohmann's parse errors quote the offending bytes, which may be invalid UTF-8; keep messages
+// printable ASCII so a log or GUI can always show them.
+std::string printable(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  return out;
+}
+
+struct DTypeEntry {
+  DType dtype;
+  const char* name;
+  size_t size;
+  torch::ScalarType scalar;
+};
+
+const DTypeEntry kDTypes[] = {
+    {DType::F64, "F64", 8, torch::kFloat64}, {DType::F32, "F32", 4, torch::kFloat32},
+    {DType::F16, "F16", 2, torch::kFloat16}, {DType::BF16, "BF16", 2, torch::kBFloat16},
+    {DType::I64, "I64", 8, torch::kInt64},   {DType::I32, "I32", 4, torch::kInt32},
+    {DType::I16, "I16", 2, torch::kInt16},   {DType::I8, "I8", 1, torch::kInt8},
+    {DType::U8, "U8", 1, torch::kUInt8},     {DType::BOOL, "BOOL", 1, torch::kBool},
+};
+
+const DTypeEntry& entry_of(DType dtype) {
+  for (const auto& e : kDTypes)
+    if (e.dtype == dtype) return e;
+  throw std::runtime_error("invalid DType value " + std::to_string(static_cast<int>(dtype)));
+}
+
+const DTypeEntry* find_dtype(const std::string& name) {
+  for (const auto& e : kDTypes)
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+bool is_floating(DType d) { return d == DType::F64 || d == DType::F32 || d == DType::F16 || d == DType::BF16; }
+
+std::string range_text(uint64_t begin, uint64_t end) {
+  return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
+}
+
+// Reads one header entry {dtype, shape, data_offsets} and checks it against the data section.
+TensorInfo parse_tensor(const std::string& path, const std::string& name, const Json& entry, uint64_t data_size) {
+  if (!entry.is_object()) fail_tensor(path, name, "header entry is not a JSON object");
+  TensorInfo info;
+  info.name = name;
+
+  auto dtype = entry.find("dtype");
+  if (dtype == entry.end() || !dtype->is_string()) fail_tensor(path, name, "missing or non-string 'dtype'");
+  const DTypeEntry* dt = find_dtype(dtype->get<std::string>());
+  if (!dt) fail_tensor(path, name, "unsupported dtype '" + dtype->get<std::string>() + "'");
+  info.dtype = dt->dtype;
+
+  auto shape = entry.find("shape");
+  if (shape == entry.end() || !shape->is_array()) fail_tensor(path, name, "missing or non-array 'shape'");
+  // numel and byte count must stay below INT64_MAX: torch sizes are int64 and the byte count is
+  // compared with the file size, so any overflow here would defeat the bounds check below.
+  constexpr uint64_t kLimit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  uint64_t numel = 1;
+  for (const auto& dim : *shape) {
+    if (!dim.is_number_integer()) fail_tensor(path, name, "shape " + shape->dump() + " holds a non-integer");
+    if (!dim.is_number_unsigned()) fail_tensor(path, name, "shape " + shape->dump() + " holds a negative dimension");
+    const uint64_t d = dim.get<uint64_t>();
+    if (d > kLimit || __builtin_mul_overflow(numel, d, &numel) || numel > kLimit)
+      fail_tensor(path, name, "shape " + shape->dump() + " has too many elements");
+    info.shape.push_back(static_cast<int64_t>(d));
+  }
+  uint64_t nbytes = 0;
+  if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dt->size), &nbytes) || nbytes > kLimit)
+    fail_tensor(path, name, "shape " + shape->dump() + " has too many bytes");
+
+  auto offsets = entry.find("data_offsets");
+  if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
+      !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
+    fail_tensor(path, name, "'data_offsets' must be [begin, end] of non-negative integers");
+  info.begin = (*offsets)[0].get<uint64_t>();
+  info.end = (*offsets)[1].get<uint64_t>();
+  const std::string range = "data_offsets " + range_text(info.begin, info.end);
+  if (info.begin > info.end) fail_tensor(path, name, range + " has begin > end");
+  if (info.end > data_size)
+    fail_tensor(path, name, range + " exceed the data section (" + std::to_string(data_size) + " bytes)");
+  if (info.end - info.begin != nbytes)
+    fail_tensor(path, name, range + " hold " + std::to_string(info.end - info.begin) + " bytes but " + dt->name +
+                                " with shape " + shape->dump() + " needs " + std::to_string(nbytes));
+  return info;
+}
+
+// write(2) until done: it may write less than asked (and caps one call near 2 GiB).
+void write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "write failed: " + errno_text(errno));
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+DType dtype_from_name(const std::string& name) {
+  if (const DTypeEntry* e = find_dtype(name)) return e->dtype;
+  throw std::runtime_error("unknown safetensors dtype '" + name + "'");
+}
+
+const char* dtype_name(DType dtype) { return entry_of(dtype).name; }
+size_t dtype_size(DType dtype) { return entry_of(dtype).size; }
+torch::ScalarType to_scalar_type(DType dtype) { return entry_of(dtype).scalar; }
+
+DType dtype_from_scalar_type(torch::ScalarType type) {
+  for (const auto& e : kDTypes)
+    if (e.scalar == type) return e.dtype;
+  throw std::runtime_error(std::string("no safetensors dtype for torch type ") + c10::toString(type));
+}
+
+// Owns the mmap; shared by the file object and by every zero-copy tensor (via its deleter).
+struct SafetensorsFile::Mapping {
+  void* addr = nullptr;
+  size_t size = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (addr) ::munmap(addr, size);
+  }
+  const uint8_t* bytes() const { return static_cast<const uint8_t*>(addr); }
+};
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  // O_NONBLOCK: a FIFO given by mistake must not hang the open; it changes nothing for files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail(path, "cannot stat: " + errno_text(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "not a regular file");
+  }
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < 8) {
+    ::close(fd);
+    fail(path, "file is " + std::to_string(file_size) + " bytes, too short for the 8-byte header length");
+  }
+
+  // MAP_PRIVATE + PROT_WRITE: tensors handed out by from_blob are writable (torch assumes so), and
+  // an in-place edit only copies the touched page; the file itself is never modified.
+  void* addr = ::mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  const int map_err = errno;
+  ::close(fd);  // the mapping holds its own reference to the file
+  if (addr == MAP_FAILED) fail(path, "cannot mmap: " + errno_text(map_err));
+
+  SafetensorsFile file;
+  file.path_ = path;
+  file.mapping_ = std::make_shared<Mapping>();
+  file.mapping_->addr = addr;
+  file.mapping_->size = file_size;
+  const uint8_t* base = file.mapping_->bytes();
+
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, base, 8);
+  if (header_len > kMaxHeaderBytes)
+    fail(path, "header length " + std::to_string(header_len) + " exceeds the 100 MB limit");
+  if (header_len > file_size - 8)
+    fail(path, "header length " + std::to_string(header_len) + " exceeds the " + std::to_string(file_size - 8) +
+                   " bytes after the length field");
+  file.data_offset_ = 8 + header_len;
+  const uint64_t data_size = file_size - file.data_offset_;
+
+  // Duplicate top-level keys would silently collapse to the last one in the parsed object; the
+  // parse callback sees every key (depth 1 = the top-level object) so we can reject them.
+  Json header;
+  std::set<std::string> keys;
+  std::string duplicate;
+  const char* text = reinterpret_cast<const char*>(base + 8);
+  try {
+    header = Json::parse(text, text + header_len, [&](int depth, Json::parse_event_t event, Json& parsed) {
+      if (depth == 1 && event == Json::parse_event_t::key && parsed.is_string() &&
+          !keys.insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+      return true;
+    });
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, "header is not valid JSON: " + printable(e.what()));
+  }
+  if (!header.is_object()) fail(path, "header is not a JSON object");
+  if (!duplicate.empty()) fail(path, "header names '" + duplicate + "' twice");
+
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it.value().is_object()) fail(path, "__metadata__ is not a JSON object");
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        if (!m.value().is_string()) fail(path, "__metadata__ value of '" + m.key() + "' is not a string");
+        file.metadata_[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    file.index_[it.key()] = file.tensors_.size();
+    file.tensors_.push_back(parse_tensor(path, it.key(), it.value(), data_size));
+  }
+
+  // The spec forbids overlapping tensors (two names aliasing the same bytes). Holes are tolerated:
+  // they are harmless to a reader. Empty tensors occupy no bytes and cannot overlap.
+  std::vector<const TensorInfo*> by_begin;
+  for (const auto& t : file.tensors_)
+    if (t.end > t.begin) by_begin.push_back(&t);
+  std::sort(by_begin.begin(), by_begin.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_begin.size(); ++i) {
+    const TensorInfo& prev = *by_begin[i - 1];
+    const TensorInfo& cur = *by_begin[i];
+    if (cur.begin < prev.end)
+      fail_tensor(path, cur.name, "data_offsets " + range_text(cur.begin, cur.end) + " overlap tensor '" +
+                                      prev.name + "' " + range_text(prev.begin, prev.end));
+  }
+  return file;
+}
+
+const TensorInfo* SafetensorsFile::find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const uint8_t* SafetensorsFile::data(const TensorInfo& info) const {
+  // `info` may come from elsewhere (another file, a hand-made struct): bound it again.
+  if (!mapping_ || info.begin > info.end || info.end > mapping_->size - data_offset_)
+    fail(path_.empty() ? "<no file>" : path_, "tensor '" + info.name + "': byte range outside the data section");
+  return mapping_->bytes() + data_offset_ + info.begin;
+}
+
+torch::Tensor SafetensorsFile::load(const std::string& name, torch::ScalarType as) const {
+  const TensorInfo* info = find(name);
+  if (!info) fail(path_, "tensor '" + name + "' not found");
+  const uint8_t* bytes = data(*info);
+  const uint64_t nbytes = info->end - info->begin;
+  const torch::ScalarType stored = to_scalar_type(info->dtype);
+
+  // torch's bool kernels assume 0/1 bytes; anything else is a corrupt file, not a value.
+  if (info->dtype == DType::BOOL)
+    for (uint64_t i = 0; i < nbytes; ++i)
+      if (bytes[i] > 1) fail_tensor(path_, name, "BOOL byte " + std::to_string(bytes[i]) + " is not 0 or 1");
+
+  if (nbytes == 0) return torch::empty(info->shape, torch::TensorOptions().dtype(as));
+
+  torch::Tensor raw;
+  if (reinterpret_cast<uintptr_t>(bytes) % dtype_size(info->dtype) == 0) {
+    // Zero-copy view; the deleter's copy of the shared_ptr keeps the mapping alive as long as
+    // any tensor (or view of one) uses it, even after this SafetensorsFile is gone.
+    std::shared_ptr<Mapping> keep = mapping_;
+    raw = torch::from_blob(const_cast<uint8_t*>(bytes), info->shape, [keep](void*) {},
+                           torch::TensorOptions().dtype(stored));
+  } else {
+    // Misaligned (e.g. an F32 after an odd number of F16s): typed loads from it would be UB.
+    raw = torch::empty(info->shape, torch::TensorOptions().dtype(stored));
+    std::memcpy(raw.data_ptr(), bytes, nbytes);
+  }
+  return stored == as ? raw : raw.to(as);
+}
+
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                      DType store_as, const std::map<std::string, std::string>& metadata) {
+  // Build the header and the contiguous CPU tensors first, so every validation error is raised
+  // before anything touches the disk.
+  Json header = Json::object();
+  if (!metadata.empty()) {
+    Json meta = Json::object();
+    for (const auto& [key, value] : metadata) meta[key] = value;
+    header["__metadata__"] = std::move(meta);
+  }
+  std::set<std::string> seen;
+  std::vector<torch::Tensor> blobs;
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    if (name.empty()) fail(path, "empty tensor name");
+    if (name == "__metadata__") fail(path, "tensor name '__metadata__' is reserved");
+    if (!seen.insert(name).second) fail(path, "duplicate tensor name '" + name + "'");
+    if (!tensor.defined()) fail_tensor(path, name, "undefined tensor");
+    torch::Tensor t = tensor.detach();
+    if (t.is_floating_point() && is_floating(store_as)) t = t.to(to_scalar_type(store_as));
+    DType dtype;
+    try {
+      dtype = dtype_from_scalar_type(t.scalar_type());
+    } catch (const std::runtime_error& e) {
+      fail_tensor(path, name, e.what());
+    }
+    t = t.to(torch::kCPU).contiguous();
+    const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * dtype_size(dtype);
+    Json entry = Json::object();
+    entry["dtype"] = dtype_name(dtype);
+    entry["shape"] = t.sizes().vec();
+    entry["data_offsets"] = Json::array({offset, offset + nbytes});
+    header[name] = std::move(entry);
+    offset += nbytes;
+    blobs.push_back(std::move(t));
+  }
+  std::string text;
+  try {
+    text = header.dump();  // throws on invalid UTF-8 in a name or metadata string
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, std::string("cannot encode header: ") + e.what());
+  }
+  // Spaces up to a multiple of 8 keep the data section 8-aligned, so mapped tensors are aligned.
+  text.append((8 - text.size() % 8) % 8, ' ');
+  const uint64_t header_len = text.size();
+
+  // Atomic replace: write a temp file in the same folder (rename is atomic only within one file
+  // system), fsync it, rename over the target, then fsync the folder so the rename is durable.
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
+                  std::to_string(counter++)))
+              .string();
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666 & ~umask
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) fail(path, "cannot create temporary file '" + tmp + "': " + errno_text(errno));
+
+  try {
+    write_all(fd, &header_len, 8, path);
+    write_all(fd, text.data(), text.size(), path);
+    for (const auto& t : blobs) write_all(fd, t.data_ptr(), t.numel() * t.element_size(), path);
+    if (::fsync(fd) != 0) fail(path, "fsync failed: " + errno_text(errno));
+    const int closed = ::close(fd);
+    fd = -1;
+    if (closed != 0) fail(path, "close failed: " + errno_text(errno));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot rename temporary file: " + errno_text(errno));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  // Best effort: some file systems refuse fsync on a directory; the data itself is already safe.
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace headlab::core

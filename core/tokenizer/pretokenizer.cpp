@@ -1,0 +1,298 @@
+#include "core/tokenizer/pretokenizer.h"
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tokenizer/regex.h"
+#include "core/tokenizer/unicode.h"
+
+namespace headlab::core::tok {
+
+const char* const kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+namespace {
+
+// HF's SplitDelimiterBehavior: what happens to the matched delimiters.
+enum class Behavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+
+Behavior parse_behavior(const std::string& s) {
+  if (s == "Removed") return Behavior::Removed;
+  if (s == "Isolated") return Behavior::Isolated;
+  if (s == "MergedWithPrevious") return Behavior::MergedWithPrevious;
+  if (s == "MergedWithNext") return Behavior::MergedWithNext;
+  if (s == "Contiguous") return Behavior::Contiguous;
+  throw std::runtime_error("unknown split behavior '" + s + "'");
+}
+
+// A piece of a split: chars [b, e) and whether it is a delimiter match.
+struct Seg {
+  uint32_t b, e;
+  bool match;
+};
+
+// HF NormalizedString::split: turns the (match / gap) segments into the kept ranges.
+void apply_behavior(const std::vector<Seg>& segs, Behavior behavior, std::vector<std::pair<uint32_t, uint32_t>>& out) {
+  out.clear();
+  switch (behavior) {
+    case Behavior::Isolated:
+      for (const Seg& s : segs) out.emplace_back(s.b, s.e);
+      break;
+    case Behavior::Removed:
+      for (const Seg& s : segs)
+        if (!s.match) out.emplace_back(s.b, s.e);
+      break;
+    case Behavior::Contiguous: {
+      bool prev = false;
+      for (const Seg& s : segs) {
+        if (s.match == prev && !out.empty()) out.back().second = s.e;
+        else out.emplace_back(s.b, s.e);
+        prev = s.match;
+      }
+      break;
+    }
+    case Behavior::MergedWithPrevious: {
+      bool prev = false;
+      for (const Seg& s : segs) {
+        if (s.match && !prev && !out.empty()) out.back().second = s.e;
+        else out.emplace_back(s.b, s.e);
+        prev = s.match;
+      }
+      break;
+    }
+    case Behavior::MergedWithNext: {
+      bool prev = false;
+      std::vector<std::pair<uint32_t, uint32_t>> rev;
+      for (auto it = segs.rbegin(); it != segs.rend(); ++it) {
+        if (it->match && !prev && !rev.empty()) rev.back().first = it->b;
+        else rev.emplace_back(it->b, it->e);
+        prev = it->match;
+      }
+      out.assign(rev.rbegin(), rev.rend());
+      break;
+    }
+  }
+}
+
+// Applies `segment` (which fills the segments of one split) to every non-added split.
+template <typename F>
+void split_all(PreTokenized& pt, Behavior behavior, F&& segment) {
+  std::vector<Split> result;
+  result.reserve(pt.splits.size() * 4);
+  std::vector<Seg> segs;
+  std::vector<std::pair<uint32_t, uint32_t>> kept;
+  for (const Split& s : pt.splits) {
+    if (s.added_id >= 0) {
+      result.push_back(s);
+      continue;
+    }
+    segs.clear();
+    segment(pt.pieces[s.piece], s.begin, s.end, segs);
+    apply_behavior(segs, behavior, kept);
+    for (auto [b, e] : kept) {
+      if (b < e) result.push_back(Split{s.piece, b, e, -1, {}});
+    }
+  }
+  pt.splits = std::move(result);
+}
+
+// Segments of chars [b, e) where each char satisfying `pred` is its own match (HF's char pattern).
+void char_segments(const NormalizedText& t, uint32_t b, uint32_t e, const std::function<bool(char32_t)>& pred,
+                   std::vector<Seg>& segs) {
+  uint32_t last = b;
+  for (uint32_t i = b; i < e; ++i) {
+    if (!pred(t.chars[i])) continue;
+    if (last < i) segs.push_back({last, i, false});
+    segs.push_back({i, i + 1, true});
+    last = i + 1;
+  }
+  if (last < e) segs.push_back({last, e, false});
+}
+
+// Segments of chars [b, e) from the regex matches over that range alone (look-arounds do not see
+// past the split, as in HF where each split is its own string).
+void regex_segments(const Regex& re, bool invert, const NormalizedText& t, uint32_t b, uint32_t e,
+                    std::vector<Seg>& segs) {
+  const uint32_t byte_b = t.byte_of_char[b], byte_e = t.byte_of_char[e];
+  std::vector<std::pair<uint32_t, uint32_t>> matches;
+  re.find_all(std::string_view(t.utf8).substr(byte_b, byte_e - byte_b), matches);
+  // Match boundaries are char boundaries; walk the byte offsets forward instead of searching.
+  uint32_t cursor = b;
+  auto to_char = [&](uint32_t byte) {
+    while (t.byte_of_char[cursor] < byte_b + byte) ++cursor;
+    return cursor;
+  };
+  uint32_t prev = b;
+  for (auto [mb, me] : matches) {
+    uint32_t cb = to_char(mb), ce = to_char(me);
+    if (prev != cb) segs.push_back({prev, cb, invert});
+    segs.push_back({cb, ce, !invert});
+    prev = ce;
+  }
+  if (prev != e) segs.push_back({prev, e, invert});
+}
+
+class BertPreTokenizer : public PreTokenizer {
+ public:
+  // Whitespace splits and is dropped; each punctuation char becomes its own word.
+  void pre_tokenize(PreTokenized& pt) const override {
+    std::vector<Split> result;
+    result.reserve(pt.splits.size() * 8);
+    for (const Split& s : pt.splits) {
+      if (s.added_id >= 0) {
+        result.push_back(s);
+        continue;
+      }
+      const NormalizedText& t = pt.pieces[s.piece];
+      uint32_t start = s.begin;
+      for (uint32_t i = s.begin; i < s.end; ++i) {
+        char32_t c = t.chars[i];
+        if (is_whitespace(c)) {
+          if (start < i) result.push_back(Split{s.piece, start, i, -1, {}});
+          start = i + 1;
+        } else if (is_bert_punctuation(c)) {
+          if (start < i) result.push_back(Split{s.piece, start, i, -1, {}});
+          result.push_back(Split{s.piece, i, i + 1, -1, {}});
+          start = i + 1;
+        }
+      }
+      if (start < s.end) result.push_back(Split{s.piece, start, s.end, -1, {}});
+    }
+    pt.splits = std::move(result);
+  }
+};
+
+class ByteLevelPreTokenizer : public PreTokenizer {
+ public:
+  ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
+      : add_prefix_space_(add_prefix_space), regex_(use_regex ? std::make_unique<Regex>(kGpt2Pattern) : nullptr) {}
+
+  void pre_tokenize(PreTokenized& pt) const override {
+    if (add_prefix_space_) {
+      // Every split not starting with a space gets one, aligned to its first char; it becomes a
+      // piece of its own so the regex below sees the space.
+      for (Split& s : pt.splits) {
+        if (s.added_id >= 0 || s.begin >= s.end) continue;
+        const NormalizedText& src = pt.pieces[s.piece];
+        if (src.chars[s.begin] == U' ') continue;
+        NormalizedText t;
+        t.base = src.align[s.begin].start;
+        t.chars = src.chars.substr(s.begin, s.end - s.begin);
+        t.align.assign(src.align.begin() + s.begin, src.align.begin() + s.end);
+        t.prepend(U" ");
+        t.finalize();
+        pt.pieces.push_back(std::move(t));
+        s = Split{static_cast<uint32_t>(pt.pieces.size() - 1), 0, static_cast<uint32_t>(pt.pieces.back().chars.size()),
+                  -1, {}};
+      }
+    }
+    if (regex_) {
+      split_all(pt, Behavior::Isolated, [&](const NormalizedText& t, uint32_t b, uint32_t e, std::vector<Seg>& segs) {
+        regex_segments(*regex_, false, t, b, e, segs);
+      });
+    }
+  }
+  bool byte_level() const override { return true; }
+
+ private:
+  bool add_prefix_space_;
+  std::unique_ptr<Regex> regex_;
+};
+
+class RegexSplitPreTokenizer : public PreTokenizer {
+ public:
+  RegexSplitPreTokenizer(const std::string& pattern, Behavior behavior, bool invert)
+      : regex_(pattern), behavior_(behavior), invert_(invert) {}
+  void pre_tokenize(PreTokenized& pt) const override {
+    split_all(pt, behavior_, [&](const NormalizedText& t, uint32_t b, uint32_t e, std::vector<Seg>& segs) {
+      regex_segments(regex_, invert_, t, b, e, segs);
+    });
+  }
+
+ private:
+  Regex regex_;
+  Behavior behavior_;
+  bool invert_;
+};
+
+class CharSplitPreTokenizer : public PreTokenizer {
+ public:
+  CharSplitPreTokenizer(std::function<bool(char32_t)> pred, Behavior behavior)
+      : pred_(std::move(pred)), behavior_(behavior) {}
+  void pre_tokenize(PreTokenized& pt) const override {
+    split_all(pt, behavior_, [&](const NormalizedText& t, uint32_t b, uint32_t e, std::vector<Seg>& segs) {
+      char_segments(t, b, e, pred_, segs);
+    });
+  }
+
+ private:
+  std::function<bool(char32_t)> pred_;
+  Behavior behavior_;
+};
+
+class SequencePreTokenizer : public PreTokenizer {
+ public:
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      // The byte mapping happens in the model, so nothing may split after ByteLevel.
+      if (steps_[i]->byte_level() && i + 1 != steps_.size())
+        throw std::runtime_error("pre_tokenizer: ByteLevel must be the last step of a Sequence");
+    }
+  }
+  void pre_tokenize(PreTokenized& pt) const override {
+    for (const auto& s : steps_) s->pre_tokenize(pt);
+  }
+  bool byte_level() const override { return !steps_.empty() && steps_.back()->byte_level(); }
+
+ private:
+  std::vector<std::unique_ptr<PreTokenizer>> steps_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreTokenizer> make_bert_pre_tokenizer() { return std::make_unique<BertPreTokenizer>(); }
+
+std::unique_ptr<PreTokenizer> make_byte_level_pre_tokenizer(bool add_prefix_space, bool use_regex) {
+  return std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, use_regex);
+}
+
+std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j) {
+  if (j.is_null()) return nullptr;
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
+    throw std::runtime_error("pre_tokenizer: expected an object with a \"type\"");
+  const std::string type = j["type"].get<std::string>();
+  if (type == "BertPreTokenizer") return make_bert_pre_tokenizer();
+  if (type == "ByteLevel") return make_byte_level_pre_tokenizer(j.value("add_prefix_space", false), j.value("use_regex", true));
+  if (type == "Split") {
+    const auto& p = j.at("pattern");
+    std::string pattern;
+    if (p.contains("Regex")) pattern = p["Regex"].get<std::string>();
+    else if (p.contains("String")) pattern = regex_escape(p["String"].get<std::string>());
+    else throw std::runtime_error("pre_tokenizer Split: pattern must be {\"Regex\": …} or {\"String\": …}");
+    return std::make_unique<RegexSplitPreTokenizer>(pattern, parse_behavior(j.value("behavior", std::string("Isolated"))),
+                                                    j.value("invert", false));
+  }
+  if (type == "Whitespace") return std::make_unique<RegexSplitPreTokenizer>(R"(\w+|[^\w\s]+)", Behavior::Removed, true);
+  if (type == "WhitespaceSplit") return std::make_unique<CharSplitPreTokenizer>(is_whitespace, Behavior::Removed);
+  if (type == "Digits") {
+    return std::make_unique<CharSplitPreTokenizer>(
+        is_numeric, j.value("individual_digits", false) ? Behavior::Isolated : Behavior::Contiguous);
+  }
+  if (type == "Punctuation") {
+    return std::make_unique<CharSplitPreTokenizer>(is_bert_punctuation,
+                                                   parse_behavior(j.value("behavior", std::string("Isolated"))));
+  }
+  if (type == "Sequence") {
+    std::vector<std::unique_ptr<PreTokenizer>> steps;
+    for (const auto& s : j.at("pretokenizers")) {
+      if (auto p = make_pre_tokenizer(s)) steps.push_back(std::move(p));
+    }
+    return std::make_unique<SequencePreTokenizer>(std::move(steps));
+  }
+  throw std::runtime_error("unsupported pre_tokenizer type '" + type + "'");
+}
+
+}  // namespace headlab::core::tok

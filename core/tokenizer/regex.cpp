@@ -1,0 +1,99 @@
+#include "core/tokenizer/regex.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <stdexcept>
+
+namespace headlab::core::tok {
+
+namespace {
+
+// Per-thread JIT stack and match context: PCRE2's default 32 KiB JIT stack overflows on long
+// runs matched by patterns like `\s+(?!\S)`; neither object may be used by two threads at once.
+struct ThreadMatchState {
+  pcre2_match_context* context = nullptr;
+  pcre2_jit_stack* jit_stack = nullptr;
+  ThreadMatchState() {
+    context = pcre2_match_context_create(nullptr);
+    jit_stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
+    if (context && jit_stack) pcre2_jit_stack_assign(context, nullptr, jit_stack);
+  }
+  ~ThreadMatchState() {
+    if (jit_stack) pcre2_jit_stack_free(jit_stack);
+    if (context) pcre2_match_context_free(context);
+  }
+};
+
+ThreadMatchState& thread_state() {
+  thread_local ThreadMatchState state;
+  return state;
+}
+
+std::string pcre2_message(int code) {
+  PCRE2_UCHAR buffer[256];
+  pcre2_get_error_message(code, buffer, sizeof(buffer));
+  return reinterpret_cast<const char*>(buffer);
+}
+
+}  // namespace
+
+Regex::Regex(const std::string& pattern) : pattern_(pattern) {
+  int error = 0;
+  PCRE2_SIZE error_offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr);
+  if (!code) {
+    throw std::runtime_error("invalid regex /" + pattern + "/ at offset " + std::to_string(error_offset) +
+                             ": " + pcre2_message(error));
+  }
+  code_ = code;
+  jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+}
+
+Regex::~Regex() { pcre2_code_free(static_cast<pcre2_code*>(code_)); }
+
+void Regex::find_all(std::string_view subject, std::vector<std::pair<uint32_t, uint32_t>>& out) const {
+  auto* code = static_cast<pcre2_code*>(code_);
+  ThreadMatchState& state = thread_state();
+  pcre2_match_data* data = pcre2_match_data_create_from_pattern(code, nullptr);
+  if (!data) throw std::runtime_error("regex: out of memory");
+  const auto* s = reinterpret_cast<PCRE2_SPTR>(subject.data());
+  const size_t n = subject.size();
+  size_t start = 0;
+  // The subject was validated once when the text was decoded: skip PCRE2's per-call UTF check.
+  const uint32_t options = PCRE2_NO_UTF_CHECK;
+  while (start <= n) {
+    int rc = pcre2_match(code, s, n, start, options, data, state.context);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT) {  // retry this match with the interpreter
+      rc = pcre2_match(code, s, n, start, options | PCRE2_NO_JIT, data, state.context);
+    }
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      pcre2_match_data_free(data);
+      throw std::runtime_error("regex /" + pattern_ + "/: " + pcre2_message(rc));
+    }
+    const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data);
+    size_t b = ov[0], e = ov[1];
+    out.emplace_back(static_cast<uint32_t>(b), static_cast<uint32_t>(e));
+    if (e > b) {
+      start = e;
+    } else {
+      if (e >= n) break;
+      start = e + 1;
+      while (start < n && (static_cast<unsigned char>(subject[start]) & 0xC0) == 0x80) ++start;
+    }
+  }
+  pcre2_match_data_free(data);
+}
+
+std::string regex_escape(std::string_view literal) {
+  std::string out;
+  for (char c : literal) {
+    if (std::string_view("\\^$.|?*+()[]{}-/#").find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace headlab::core::tok

@@ -1,0 +1,402 @@
+// Tokenizer::load / from_json: tokenizer.json (Hugging Face) and the older vocab.txt (WordPiece)
+// and vocab.json + merges.txt (byte-level BPE; OpenAI's encoder.json + vocab.bpe too).
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "core/tokenizer.h"
+#include "core/tokenizer/byte_level_bpe.h"
+#include "core/tokenizer/hf_tokenizer.h"
+#include "core/tokenizer/wordpiece.h"
+
+namespace headlab::core {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace tok;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + p.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("cannot read " + p.string());
+  return ss.str();
+}
+
+json parse_json(std::string_view text, const std::string& origin) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    throw std::runtime_error(origin + ": invalid JSON: " + e.what());
+  }
+}
+
+// tokenizer_config.json beside the tokenizer, or null.
+json read_config(const fs::path& dir) {
+  const fs::path p = dir / "tokenizer_config.json";
+  if (!fs::is_regular_file(p)) return nullptr;
+  try {
+    json j = parse_json(read_text(p), p.string());
+    return j.is_object() ? j : json(nullptr);
+  } catch (const std::exception&) {
+    return nullptr;  // the config only refines special-token ids; a broken one is not fatal
+  }
+}
+
+Vocab vocab_from_json(const json& j) {
+  if (!j.is_object()) throw std::runtime_error("model.vocab must be an object of token -> id");
+  Vocab v;
+  v.token_to_id.reserve(j.size());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it.value().is_number_integer()) throw std::runtime_error("model.vocab: id of '" + it.key() + "' is not an integer");
+    v.add(it.key(), it.value().get<int32_t>());
+  }
+  return v;
+}
+
+AddedToken added_token_from_json(const json& t) {
+  AddedToken a;
+  a.content = t.at("content").get<std::string>();
+  a.id = t.at("id").get<int32_t>();
+  a.single_word = t.value("single_word", false);
+  a.lstrip = t.value("lstrip", false);
+  a.rstrip = t.value("rstrip", false);
+  a.special = t.value("special", false);
+  a.normalized = t.value("normalized", !a.special);
+  return a;
+}
+
+std::optional<std::string> string_or_null(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::unique_ptr<Model> model_from_json(const json& m, bool byte_level, std::string& kind) {
+  std::string type = m.value("type", std::string());
+  if (type.empty()) type = m.contains("merges") ? "BPE" : m.contains("max_input_chars_per_word") ? "WordPiece" : "";
+  if (type == "WordPiece") {
+    WordPieceOptions o;
+    o.unk_token = m.value("unk_token", std::string("[UNK]"));
+    o.continuing_subword_prefix = m.value("continuing_subword_prefix", std::string("##"));
+    o.max_input_chars_per_word = m.value("max_input_chars_per_word", size_t{100});
+    kind = "wordpiece";
+    return std::make_unique<WordPiece>(vocab_from_json(m.at("vocab")), o);
+  }
+  if (type == "BPE") {
+    BpeOptions o;
+    o.unk_token = string_or_null(m, "unk_token");
+    o.continuing_subword_prefix = string_or_null(m, "continuing_subword_prefix").value_or("");
+    o.end_of_word_suffix = string_or_null(m, "end_of_word_suffix").value_or("");
+    o.fuse_unk = m.value("fuse_unk", false);
+    o.byte_fallback = m.value("byte_fallback", false);
+    o.ignore_merges = m.value("ignore_merges", false);
+    o.byte_level = byte_level;
+    std::vector<std::pair<std::string, std::string>> merges;
+    const json& mj = m.at("merges");
+    merges.reserve(mj.size());
+    for (size_t i = 0; i < mj.size(); ++i) {
+      const json& e = mj[i];
+      if (e.is_string()) {  // "a b" (older files, GPT-2)
+        const std::string s = e.get<std::string>();
+        const size_t sp = s.find(' ');
+        if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
+          throw std::runtime_error("model.merges[" + std::to_string(i) + "] '" + s + "' is not two tokens");
+        merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+      } else if (e.is_array() && e.size() == 2) {  // ["a", "b"] (newer files, Qwen)
+        merges.emplace_back(e[0].get<std::string>(), e[1].get<std::string>());
+      } else {
+        throw std::runtime_error("model.merges[" + std::to_string(i) + "] is neither \"a b\" nor [\"a\", \"b\"]");
+      }
+    }
+    kind = "bpe";
+    return std::make_unique<Bpe>(vocab_from_json(m.at("vocab")), merges, o);
+  }
+  throw std::runtime_error("unsupported model type '" + type + "' (WordPiece and BPE are supported)");
+}
+
+// The post-processor's special tokens (TemplateProcessing / BertProcessing / RobertaProcessing)
+// and ByteLevel offset trimming.
+void post_from_json(const json& j, std::vector<PostStep>& out) {
+  if (j.is_null()) return;
+  const std::string type = j.at("type").get<std::string>();
+  auto special = [](const json& pair) {  // ["[CLS]", 101]
+    TemplatePiece p;
+    p.tokens.push_back(pair.at(0).get<std::string>());
+    p.ids.push_back(pair.at(1).get<int32_t>());
+    return p;
+  };
+  if (type == "TemplateProcessing") {
+    PostStep step;
+    const json& specials = j.value("special_tokens", json::object());
+    for (const json& piece : j.at("single")) {
+      TemplatePiece p;
+      if (piece.contains("Sequence")) {
+        p.sequence = true;
+      } else {
+        const std::string id = piece.at("SpecialToken").at("id").get<std::string>();
+        if (!specials.contains(id)) throw std::runtime_error("post_processor: special token '" + id + "' has no ids");
+        const json& st = specials[id];
+        p.ids = st.at("ids").get<std::vector<int32_t>>();
+        p.tokens = st.at("tokens").get<std::vector<std::string>>();
+      }
+      step.single.push_back(std::move(p));
+    }
+    out.push_back(std::move(step));
+  } else if (type == "BertProcessing" || type == "RobertaProcessing") {
+    if (type == "RobertaProcessing" && j.value("trim_offsets", true)) {
+      PostStep trim;
+      trim.kind = PostStep::Kind::ByteLevelTrim;
+      trim.add_prefix_space = j.value("add_prefix_space", true);
+      out.push_back(std::move(trim));
+    }
+    PostStep step;
+    step.single.push_back(special(j.at("cls")));
+    step.single.push_back(TemplatePiece{true, {}, {}});
+    step.single.push_back(special(j.at("sep")));
+    out.push_back(std::move(step));
+  } else if (type == "ByteLevel") {
+    if (j.value("trim_offsets", true)) {
+      PostStep trim;
+      trim.kind = PostStep::Kind::ByteLevelTrim;
+      trim.add_prefix_space = j.value("add_prefix_space", true);
+      out.push_back(std::move(trim));
+    }
+  } else if (type == "Sequence") {
+    for (const json& p : j.at("processors")) post_from_json(p, out);
+  } else {
+    throw std::runtime_error("unsupported post_processor type '" + type + "'");
+  }
+}
+
+void decoder_from_json(const json& j, std::vector<DecodeStep>& out) {
+  const std::string type = j.at("type").get<std::string>();
+  DecodeStep step;
+  if (type == "ByteLevel") {
+    step.kind = DecodeStep::Kind::ByteLevel;
+  } else if (type == "WordPiece") {
+    step.kind = DecodeStep::Kind::WordPiece;
+    step.prefix = j.value("prefix", std::string("##"));
+    step.cleanup = j.value("cleanup", true);
+  } else if (type == "Fuse") {
+    step.kind = DecodeStep::Kind::Fuse;
+  } else if (type == "Sequence") {
+    for (const json& d : j.at("decoders")) decoder_from_json(d, out);
+    return;
+  } else {
+    throw std::runtime_error("unsupported decoder type '" + type + "'");
+  }
+  out.push_back(step);
+}
+
+// Special-token ids: tokenizer_config.json first (an explicit null there means "none"), then
+// the conventional names that exist in the vocabulary.
+void resolve_specials(TokenizerParts& p, const json& config) {
+  auto id_of = [&](const std::string& s) -> std::optional<int64_t> {
+    if (auto id = p.added.id_of(s)) return *id;
+    if (auto id = p.model->vocab().find(s)) return *id;
+    return std::nullopt;
+  };
+  auto pick = [&](const char* key, std::initializer_list<const char*> names) -> std::optional<int64_t> {
+    if (config.is_object() && config.contains(key)) {
+      const json& v = config[key];
+      if (v.is_null()) return std::nullopt;
+      std::string content = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", std::string()) : "";
+      if (auto id = id_of(content)) return id;
+    }
+    for (const char* n : names)
+      if (auto id = id_of(n)) return id;
+    return std::nullopt;
+  };
+  p.specials.mask = pick("mask_token", {"[MASK]", "<mask>"});
+  p.specials.pad = pick("pad_token", {"[PAD]", "<pad>"});
+  if (auto unk = p.model->unk_id()) p.specials.unk = *unk;
+  else p.specials.unk = pick("unk_token", {"[UNK]", "<unk>"});
+  p.specials.cls = pick("cls_token", {"[CLS]", "<s>"});
+  p.specials.sep = pick("sep_token", {"[SEP]", "</s>"});
+  p.specials.bos = pick("bos_token", {"<s>", "<|begin_of_text|>", "<|endoftext|>"});
+  p.specials.eos = pick("eos_token", {"</s>", "<|end_of_text|>", "<|endoftext|>"});
+}
+
+std::shared_ptr<const Tokenizer> build_from_json(const json& root, const std::string& origin, const json& config) {
+  try {
+    if (!root.is_object() || !root.contains("model"))
+      throw std::runtime_error("not a tokenizer.json (no \"model\" object)");
+    TokenizerParts p;
+    p.source = origin;
+    p.normalizer = make_normalizer(root.value("normalizer", json(nullptr)));
+    p.pre_tokenizer = make_pre_tokenizer(root.value("pre_tokenizer", json(nullptr)));
+    const bool byte_level = p.pre_tokenizer && p.pre_tokenizer->byte_level();
+    p.model = model_from_json(root.at("model"), byte_level, p.kind);
+    if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
+      for (const json& t : root["added_tokens"]) p.added.add(added_token_from_json(t));
+    }
+    post_from_json(root.value("post_processor", json(nullptr)), p.post);
+    const json decoder = root.value("decoder", json(nullptr));
+    if (!decoder.is_null()) {
+      p.has_decoder = true;
+      decoder_from_json(decoder, p.decoders);
+    }
+    resolve_specials(p, config);
+    return std::make_shared<HfTokenizer>(std::move(p));
+  } catch (const json::exception& e) {
+    throw std::runtime_error(origin + ": " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(origin + ": " + e.what());
+  }
+}
+
+// Added tokens listed in tokenizer_config.json's added_tokens_decoder, for the older formats.
+void added_from_config(const json& config, AddedVocabulary& added) {
+  if (!config.is_object() || !config.contains("added_tokens_decoder")) return;
+  for (auto it = config["added_tokens_decoder"].begin(); it != config["added_tokens_decoder"].end(); ++it) {
+    json t = it.value();
+    t["id"] = std::stoi(it.key());
+    added.add(added_token_from_json(t));
+  }
+}
+
+std::shared_ptr<const Tokenizer> load_vocab_txt(const fs::path& file) {
+  const json config = read_config(file.parent_path());
+  try {
+    std::istringstream in(read_text(file));
+    Vocab vocab;
+    std::string line;
+    int32_t index = 0;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      vocab.add(line, index++);
+    }
+    if (index == 0) throw std::runtime_error("empty vocabulary");
+    auto cfg = [&](const char* key, bool fallback) {
+      return config.is_object() && config.contains(key) && config[key].is_boolean() ? config[key].get<bool>() : fallback;
+    };
+    TokenizerParts p;
+    p.source = file.string();
+    p.kind = "wordpiece";
+    BertNormalizerOptions n;
+    n.lowercase = cfg("do_lower_case", true);
+    n.handle_chinese_chars = cfg("tokenize_chinese_chars", true);
+    n.strip_accents = cfg("strip_accents", n.lowercase);
+    p.normalizer = make_bert_normalizer(n);
+    p.pre_tokenizer = make_bert_pre_tokenizer();
+    for (const char* s : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}) {
+      if (auto id = vocab.find(s)) p.added.add(AddedToken{s, *id, false, false, false, false, true});
+    }
+    added_from_config(config, p.added);
+    auto cls = vocab.find("[CLS]"), sep = vocab.find("[SEP]");
+    if (cls && sep) {
+      PostStep step;
+      step.single = {TemplatePiece{false, {*cls}, {"[CLS]"}}, TemplatePiece{true, {}, {}}, TemplatePiece{false, {*sep}, {"[SEP]"}}};
+      p.post.push_back(step);
+    }
+    p.has_decoder = true;
+    DecodeStep d;
+    d.kind = DecodeStep::Kind::WordPiece;
+    d.cleanup = cfg("clean_up_tokenization_spaces", true);
+    p.decoders.push_back(d);
+    p.model = std::make_unique<WordPiece>(std::move(vocab), WordPieceOptions{});
+    resolve_specials(p, config);
+    return std::make_shared<HfTokenizer>(std::move(p));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(file.string() + ": " + e.what());
+  }
+}
+
+std::shared_ptr<const Tokenizer> load_vocab_merges(const fs::path& vocab_file, const fs::path& merges_file) {
+  const json config = read_config(vocab_file.parent_path());
+  Vocab vocab;
+  try {
+    vocab = vocab_from_json(parse_json(read_text(vocab_file), vocab_file.string()));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(vocab_file.string() + ": " + e.what());
+  }
+  std::vector<std::pair<std::string, std::string>> merges;
+  {
+    std::istringstream in(read_text(merges_file));
+    std::string line;
+    size_t line_no = 0;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.empty() || (line_no == 1 && line.rfind("#version", 0) == 0)) continue;
+      const size_t sp = line.find(' ');
+      if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
+        throw std::runtime_error(merges_file.string() + ":" + std::to_string(line_no) + ": expected two tokens, got '" + line + "'");
+      merges.emplace_back(line.substr(0, sp), line.substr(sp + 1));
+    }
+  }
+  try {
+    TokenizerParts p;
+    p.source = vocab_file.string();
+    p.kind = "bpe";
+    const bool add_prefix_space = config.is_object() && config.value("add_prefix_space", false);
+    p.pre_tokenizer = make_byte_level_pre_tokenizer(add_prefix_space, true);
+    if (auto id = vocab.find("<|endoftext|>")) p.added.add(AddedToken{"<|endoftext|>", *id, false, false, false, true, true});
+    added_from_config(config, p.added);
+    p.has_decoder = true;
+    p.decoders.push_back(DecodeStep{DecodeStep::Kind::ByteLevel, "", false});
+    BpeOptions o;
+    o.byte_level = true;
+    p.model = std::make_unique<Bpe>(std::move(vocab), merges, o);
+    resolve_specials(p, config);
+    return std::make_shared<HfTokenizer>(std::move(p));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(merges_file.string() + ": " + e.what());
+  }
+}
+
+// vocab.json + merges.txt, or OpenAI's names encoder.json + vocab.bpe, in `dir`.
+std::optional<std::pair<fs::path, fs::path>> find_vocab_merges(const fs::path& dir) {
+  for (auto [v, m] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}}) {
+    if (fs::is_regular_file(dir / v) && fs::is_regular_file(dir / m)) return std::make_pair(dir / v, dir / m);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view json_text, const std::string& origin) {
+  return build_from_json(parse_json(json_text, origin), origin, nullptr);
+}
+
+std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& path) {
+  const fs::path p(path);
+  std::error_code ec;
+  if (!fs::exists(p, ec)) throw std::runtime_error("tokenizer: " + path + " does not exist");
+  if (fs::is_directory(p, ec)) {
+    if (fs::is_regular_file(p / "tokenizer.json")) return load((p / "tokenizer.json").string());
+    if (fs::is_regular_file(p / "vocab.txt")) return load_vocab_txt(p / "vocab.txt");
+    if (auto vm = find_vocab_merges(p)) return load_vocab_merges(vm->first, vm->second);
+    throw std::runtime_error("tokenizer: " + path +
+                             " holds no tokenizer.json, vocab.txt, or vocab.json + merges.txt");
+  }
+  const std::string name = p.filename().string();
+  const std::string ext = p.extension().string();
+  const fs::path dir = p.parent_path();
+  if (name == "merges.txt" || ext == ".bpe") {
+    auto vm = find_vocab_merges(dir);
+    if (!vm) throw std::runtime_error("tokenizer: " + path + " needs vocab.json (or encoder.json) beside it");
+    return load_vocab_merges(vm->first, vm->second);
+  }
+  if (ext == ".txt") return load_vocab_txt(p);
+  if (ext == ".json") {
+    const json root = parse_json(read_text(p), path);
+    if (root.is_object() && root.contains("model")) return build_from_json(root, path, read_config(dir));
+    // A plain token -> id map: the vocab.json half of a BPE tokenizer.
+    for (const char* m : {"merges.txt", "vocab.bpe"}) {
+      if (fs::is_regular_file(dir / m)) return load_vocab_merges(p, dir / m);
+    }
+    throw std::runtime_error(path + ": not a tokenizer.json (no \"model\" object) and no merges.txt beside it");
+  }
+  throw std::runtime_error("tokenizer: don't know how to read " + path +
+                           " (expected tokenizer.json, vocab.txt, or vocab.json + merges.txt)");
+}
+
+}  // namespace headlab::core

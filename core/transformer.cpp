@@ -1,0 +1,241 @@
+#include "core/transformer.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace headlab::core {
+
+NormImpl::NormImpl(NormKind kind, int64_t size, float eps) : kind_(kind), eps_(eps) {
+  weight = register_parameter("weight", torch::ones({size}));
+  if (kind == NormKind::LayerNorm) bias = register_parameter("bias", torch::zeros({size}));
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x, bool lrp) {
+  if (kind_ == NormKind::LayerNorm) {
+    if (!lrp) return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps_);
+    auto centred = x - x.mean(-1, true);
+    auto std = (centred.pow(2).mean(-1, true) + eps_).sqrt().detach();  // LRP.md rule 2
+    return centred / std * weight + bias;
+  }
+  auto rms = (x.pow(2).mean(-1, true) + eps_).sqrt();
+  if (lrp) rms = rms.detach();  // LRP.md rule 2
+  return x / rms * weight;
+}
+
+torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp) {
+  torch::Tensor a;
+  switch (activation) {
+    case Activation::Gelu: a = torch::gelu(z); break;                 // erf form (BERT)
+    case Activation::GeluTanh: a = torch::gelu(z, "tanh"); break;     // GPT-2's gelu_new
+    case Activation::Relu: a = torch::relu(z); break;
+    case Activation::Silu: a = torch::silu(z); break;
+  }
+  if (!lrp) return a;
+  // LRP.md rule 3: z · [act(z) / z] with the bracket constant; at z = 0 the ratio is act'(0).
+  const double slope_at_zero = activation == Activation::Relu ? 0.0 : 0.5;
+  auto ratio = torch::where(z.eq(0), torch::full_like(z, slope_at_zero), a / z).detach();
+  return z * ratio;
+}
+
+FeedForwardImpl::FeedForwardImpl(const FfnConfig& config, int64_t hidden_size) : config_(config) {
+  const int64_t inner = config.inner_size;
+  up = register_module("up", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, inner).bias(config.bias)));
+  if (config.kind == FfnKind::SwiGLU)
+    gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, inner).bias(config.bias)));
+  down = register_module("down", torch::nn::Linear(torch::nn::LinearOptions(inner, hidden_size).bias(config.bias)));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
+  if (config_.kind == FfnKind::Mlp) return down(activate(up(x), config_.activation, lrp));
+  auto a = activate(gate(x), config_.activation, lrp);
+  auto b = up(x);
+  // LRP.md rule 4: a product of two branches splits relevance equally.
+  auto product = lrp ? 0.5 * (a * b.detach()) + 0.5 * (a.detach() * b) : a * b;
+  return down(product);
+}
+
+BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack)
+    : pre_norm_(model.norm_placement == NormPlacement::Pre) {
+  attn = register_module("attn", Attention(stack.attention, model.hidden_size));
+  attn_norm = register_module("attn_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
+  if (stack.cross_attention) {
+    cross_attn = register_module("cross_attn", Attention(*stack.cross_attention, model.hidden_size));
+    cross_norm = register_module("cross_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
+  }
+  ffn = register_module("ffn", FeedForward(model.ffn, model.hidden_size));
+  ffn_norm = register_module("ffn_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
+                                 AttentionStages* cross_stages) {
+  auto attend = [&](Attention& module, const torch::Tensor& input, const torch::Tensor& keys, bool self,
+                    AttentionStages* stages) {
+    AttentionCall a;
+    a.query_input = input;
+    a.key_input = self ? input : keys;
+    a.causal = self && call.causal;
+    a.apply_pattern = self;
+    a.key_padding = self ? call.padding : call.memory_padding;
+    a.controls = self ? call.self_controls : call.cross_controls;
+    a.capture = call.capture;
+    if (self) a.rope = call.rope;
+    a.lrp = call.lrp;
+    return module->forward(a, stages);
+  };
+  torch::Tensor h = x;
+  if (pre_norm_) {
+    h = h + attend(attn, attn_norm(h, call.lrp), {}, true, self_stages);
+    if (cross_attn) h = h + attend(cross_attn, cross_norm(h, call.lrp), call.memory, false, cross_stages);
+    return h + ffn(ffn_norm(h, call.lrp), call.lrp);
+  }
+  // Post-LN (BERT): norm(x + sublayer(x)).
+  h = attn_norm(h + attend(attn, h, {}, true, self_stages), call.lrp);
+  if (cross_attn) h = cross_norm(h + attend(cross_attn, h, call.memory, false, cross_stages), call.lrp);
+  return ffn_norm(h + ffn(h, call.lrp), call.lrp);
+}
+
+TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
+  config_.validate();
+  const auto& c = config_;
+  tokens = register_module("tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  if (c.positions == PositionKind::Learned)
+    positions = register_module("positions", torch::nn::Embedding(c.max_positions, c.hidden_size));
+  if (c.positions == PositionKind::Sinusoidal) {
+    // Vaswani et al. 2017: PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(…).
+    auto pos = torch::arange(c.max_positions, torch::kFloat64).unsqueeze(1);
+    auto i = torch::arange(0, c.hidden_size, 2, torch::kFloat64);
+    auto angle = pos / torch::pow(10000.0, i / double(c.hidden_size));
+    auto table = torch::zeros({c.max_positions, c.hidden_size}, torch::kFloat64);
+    table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, angle.sin());
+    table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
+                     angle.cos().narrow(1, 0, c.hidden_size / 2));
+    sinusoid = register_buffer("sinusoid", table.to(torch::kFloat32));
+  }
+  if (c.type_vocab_size > 0)
+    token_types = register_module("token_types", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
+  if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, c.hidden_size, c.norm_eps));
+  auto make_stack = [&](const StackConfig& stack, const char* name, torch::nn::ModuleList& list, Norm& final_norm,
+                        const char* norm_name) {
+    list = torch::nn::ModuleList();
+    for (int l = 0; l < stack.layers; ++l) list->push_back(Block(c, stack));
+    register_module(name, list);
+    if (c.final_norm) final_norm = register_module(norm_name, Norm(c.norm, c.hidden_size, c.norm_eps));
+  };
+  if (c.encoder) make_stack(*c.encoder, "encoder", encoder_layers, encoder_final_norm, "encoder_norm");
+  if (c.decoder) make_stack(*c.decoder, "decoder", decoder_layers, decoder_final_norm, "decoder_norm");
+  if (c.lm_head.transform) {
+    head_transform = register_module("head_transform", torch::nn::Linear(c.hidden_size, c.hidden_size));
+    head_norm = register_module("head_norm", Norm(c.norm, c.hidden_size, c.norm_eps));
+  }
+  if (!c.lm_head.tied) head_weight = register_parameter("head_weight", torch::zeros({c.vocab_size, c.hidden_size}));
+  if (c.lm_head.bias) head_bias = register_parameter("head_bias", torch::zeros({c.vocab_size}));
+}
+
+torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tensor& types, bool lrp) {
+  const auto& c = config_;
+  const int64_t T = ids.size(1);
+  if (T > c.max_positions && c.positions != PositionKind::Rope && c.positions != PositionKind::None)
+    throw std::invalid_argument("input has " + std::to_string(T) + " tokens; this model takes at most " +
+                                std::to_string(c.max_positions));
+  auto bad = ids.lt(0).logical_or(ids.ge(c.vocab_size));
+  if (bad.any().item<bool>())
+    throw std::invalid_argument("token id " + std::to_string(ids.masked_select(bad)[0].item<int64_t>()) +
+                                " is outside the vocabulary (size " + std::to_string(c.vocab_size) + ")");
+  auto x = tokens(ids);  // [B, T, D]
+  if (positions) x = x + positions(torch::arange(T, torch::kLong)).unsqueeze(0);
+  if (sinusoid.defined()) x = x + sinusoid.narrow(0, 0, T).unsqueeze(0);
+  if (token_types) {
+    auto t = types.defined() ? types : torch::zeros_like(ids);
+    x = x + token_types(t);
+  }
+  if (embed_norm) x = embed_norm(x, lrp);
+  return x;
+}
+
+RopeTables TransformerImpl::rope_tables(int64_t T, const std::string& stack) const {
+  const auto& c = config_;
+  if (c.positions != PositionKind::Rope) return {};
+  const auto& a = (stack == "encoder" ? c.encoder : c.decoder)->attention;
+  const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
+  const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;
+  // Hugging Face: inv_freq = 1 / θ^(2i/rot); emb = cat(freqs, freqs) (rotate-half layout).
+  auto inv_freq = 1.0 / torch::pow(double(c.rope_theta), torch::arange(0, rot, 2, torch::kFloat64) / double(rot));
+  auto freqs = torch::outer(torch::arange(T, torch::kFloat64), inv_freq);  // [T, rot/2]
+  auto emb = torch::cat({freqs, freqs}, -1);                                  // [T, rot]
+  return {emb.cos().to(torch::kFloat32), emb.sin().to(torch::kFloat32)};
+}
+
+torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::string& stack, bool lrp) {
+  auto h = hidden;
+  Norm& final_norm = stack == "encoder" ? encoder_final_norm : decoder_final_norm;
+  if (final_norm) h = final_norm(h, lrp);
+  if (head_transform) h = head_norm(activate(head_transform(h), config_.ffn.activation, lrp), lrp);
+  auto weight = config_.lm_head.tied ? tokens->weight : head_weight;
+  auto logits = torch::matmul(h, weight.t());  // [B, T, V]
+  if (head_bias.defined()) logits = logits + head_bias;
+  return logits;
+}
+
+torch::nn::ModuleList& TransformerImpl::blocks(const std::string& stack) {
+  if (stack == "encoder" && encoder_layers) return encoder_layers;
+  if (stack == "decoder" && decoder_layers) return decoder_layers;
+  throw std::invalid_argument("model has no '" + stack + "' stack");
+}
+
+Block TransformerImpl::block(const std::string& stack, int layer) {
+  auto& list = blocks(stack);
+  if (layer < 0 || layer >= static_cast<int>(list->size()))
+    throw std::out_of_range(stack + " layer " + std::to_string(layer) + " does not exist (" +
+                            std::to_string(list->size()) + " layers)");
+  return Block(list->ptr<BlockImpl>(layer));
+}
+
+int TransformerImpl::layer_count(const std::string& stack) const {
+  if (stack == "encoder") return config_.encoder ? config_.encoder->layers : 0;
+  if (stack == "decoder") return config_.decoder ? config_.decoder->layers : 0;
+  return 0;
+}
+
+void initialize_weights(Transformer& model, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    auto& p = item.value();
+    auto ends_with = [&](const std::string& suffix) {
+      return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (ends_with("norm.weight")) {
+      p.fill_(1.0);
+    } else if (ends_with(".bias") || ends_with("head_bias")) {
+      p.zero_();
+    } else if (ends_with("pre_mix") || ends_with("post_mix")) {
+      // Talking-heads mixing starts near the identity so each head begins as an MHA head.
+      p.copy_(torch::eye(p.size(0), p.size(1)) + 0.02 * at::normal(0, 1, p.sizes(), generator));
+    } else if (ends_with(".mix")) {
+      // Collaborative m_i start as block indicators when D̃_k = h·d (an MHA), else as ones, plus noise.
+      const int64_t heads = p.size(0), shared = p.size(1);
+      auto init = torch::ones({heads, shared});
+      if (shared % heads == 0) {
+        init.zero_();
+        const int64_t d = shared / heads;
+        for (int64_t h = 0; h < heads; ++h) init[h].narrow(0, h * d, d).fill_(1.0);
+      }
+      p.copy_(init + 0.02 * at::normal(0, 1, p.sizes(), generator));
+    } else if (ends_with("score_v")) {
+      p.copy_(at::normal(0, 1.0 / std::sqrt(double(p.size(1))), p.sizes(), generator));
+    } else {
+      p.copy_(at::normal(0, 0.02, p.sizes(), generator));
+    }
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> named_weights(const Transformer& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
+  return out;  // buffers (sinusoid) are derived from the config, not stored
+}
+
+}  // namespace headlab::core

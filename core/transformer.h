@@ -1,0 +1,118 @@
+// The transformer stacks built from a ModelConfig: embeddings, encoder and/or decoder blocks,
+// final norms and the LM head. Parameter names are the native weight names
+// ("encoder.layers.0.attn.q.weight", …; see README § "Model folder format").
+#pragma once
+
+#include "core/attention.h"
+#include "core/config.h"
+#include "core/controls.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include <string>
+#include <vector>
+
+namespace headlab::core {
+
+// LayerNorm or RMSNorm; with `lrp` the denominator is a constant (LRP.md rule 2).
+class NormImpl : public torch::nn::Module {
+ public:
+  NormImpl(NormKind kind, int64_t size, float eps);
+  torch::Tensor forward(const torch::Tensor& x, bool lrp = false);
+  torch::Tensor weight, bias;
+
+ private:
+  NormKind kind_;
+  float eps_;
+};
+TORCH_MODULE(Norm);
+
+// Element-wise activation; with `lrp` it passes relevance unchanged (LRP.md rule 3).
+torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp);
+
+// GELU/ReLU MLP or SwiGLU (Shazeer 2020): down(act(gate(x)) ⊙ up(x)).
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  explicit FeedForwardImpl(const FfnConfig& config, int64_t hidden_size);
+  torch::Tensor forward(const torch::Tensor& x, bool lrp = false);
+  torch::nn::Linear up{nullptr}, gate{nullptr}, down{nullptr};
+
+ private:
+  FfnConfig config_;
+};
+TORCH_MODULE(FeedForward);
+
+// Everything one block needs besides its input.
+struct BlockCall {
+  bool causal = false;
+  torch::Tensor padding;         // [B, T] bool, true = padding (optional)
+  torch::Tensor memory;          // [B, S, D] encoder output (cross-attention only)
+  torch::Tensor memory_padding;  // [B, S] bool (optional)
+  const HeadControls* self_controls = nullptr;
+  const HeadControls* cross_controls = nullptr;
+  unsigned capture = kCaptureNone;
+  RopeTables rope;
+  bool lrp = false;
+};
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const ModelConfig& model, const StackConfig& stack);
+  // x [B, T, D] → [B, T, D]
+  torch::Tensor forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
+                        AttentionStages* cross_stages);
+
+  Attention attn{nullptr};
+  Attention cross_attn{nullptr};
+  FeedForward ffn{nullptr};
+  Norm attn_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
+
+ private:
+  bool pre_norm_;
+};
+TORCH_MODULE(Block);
+
+class TransformerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerImpl(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+
+  // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm).
+  torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false);
+  // Rotary tables for T positions, empty unless the model uses RoPE.
+  RopeTables rope_tables(int64_t T, const std::string& stack) const;
+  // hidden [B, T, D] after the last layer → logits [B, T, V] (final norm + LM head).
+  torch::Tensor head(const torch::Tensor& hidden, const std::string& stack, bool lrp = false);
+
+  // The blocks of "encoder" or "decoder".
+  torch::nn::ModuleList& blocks(const std::string& stack);
+  Block block(const std::string& stack, int layer);
+  int layer_count(const std::string& stack) const;
+
+  torch::nn::Embedding tokens{nullptr}, positions{nullptr}, token_types{nullptr};
+  Norm embed_norm{nullptr};
+  torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
+  Norm encoder_final_norm{nullptr}, decoder_final_norm{nullptr};
+  torch::nn::Linear head_transform{nullptr};
+  Norm head_norm{nullptr};
+  torch::Tensor head_weight;  // [V, D], only when not tied
+  torch::Tensor head_bias;    // [V]
+  torch::Tensor sinusoid;     // [max_positions, D] buffer for sinusoidal positions
+
+ private:
+  ModelConfig config_;
+};
+TORCH_MODULE(Transformer);
+
+// Fills every parameter with HeadLab's initialisation for training from scratch
+// (normal(0, 0.02) for projections and embeddings, norms at 1, biases at 0, mixing near identity).
+void initialize_weights(Transformer& model, uint64_t seed);
+
+// All parameters and buffers that belong in a weight file, by native name.
+std::vector<std::pair<std::string, torch::Tensor>> named_weights(const Transformer& model);
+
+}  // namespace headlab::core

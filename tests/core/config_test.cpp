@@ -1,0 +1,76 @@
+#include "test_common.h"
+
+#include "core/config.h"
+#include "core/transformer.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace headlab::core;
+
+namespace {
+
+ModelConfig example(const std::string& name) {
+  return load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/" + name + ".json");
+}
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    model_config_from_json(j);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("config JSON round-trips for every example", "[config]") {
+  for (const char* name : {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive", "sliding-window",
+                           "dilated", "global", "encoder-decoder"}) {
+    INFO(name);
+    const auto config = example(name);
+    const auto again = model_config_from_json(to_json(config));
+    CHECK(to_json(again) == to_json(config));
+  }
+  const auto th = example("talking-heads").encoder->attention;
+  CHECK(th.logit_heads() == 6);
+  CHECK(th.softmax_heads() == 4);
+  CHECK(th.output_heads() == 8);
+  CHECK(example("gqa").decoder->attention.variant_name() == "GQA(8q/2kv)");
+  CHECK(example("mqa").decoder->attention.variant_name() == "MQA(4q/1kv)");
+}
+
+TEST_CASE("config errors name the key and the problem", "[config]") {
+  auto j = to_json(example("mha"));
+  auto bad = j;
+  bad["encoder"]["attention"]["kv_heads"] = 3;
+  CHECK_THAT(error_of(bad), Catch::Contains("kv_heads (3) must divide heads (4)"));
+  bad = j;
+  bad["positions"] = "alibi";
+  CHECK_THAT(error_of(bad), Catch::Contains("config.positions: unknown value 'alibi'"));
+  bad = j;
+  bad["encoder"]["attention"]["heads"] = "four";
+  CHECK_THAT(error_of(bad), Catch::Contains("config.encoder.attention.heads: wrong type"));
+  bad = j;
+  bad["format_version"] = 99;
+  CHECK_THAT(error_of(bad), Catch::Contains("newer than this HeadLab"));
+  bad = j;
+  bad["kind"] = "decoder";
+  CHECK_THAT(error_of(bad), Catch::Contains("needs a decoder stack"));
+  bad = j;
+  bad.erase("format");
+  bad["architectures"] = {"BertModel"};
+  CHECK_THAT(error_of(bad), Catch::Contains("unknown key 'architectures'"));
+}
+
+TEST_CASE("parameter_count matches the module's parameters", "[config]") {
+  // The count in `headlab info` comes from the config; check it against the real module.
+  for (const char* name : {"mha", "gqa", "key-size", "talking-heads", "collaborative", "additive", "encoder-decoder"}) {
+    INFO(name);
+    const auto config = example(name);
+    headlab::core::Transformer module(config);
+    int64_t n = 0;
+    for (const auto& p : module->parameters()) n += p.numel();
+    CHECK(config.parameter_count() == n);
+  }
+}

@@ -1,0 +1,383 @@
+// core::run on whole random models: an incremental re-run equals a fresh full run for every layer,
+// cancellation and progress, and the pieces a stack adds around attention (RoPE, sinusoidal
+// positions, pre-/post-LN blocks) against independent transcriptions.
+#include "test_common.h"
+
+#include "core/model.h"
+#include "core/run.h"
+
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace core = headlab::core;
+using headlab::test::max_abs_diff;
+
+namespace {
+
+constexpr double kTol = 1e-5;
+
+core::AttentionConfig attention(int heads, int kv_heads, int key_size, int value_size) {
+  core::AttentionConfig a;
+  a.heads = heads;
+  a.kv_heads = kv_heads;
+  a.key_size = key_size;
+  a.value_size = value_size;
+  return a;
+}
+
+core::ModelConfig small_model(core::StackKind kind, const core::AttentionConfig& a, int layers = 3) {
+  core::ModelConfig c;
+  c.kind = kind;
+  c.vocab_size = 23;
+  c.hidden_size = 16;
+  c.max_positions = 32;
+  c.ffn.inner_size = 24;
+  core::StackConfig stack{layers, a, std::nullopt};
+  if (kind != core::StackKind::Decoder) c.encoder = stack;
+  if (kind != core::StackKind::Encoder) {
+    c.decoder = stack;
+    if (kind == core::StackKind::EncoderDecoder) c.decoder->cross_attention = attention(2, 2, 8, 8);
+    c.objective = kind == core::StackKind::Decoder ? "causal" : "seq2seq";
+  }
+  return c;
+}
+
+std::vector<std::pair<std::string, core::ModelConfig>> model_zoo() {
+  std::vector<std::pair<std::string, core::ModelConfig>> zoo;
+  auto bert = small_model(core::StackKind::Encoder, attention(4, 4, 4, 4));
+  bert.norm_placement = core::NormPlacement::Post;
+  bert.embedding_norm = true;
+  bert.final_norm = false;
+  bert.type_vocab_size = 2;
+  bert.lm_head.transform = true;
+  bert.lm_head.bias = true;
+  zoo.emplace_back("encoder, post-LN LayerNorm, learned positions, GELU", bert);
+
+  auto llama = small_model(core::StackKind::Decoder, attention(4, 2, 4, 4));
+  llama.positions = core::PositionKind::Rope;
+  llama.norm = core::NormKind::RMSNorm;
+  llama.ffn.kind = core::FfnKind::SwiGLU;
+  llama.ffn.activation = core::Activation::Silu;
+  llama.ffn.bias = false;
+  llama.decoder->attention.qkv_bias = false;
+  llama.lm_head.tied = false;
+  zoo.emplace_back("decoder, pre-LN RMSNorm, RoPE, SwiGLU, GQA", llama);
+
+  auto t5 = small_model(core::StackKind::EncoderDecoder, attention(4, 4, 4, 4));
+  t5.encoder->layers = 2;
+  t5.positions = core::PositionKind::Sinusoidal;
+  t5.ffn.activation = core::Activation::Relu;
+  zoo.emplace_back("encoder-decoder, pre-LN, sinusoidal, ReLU", t5);
+
+  auto talking = small_model(core::StackKind::Encoder, attention(3, 3, 4, 4));
+  talking.encoder->attention.talking_heads = core::TalkingHeads{3, 4, 2};
+  talking.encoder->attention.pattern = {2, 1, {0}};
+  talking.norm_placement = core::NormPlacement::Post;
+  talking.final_norm = false;
+  zoo.emplace_back("encoder, talking-heads, Longformer pattern, post-LN", talking);
+
+  auto collab = small_model(core::StackKind::Decoder, attention(4, 4, 4, 4));
+  collab.decoder->attention.collaborative = core::Collaborative{10};
+  collab.positions = core::PositionKind::Rope;
+  collab.ffn.kind = core::FfnKind::SwiGLU;
+  collab.ffn.activation = core::Activation::Silu;
+  zoo.emplace_back("decoder, collaborative, RoPE", collab);
+  return zoo;
+}
+
+core::RunRequest request_for(const core::ModelConfig& c) {
+  core::RunRequest r;
+  r.ids = {1, 5, 9, 2, 17, 4, 11};
+  if (c.kind == core::StackKind::EncoderDecoder) r.decoder_ids = {3, 8, 8, 20, 6};
+  if (c.type_vocab_size > 0) r.token_types = {0, 0, 0, 1, 1, 1, 1};
+  r.capture = core::kCaptureAll;
+  return r;
+}
+
+void compare_stages(const core::AttentionStages& a, const core::AttentionStages& b) {
+  const std::pair<const torch::Tensor*, const torch::Tensor*> pairs[] = {{&a.logits, &b.logits},
+                                                                         {&a.mixed_logits, &b.mixed_logits},
+                                                                         {&a.weights, &b.weights},
+                                                                         {&a.mixed_weights, &b.mixed_weights},
+                                                                         {&a.head_outputs, &b.head_outputs}};
+  for (const auto& [x, y] : pairs) {
+    REQUIRE(x->defined() == y->defined());
+    if (x->defined()) CHECK(max_abs_diff(*x, *y) < kTol);
+  }
+}
+
+// Every captured tensor of two traces: logits, residual streams, every layer's maps.
+void compare_traces(const core::Trace& a, const core::Trace& b) {
+  CHECK(max_abs_diff(a.logits, b.logits) < kTol);
+  for (auto stack : {&core::Trace::encoder, &core::Trace::decoder}) {
+    const core::StackTrace &x = a.*stack, &y = b.*stack;
+    REQUIRE(x.layers.size() == y.layers.size());
+    REQUIRE(x.hidden.size() == y.hidden.size());
+    for (size_t l = 0; l < x.hidden.size(); ++l) CHECK(max_abs_diff(x.hidden[l], y.hidden[l]) < kTol);
+    for (size_t l = 0; l < x.layers.size(); ++l) {
+      INFO("layer " << l);
+      REQUIRE(x.layers[l].self.weights.defined());
+      compare_stages(x.layers[l].self, y.layers[l].self);
+      compare_stages(x.layers[l].cross, y.layers[l].cross);
+    }
+  }
+}
+
+// A control change that moves this layer's output: a half-closed gate and a head swap before the softmax.
+void change(core::HeadControls& controls, int softmax_heads) {
+  controls.gates = {1.0f, 0.2f};
+  controls.pre_mix.assign(size_t(softmax_heads) * softmax_heads, 0.0f);
+  for (int i = 0; i < softmax_heads; ++i) controls.pre_mix[size_t(i) * softmax_heads + (softmax_heads - 1 - i)] = 1.0f;
+}
+
+// HF rotate-half RoPE, written out per pair: (x_i, x_{i+r/2}) turns by p·θ^(−2i/r).
+torch::Tensor rope_reference(const torch::Tensor& x /*[H, T, d]*/, int64_t rot, double theta) {
+  auto out = x.to(torch::kFloat64).clone();
+  auto in = x.to(torch::kFloat64);
+  auto a = in.accessor<double, 3>();
+  auto o = out.accessor<double, 3>();
+  for (int64_t h = 0; h < x.size(0); ++h)
+    for (int64_t p = 0; p < x.size(1); ++p)
+      for (int64_t i = 0; i < rot / 2; ++i) {
+        const double angle = p / std::pow(theta, 2.0 * i / rot);
+        const double x1 = a[h][p][i], x2 = a[h][p][i + rot / 2];
+        o[h][p][i] = x1 * std::cos(angle) - x2 * std::sin(angle);  // x·cos + (−x2)·sin
+        o[h][p][i + rot / 2] = x2 * std::cos(angle) + x1 * std::sin(angle);  // x·cos + x1·sin
+      }
+  return out;
+}
+
+void randomize(torch::nn::Module& m, double scale) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : m.named_parameters()) {
+    const bool norm_weight = item.key().find("norm.weight") != std::string::npos;
+    item.value().copy_((norm_weight ? 1.0 : 0.0) + torch::randn(item.value().sizes()) * scale);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][incremental]") {
+  for (const auto& [name, config] : model_zoo()) {
+    INFO(name);
+    auto model = core::make_random_model(config, 42);
+    const auto base_request = request_for(config);
+    auto base = core::run(*model, base_request);
+    REQUIRE(base->logits.defined());
+    const bool enc_dec = config.kind == core::StackKind::EncoderDecoder;
+    const int enc_layers = config.encoder ? config.encoder->layers : 0;
+    const int dec_layers = config.decoder ? config.decoder->layers : 0;
+    CHECK(base->layers_computed == enc_layers + dec_layers);
+    CHECK(base->recomputed_from == 0);
+    // Unchanged controls: the previous trace itself comes back.
+    auto same = base_request;
+    same.previous = base;
+    CHECK(core::run(*model, same) == base);
+
+    std::vector<std::string> stacks;
+    if (config.encoder) stacks.push_back("encoder");
+    if (config.decoder) stacks.push_back("decoder");
+    if (enc_dec) stacks.push_back("cross");
+    for (const auto& stack : stacks) {
+      const std::string owner = stack == "cross" ? "decoder" : stack;
+      const auto& stack_config = owner == "encoder" ? *config.encoder : *config.decoder;
+      const auto& attention = stack == "cross" ? *stack_config.cross_attention : stack_config.attention;
+      const int layers = stack_config.layers;
+      for (int L = 0; L < layers; ++L) {
+        INFO(stack << " layer " << L);
+        auto request = base_request;
+        change(request.controls.at(stack, L), attention.softmax_heads());
+        request.previous = base;
+        auto incremental = core::run(*model, request);
+        request.previous = nullptr;
+        auto fresh = core::run(*model, request);
+        CHECK(max_abs_diff(fresh->logits, base->logits) > 1e-6);  // the change matters
+        compare_traces(*incremental, *fresh);
+        CHECK(incremental->recomputed_stack == owner);
+        CHECK(incremental->recomputed_from == L);
+        // A new encoder output changes every decoder layer too.
+        const int expected = layers - L + (enc_dec && owner == "encoder" ? dec_layers : 0);
+        CHECK(incremental->layers_computed == expected);
+        CHECK(incremental->controls.get(stack, L) == request.controls.get(stack, L));
+
+        // From that trace, a change at the last layer recomputes the last layer only.
+        auto again = request;
+        change(again.controls.at(owner, layers - 1), stack_config.attention.softmax_heads());
+        again.controls.at(owner, layers - 1).gates = {0.5f};
+        again.previous = incremental;
+        auto chained = core::run(*model, again);
+        again.previous = nullptr;
+        compare_traces(*chained, *core::run(*model, again));
+        CHECK(chained->recomputed_stack == owner);
+        CHECK(chained->recomputed_from == layers - 1);
+        CHECK(chained->layers_computed == 1 + (enc_dec && owner == "encoder" ? dec_layers : 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("progress is reported once per layer; the cancel flag and a false callback cancel", "[run][progress]") {
+  auto zoo = model_zoo();
+  for (const auto& [name, config] : {zoo[1], zoo[2]}) {
+    INFO(name);
+    auto model = core::make_random_model(config, 7);
+    const int total = (config.encoder ? config.encoder->layers : 0) + config.decoder->layers;
+    std::vector<std::pair<int, int>> calls;
+    auto request = request_for(config);
+    request.progress = [&](int done, int of) {
+      calls.emplace_back(done, of);
+      return true;
+    };
+    auto base = core::run(*model, request);
+    REQUIRE(int(calls.size()) == total);
+    for (int i = 0; i < total; ++i) CHECK(calls[i] == std::make_pair(i + 1, total));
+
+    calls.clear();
+    request.previous = base;
+    request.controls.at("decoder", 1).gates = {0.0f};
+    core::run(*model, request);
+    const int expected = config.decoder->layers - 1;
+    REQUIRE(int(calls.size()) == expected);
+    for (int i = 0; i < expected; ++i) CHECK(calls[i] == std::make_pair(i + 1, expected));
+
+    std::atomic<bool> cancel{true};
+    auto cancelled = request_for(config);
+    cancelled.cancel = &cancel;
+    CHECK_THROWS_AS(core::run(*model, cancelled), core::Cancelled);
+    cancel = false;
+    CHECK_NOTHROW(core::run(*model, cancelled));
+
+    int seen = 0;
+    auto refused = request_for(config);
+    refused.progress = [&](int done, int) {
+      ++seen;
+      return done < 2;  // stop after the second layer
+    };
+    CHECK_THROWS_AS(core::run(*model, refused), core::Cancelled);
+    CHECK(seen == 2);
+  }
+}
+
+TEST_CASE("RoPE matches Hugging Face's rotate-half transcription", "[run][rope]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(21);
+  for (int rope_dim : {0, 4}) {
+    auto config = small_model(core::StackKind::Decoder, attention(4, 2, 8, 4), 2);
+    config.positions = core::PositionKind::Rope;
+    config.rope_theta = 500.0f;
+    config.rope_dim = rope_dim;
+    config.norm = core::NormKind::RMSNorm;
+    const int64_t rot = rope_dim > 0 ? rope_dim : 8, T = 7;
+    INFO("rope_dim " << rope_dim);
+    auto model = core::make_random_model(config, 3);
+    randomize(*model->module, 0.3);
+
+    auto tables = model->module->rope_tables(T, "decoder");
+    REQUIRE(tables.defined());
+    auto x = torch::randn({1, 3, T, 8});
+    CHECK(max_abs_diff(core::apply_rope(x, tables)[0], rope_reference(x[0], rot, 500.0)) < kTol);
+
+    // End to end: layer l's logits J from its input hidden[l], by hand.
+    auto request = request_for(config);
+    auto trace = core::run(*model, request);
+    for (int l = 0; l < 2; ++l) {
+      auto block = model->module->block("decoder", l);
+      auto h = trace->decoder.hidden[l].to(torch::kFloat64);  // [T, D]
+      auto n = h / (h.pow(2).mean(-1, true) + config.norm_eps).sqrt() * block->attn_norm->weight.to(torch::kFloat64);
+      auto project = [&](const torch::nn::Linear& p, int64_t heads) {  // n Wᵀ + b → [heads, T, 8]
+        auto y = torch::matmul(n, p->weight.to(torch::kFloat64).t()) + p->bias.to(torch::kFloat64);
+        return y.view({T, heads, 8}).transpose(0, 1);
+      };
+      auto q = project(block->attn->q, 4), k = project(block->attn->k, 2);
+      q = rope_reference(q, rot, 500.0);
+      k = rope_reference(k, rot, 500.0);
+      auto logits = torch::zeros({4, T, T}, torch::kFloat64);
+      for (int64_t i = 0; i < 4; ++i) logits[i] = torch::matmul(q[i], k[i / 2].t()) / std::sqrt(8.0);
+      CHECK(max_abs_diff(trace->main_stack().layers[l].self.logits, logits) < kTol);
+    }
+  }
+}
+
+TEST_CASE("sinusoidal positions are Vaswani et al.'s sin/cos table", "[run][positions]") {
+  auto config = small_model(core::StackKind::Encoder, attention(4, 4, 4, 4), 1);
+  config.positions = core::PositionKind::Sinusoidal;
+  auto model = core::make_random_model(config, 5);
+  auto request = request_for(config);
+  auto trace = core::run(*model, request);
+  auto ids = torch::tensor(request.ids, torch::kLong);
+  auto positional = trace->encoder.hidden[0] - model->module->tokens->weight.index_select(0, ids);  // [T, D]
+  auto expected = torch::zeros({7, 16}, torch::kFloat64);
+  for (int p = 0; p < 7; ++p)
+    for (int i = 0; i < 8; ++i) {
+      const double angle = p / std::pow(10000.0, 2.0 * i / 16);
+      expected[p][2 * i] = std::sin(angle);
+      expected[p][2 * i + 1] = std::cos(angle);
+    }
+  CHECK(max_abs_diff(positional, expected) < kTol);
+}
+
+TEST_CASE("pre-LN and post-LN blocks match a transcription of their equations", "[run][block]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(22);
+  const int64_t T = 6, D = 16, H = 4, d = 4;
+  for (auto placement : {core::NormPlacement::Post, core::NormPlacement::Pre}) {
+    for (auto ffn : {core::FfnKind::Mlp, core::FfnKind::SwiGLU}) {
+      auto config = small_model(core::StackKind::Decoder, attention(H, H, d, d), 1);
+      config.norm_placement = placement;
+      config.ffn.kind = ffn;
+      config.ffn.activation = ffn == core::FfnKind::Mlp ? core::Activation::Gelu : core::Activation::Silu;
+      config.norm_eps = 1e-5f;
+      INFO((placement == core::NormPlacement::Pre ? "pre-LN" : "post-LN") << (ffn == core::FfnKind::Mlp ? " GELU MLP" : " SwiGLU"));
+      core::Block block(config, *config.decoder);
+      randomize(*block, 0.3);
+      auto x = torch::randn({1, T, D});
+      core::BlockCall call;
+      call.causal = true;
+      auto got = block->forward(x, call, nullptr, nullptr)[0];
+
+      auto f64 = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
+      auto linear = [&](const torch::Tensor& v, const torch::nn::Linear& l) {
+        auto y = torch::matmul(v, f64(l->weight).t());
+        return l->bias.defined() ? y + f64(l->bias) : y;
+      };
+      auto layer_norm = [&](const torch::Tensor& v, core::NormImpl& n) {  // (x − μ)/√(σ² + ε)·γ + β
+        auto mu = v.mean(-1, true);
+        auto var = (v - mu).pow(2).mean(-1, true);
+        return (v - mu) / (var + 1e-5).sqrt() * f64(n.weight) + f64(n.bias);
+      };
+      auto attend = [&](const torch::Tensor& v) {  // causal MHA, one head at a time
+        auto& a = *block->attn;
+        auto q = linear(v, a.q), k = linear(v, a.k), val = linear(v, a.v);
+        std::vector<torch::Tensor> heads;
+        for (int64_t i = 0; i < H; ++i) {
+          auto s = torch::matmul(q.narrow(1, i * d, d), k.narrow(1, i * d, d).t()) / std::sqrt(double(d));
+          s = s.masked_fill(torch::ones({T, T}, torch::kBool).triu(1), -INFINITY);
+          heads.push_back(torch::matmul(torch::softmax(s, -1), val.narrow(1, i * d, d)));
+        }
+        return linear(torch::cat(heads, 1), a.o);
+      };
+      auto feed_forward = [&](const torch::Tensor& v) {
+        auto& f = *block->ffn;
+        if (ffn == core::FfnKind::Mlp) {
+          auto u = linear(v, f.up);
+          return linear(0.5 * u * (1 + torch::erf(u / std::sqrt(2.0))), f.down);  // exact GELU
+        }
+        auto g = linear(v, f.gate);
+        return linear(g * torch::sigmoid(g) * linear(v, f.up), f.down);  // SiLU(xW_g) ⊙ xW_u
+      };
+      auto X = f64(x[0]);
+      torch::Tensor expected;
+      if (placement == core::NormPlacement::Post) {
+        auto h = layer_norm(X + attend(X), *block->attn_norm);  // Vaswani et al. / BERT
+        expected = layer_norm(h + feed_forward(h), *block->ffn_norm);
+      } else {
+        auto h = X + attend(layer_norm(X, *block->attn_norm));  // GPT-2 / Xiong et al. 2020
+        expected = h + feed_forward(layer_norm(h, *block->ffn_norm));
+      }
+      CHECK(max_abs_diff(got, expected) < kTol);
+    }
+  }
+}

@@ -1,0 +1,405 @@
+#!/usr/bin/python3
+"""Tiny random-weight Hugging Face model folders and their reference outputs, for
+tests/core/hf_import_test.cpp.
+
+    /usr/bin/python3 tests/data/hf/make_fixtures.py     # Debian's python3-torch; no transformers
+
+For each folder under tests/data/hf/ it writes
+  config.json           the Hugging Face config, with "architectures"
+  model.safetensors     (or shards + model.safetensors.index.json) under Hugging Face names/layouts
+  expected.safetensors  reference outputs for the ids in its metadata:
+                        "logits" [T, V] and "attentions.<layer>" [heads, T, T]
+
+The reference forward passes below are independent transcriptions of the eager code paths of
+transformers' modeling_bert.py, modeling_gpt2.py, modeling_llama.py and modeling_qwen2.py
+(activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
+names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
+weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
+with an exact-arithmetic reference. The safetensors files are written by hand (the safetensors
+package is not needed): u64 LE header length, JSON header padded with spaces to 8 bytes, data.
+The outputs are committed; the C++ tests do not need Python.
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+assert sys.byteorder == "little", "the safetensors writer below assumes a little-endian host"
+
+DTYPE_NAMES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64",
+               torch.bool: "BOOL"}
+
+IDS = [1, 17, 42, 99, 5, 63, 2, 88, 31, 7, 54, 0]  # T = 12, includes both ends of the vocabulary
+
+
+# ---- safetensors --------------------------------------------------------------------------------
+
+def tensor_bytes(t):
+    t = t.detach().contiguous().cpu()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().tobytes()
+    if t.dtype == torch.bool:
+        return t.to(torch.uint8).numpy().tobytes()
+    return t.numpy().tobytes()
+
+
+def save_safetensors(path, tensors, metadata=None):
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, t in tensors.items():
+        data = tensor_bytes(t)
+        header[name] = {"dtype": DTYPE_NAMES[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for data in blobs:
+            f.write(data)
+
+
+def write_folder(name, config, weights, expected, ids, shards=1, extra_metadata=None):
+    folder = os.path.join(HERE, name)
+    os.makedirs(folder, exist_ok=True)
+    for old in os.listdir(folder):
+        if old.endswith(".safetensors") or old.endswith(".json"):
+            os.remove(os.path.join(folder, old))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    if shards == 1:
+        save_safetensors(os.path.join(folder, "model.safetensors"), weights, {"format": "pt"})
+    else:
+        names = list(weights)
+        per = math.ceil(len(names) / shards)
+        weight_map = {}
+        for s in range(shards):
+            file = "model-%05d-of-%05d.safetensors" % (s + 1, shards)
+            part = {n: weights[n] for n in names[s * per:(s + 1) * per]}
+            save_safetensors(os.path.join(folder, file), part, {"format": "pt"})
+            weight_map.update({n: file for n in part})
+        total = sum(t.numel() * t.element_size() for t in weights.values())
+        with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+            f.write("\n")
+    metadata = {"ids": ",".join(str(i) for i in ids), "producer": "make_fixtures.py"}
+    metadata.update(extra_metadata or {})
+    save_safetensors(os.path.join(folder, "expected.safetensors"),
+                     {k: v.to(torch.float32).contiguous() for k, v in expected.items()}, metadata)
+    size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+    print("%-10s %3d KB  %s" % (name, size // 1024, ", ".join(sorted(k for k in expected if "." not in k))))
+
+
+# ---- shared math (float64) ----------------------------------------------------------------------
+
+def layer_norm(x, w, b, eps):  # torch.nn.LayerNorm: biased variance
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * w + b
+
+
+def rms_norm(x, w, eps):  # LlamaRMSNorm / Qwen2RMSNorm
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def gelu_erf(x):  # GELUActivation ("gelu")
+    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+
+
+def gelu_new(x):  # NewGELUActivation ("gelu_new")
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def silu(x):
+    return x * torch.sigmoid(x)
+
+
+def linear(x, W, name, bias=True):  # nn.Linear: weight [out, in]
+    y = x @ W[name + ".weight"].T
+    return y + W[name + ".bias"] if bias else y
+
+
+def as_f64(weights):
+    return {k: v.to(torch.float64) for k, v in weights.items() if v.is_floating_point()}
+
+
+# ---- BERT (modeling_bert.py) --------------------------------------------------------------------
+
+def bert_reference(W, cfg, ids, types):
+    p, eps = "bert.", cfg["layer_norm_eps"]
+    H, D = cfg["num_attention_heads"], cfg["hidden_size"]
+    d, T = D // H, len(ids)
+
+    def ln(x, name):  # this fixture stores LayerNorms as gamma/beta, like bert-base-uncased
+        return layer_norm(x, W[name + ".gamma"], W[name + ".beta"], eps)
+
+    ids_t, types_t, pos = torch.tensor(ids), torch.tensor(types), torch.arange(T)
+    x = (W[p + "embeddings.word_embeddings.weight"][ids_t] + W[p + "embeddings.token_type_embeddings.weight"][types_t]
+         + W[p + "embeddings.position_embeddings.weight"][pos])
+    x = ln(x, p + "embeddings.LayerNorm")
+    out = {}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%sencoder.layer.%d." % (p, l)
+        split = lambda t: t.view(T, H, d).permute(1, 0, 2)  # transpose_for_scores
+        q = split(linear(x, W, h + "attention.self.query"))
+        k = split(linear(x, W, h + "attention.self.key"))
+        v = split(linear(x, W, h + "attention.self.value"))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d)
+        probs = torch.softmax(scores, dim=-1)
+        out["attentions.%d" % l] = probs
+        context = (probs @ v).permute(1, 0, 2).reshape(T, D)
+        a = ln(linear(context, W, h + "attention.output.dense") + x, h + "attention.output.LayerNorm")
+        i = gelu_erf(linear(a, W, h + "intermediate.dense"))
+        x = ln(linear(i, W, h + "output.dense") + a, h + "output.LayerNorm")
+    t = gelu_erf(linear(x, W, "cls.predictions.transform.dense"))
+    t = ln(t, "cls.predictions.transform.LayerNorm")
+    out["logits"] = t @ W[p + "embeddings.word_embeddings.weight"].T + W["cls.predictions.bias"]
+    return out
+
+
+def make_bert(g):
+    cfg = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "attention_probs_dropout_prob": 0.1,
+           "classifier_dropout": None, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 32,
+           "initializer_range": 0.02, "intermediate_size": 64, "layer_norm_eps": 1e-12,
+           "max_position_embeddings": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 0,
+           "position_embedding_type": "absolute", "torch_dtype": "float32", "transformers_version": "4.44.0",
+           "type_vocab_size": 2, "use_cache": True, "vocab_size": 100}
+    D, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    w = {}
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+
+    def norm(name):
+        w[name + ".gamma"] = 1 + rnd(D, std=0.1)
+        w[name + ".beta"] = rnd(D, std=0.1)
+
+    def lin(name, n_out, n_in, std=0.15):
+        w[name + ".weight"] = rnd(n_out, n_in, std=std)
+        w[name + ".bias"] = rnd(n_out, std=0.1)
+
+    p = "bert."
+    w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
+    w[p + "embeddings.position_embeddings.weight"] = rnd(cfg["max_position_embeddings"], D, std=0.5)
+    w[p + "embeddings.token_type_embeddings.weight"] = rnd(2, D, std=0.5)
+    w[p + "embeddings.position_ids"] = torch.arange(cfg["max_position_embeddings"]).unsqueeze(0)  # old buffer
+    norm(p + "embeddings.LayerNorm")
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%sencoder.layer.%d." % (p, l)
+        lin(h + "attention.self.query", D, D, 0.3)
+        lin(h + "attention.self.key", D, D, 0.3)
+        lin(h + "attention.self.value", D, D)
+        lin(h + "attention.output.dense", D, D)
+        norm(h + "attention.output.LayerNorm")
+        lin(h + "intermediate.dense", I, D)
+        lin(h + "output.dense", D, I)
+        norm(h + "output.LayerNorm")
+    lin(p + "pooler.dense", D, D)  # unused by the MLM logits (checkpoints from BertForPreTraining have it)
+    lin("cls.predictions.transform.dense", D, D)
+    norm("cls.predictions.transform.LayerNorm")
+    w["cls.predictions.bias"] = rnd(V, std=0.1)
+    lin("cls.seq_relationship", 2, D)  # next-sentence head, unused
+    types = [0] * 6 + [1] * 6
+    expected = bert_reference(as_f64(w), cfg, IDS, types)
+    write_folder("bert", cfg, w, expected, IDS, extra_metadata={"token_types": ",".join(map(str, types))})
+
+
+# ---- GPT-2 (modeling_gpt2.py) -------------------------------------------------------------------
+
+def gpt2_reference(W, cfg, ids):
+    eps, H, D = cfg["layer_norm_epsilon"], cfg["n_head"], cfg["n_embd"]
+    d, T = D // H, len(ids)
+    conv1d = lambda x, name: x @ W[name + ".weight"] + W[name + ".bias"]  # Conv1D: weight [in, out]
+    ln = lambda x, name: layer_norm(x, W[name + ".weight"], W[name + ".bias"], eps)
+    x = W["wte.weight"][torch.tensor(ids)] + W["wpe.weight"][torch.arange(T)]
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    out = {}
+    for l in range(cfg["n_layer"]):
+        h = "h.%d." % l
+        a = ln(x, h + "ln_1")
+        q, k, v = conv1d(a, h + "attn.c_attn").split(D, dim=-1)
+        split = lambda t: t.view(T, H, d).permute(1, 0, 2)
+        q, k, v = split(q), split(k), split(v)
+        w = q @ k.transpose(-1, -2)
+        w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype)  # scale_attn_weights
+        w = torch.where(causal, w, torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype))
+        w = torch.softmax(w, dim=-1)
+        out["attentions.%d" % l] = w
+        context = (w @ v).permute(1, 0, 2).reshape(T, D)
+        x = x + conv1d(context, h + "attn.c_proj")
+        m = gelu_new(conv1d(ln(x, h + "ln_2"), h + "mlp.c_fc"))
+        x = x + conv1d(m, h + "mlp.c_proj")
+    x = ln(x, "ln_f")
+    out["logits"] = x @ W["wte.weight"].T  # lm_head tied to wte
+    return out
+
+
+def make_gpt2(g):
+    cfg = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "activation_function": "gelu_new",
+           "attn_pdrop": 0.1, "bos_token_id": 98, "embd_pdrop": 0.1, "eos_token_id": 98,
+           "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "n_ctx": 32, "n_embd": 32, "n_head": 4,
+           "n_inner": None, "n_layer": 2, "n_positions": 32, "resid_pdrop": 0.1, "scale_attn_weights": True,
+           "torch_dtype": "float32", "transformers_version": "4.44.0", "use_cache": True, "vocab_size": 100}
+    D, V, P = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"]
+    I = 4 * D
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+    w = {"wte.weight": rnd(V, D, std=0.5), "wpe.weight": rnd(P, D, std=0.3)}
+
+    def norm(name):
+        w[name + ".weight"] = 1 + rnd(D, std=0.1)
+        w[name + ".bias"] = rnd(D, std=0.1)
+
+    def conv(name, n_in, n_out, std=0.15):
+        w[name + ".weight"] = rnd(n_in, n_out, std=std)
+        w[name + ".bias"] = rnd(n_out, std=0.1)
+
+    for l in range(cfg["n_layer"]):
+        h = "h.%d." % l
+        norm(h + "ln_1")
+        w[h + "attn.bias"] = torch.tril(torch.ones(P, P)).view(1, 1, P, P)  # the old causal-mask buffer
+        w[h + "attn.masked_bias"] = torch.tensor(-1e4)
+        conv(h + "attn.c_attn", D, 3 * D, 0.3)
+        conv(h + "attn.c_proj", D, D)
+        norm(h + "ln_2")
+        conv(h + "mlp.c_fc", D, I)
+        conv(h + "mlp.c_proj", I, D)
+    norm("ln_f")
+    write_folder("gpt2", cfg, w, gpt2_reference(as_f64(w), cfg, IDS), IDS)
+
+
+# ---- Llama / Qwen2 (modeling_llama.py, modeling_qwen2.py) ---------------------------------------
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_reference(W, cfg, ids, qwen2):
+    D, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or D // H
+    eps, T = cfg["rms_norm_eps"], len(ids)
+    p = "model."
+    q_bias = qwen2 or cfg.get("attention_bias", False)
+    o_bias = (not qwen2) and cfg.get("attention_bias", False)
+    # LlamaRotaryEmbedding (default rope type): float32 inv_freq and angles, as transformers does.
+    inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos().double(), emb.sin().double()
+    mask = torch.triu(torch.full((T, T), torch.finfo(torch.float64).min, dtype=torch.float64), diagonal=1)
+    x = W[p + "embed_tokens.weight"][torch.tensor(ids)]
+    out = {}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%slayers.%d." % (p, l)
+        a = rms_norm(x, W[h + "input_layernorm.weight"], eps)
+        q = linear(a, W, h + "self_attn.q_proj", q_bias).view(T, H, hd).transpose(0, 1)
+        k = linear(a, W, h + "self_attn.k_proj", q_bias).view(T, KV, hd).transpose(0, 1)
+        v = linear(a, W, h + "self_attn.v_proj", q_bias).view(T, KV, hd).transpose(0, 1)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin  # apply_rotary_pos_emb
+        n_rep = H // KV  # repeat_kv
+        k = k[:, None].expand(KV, n_rep, T, hd).reshape(KV * n_rep, T, hd)
+        v = v[:, None].expand(KV, n_rep, T, hd).reshape(KV * n_rep, T, hd)
+        w = q @ k.transpose(-1, -2) * hd ** -0.5 + mask
+        w = torch.softmax(w, dim=-1)
+        out["attentions.%d" % l] = w
+        context = (w @ v).transpose(0, 1).reshape(T, H * hd)
+        x = x + linear(context, W, h + "self_attn.o_proj", o_bias)
+        m = rms_norm(x, W[h + "post_attention_layernorm.weight"], eps)
+        mlp_bias = cfg.get("mlp_bias", False)
+        m = linear(silu(linear(m, W, h + "mlp.gate_proj", mlp_bias)) * linear(m, W, h + "mlp.up_proj", mlp_bias),
+                   W, h + "mlp.down_proj", mlp_bias)
+        x = x + m
+    x = rms_norm(x, W[p + "norm.weight"], eps)
+    head = W[p + "embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else W["lm_head.weight"]
+    out["logits"] = x @ head.T
+    return out
+
+
+def llama_weights(g, cfg, qwen2, inv_freq_buffer=False):
+    D, H, V, I = cfg["hidden_size"], cfg["num_attention_heads"], cfg["vocab_size"], cfg["intermediate_size"]
+    KV = cfg.get("num_key_value_heads") or H
+    hd = cfg.get("head_dim") or D // H
+    q_bias = qwen2 or cfg.get("attention_bias", False)
+    o_bias = (not qwen2) and cfg.get("attention_bias", False)
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+    p = "model."
+    w = {p + "embed_tokens.weight": rnd(V, D, std=0.5)}
+
+    def lin(name, n_out, n_in, bias, std=0.15):
+        w[name + ".weight"] = rnd(n_out, n_in, std=std)
+        if bias:
+            w[name + ".bias"] = rnd(n_out, std=0.2)
+
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%slayers.%d." % (p, l)
+        w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
+        lin(h + "self_attn.q_proj", H * hd, D, q_bias, 0.3)
+        lin(h + "self_attn.k_proj", KV * hd, D, q_bias, 0.3)
+        lin(h + "self_attn.v_proj", KV * hd, D, q_bias)
+        lin(h + "self_attn.o_proj", D, H * hd, o_bias)
+        if inv_freq_buffer:  # older Llama checkpoints saved the rotary buffer
+            w[h + "self_attn.rotary_emb.inv_freq"] = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2).float() / hd))
+        w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
+        lin(h + "mlp.gate_proj", I, D, False)
+        lin(h + "mlp.up_proj", I, D, False)
+        lin(h + "mlp.down_proj", D, I, False)
+    w[p + "norm.weight"] = 1 + rnd(D, std=0.1)
+    if not cfg.get("tie_word_embeddings", False):
+        w["lm_head.weight"] = rnd(V, D, std=0.3)
+    return w
+
+
+LLAMA_BASE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "attention_bias": False,
+              "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+              "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
+              "max_position_embeddings": 64, "mlp_bias": False, "num_attention_heads": 4,
+              "num_hidden_layers": 2, "num_key_value_heads": 2, "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+              "rope_scaling": None, "rope_theta": 500000.0, "tie_word_embeddings": False,
+              "torch_dtype": "float32", "transformers_version": "4.44.0", "use_cache": True, "vocab_size": 100}
+
+
+def make_llama(g):
+    cfg = dict(LLAMA_BASE)  # GQA: 4 query heads, 2 kv heads
+    w = llama_weights(g, cfg, False, inv_freq_buffer=True)
+    write_folder("llama", cfg, w, llama_reference(as_f64(w), cfg, IDS, False), IDS)
+
+
+def make_llama_bf16(g):
+    # BF16 weights; also MQA (1 kv head), an explicit head_dim != hidden/heads, attention_bias
+    # (q, k, v and o), tied embeddings (no lm_head in the file) and a "default" rope_scaling.
+    cfg = dict(LLAMA_BASE, num_key_value_heads=1, head_dim=16, attention_bias=True, tie_word_embeddings=True,
+               rope_scaling={"rope_type": "default"}, rope_theta=10000.0, torch_dtype="bfloat16")
+    w = {k: v.to(torch.bfloat16) for k, v in llama_weights(g, cfg, False).items()}
+    # The reference runs on exactly the stored (BF16-rounded) values.
+    write_folder("llama-bf16", cfg, w, llama_reference(as_f64(w), cfg, IDS, False), IDS)
+
+
+def make_qwen2(g):
+    cfg = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "attention_dropout": 0.0,
+           "bos_token_id": 98, "eos_token_id": 99, "hidden_act": "silu", "hidden_size": 32,
+           "initializer_range": 0.02, "intermediate_size": 64, "max_position_embeddings": 128,
+           "max_window_layers": 2, "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+           "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 128, "tie_word_embeddings": False,
+           "torch_dtype": "float32", "transformers_version": "4.44.0", "use_cache": True,
+           "use_sliding_window": False, "vocab_size": 100}
+    w = llama_weights(g, cfg, True)
+    # Sharded, as the released Qwen2 checkpoints are.
+    write_folder("qwen2", cfg, w, llama_reference(as_f64(w), cfg, IDS, True), IDS, shards=2)
+
+
+def main():
+    torch.manual_seed(0)
+    for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2]):
+        make(torch.Generator().manual_seed(1000 + i))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+// The runner is defined before test_common.h pulls in catch.hpp.
+#define CATCH_CONFIG_RUNNER
+#include "test_common.h"
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <unistd.h>
+
+namespace headlab::test {
+
+TempDir::TempDir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  path = std::filesystem::temp_directory_path() /
+         ("headlab-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+int run_command(const std::string& command, std::string& output) {
+  output.clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buffer{};
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace headlab::test
+
+// Hidden: run only by the catch2_canary_check_fails ctest, which expects exactly one failure.
+TEST_CASE("canary: a deliberately failing CHECK is reported as a failure", "[.][canary]") {
+  torch::Tensor t = torch::ones({2});
+  CHECK(t.sum().item<float>() == 2.0f);
+  CHECK(t.sum().item<float>() == 3.0f);  // must fail, not abort and not vanish
+}
+
+int main(int argc, char* argv[]) {
+  torch::set_num_threads(1);
+  return Catch::Session().run(argc, argv);
+}

@@ -1,0 +1,28 @@
+// Include this first in every test file: torch (and its glog) before Catch2, so glog's CHECK
+// macro is defined first and Catch2's CHECK wins (GROUND.md; the [canary] test proves it).
+#pragma once
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+namespace headlab::test {
+
+// A fresh empty directory under the system temp dir, removed when the object dies.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string str(const std::string& child = "") const { return (child.empty() ? path : path / child).string(); }
+};
+
+// Max absolute difference of two tensors (as float64).
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
+
+// Runs a shell command, returns its exit code; stdout+stderr go to `output`.
+int run_command(const std::string& command, std::string& output);
+
+}  // namespace headlab::test
