@@ -54,9 +54,14 @@ class Sources {
  public:
   explicit Sources(const HasTensor& has) : has_(has) {}
 
-  void copy(const std::string& native, const std::string& name) { map_[native] = TensorSource{name}; }
+  void copy(const std::string& native, const std::string& name) {
+    TensorSource s;
+    s.name = name;
+    map_[native] = s;
+  }
   void transposed(const std::string& native, const std::string& name) {
-    TensorSource s{name};
+    TensorSource s;
+    s.name = name;
     s.transpose = true;
     map_[native] = s;
   }

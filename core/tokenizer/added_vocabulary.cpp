@@ -40,6 +40,10 @@ void AddedVocabulary::add(const AddedToken& token) {
     index_by_content_[token.content] = index;
   }
   index_by_id_[token.id] = index;
+  if (token.id >= 0) {
+    if (static_cast<size_t>(token.id) >= special_by_id_.size()) special_by_id_.resize(static_cast<size_t>(token.id) + 1, false);
+    special_by_id_[static_cast<size_t>(token.id)] = token.special;
+  }
   // Rebuild both matchers: cheap, and keeps the longest-first order simple.
   raw_ = Matcher();
   normalized_ = Matcher();

@@ -42,8 +42,7 @@ class AddedVocabulary {
   const AddedToken* by_id(int64_t id) const;
   std::optional<int32_t> id_of(std::string_view content) const;
   bool is_special(int64_t id) const {
-    const AddedToken* t = by_id(id);
-    return t && t->special;
+    return id >= 0 && id < static_cast<int64_t>(special_by_id_.size()) && special_by_id_[static_cast<size_t>(id)];
   }
   const std::vector<AddedToken>& tokens() const { return tokens_; }
 
@@ -59,6 +58,7 @@ class AddedVocabulary {
   std::unordered_map<int32_t, size_t> index_by_id_;
   std::unordered_map<std::string, size_t> index_by_content_;
   Matcher raw_, normalized_;
+  std::vector<bool> special_by_id_;  // is_special() runs once per token: a flat lookup
 };
 
 }  // namespace headlab::core::tok

@@ -182,6 +182,36 @@ void Bpe::merge_all(Pieces& pieces) const {
     if (s.len) pieces.emplace_back(s.id, s.len);
 }
 
+bool Bpe::WordCache::find(std::string_view word, size_t hash, Pieces& out) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (!s.used) return false;
+    if (s.hash == hash && s.key_length == word.size() &&
+        std::string_view(keys_).substr(s.key_offset, s.key_length) == word) {
+      out.assign(values_.begin() + s.value_offset, values_.begin() + s.value_offset + s.value_length);
+      return true;
+    }
+  }
+}
+
+void Bpe::WordCache::insert(std::string_view word, size_t hash, const Pieces& pieces) {
+  if (size_ >= kCapacity) return;
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i].used) {
+    if (slots_[i].hash == hash && std::string_view(keys_).substr(slots_[i].key_offset, slots_[i].key_length) == word)
+      return;  // another thread got there first
+    i = (i + 1) & mask;
+  }
+  Slot& s = slots_[i];
+  s = Slot{hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(word.size()),
+           static_cast<uint32_t>(values_.size()), static_cast<uint32_t>(pieces.size()), true};
+  keys_.append(word);
+  values_.insert(values_.end(), pieces.begin(), pieces.end());
+  ++size_;
+}
+
 void Bpe::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
   if (word.empty()) return;
   auto emit = [&](const Pieces& pieces) {
@@ -191,24 +221,24 @@ void Bpe::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
       pos += len;
     }
   };
-  const bool cacheable = word.size() <= kCacheMaxWordBytes;
-  std::string key(word);
+  thread_local Pieces pieces;  // reused across calls: most words hit the cache
+  pieces.clear();
+  const bool cacheable = word.size() <= WordCache::kMaxWordBytes;
+  const size_t hash = cacheable ? std::hash<std::string_view>()(word) : 0;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) {
-      emit(it->second);
+    if (cache_.find(word, hash, pieces)) {
+      emit(pieces);
       return;
     }
   }
-  Pieces pieces;
   bool whole = false;
   if (options_.ignore_merges) {
     std::string mapped;
     if (options_.byte_level) {
       for (unsigned char b : word) append_utf8(mapped, byte_to_unicode()[b]);
     } else {
-      mapped = key;
+      mapped = std::string(word);
     }
     auto it = vocab_.token_to_id.find(mapped);
     if (it != vocab_.token_to_id.end()) {
@@ -217,14 +247,13 @@ void Bpe::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
     }
   }
   if (!whole) {
-    pieces.reserve(word.size());
     initial_units(word, pieces);
     merge_all(pieces);
   }
   emit(pieces);
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() < kCacheCapacity) cache_.emplace(std::move(key), std::move(pieces));
+    cache_.insert(word, hash, pieces);
   }
 }
 

@@ -84,11 +84,11 @@ Encoding HfTokenizer::encode(std::string_view input, bool add_special_tokens) co
   for (const AddedSegment& seg : raw_segments) {
     const uint32_t cb = char_at_byte(seg.begin), ce = char_at_byte(seg.end);
     if (seg.id >= 0) {
-      pt.splits.push_back(Split{0, 0, 0, seg.id, Span{cb, ce}});
+      pt.splits.push_back(Split{0, 0, 0, seg.id, Span{cb, ce}, std::string(text.substr(seg.begin, seg.end - seg.begin))});
       continue;
     }
     // 2. The normalizer on each remaining piece, then added tokens with normalized=true in it.
-    NormalizedText piece = NormalizedText::from_original(utf8_to_u32(text.substr(seg.begin, seg.end - seg.begin)), cb);
+    NormalizedText piece = NormalizedText::from_utf8(text.substr(seg.begin, seg.end - seg.begin), cb);
     if (p_.normalizer) p_.normalizer->normalize(piece);
     piece.finalize();
     if (piece.chars.empty()) continue;
@@ -98,8 +98,11 @@ Encoding HfTokenizer::encode(std::string_view input, bool add_special_tokens) co
     p_.added.split(t.utf8, true, norm_segments);
     for (const AddedSegment& s : norm_segments) {
       const uint32_t b = t.char_at_byte(s.begin), e = t.char_at_byte(s.end);
-      if (s.id >= 0) pt.splits.push_back(Split{index, b, e, s.id, t.original_span(b, e)});
-      else if (b < e) pt.splits.push_back(Split{index, b, e, -1, {}});
+      if (s.id >= 0) {
+        pt.splits.push_back(Split{index, b, e, s.id, t.original_span(b, e), t.utf8.substr(s.begin, s.end - s.begin)});
+      } else if (b < e) {
+        pt.splits.push_back(Split{index, b, e, -1, {}, {}});
+      }
     }
   }
 
@@ -114,7 +117,7 @@ Encoding HfTokenizer::encode(std::string_view input, bool add_special_tokens) co
     if (s.added_id >= 0) {
       const AddedToken* a = p_.added.by_id(s.added_id);
       enc.ids.push_back(s.added_id);
-      enc.tokens.push_back(a ? a->content : std::string());
+      enc.tokens.push_back(s.added_text);
       enc.offsets.emplace_back(s.span.start, s.span.end);
       enc.special.push_back(a && a->special);
       continue;

@@ -131,6 +131,22 @@ bool all_below(const std::u32string& s, char32_t limit) {
   return true;
 }
 
+// True when canonical decomposition, reordering or composition could change the text: some char
+// has a canonical decomposition, is a non-starter, can be the second char of a composition, or
+// is a conjoining Hangul jamo. Most text, including curly quotes and CJK, has none.
+bool may_change_canonically(const std::u32string& s) {
+  for (char32_t c : s) {
+    if (c < 0xC0) continue;
+    if (c >= 0x1100 && c <= 0x11FF) return true;
+    if (c >= 0xAC00 && c <= 0xD7A3) return true;  // algorithmic Hangul decomposition
+    const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+    if (p->combining_class != 0) return true;
+    if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) return true;
+    if (p->comb_index != UINT16_MAX && p->comb_index >= 0x8000) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 NormalizedText NormalizedText::from_original(std::u32string_view original, uint32_t offset) {
@@ -138,6 +154,15 @@ NormalizedText NormalizedText::from_original(std::u32string_view original, uint3
   t.chars.assign(original.begin(), original.end());
   t.align.resize(original.size());
   for (uint32_t i = 0; i < original.size(); ++i) t.align[i] = {offset + i, offset + i + 1};
+  t.base = offset;
+  return t;
+}
+
+NormalizedText NormalizedText::from_utf8(std::string_view original, uint32_t offset) {
+  NormalizedText t;
+  t.chars = utf8_to_u32(original);
+  t.align.resize(t.chars.size());
+  for (uint32_t i = 0; i < t.chars.size(); ++i) t.align[i] = {offset + i, offset + i + 1};
   t.base = offset;
   return t;
 }
@@ -165,7 +190,7 @@ void NormalizedText::transform(const std::vector<Change>& dest, size_t initial_o
 }
 
 void NormalizedText::nfd() {
-  if (all_below(chars, 0xC0)) return;  // nothing below U+00C0 decomposes or reorders
+  if (!may_change_canonically(chars)) return;
   auto items = decompose(chars, false);
   std::vector<Change> dest;
   dest.reserve(items.size());
@@ -184,7 +209,7 @@ void NormalizedText::nfkd() {
 
 void NormalizedText::nfc() {
   // Below U+0300 every char is its own NFC form and none composes with a neighbour.
-  if (all_below(chars, 0x300)) return;
+  if (!may_change_canonically(chars)) return;
   transform(recompose(decompose(chars, false)), 0);
 }
 
@@ -252,6 +277,12 @@ void NormalizedText::strip(bool left, bool right) {
 }
 
 void NormalizedText::finalize() {
+  if (all_below(chars, 0x80)) {  // ASCII: bytes are chars
+    utf8.assign(chars.begin(), chars.end());
+    byte_of_char.resize(chars.size() + 1);
+    for (uint32_t i = 0; i <= chars.size(); ++i) byte_of_char[i] = i;
+    return;
+  }
   utf8.clear();
   utf8.reserve(chars.size());
   byte_of_char.resize(chars.size() + 1);

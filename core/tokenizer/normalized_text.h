@@ -36,6 +36,8 @@ struct NormalizedText {
 
   // A piece of the original text at original code-point offset `offset`, aligned 1:1.
   static NormalizedText from_original(std::u32string_view original, uint32_t offset);
+  // The same from well-formed UTF-8.
+  static NormalizedText from_utf8(std::string_view original, uint32_t offset);
 
   // HF's transform (with its initial_offset: input chars dropped at the very beginning).
   void transform(const std::vector<Change>& dest, size_t initial_offset);

@@ -93,7 +93,7 @@ void split_all(PreTokenized& pt, Behavior behavior, F&& segment) {
     segment(pt.pieces[s.piece], s.begin, s.end, segs);
     apply_behavior(segs, behavior, kept);
     for (auto [b, e] : kept) {
-      if (b < e) result.push_back(Split{s.piece, b, e, -1, {}});
+      if (b < e) result.push_back(Split{s.piece, b, e, -1, {}, {}});
     }
   }
   pt.splits = std::move(result);
@@ -117,7 +117,8 @@ void char_segments(const NormalizedText& t, uint32_t b, uint32_t e, const std::f
 void regex_segments(const Regex& re, bool invert, const NormalizedText& t, uint32_t b, uint32_t e,
                     std::vector<Seg>& segs) {
   const uint32_t byte_b = t.byte_of_char[b], byte_e = t.byte_of_char[e];
-  std::vector<std::pair<uint32_t, uint32_t>> matches;
+  thread_local std::vector<std::pair<uint32_t, uint32_t>> matches;  // reused: one per word otherwise
+  matches.clear();
   re.find_all(std::string_view(t.utf8).substr(byte_b, byte_e - byte_b), matches);
   // Match boundaries are char boundaries; walk the byte offsets forward instead of searching.
   uint32_t cursor = b;
@@ -151,15 +152,15 @@ class BertPreTokenizer : public PreTokenizer {
       for (uint32_t i = s.begin; i < s.end; ++i) {
         char32_t c = t.chars[i];
         if (is_whitespace(c)) {
-          if (start < i) result.push_back(Split{s.piece, start, i, -1, {}});
+          if (start < i) result.push_back(Split{s.piece, start, i, -1, {}, {}});
           start = i + 1;
         } else if (is_bert_punctuation(c)) {
-          if (start < i) result.push_back(Split{s.piece, start, i, -1, {}});
-          result.push_back(Split{s.piece, i, i + 1, -1, {}});
+          if (start < i) result.push_back(Split{s.piece, start, i, -1, {}, {}});
+          result.push_back(Split{s.piece, i, i + 1, -1, {}, {}});
           start = i + 1;
         }
       }
-      if (start < s.end) result.push_back(Split{s.piece, start, s.end, -1, {}});
+      if (start < s.end) result.push_back(Split{s.piece, start, s.end, -1, {}, {}});
     }
     pt.splits = std::move(result);
   }
@@ -186,7 +187,7 @@ class ByteLevelPreTokenizer : public PreTokenizer {
         t.finalize();
         pt.pieces.push_back(std::move(t));
         s = Split{static_cast<uint32_t>(pt.pieces.size() - 1), 0, static_cast<uint32_t>(pt.pieces.back().chars.size()),
-                  -1, {}};
+                  -1, {}, {}};
       }
     }
     if (regex_) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -20,6 +21,7 @@ struct Split {
   uint32_t end = 0;
   int32_t added_id = -1;  // >= 0: an added token, final; `span` holds its original offsets
   Span span;
+  std::string added_text;  // the matched text (with what lstrip/rstrip took), HF's token string
 };
 
 struct PreTokenized {

@@ -72,6 +72,24 @@ AddedToken added_token_from_json(const json& t) {
   return a;
 }
 
+// HF ignores the ids written in "added_tokens": when loading, it adds the tokens in file order,
+// giving each the model's id when the content is in the model vocabulary, else the next free id
+// past the vocabulary. In well-formed files the two agree; mirroring HF keeps ids identical when
+// they do not.
+void add_with_hf_ids(const std::vector<AddedToken>& tokens, const Vocab& vocab, AddedVocabulary& added) {
+  const int64_t model_size = static_cast<int64_t>(vocab.token_to_id.size());
+  std::optional<int64_t> max_id;
+  for (AddedToken t : tokens) {
+    if (t.content.empty()) continue;
+    if (auto id = added.id_of(t.content)) t.id = *id;
+    else if (auto vid = vocab.find(t.content)) t.id = *vid;
+    else if (!max_id) t.id = static_cast<int32_t>(model_size);
+    else t.id = static_cast<int32_t>(*max_id >= model_size || model_size == 0 ? *max_id + 1 : model_size);
+    max_id = std::max<int64_t>(max_id.value_or(t.id), t.id);
+    added.add(t);
+  }
+}
+
 std::optional<std::string> string_or_null(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
@@ -226,7 +244,7 @@ void resolve_specials(TokenizerParts& p, const json& config) {
 
 std::shared_ptr<const Tokenizer> build_from_json(const json& root, const std::string& origin, const json& config) {
   try {
-    if (!root.is_object() || !root.contains("model"))
+    if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
       throw std::runtime_error("not a tokenizer.json (no \"model\" object)");
     TokenizerParts p;
     p.source = origin;
@@ -235,7 +253,9 @@ std::shared_ptr<const Tokenizer> build_from_json(const json& root, const std::st
     const bool byte_level = p.pre_tokenizer && p.pre_tokenizer->byte_level();
     p.model = model_from_json(root.at("model"), byte_level, p.kind);
     if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
-      for (const json& t : root["added_tokens"]) p.added.add(added_token_from_json(t));
+      std::vector<AddedToken> tokens;
+      for (const json& t : root["added_tokens"]) tokens.push_back(added_token_from_json(t));
+      add_with_hf_ids(tokens, p.model->vocab(), p.added);
     }
     post_from_json(root.value("post_processor", json(nullptr)), p.post);
     const json decoder = root.value("decoder", json(nullptr));
@@ -388,7 +408,9 @@ std::shared_ptr<const Tokenizer> Tokenizer::load(const std::string& path) {
   if (ext == ".txt") return load_vocab_txt(p);
   if (ext == ".json") {
     const json root = parse_json(read_text(p), path);
-    if (root.is_object() && root.contains("model")) return build_from_json(root, path, read_config(dir));
+    // vocab.json may well hold a token "model": tokenizer.json has an object there.
+    if (root.is_object() && root.contains("model") && root["model"].is_object())
+      return build_from_json(root, path, read_config(dir));
     // A plain token -> id map: the vocab.json half of a BPE tokenizer.
     for (const char* m : {"merges.txt", "vocab.bpe"}) {
       if (fs::is_regular_file(dir / m)) return load_vocab_merges(p, dir / m);

@@ -165,6 +165,18 @@ const handWritten = [
   'Café au lait. CAFÉ! café? cafe\u0301.',
 ];
 
+// Lines aimed at the variants' added tokens (lstrip / rstrip / single_word / normalized).
+const variantLines = [
+  'a <mask> b  <mask>c<mask>',
+  '   <mask>',
+  'END of line END   next ENDING xEND END',
+  '[tag] x[tag] [tag]y [TAG] ([tag]) [tag]_ _[tag]',
+  'STRASSE straße Straße STRAẞE strasse',
+  'ﬁne ﬀ Ⅻ ① ＡＢＣ and <MASK> and end',
+  'Héllo Wörld 12345 3.14 x2y3',
+  'abcdefghijk abcdefghij abcdefghi',
+];
+
 // Deterministic sample of real English (and some multi-line paragraphs) from Gutenberg texts.
 function gutenbergLines() {
   if (!fs.existsSync(GUTENBERG)) return [];
@@ -224,11 +236,23 @@ async function checkOffsetsAreCodePoints(tok) {
   if (last[1] !== 4) throw new Error('offsets are not code points: ' + JSON.stringify(offs));
 }
 
+// The edited copies described in variants.json.
+function variantJson(spec) {
+  const j = JSON.parse(fs.readFileSync(path.join(HERE, spec.base, 'tokenizer.json'), 'utf8'));
+  Object.assign(j, spec.set || {});
+  Object.assign(j.model, spec.model_set || {});
+  j.added_tokens = [...(j.added_tokens || []), ...(spec.added_tokens_append || [])];
+  return JSON.stringify(j);
+}
+
 async function main() {
-  const lines = [...handWritten, ...gutenbergLines(), ...randomLines(90)];
-  for (const name of TOKENIZERS) {
-    const file = path.join(HERE, name, 'tokenizer.json');
-    const tok = Tokenizer.fromFile(file);
+  const lines = [...handWritten, ...gutenbergLines(), ...randomLines(90), ...variantLines];
+  const variants = JSON.parse(fs.readFileSync(path.join(HERE, 'variants.json'), 'utf8'));
+  const names = [...TOKENIZERS, ...Object.keys(variants).filter((k) => !k.startsWith('_'))];
+  for (const name of names) {
+    const tok = TOKENIZERS.includes(name)
+      ? Tokenizer.fromFile(path.join(HERE, name, 'tokenizer.json'))
+      : Tokenizer.fromString(variantJson(variants[name]));
     await checkOffsetsAreCodePoints(tok);
     const records = [];
     for (let i = 0; i < lines.length; i++) {

@@ -1,0 +1,328 @@
+#include "test_common.h"
+
+#include "core/model.h"
+#include "core/run.h"
+#include "core/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace headlab::core;
+using headlab::test::TempDir;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+// Fixtures: tests/data/hf/<family>/ written by tests/data/hf/make_fixtures.py, an independent
+// float64 transcription of the transformers modeling code; expected.safetensors holds its logits
+// and attention probabilities for the ids in its metadata.
+namespace {
+
+using Tensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+std::string fixture(const std::string& name) { return std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + name; }
+
+std::vector<int64_t> parse_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stoll(item));
+  return out;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2);
+}
+
+// All tensors of a file in their stored dtype, detached from the mapping.
+Tensors read_all(const std::string& path) {
+  auto file = SafetensorsFile::open(path);
+  Tensors out;
+  for (const auto& info : file.tensors()) out.emplace_back(info.name, file.load(info.name, to_scalar_type(info.dtype)).clone());
+  return out;
+}
+
+torch::Tensor get(const Tensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  FAIL("no tensor " << name);
+  return {};
+}
+
+// A copy of a fixture folder's config with edited weights, in `dir`.
+void write_variant(const TempDir& dir, const nlohmann::json& config, const Tensors& weights,
+                   DType store_as = DType::F32) {
+  write_json(dir.str("config.json"), config);
+  save_safetensors(dir.str("model.safetensors"), weights, store_as);
+}
+
+std::string load_error(const std::string& folder) {
+  try {
+    load_model(folder);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+struct Expected {
+  std::vector<int64_t> ids, token_types;
+  torch::Tensor logits;                  // [T, V]
+  std::vector<torch::Tensor> attentions;  // [layers] × [heads, T, T]
+};
+
+Expected read_expected(const std::string& folder) {
+  auto file = SafetensorsFile::open(folder + "/expected.safetensors");
+  Expected e;
+  e.ids = parse_list(file.metadata().at("ids"));
+  if (file.metadata().count("token_types")) e.token_types = parse_list(file.metadata().at("token_types"));
+  e.logits = file.load("logits").clone();
+  for (int l = 0; file.contains("attentions." + std::to_string(l)); ++l)
+    e.attentions.push_back(file.load("attentions." + std::to_string(l)).clone());
+  return e;
+}
+
+struct Errors {
+  double attention = 0;  // max abs difference over every layer's [heads, T, T]
+  double logits = 0;     // max abs difference / max |expected logit|
+};
+
+Errors compare(Model& model, const Expected& expected) {
+  RunRequest request;
+  request.ids = expected.ids;
+  request.token_types = expected.token_types;
+  auto trace = run(model, request);
+  const auto& stack = trace->main_stack();
+  REQUIRE(stack.layers.size() == expected.attentions.size());
+  Errors errors;
+  for (size_t l = 0; l < stack.layers.size(); ++l)
+    errors.attention =
+        std::max(errors.attention, headlab::test::max_abs_diff(value_weights(stack.layers[l].self), expected.attentions[l]));
+  errors.logits = headlab::test::max_abs_diff(trace->logits, expected.logits) / expected.logits.abs().max().item<double>();
+  return errors;
+}
+
+}  // namespace
+
+TEST_CASE("hf import: every family matches the reference logits and attention maps", "[hf_import]") {
+  struct Case {
+    const char* folder;
+    const char* family;
+    const char* dtype;
+  };
+  for (const Case& c : {Case{"bert", "bert", "F32"}, Case{"gpt2", "gpt2", "F32"}, Case{"llama", "llama", "F32"},
+                        Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"}}) {
+    DYNAMIC_SECTION(c.folder) {
+      auto model = load_model(fixture(c.folder));
+      CHECK(model->config.family == c.family);
+      CHECK(model->weights_dtype == c.dtype);
+      const Errors errors = compare(*model, read_expected(fixture(c.folder)));
+      // BF16 weights are compared with a reference computed from the same BF16-rounded values,
+      // so the same float32 tolerances apply.
+      CHECK(errors.attention <= 2e-4);
+      CHECK(errors.logits <= 1e-3);
+    }
+  }
+}
+
+TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
+  SECTION("BERT: post-LN encoder, token types, MLM head tied with bias") {
+    const auto c = load_model(fixture("bert"))->config;
+    CHECK(c.kind == StackKind::Encoder);
+    CHECK(c.norm_placement == NormPlacement::Post);
+    CHECK_FALSE(c.final_norm);
+    CHECK(c.embedding_norm);
+    CHECK(c.type_vocab_size == 2);
+    CHECK(c.ffn.activation == Activation::Gelu);
+    CHECK(c.norm_eps == Approx(1e-12));
+    CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
+    CHECK(c.encoder->attention.heads == 4);
+    CHECK(c.name == "bert");
+  }
+  SECTION("GPT-2: pre-LN causal decoder, gelu_new, n_inner = 4·n_embd") {
+    const auto c = load_model(fixture("gpt2"))->config;
+    CHECK(c.kind == StackKind::Decoder);
+    CHECK(c.positions == PositionKind::Learned);
+    CHECK(c.ffn.activation == Activation::GeluTanh);
+    CHECK(c.ffn.inner_size == 128);
+    CHECK(c.max_positions == 32);
+    CHECK((c.final_norm && c.lm_head.tied && !c.lm_head.bias));
+  }
+  SECTION("Llama: RMSNorm, RoPE, GQA, SwiGLU, untied head") {
+    const auto c = load_model(fixture("llama"))->config;
+    CHECK(c.norm == NormKind::RMSNorm);
+    CHECK(c.positions == PositionKind::Rope);
+    CHECK(c.rope_theta == Approx(500000.0));
+    CHECK(c.ffn.kind == FfnKind::SwiGLU);
+    CHECK_FALSE(c.ffn.bias);
+    CHECK(c.decoder->attention.heads == 4);
+    CHECK(c.decoder->attention.kv_heads == 2);
+    CHECK(c.decoder->attention.key_size == 8);
+    CHECK_FALSE(c.decoder->attention.qkv_bias);
+    CHECK_FALSE(c.lm_head.tied);
+    CHECK_THAT(c.summary(), Contains("GQA(4q/2kv)") && Contains("(llama)"));
+  }
+  SECTION("Llama BF16 variant: MQA, explicit head_dim, attention_bias, tied") {
+    const auto c = load_model(fixture("llama-bf16"))->config;
+    CHECK(c.decoder->attention.kv_heads == 1);
+    CHECK(c.decoder->attention.key_size == 16);
+    CHECK((c.decoder->attention.qkv_bias && c.decoder->attention.out_bias));
+    CHECK(c.lm_head.tied);
+  }
+  SECTION("Qwen2: q/k/v biases, no o_proj bias, sharded checkpoint") {
+    const auto c = load_model(fixture("qwen2"))->config;
+    CHECK(c.decoder->attention.qkv_bias);
+    CHECK_FALSE(c.decoder->attention.out_bias);
+    CHECK(c.rope_theta == Approx(1e6));
+  }
+}
+
+TEST_CASE("hf import: BertModel without an MLM head, weight/bias names, no prefix", "[hf_import]") {
+  TempDir dir("hf-bertmodel");
+  auto config = read_json(fixture("bert/config.json"));
+  config["architectures"] = {"BertModel"};
+  Tensors weights;
+  for (auto [name, t] : read_all(fixture("bert/model.safetensors"))) {
+    if (name.rfind("cls.", 0) == 0) continue;
+    if (name.rfind("bert.", 0) == 0) name = name.substr(5);
+    for (auto [from, to] : {std::pair<std::string, std::string>{".gamma", ".weight"}, {".beta", ".bias"}})
+      if (name.size() > from.size() && name.compare(name.size() - from.size(), from.size(), from) == 0)
+        name = name.substr(0, name.size() - from.size()) + to;
+    weights.emplace_back(name, t);
+  }
+  write_variant(dir, config, weights);
+  auto model = load_model(dir.str());
+  CHECK_FALSE(model->config.lm_head.transform);
+  CHECK(model->config.lm_head.tied);
+  CHECK_THAT(model->config.name, Contains("no MLM head"));
+  const Expected expected = read_expected(fixture("bert"));
+  RunRequest request;
+  request.ids = expected.ids;
+  request.token_types = expected.token_types;
+  auto trace = run(*model, request);
+  for (size_t l = 0; l < expected.attentions.size(); ++l)
+    CHECK(headlab::test::max_abs_diff(value_weights(trace->encoder.layers[l].self), expected.attentions[l]) <= 2e-4);
+  // The stand-in head: final hidden states scored against the token embeddings.
+  torch::NoGradGuard no_grad;
+  auto logits = torch::matmul(trace->encoder.hidden.back(), model->module->tokens->weight.t());
+  CHECK(headlab::test::max_abs_diff(trace->logits, logits) <= 1e-4);
+}
+
+TEST_CASE("hf import: GPT-2 with the transformer. prefix, a tied lm_head and no mask buffers", "[hf_import]") {
+  TempDir dir("hf-gpt2-prefix");
+  Tensors weights;
+  for (const auto& [name, t] : read_all(fixture("gpt2/model.safetensors"))) {
+    if (name.find(".attn.bias") != std::string::npos || name.find(".attn.masked_bias") != std::string::npos) continue;
+    weights.emplace_back("transformer." + name, t);
+  }
+  weights.emplace_back("lm_head.weight", get(weights, "transformer.wte.weight"));
+  write_variant(dir, read_json(fixture("gpt2/config.json")), weights);
+  auto model = load_model(dir.str());
+  const Errors errors = compare(*model, read_expected(fixture("gpt2")));
+  CHECK(errors.attention <= 2e-4);
+  CHECK(errors.logits <= 1e-3);
+}
+
+TEST_CASE("hf import: F16 weights load as the same values in float32", "[hf_import]") {
+  // The F16 folder must run exactly like an F32 folder holding the F16-rounded values.
+  TempDir f16("hf-f16"), f32("hf-f16-as-f32");
+  auto config = read_json(fixture("gpt2/config.json"));
+  Tensors rounded;
+  for (const auto& [name, t] : read_all(fixture("gpt2/model.safetensors")))
+    rounded.emplace_back(name, t.is_floating_point() ? t.to(torch::kHalf).to(torch::kFloat) : t);
+  write_variant(f16, config, rounded, DType::F16);
+  write_variant(f32, config, rounded, DType::F32);
+  auto half = load_model(f16.str());
+  auto full = load_model(f32.str());
+  CHECK(half->weights_dtype == "F16");
+  RunRequest request;
+  request.ids = {3, 1, 4, 1, 5, 9, 2, 6};
+  CHECK(headlab::test::max_abs_diff(run(*half, request)->logits, run(*full, request)->logits) == 0.0);
+}
+
+TEST_CASE("hf import: errors name the architecture, the tensor or the option", "[hf_import]") {
+  TempDir dir("hf-errors");
+  const auto gpt2_config = read_json(fixture("gpt2/config.json"));
+  const Tensors gpt2_weights = read_all(fixture("gpt2/model.safetensors"));
+
+  SECTION("unsupported architecture") {
+    auto config = gpt2_config;
+    config["architectures"] = {"T5ForConditionalGeneration"};
+    write_variant(dir, config, gpt2_weights);
+    const std::string error = load_error(dir.str());
+    CHECK_THAT(error, Contains("T5ForConditionalGeneration") && Contains("not supported"));
+  }
+  SECTION("missing tensor") {
+    Tensors weights;
+    for (const auto& [name, t] : gpt2_weights)
+      if (name != "h.1.mlp.c_fc.weight") weights.emplace_back(name, t);
+    write_variant(dir, gpt2_config, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("'h.1.mlp.c_fc.weight'") && Contains("missing"));
+  }
+  SECTION("misshaped tensor") {
+    Tensors weights;
+    for (const auto& [name, t] : gpt2_weights)
+      weights.emplace_back(name, name == "h.0.attn.c_attn.weight" ? torch::zeros({32, 95}) : t);
+    write_variant(dir, gpt2_config, weights);
+    CHECK_THAT(load_error(dir.str()),
+               Contains("'h.0.attn.c_attn.weight' has shape [32, 95], expected [32, 96]") && Contains("model.safetensors"));
+  }
+  SECTION("config and weights disagree: a tensor for a layer the config does not have") {
+    Tensors weights = gpt2_weights;
+    weights.emplace_back("h.2.ln_1.weight", torch::ones({32}));
+    write_variant(dir, gpt2_config, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("unexpected tensor 'h.2.ln_1.weight'"));
+  }
+  SECTION("unsupported rope_scaling") {
+    auto config = read_json(fixture("llama/config.json"));
+    config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+    write_variant(dir, config, read_all(fixture("llama/model.safetensors")));
+    CHECK_THAT(load_error(dir.str()), Contains("rope_scaling") && Contains("'llama3'"));
+  }
+  SECTION("missing shard") {
+    fs::copy_file(fixture("qwen2/config.json"), dir.str("config.json"));
+    fs::copy_file(fixture("qwen2/model.safetensors.index.json"), dir.str("model.safetensors.index.json"));
+    fs::copy_file(fixture("qwen2/model-00001-of-00002.safetensors"), dir.str("model-00001-of-00002.safetensors"));
+    CHECK_THAT(load_error(dir.str()), Contains("model-00002-of-00002.safetensors"));
+  }
+  SECTION("PyTorch pickles only") {
+    write_json(dir.str("config.json"), gpt2_config);
+    std::ofstream(dir.str("pytorch_model.bin")) << "not a pickle";
+    CHECK_THAT(load_error(dir.str()), Contains("pytorch_model.bin") && Contains("safetensors"));
+  }
+}
+
+TEST_CASE("hf import: headlab run and info work on Hugging Face folders", "[hf_import][cli]") {
+  const std::string binary = HEADLAB_BINARY;
+  if (!fs::exists(binary) || binary == "/bin/false") {
+    WARN("no headlab binary at " << binary);
+    return;
+  }
+  TempDir dir("hf-cli");
+  const Expected expected = read_expected(fixture("gpt2"));
+  std::string ids;
+  for (size_t i = 0; i < expected.ids.size(); ++i) ids += (i ? "," : "") + std::to_string(expected.ids[i]);
+  std::string output;
+  const std::string dump = dir.str("dump.safetensors");
+  REQUIRE(headlab::test::run_command(binary + " run --model " + fixture("gpt2") + " --ids " + ids + " --out " + dump,
+                                     output) == 0);
+  auto file = SafetensorsFile::open(dump);
+  std::vector<std::string> names;
+  for (const auto& info : file.tensors()) names.push_back(info.name);
+  CHECK(names == std::vector<std::string>{"logits", "attentions.0", "attentions.1"});
+  CHECK(headlab::test::max_abs_diff(file.load("logits"), expected.logits) <= 1e-3 * expected.logits.abs().max().item<double>());
+  CHECK(headlab::test::max_abs_diff(file.load("attentions.1"), expected.attentions[1]) <= 2e-4);
+
+  REQUIRE(headlab::test::run_command(binary + " info --model " + fixture("llama-bf16"), output) == 0);
+  CHECK_THAT(output, Contains("(llama)") && Contains("MQA(4q/1kv)") && Contains("2 layers") && Contains("BF16") &&
+                         Contains("parameters"));
+}

@@ -1,0 +1,360 @@
+// Unit tests of the tokenizer pieces: alignment-tracking normalization, loading the older file
+// formats, decoding, special tokens, errors and the `headlab tokenize` command.
+#include "test_common.h"
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/cmd_tokenize.h"
+#include "core/tokenizer.h"
+#include "core/tokenizer/normalized_text.h"
+#include "core/tokenizer/normalizer.h"
+#include "core/tokenizer/unicode.h"
+
+using headlab::core::Encoding;
+using headlab::core::Tokenizer;
+namespace tok = headlab::core::tok;
+
+namespace {
+
+std::string data_dir() { return std::string(HEADLAB_SOURCE_DIR) + "/tests/data/tokenizers"; }
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_all(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// The "text" of every record of an expected_*.jsonl file (each line once).
+std::vector<std::string> conformance_lines(const std::string& name) {
+  std::vector<std::string> lines;
+  std::ifstream in(data_dir() + "/expected_" + name + ".jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto r = nlohmann::json::parse(line);
+    if (!r["add_special_tokens"].get<bool>()) lines.push_back(r["text"].get<std::string>());
+  }
+  return lines;
+}
+
+std::shared_ptr<const Tokenizer> shared_tokenizer(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const Tokenizer>> cache;
+  auto& t = cache[name];
+  if (!t) t = Tokenizer::load(data_dir() + "/" + name);
+  return t;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> spans(const tok::NormalizedText& t) {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  for (const auto& a : t.align) out.emplace_back(a.start, a.end);
+  return out;
+}
+
+using Spans = std::vector<std::pair<uint32_t, uint32_t>>;
+
+}  // namespace
+
+TEST_CASE("utf-8 decoding repairs ill-formed input like from_utf8_lossy", "[tokenizer]") {
+  CHECK(tok::utf8_to_u32("a\xC3\xA9") == std::u32string{U'a', 0xE9});
+  CHECK(tok::utf8_to_u32("\xC3(") == std::u32string{0xFFFD, U'('});
+  CHECK(tok::utf8_to_u32("\xF0\x9F\x98") == std::u32string{0xFFFD});  // truncated 4-byte sequence
+  CHECK(tok::utf8_to_u32("\xED\xA0\x80") == std::u32string{0xFFFD, 0xFFFD, 0xFFFD});  // surrogate
+  CHECK_FALSE(tok::is_valid_utf8("\xFF"));
+  CHECK(tok::sanitize_utf8("x\xFFy") == "x\xEF\xBF\xBDy");
+}
+
+TEST_CASE("character classes follow HF's BERT definitions", "[tokenizer]") {
+  CHECK(tok::is_bert_punctuation(U'$'));   // ASCII symbol counted as punctuation
+  CHECK(tok::is_bert_punctuation(U'`'));
+  CHECK(tok::is_bert_punctuation(0x00BF));  // ¿ (Po)
+  CHECK_FALSE(tok::is_bert_punctuation(0x20AC));  // € is a symbol (Sc)
+  CHECK(tok::is_bert_control(0x200B));      // zero width space (Cf) is removed
+  CHECK(tok::is_bert_control(0x0085));      // NEL (Cc)
+  CHECK_FALSE(tok::is_bert_control(U'\t'));
+  CHECK(tok::is_whitespace(0x00A0));
+  CHECK_FALSE(tok::is_whitespace(0x200B));
+  CHECK(tok::is_chinese_char(0x4E2D));
+  CHECK_FALSE(tok::is_chinese_char(0x3042));  // Hiragana is not padded
+}
+
+TEST_CASE("NFD keeps every decomposed code point aligned to its source char", "[tokenizer]") {
+  auto t = tok::NormalizedText::from_original(U"\u00E9x", 0);
+  t.nfd();
+  CHECK(t.chars == std::u32string{U'e', 0x301, U'x'});
+  CHECK(spans(t) == Spans{{0, 1}, {0, 1}, {1, 2}});
+}
+
+TEST_CASE("NFC aligns a composed char to its first source char as HF does", "[tokenizer]") {
+  auto t = tok::NormalizedText::from_original(U"e\u0301x", 10);
+  t.nfc();
+  CHECK(t.chars == std::u32string{0xE9, U'x'});
+  CHECK(spans(t) == Spans{{10, 11}, {12, 13}});
+  // Canonical reordering before composition: a + acute (230) + grave-below (220) -> á + grave-below.
+  auto r = tok::NormalizedText::from_original(U"a\u0301\u0316", 0);
+  r.nfc();
+  CHECK(r.chars == std::u32string{0xE1, 0x316});
+}
+
+TEST_CASE("lowercase of U+0130 gives two code points aligned to it", "[tokenizer]") {
+  auto t = tok::NormalizedText::from_original(U"\u0130A", 0);
+  t.lowercase();
+  CHECK(t.chars == std::u32string{U'i', 0x307, U'a'});
+  CHECK(spans(t) == Spans{{0, 1}, {0, 1}, {1, 2}});
+}
+
+TEST_CASE("BertNormalizer cleans text and pads CJK and strips accents and lowercases with alignments", "[tokenizer]") {
+  tok::BertNormalizerOptions o;
+  auto n = tok::make_bert_normalizer(o);
+  const std::u32string input{U'A', 0, U'\t', U'B', 0x4E2D, 0xC9};  // a NUL inside: no literal
+  auto t = tok::NormalizedText::from_original(input, 0);
+  n->normalize(t);
+  CHECK(t.chars == U"a b \u4E2D e");
+  CHECK(spans(t) == Spans{{0, 1}, {2, 3}, {3, 4}, {4, 5}, {4, 5}, {4, 5}, {5, 6}});
+
+  o.lowercase = false;
+  o.strip_accents = false;  // cased BERT keeps accents
+  o.handle_chinese_chars = false;
+  auto cased = tok::make_bert_normalizer(o);
+  auto c = tok::NormalizedText::from_original(U"\u00C9t\u00E9\u00A0X", 0);
+  cased->normalize(c);
+  CHECK(c.chars == U"\u00C9t\u00E9 X");
+}
+
+TEST_CASE("tokenizer basics: kind sizes and special ids", "[tokenizer]") {
+  auto bert = shared_tokenizer("bert-base-uncased");
+  CHECK(bert->kind() == "wordpiece");
+  CHECK(bert->vocab_size() == 30522);
+  CHECK(bert->mask_id() == 103);
+  CHECK(bert->pad_id() == 0);
+  CHECK(bert->unk_id() == 100);
+  CHECK(bert->cls_id() == 101);
+  CHECK(bert->sep_id() == 102);
+  CHECK(bert->token_to_id("hello") == 7592);
+  CHECK(bert->id_to_token(7592) == "hello");
+  CHECK(bert->id_to_token(999999).empty());
+  CHECK(bert->is_special(101));
+  CHECK_FALSE(bert->is_special(7592));
+
+  auto gpt2 = shared_tokenizer("gpt2");
+  CHECK(gpt2->kind() == "bpe");
+  CHECK(gpt2->vocab_size() == 50257);
+  CHECK(gpt2->bos_id() == 50256);
+  CHECK(gpt2->eos_id() == 50256);
+  CHECK_FALSE(gpt2->mask_id());
+
+  auto qwen = shared_tokenizer("qwen3");
+  CHECK(qwen->vocab_size() == 151669);
+  CHECK(qwen->eos_id() == 151645);  // <|im_end|> from tokenizer_config.json
+  CHECK(qwen->pad_id() == 151643);
+  CHECK_FALSE(qwen->bos_id());      // explicitly null in the config
+  CHECK(qwen->added_tokens().size() == 26);
+}
+
+TEST_CASE("BERT adds CLS and SEP with zero offsets when asked", "[tokenizer]") {
+  auto bert = shared_tokenizer("bert-base-uncased");
+  const Encoding plain = bert->encode("Hello [MASK]!");
+  CHECK(plain.ids == std::vector<int64_t>{7592, 103, 999});
+  CHECK(plain.special == std::vector<bool>{false, true, false});
+  const Encoding e = bert->encode("Hello [MASK]!", true);
+  CHECK(e.ids == std::vector<int64_t>{101, 7592, 103, 999, 102});
+  CHECK(e.tokens.front() == "[CLS]");
+  CHECK(e.offsets.front() == std::pair<int64_t, int64_t>{0, 0});
+  CHECK(e.offsets.back() == std::pair<int64_t, int64_t>{0, 0});
+  CHECK(e.offsets[2] == std::pair<int64_t, int64_t>{6, 12});
+  CHECK(e.special == std::vector<bool>{true, false, true, false, true});
+  CHECK(bert->decode(e.ids, true) == "hello!");
+}
+
+TEST_CASE("byte-level decode of encode gives the text back or its NFC form for Qwen3", "[tokenizer]") {
+  auto gpt2 = shared_tokenizer("gpt2");
+  auto qwen = shared_tokenizer("qwen3");
+  size_t checked = 0;
+  for (const std::string& line : conformance_lines("gpt2")) {
+    CHECK(gpt2->decode(gpt2->encode(line).ids) == line);
+    auto nfc = tok::NormalizedText::from_original(tok::utf8_to_u32(line), 0);
+    nfc.nfc();
+    CHECK(qwen->decode(qwen->encode(line).ids) == tok::u32_to_utf8(nfc.chars));
+    ++checked;
+  }
+  CHECK(checked > 300);
+  // A token covering part of a multi-byte char maps to the whole char.
+  const Encoding e = gpt2->encode("\xF0\x9F\x98\x80!");  // 😀!
+  REQUIRE(e.ids.size() == 3);
+  CHECK(e.offsets[0] == std::pair<int64_t, int64_t>{0, 1});
+  CHECK(e.offsets[1] == std::pair<int64_t, int64_t>{0, 1});
+  CHECK(e.offsets[2] == std::pair<int64_t, int64_t>{1, 2});
+  // Ill-formed input is read as U+FFFD and still round-trips to the repaired text.
+  CHECK(gpt2->decode(gpt2->encode("a\xFFz").ids) == "a\xEF\xBF\xBDz");
+}
+
+TEST_CASE("WordPiece decode joins sub-words and applies HF's cleanup", "[tokenizer]") {
+  auto bert = shared_tokenizer("bert-base-uncased");
+  CHECK(bert->decode(bert->encode("Hello, world! How are you?").ids) == "hello, world! how are you?");
+  CHECK(bert->decode(bert->encode("Tokenization works.").ids) == "tokenization works.");
+  const Encoding e = bert->encode("Tokenization");
+  CHECK(e.tokens == std::vector<std::string>{"token", "##ization"});
+  CHECK(e.offsets == std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {5, 12}});
+  // A word longer than max_input_chars_per_word (100) is one [UNK] over the whole word.
+  const Encoding long_word = bert->encode(std::string(101, 'a') + " b");
+  CHECK(long_word.ids == std::vector<int64_t>{100, 1038});
+  CHECK(long_word.offsets.front() == std::pair<int64_t, int64_t>{0, 101});
+}
+
+TEST_CASE("vocab.txt loads as the same WordPiece tokenizer", "[tokenizer]") {
+  headlab::test::TempDir dir("tok-vocab-txt");
+  const auto j = nlohmann::json::parse(read_all(data_dir() + "/bert-base-uncased/tokenizer.json"));
+  std::vector<std::string> by_id(j["model"]["vocab"].size());
+  for (const auto& [token, id] : j["model"]["vocab"].items()) by_id.at(id.get<size_t>()) = token;
+  std::string text;
+  for (const auto& t : by_id) text += t + "\n";
+  write_all(dir.str("vocab.txt"), text);
+  auto reference = shared_tokenizer("bert-base-uncased");
+  for (const std::string& path : {dir.str(), dir.str("vocab.txt")}) {
+    auto legacy = Tokenizer::load(path);
+    CHECK(legacy->kind() == "wordpiece");
+    CHECK(legacy->mask_id() == 103);
+    size_t same = 0, total = 0;
+    for (const std::string& line : conformance_lines("bert-base-uncased")) {
+      for (bool add : {false, true}) {
+        const Encoding a = legacy->encode(line, add), b = reference->encode(line, add);
+        same += a.ids == b.ids && a.offsets == b.offsets;
+        ++total;
+      }
+    }
+    CHECK(same == total);
+  }
+}
+
+TEST_CASE("vocab.json + merges.txt load as the same byte-level BPE tokenizer", "[tokenizer]") {
+  headlab::test::TempDir dir("tok-vocab-merges");
+  const auto j = nlohmann::json::parse(read_all(data_dir() + "/gpt2/tokenizer.json"));
+  write_all(dir.str("vocab.json"), j["model"]["vocab"].dump());
+  std::string merges = "#version: 0.2\n";
+  for (const auto& m : j["model"]["merges"]) merges += m.get<std::string>() + "\n";
+  write_all(dir.str("merges.txt"), merges);
+  auto reference = shared_tokenizer("gpt2");
+  for (const std::string& path : {dir.str(), dir.str("vocab.json"), dir.str("merges.txt")}) {
+    auto legacy = Tokenizer::load(path);
+    CHECK(legacy->kind() == "bpe");
+    size_t same = 0, total = 0;
+    for (const std::string& line : conformance_lines("gpt2")) {
+      const Encoding a = legacy->encode(line), b = reference->encode(line);
+      same += a.ids == b.ids && a.offsets == b.offsets;
+      ++total;
+    }
+    CHECK(same == total);
+  }
+}
+
+TEST_CASE("a tokenizer from in-memory JSON", "[tokenizer]") {
+  // A tiny WordPiece vocabulary, built here rather than committed.
+  nlohmann::json j = {
+      {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
+                 {"max_input_chars_per_word", 8},
+                 {"vocab", {{"[UNK]", 0}, {"un", 1}, {"##believ", 2}, {"##able", 3}, {"!", 4}}}}},
+      {"normalizer", {{"type", "BertNormalizer"}, {"lowercase", true}}},
+      {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+      {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}}};
+  auto t = Tokenizer::from_json(j.dump(), "tiny.json");
+  const Encoding e = t->encode("UnBeliev! unbelievable");
+  CHECK(e.ids == std::vector<int64_t>{1, 2, 4, 0});  // the 12-char word is over the limit of 8
+  CHECK(e.offsets == std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 8}, {8, 9}, {10, 22}});
+  CHECK(t->decode({1, 2, 3, 4}) == "unbelievable!");
+}
+
+TEST_CASE("malformed tokenizer files give errors naming the file", "[tokenizer]") {
+  headlab::test::TempDir dir("tok-bad");
+  auto message_of = [](const std::string& path) {
+    try {
+      Tokenizer::load(path);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  write_all(dir.str("broken.json"), "{\"model\": {\"type\": \"BPE\", ");
+  std::string m = message_of(dir.str("broken.json"));
+  CHECK(m.find(dir.str("broken.json")) != std::string::npos);
+  CHECK(m.find("invalid JSON") != std::string::npos);
+
+  write_all(dir.str("unigram.json"), R"({"model": {"type": "Unigram", "vocab": []}})");
+  m = message_of(dir.str("unigram.json"));
+  CHECK(m.find("unigram.json") != std::string::npos);
+  CHECK(m.find("Unigram") != std::string::npos);
+
+  write_all(dir.str("bad_merge.json"),
+            R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]},
+                "pre_tokenizer": {"type": "ByteLevel"}})");
+  m = message_of(dir.str("bad_merge.json"));
+  CHECK(m.find("bad_merge.json") != std::string::npos);
+  CHECK(m.find("'a b'") != std::string::npos);
+
+  write_all(dir.str("regex.json"),
+            R"({"model": {"type": "WordPiece", "vocab": {"[UNK]": 0}},
+                "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated"}})");
+  m = message_of(dir.str("regex.json"));
+  CHECK(m.find("regex.json") != std::string::npos);
+  CHECK(m.find("(unclosed") != std::string::npos);
+
+  CHECK(message_of(dir.str("missing")).find("does not exist") != std::string::npos);
+  CHECK(message_of(dir.str()).find("holds no tokenizer.json") != std::string::npos);
+}
+
+TEST_CASE("encode is thread-safe and deterministic", "[tokenizer]") {
+  auto qwen = shared_tokenizer("qwen3");
+  const auto lines = conformance_lines("qwen3");
+  std::vector<std::vector<int64_t>> expected;
+  for (const auto& l : lines) expected.push_back(qwen->encode(l).ids);
+  std::atomic<size_t> mismatches{0};
+  auto work = [&](size_t offset) {
+    for (size_t k = 0; k < lines.size(); ++k) {
+      size_t i = (k + offset) % lines.size();
+      if (qwen->encode(lines[i]).ids != expected[i]) ++mismatches;
+    }
+  };
+  std::thread a(work, 0), b(work, lines.size() / 2);
+  a.join();
+  b.join();
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("headlab tokenize writes one JSON object per input line", "[tokenizer][cli]") {
+  std::istringstream in("\"Hello world\"\n\"\"\n\"caf\\u00e9 \\ud83d\\ude00\"\n");
+  std::ostringstream out;
+  CHECK(headlab::app::run_tokenize_command(data_dir() + "/gpt2", false, in, out) == 0);
+  std::istringstream lines(out.str());
+  std::string l1, l2, l3;
+  std::getline(lines, l1);
+  std::getline(lines, l2);
+  std::getline(lines, l3);
+  CHECK(l1 == R"({"ids":[15496,995],"tokens":["Hello","Ġworld"],"offsets":[[0,5],[5,11]]})");
+  CHECK(l2 == R"({"ids":[],"tokens":[],"offsets":[]})");
+  const auto r3 = nlohmann::json::parse(l3);
+  CHECK(r3["offsets"].back() == nlohmann::json::array({5, 6}));  // code points, not UTF-16 units
+
+  std::istringstream special("\"Hi\"\n");
+  std::ostringstream special_out;
+  CHECK(headlab::app::run_tokenize_command(data_dir() + "/bert-base-uncased", true, special, special_out) == 0);
+  CHECK(nlohmann::json::parse(special_out.str())["ids"] == nlohmann::json::array({101, 7632, 102}));
+}
+
+TEST_CASE("headlab tokenize rejects a line that is not a JSON string", "[tokenizer][cli]") {
+  std::istringstream in("\"ok\"\n{\"text\": 1}\n\"never read\"\n");
+  std::ostringstream out;
+  CHECK(headlab::app::run_tokenize_command(data_dir() + "/gpt2", false, in, out) == 2);
+  const std::string written = out.str();
+  CHECK(std::count(written.begin(), written.end(), '\n') == 1);  // the good line only
+
+  std::istringstream none("\"x\"\n");
+  std::ostringstream none_out;
+  CHECK(headlab::app::run_tokenize_command(data_dir() + "/no-such-tokenizer", false, none, none_out) == 1);
+}
