@@ -17,7 +17,12 @@ torch::Tensor user_matrix(const std::vector<float>& values, int64_t n, const cha
 }
 
 // Mixes the head axis: out[b, j, t, s] = Σ_i x[b, i, t, s] · m[i, j].
-torch::Tensor mix_heads(const torch::Tensor& x, const torch::Tensor& m) { return torch::einsum("bits,ij->bjts", {x, m}); }
+// out[b, j, t, s] = Σ_i x[b, i, t, s] m[i, j], as one batched matmul: LibTorch's einsum for this
+// contraction is ~6× slower forward+backward (measured on [32, 8, 64, 64], 1 thread).
+torch::Tensor mix_heads(const torch::Tensor& x, const torch::Tensor& m) {
+  const int64_t B = x.size(0), T = x.size(2), S = x.size(3);
+  return torch::matmul(m.t(), x.reshape({B, x.size(1), T * S})).view({B, m.size(1), T, S});
+}
 
 }  // namespace
 
@@ -60,10 +65,11 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
   const int64_t D = hidden_size;
   if (c.collaborative) {
     const int64_t shared = c.collaborative->shared_key_size;
-    q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(c.qkv_bias)));
-    // No key bias: every term it adds to a logit is constant along the keys (Cordonnier et al.).
+    // No query/key biases: the paper re-parametrises them into one content bias per head.
+    q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(false)));
     k = register_module("k", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(false)));
     mix = register_parameter("mix", torch::ones({c.heads, shared}));
+    if (c.qkv_bias) content_bias = register_parameter("content_bias", torch::zeros({c.heads, D}));
   } else {
     q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.heads) * c.key_size).bias(c.qkv_bias)));
     k = register_module("k",
@@ -102,18 +108,18 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   const auto& x = call.query_input;
   const auto& y = call.key_input;
   const int64_t B = x.size(0), T = x.size(1), S = y.size(1);
-  const int64_t h_k = c.logit_heads(), h = c.softmax_heads(), h_v = c.output_heads();
+  const int64_t h = c.softmax_heads(), h_v = c.output_heads();
 
   torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
   if (c.collaborative) {
     const int64_t shared = c.collaborative->shared_key_size;
-    auto qs = q(x).view({B, 1, T, shared});  // X W̃_Q + b̃_Q
+    auto qs = q(x).view({B, 1, T, shared});  // X W̃_Q
     auto ks = k(y).view({B, 1, S, shared});  // X W̃_K
     if (call.rope.defined()) {
       qs = apply_rope(qs, call.rope);
       ks = apply_rope(ks, call.rope);
     }
-    q_heads = qs * mix.view({1, c.heads, 1, shared});  // (X W̃_Q + b̃_Q) diag(m_i)
+    q_heads = qs * mix.view({1, c.heads, 1, shared});  // X W̃_Q diag(m_i)
     k_heads = ks.expand({B, c.heads, S, shared});
   } else {
     q_heads = q(x).view({B, T, c.heads, c.key_size}).transpose(1, 2);
@@ -129,6 +135,11 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (c.value_heads_stored() != h_v) v_heads = v_heads.repeat_interleave(h_v / c.value_heads_stored(), 1);
 
   auto J = scores(q_heads, k_heads);  // [B, h_k, T, S]
+  if (content_bias.defined()) {
+    // Collaborative content bias r_iᵀ x_s, added before the scale as in the authors' code.
+    auto bias = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]
+    J = J + bias * c.logit_scale();
+  }
   auto L = c.talking_heads ? mix_heads(J, pre_mix) : J;  // [B, h, T, S]
   const HeadControls* controls = call.controls;
   if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix"));

@@ -69,7 +69,8 @@ class AttentionImpl : public torch::nn::Module {
 
   // Projections; names match the weight files ("q", "k", "v", "o").
   torch::nn::Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
-  torch::Tensor mix;        // collaborative m_i: [h, D̃_k]
+  torch::Tensor mix;           // collaborative m_i: [h, D̃_k]
+  torch::Tensor content_bias;  // collaborative r_i: [h, D] (when qkv_bias)
   torch::Tensor pre_mix;    // talking-heads P_l: [h_k, h]
   torch::Tensor post_mix;   // talking-heads P_w: [h, h_v]
   torch::Tensor score_v;    // additive scoring v: [h, d_k]

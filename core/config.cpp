@@ -142,8 +142,9 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
   int64_t n = 0;
   const int64_t qk_width = a.collaborative ? a.collaborative->shared_key_size : 0;
   if (a.collaborative) {
-    n += D * qk_width * 2 + (a.qkv_bias ? qk_width : 0);  // W̃_Q (+ b̃_Q), W̃_K (key bias cancels)
-    n += int64_t(a.heads) * qk_width;                     // mixing vectors m_i
+    n += D * qk_width * 2;                            // W̃_Q, W̃_K (no biases: re-parametrised)
+    n += int64_t(a.heads) * qk_width;                 // mixing vectors m_i
+    if (a.qkv_bias) n += int64_t(a.heads) * D;        // content biases r_i
   } else {
     n += D * a.heads * a.key_size + D * a.kv_heads * a.key_size;
     if (a.qkv_bias) n += int64_t(a.heads + a.kv_heads) * a.key_size;
@@ -161,8 +162,9 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
 float AttentionConfig::logit_scale() const {
   if (scale) return *scale;
   if (scoring == Scoring::Additive) return 1.0f;
-  // Collaborative heads see D̃_k dims scaled by m_i; the paper keeps MHA's 1/sqrt(d_k) with
-  // d_k = key_size, so an MHA re-written as collaborative (D̃_k = h·d_k) is the same function.
+  // Collaborative: 1/sqrt(D̃_k / h) as in Cordonnier et al.'s code, so an MHA re-written as
+  // collaborative (D̃_k = h·d_k) keeps its 1/sqrt(d_k).
+  if (collaborative) return 1.0f / std::sqrt(static_cast<float>(collaborative->shared_key_size) / heads);
   return 1.0f / std::sqrt(static_cast<float>(key_size));
 }
 

@@ -31,9 +31,12 @@ struct TalkingHeads {
 };
 
 // Collaborative attention (Cordonnier et al. 2020, arXiv 2006.16362): shared projections
-// W̃_Q, W̃_K of width D̃_k and per-head mixing vectors m_i: head i's logits are
-// (X W̃_Q + b̃_Q) diag(m_i) (X W̃_K)ᵀ — the paper's re-parametrisation keeps only the query bias,
-// since every key-bias term is constant along the keys and cancels in the softmax.
+// W̃_Q, W̃_K of width D̃_k and per-head mixing vectors m_i. With biases, head i's logits
+// (X W̃_Q + b̃_Q) diag(m_i) (X W̃_K + b̃_K)ᵀ equal, up to terms constant along the keys (which the
+// softmax cancels), X W̃_Q diag(m_i) W̃_Kᵀ Xᵀ + 1 r_iᵀ Xᵀ with r_i = W̃_K (b̃_Q ⊙ m_i): the paper's
+// re-parametrisation keeps one free content bias r_i ∈ R^D per head (`content_bias` [h, D], present
+// when qkv_bias) and no query/key biases. The default scale is 1/sqrt(D̃_k / h), as in the
+// authors' code.
 struct Collaborative {
   int shared_key_size = 0;  // D̃_k
 };

@@ -27,7 +27,8 @@ int print_system() {
             << "threads       " << info.torch_threads << " intra-op (batch work) of " << info.hardware_threads
             << " hardware; live re-runs beside the GUI use 1\n"
             << "GEMM 768³ f32 " << static_cast<int>(info.gemm_gflops + 0.5) << " GFLOP/s"
-            << (info.gemm_gflops < 20 ? "  — slow: is OpenBLAS installed (libopenblas0-pthread)?" : "") << "\n";
+            << (info.gemm_gflops < 20 ? "  — slow: check the BLAS above, and whether other processes are busy" : "")
+            << "\n";
   return 0;
 }
 

@@ -59,7 +59,8 @@ TEST_CASE("every shipped example config inits and runs, and the dump matches the
         CHECK(maps.size(1) == T);
         CHECK(maps.size(2) == T);
         CHECK(headlab::test::max_abs_diff(maps, headlab::core::value_weights(stack.layers[l].self)) < 1e-6);
-        CHECK(headlab::test::max_abs_diff(maps.sum(-1), torch::ones({maps.size(0), T})) < 1e-5);
+        // Rows of W sum to 1; U = W·P_w of talking-heads need not.
+        if (name != "talking-heads") CHECK(headlab::test::max_abs_diff(maps.sum(-1), torch::ones({maps.size(0), T})) < 1e-5);
       }
       if (enc_dec) {
         CHECK(file.contains("encoder_attentions.1"));
@@ -91,7 +92,7 @@ TEST_CASE("headlab run --gate closes a head and --capture all adds every stage",
 TEST_CASE("bad input gives one clear line and exit code 1 or 2", "[cli]") {
   TempDir dir("cli-errors");
   std::string out;
-  CHECK(run_command(headlab_cmd("run --model " + dir.str() + " --bogus"), out) == 2);
+  CHECK(run_command(headlab_cmd("run --model " + dir.str() + " --ids 1 --out x.st --bogus"), out) == 2);
   CHECK(count_lines(out) == 1);
   CHECK(out.find("--bogus") != std::string::npos);
 

@@ -143,13 +143,18 @@ TEST_CASE("collaborative with D̃_k = h·d_k and block-indicator m_i is the MHA 
   torch::manual_seed(13);
   const int heads = 4, dk = 3, dv = 2;
   core::Attention mha(make_config(heads, heads, dk, dv), kHidden);
-  randomize(*mha);  // includes a key bias: it only shifts logits along the keys
+  randomize(*mha);  // with query and key biases: the key bias only shifts logits along the keys
   REQUIRE(mha->k->bias.abs().max().item<float>() > 0.1f);
+  REQUIRE(mha->q->bias.abs().max().item<float>() > 0.1f);
   auto config = make_config(heads, heads, dk, dv);
   config.collaborative = core::Collaborative{heads * dk};
   core::Attention collab(config, kHidden);
-  copy_linear(collab->q, mha->q);                 // W̃_Q = [W_Q^1 … W_Q^h], b̃_Q likewise
+  REQUIRE_FALSE(collab->q->bias.defined());       // re-parametrised into the content biases
+  collab->q->weight.copy_(mha->q->weight);        // W̃_Q = [W_Q^1 … W_Q^h]
   collab->k->weight.copy_(mha->k->weight);        // W̃_K = [W_K^1 … W_K^h]
+  // Content bias r_i = W_K^iᵀ b_Q^i: the only part of the query bias that varies along the keys.
+  for (int i = 0; i < heads; ++i)
+    collab->content_bias[i].copy_(mha->k->weight.narrow(0, i * dk, dk).t().matmul(mha->q->bias.narrow(0, i * dk, dk)));
   copy_linear(collab->v, mha->v);
   copy_linear(collab->o, mha->o);
   collab->mix.zero_();
@@ -161,7 +166,7 @@ TEST_CASE("collaborative with D̃_k = h·d_k and block-indicator m_i is the MHA 
     CHECK(max_abs_diff(a.out, b.out) < kTol);
     CHECK(max_abs_diff(a.stages.weights, b.stages.weights) < kTol);
     CHECK(max_abs_diff(a.stages.head_outputs, b.stages.head_outputs) < kTol);
-    CHECK(max_abs_diff(a.stages.logits, b.stages.logits) > 1e-3);  // logits differ by the key-bias term
+    CHECK(max_abs_diff(a.stages.logits, b.stages.logits) > 1e-3);  // logits differ by key-constant terms
   }
 }
 
