@@ -242,16 +242,7 @@ std::shared_ptr<Model> import_hf_model(const std::string& folder, const nlohmann
                                " described by config.json does not use it (config and weights disagree?)");
   model->module->eval();
 
-  for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"}) {
-    if (fs::exists(dir / name)) {
-      try {
-        model->tokenizer = Tokenizer::load(folder);
-      } catch (const std::exception& e) {
-        throw std::runtime_error(std::string("loading tokenizer: ") + e.what());
-      }
-      break;
-    }
-  }
+  model->tokenizer = load_folder_tokenizer(folder);
   return model;
 }
 

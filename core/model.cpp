@@ -77,17 +77,20 @@ std::shared_ptr<Model> load_model(const std::string& folder) {
   model->module = Transformer(model->config);
   load_native_weights(model->module, file);
   model->module->eval();
+  model->tokenizer = load_folder_tokenizer(folder);
+  return model;
+}
+
+std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder) {
   for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"}) {
-    if (fs::exists(dir / name)) {
-      try {
-        model->tokenizer = Tokenizer::load(folder);
-      } catch (const std::exception& e) {
-        throw std::runtime_error(std::string("loading tokenizer: ") + e.what());
-      }
-      break;
+    if (!fs::exists(fs::path(folder) / name)) continue;
+    try {
+      return Tokenizer::load(folder);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("loading tokenizer: ") + e.what());
     }
   }
-  return model;
+  return nullptr;
 }
 
 void save_model(const Model& model, const std::string& folder, const std::string& dtype,

@@ -26,6 +26,10 @@ std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t see
 // Loads a native or Hugging Face model folder. Errors name the folder, the file and the tensor.
 std::shared_ptr<Model> load_model(const std::string& folder);
 
+// The folder's tokenizer (tokenizer.json, vocab.txt or vocab.json + merges.txt), or null if it has
+// none. Errors start with "loading tokenizer: ".
+std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder);
+
 // Writes a native folder: config.json + model.safetensors (+ tokenizer.json when `tokenizer_json`
 // names a file to copy). Atomic per file.
 void save_model(const Model& model, const std::string& folder, const std::string& dtype = "F32",
