@@ -3,19 +3,35 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <vector>
 
 namespace headlab::app {
 
-int cli_main(int argc, char** argv, const std::function<int(int, char**)>& gui) {
+int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
+  // `headlab --model DIR …` means `headlab gui --model DIR …`.
+  std::vector<char*> args(argv_in, argv_in + argc_in);
+  static char gui_word[] = "gui";
+  if (gui && args.size() > 1) {
+    const std::string first = args[1];
+    if (first == "--model" || first == "--session" || first == "--script" || first == "--screenshot" ||
+        first.rfind("--model=", 0) == 0 || first.rfind("--session=", 0) == 0)
+      args.insert(args.begin() + 1, gui_word);
+  }
+  int argc = static_cast<int>(args.size());
+  char** argv = args.data();
   CLI::App app{"HeadLab — find out what each attention head of a transformer does.\n"
                "With no command, opens the workbench window."};
   app.set_version_flag("--version", std::string("headlab ") + HEADLAB_VERSION);
   app.require_subcommand(0, 1);
   Action action;
+  if (gui) add_gui_command(app, action, gui);
   add_info_command(app, action);
   add_init_command(app, action);
   add_run_command(app, action);
   add_tokenize_command(app, action);
+  add_train_command(app, action);
+  add_train_tokenizer_command(app, action);
+  add_predict_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -29,7 +45,7 @@ int cli_main(int argc, char** argv, const std::function<int(int, char**)>& gui) 
     return 2;
   }
   if (!action) {
-    if (gui) return gui(argc, argv);
+    if (gui) return gui(GuiOptions{});
     std::cout << app.help();
     return 0;
   }

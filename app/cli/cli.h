@@ -20,12 +20,26 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What `headlab gui` (or plain `headlab [--model DIR] [--session FILE]`) asks the window for.
+struct GuiOptions {
+  std::string model;       // model folder ("" = the newest in assets/models, else random weights)
+  std::string session;     // session file to open
+  std::string script;      // JSON list of actions to run in the window
+  std::string screenshot;  // PNG written once the first run (or the script) is drawn; then exit
+};
+using GuiEntry = std::function<int(const GuiOptions&)>;
+
+void add_gui_command(CLI::App& app, Action& action, const GuiEntry& gui);
 void add_info_command(CLI::App& app, Action& action);
 void add_init_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 void add_tokenize_command(CLI::App& app, Action& action);
+void add_train_command(CLI::App& app, Action& action);
+void add_train_tokenizer_command(CLI::App& app, Action& action);
+void add_predict_command(CLI::App& app, Action& action);
 
-// Parses argv and runs the chosen command. `gui` runs when no command is given (may be null).
-int cli_main(int argc, char** argv, const std::function<int(int, char**)>& gui);
+// Parses argv and runs the chosen command. `gui` runs when no command is given, or when the first
+// argument is an option of `gui` (`headlab --model DIR`); may be null.
+int cli_main(int argc, char** argv, const GuiEntry& gui);
 
 }  // namespace headlab::app

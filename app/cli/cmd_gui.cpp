@@ -1,0 +1,23 @@
+// `headlab gui [--model DIR | --session FILE] [--script FILE.json] [--screenshot OUT.png]`: the
+// workbench window (also plain `headlab [--model DIR] [--session FILE]`).
+#include "app/cli/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+
+namespace headlab::app {
+
+void add_gui_command(CLI::App& app, Action& action, const GuiEntry& gui) {
+  auto options = std::make_shared<GuiOptions>();
+  auto* cmd = app.add_subcommand("gui", "Open the workbench window (the default with no command)");
+  auto* model = cmd->add_option("--model", options->model, "Model folder (default: the newest in assets/models)");
+  cmd->add_option("--session", options->session, "Session file to open")->excludes(model);
+  cmd->add_option("--script", options->script, "JSON actions to run in the window (see README § Scripted runs)");
+  cmd->add_option("--screenshot", options->screenshot, "Write a PNG once the first run (or the script) is drawn, then exit");
+  cmd->callback([options, &action, gui] {
+    action = [options, gui] { return gui(*options); };
+  });
+}
+
+}  // namespace headlab::app

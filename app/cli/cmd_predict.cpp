@@ -1,0 +1,85 @@
+// `headlab predict --model DIR --text "The [MASK] sat on the mat." [--top-k 5]`: the top-k fills of
+// each [MASK] (masked LM) or the next token (causal LM / encoder-decoder), with probabilities.
+#include "app/cli/cli.h"
+#include "core/run.h"
+#include "core/system_info.h"
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+namespace {
+
+struct PredictOptions {
+  std::string model, text, target;
+  int top_k = 5;
+};
+
+void print_top_k(const core::Tokenizer& tokenizer, const torch::Tensor& logits, int k) {
+  auto probs = torch::softmax(logits.to(torch::kFloat64), -1);
+  auto [values, indices] = probs.topk(std::min<int64_t>(k, probs.size(0)));
+  for (int64_t i = 0; i < values.size(0); ++i) {
+    const int64_t id = indices[i].item<int64_t>();
+    std::printf("  %-16s %6.2f%%  (id %lld)\n", tokenizer.id_to_token(id).c_str(), 100 * values[i].item<double>(),
+                static_cast<long long>(id));
+  }
+}
+
+int predict_command(const PredictOptions& o) {
+  core::use_batch_threads();
+  auto model = core::load_model(o.model);
+  if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer");
+  const auto& tok = *model->tokenizer;
+  core::RunRequest request;
+  request.capture = core::kCaptureNone;
+  const auto kind = model->config.kind;
+  if (kind == core::StackKind::Encoder) {
+    request.ids = tok.encode(o.text, true).ids;
+    const auto mask = tok.mask_id();
+    if (!mask) throw UsageError("the tokenizer has no mask token");
+    auto trace = core::run(*model, request);
+    int found = 0;
+    for (size_t t = 0; t < request.ids.size(); ++t) {
+      if (request.ids[t] != *mask) continue;
+      std::printf("%s #%d (token %zu):\n", tok.id_to_token(*mask).c_str(), ++found, t);
+      print_top_k(tok, trace->logits[static_cast<int64_t>(t)], o.top_k);
+    }
+    if (!found) throw UsageError("the text has no " + tok.id_to_token(*mask) + " token to fill");
+    return 0;
+  }
+  if (kind == core::StackKind::Decoder) {
+    request.ids = tok.encode(o.text, false).ids;
+    if (auto bos = tok.bos_id(); bos && (request.ids.empty() || request.ids.front() != *bos))
+      request.ids.insert(request.ids.begin(), *bos);
+    if (request.ids.empty()) throw UsageError("--text produced no tokens");
+  } else {
+    request.ids = tok.encode(o.text, false).ids;
+    auto begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
+    if (!begin) throw UsageError("the tokenizer has no begin token for the decoder");
+    request.decoder_ids = {*begin};
+    const auto prefix = tok.encode(o.target, false).ids;
+    request.decoder_ids.insert(request.decoder_ids.end(), prefix.begin(), prefix.end());
+  }
+  auto trace = core::run(*model, request);
+  std::printf("next token:\n");
+  print_top_k(tok, trace->logits[trace->logits.size(0) - 1], o.top_k);
+  return 0;
+}
+
+}  // namespace
+
+void add_predict_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<PredictOptions>();
+  auto* cmd = app.add_subcommand("predict", "Top-k fills of [MASK] (masked LM) or the next token (causal LM)");
+  cmd->add_option("--model", options->model, "Model folder")->required();
+  cmd->add_option("--text", options->text, "Input text (with [MASK] for a masked LM)")->required();
+  cmd->add_option("--target", options->target, "Encoder-decoder: the decoder's text so far");
+  cmd->add_option("--top-k", options->top_k, "How many candidates")->check(CLI::Range(1, 1000));
+  cmd->callback([options, &action] { action = [options] { return predict_command(*options); }; });
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,111 @@
+// `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
+#include "app/cli/cli.h"
+#include "core/model.h"
+#include "core/tokenizer.h"
+#include "core/train/data.h"
+#include "core/train/trainer.h"
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+namespace {
+
+std::atomic<bool> g_interrupt{false};
+extern "C" void on_sigint(int) { g_interrupt.store(true); }
+
+struct TrainCliOptions {
+  std::string config, out, objective, tokenizer, decay = "cosine", dtype = "F32";
+  std::vector<std::string> data;
+  core::train::TrainOptions train;
+  double held_out = 0.02;
+};
+
+int train_command(TrainCliOptions& options) {
+  namespace fs = std::filesystem;
+  auto config = core::load_model_config(options.config);
+  auto& o = options.train;
+  if (o.steps <= 0 && o.minutes <= 0) throw UsageError("give --steps N or --minutes M");
+  o.objective = core::train::objective_from_string(options.objective.empty() ? config.objective : options.objective);
+  std::string tokenizer_path = options.tokenizer;
+  if (tokenizer_path.empty() && o.resume && fs::exists(fs::path(options.out) / "tokenizer.json"))
+    tokenizer_path = (fs::path(options.out) / "tokenizer.json").string();
+  if (tokenizer_path.empty())
+    throw UsageError("give --tokenizer tokenizer.json (make one with `headlab train-tokenizer`)");
+  auto tokenizer = core::Tokenizer::load(tokenizer_path);
+  // Copy the tokenizer before training writes the folder: --tokenizer may point into --out.
+  fs::create_directories(options.out);
+  const auto target = fs::path(options.out) / "tokenizer.json";
+  if (fs::weakly_canonical(tokenizer_path) != fs::weakly_canonical(target))
+    fs::copy_file(tokenizer_path, target, fs::copy_options::overwrite_existing);
+  o.tokenizer_json = target.string();
+  config.vocab_size = static_cast<int>(tokenizer->vocab_size());
+  config.validate();
+  o.decay = options.decay;
+  o.dtype = options.dtype;
+  o.out = options.out;
+
+  std::cerr << "reading " << options.data.size() << " file(s)…\n";
+  auto data = core::train::load_text_dataset(options.data, *tokenizer, o.objective, o.seq_len, options.held_out);
+  std::cerr << data.train.size() << " training examples (" << data.train_tokens() << " tokens), "
+            << data.held_out.size() << " held out; " << config.parameter_count() << " parameters, "
+            << core::train::to_string(o.objective) << "\n";
+  g_interrupt.store(false);
+  o.interrupt = &g_interrupt;
+  auto previous = std::signal(SIGINT, on_sigint);
+  core::train::TrainResult result;
+  try {
+    result = core::train::train_model(config, data, core::train::special_tokens(*tokenizer), o);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << ": held-out loss "
+            << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("
+            << static_cast<long long>(result.tokens_per_second) << " tokens/s); wrote " << options.out << "\n";
+  if (result.interrupted) {
+    std::cout << "checkpoint saved; continue with the same command plus --resume\n";
+    return 130;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<TrainCliOptions>();
+  auto& o = options->train;
+  auto* cmd = app.add_subcommand("train", "Train a model of any config on text (masked LM, causal LM or seq2seq)");
+  cmd->add_option("--config", options->config, "HeadLab config.json (see assets/configs/)")->required();
+  cmd->add_option("--data", options->data, "Text files (seq2seq: source<TAB>target a line)")->required();
+  cmd->add_option("--out", options->out, "Output model folder (also checkpoint.pt, train_log.jsonl)")->required();
+  cmd->add_option("--objective", options->objective, "mlm | causal | seq2seq (default: the config's)")
+      ->check(CLI::IsMember({"mlm", "causal", "seq2seq"}));
+  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json (copied into the folder)");
+  cmd->add_option("--steps", o.steps, "Optimizer steps (the schedule's length)");
+  cmd->add_option("--minutes", o.minutes, "Time budget of this run (alone: the schedule's length)");
+  cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
+  cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt");
+  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(CLI::Range(4, 100000));
+  cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", o.lr, "Peak learning rate");
+  cmd->add_option("--warmup", o.warmup, "Warm-up fraction of the schedule")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--decay", options->decay, "cosine | linear")->check(CLI::IsMember({"cosine", "linear"}));
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW weight decay");
+  cmd->add_option("--clip", o.clip, "Gradient-norm clipping (0 = off)");
+  cmd->add_option("--eval-every", o.eval_every, "Steps between held-out evaluations")->check(CLI::PositiveNumber);
+  cmd->add_option("--eval-batches", o.eval_batches, "Held-out batches per evaluation")->check(CLI::PositiveNumber);
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints (default: each evaluation)");
+  cmd->add_option("--held-out", options->held_out, "Held-out fraction of the data")->check(CLI::Range(0.0, 0.5));
+  cmd->add_option("--threads", o.threads, "Intra-op threads (default: all cores)");
+  cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
+  cmd->callback([options, &action] { action = [options] { return train_command(*options); }; });
+}
+
+}  // namespace headlab::app

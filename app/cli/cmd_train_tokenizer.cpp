@@ -1,0 +1,52 @@
+// `headlab train-tokenizer --data PATH… --vocab-size N --out tokenizer.json [--kind wordpiece|bpe]`
+#include "app/cli/cli.h"
+#include "core/tokenizer.h"
+#include "core/train/tokenizer_trainer.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+
+void add_train_tokenizer_command(CLI::App& app, Action& action) {
+  struct Options {
+    std::vector<std::string> data;
+    std::string out;
+    core::train::TokenizerTrainOptions train;
+    bool lowercase = false, cased = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("train-tokenizer", "Train a WordPiece or byte-level BPE tokenizer (tokenizer.json)");
+  cmd->add_option("--data", options->data, "Text files")->required();
+  cmd->add_option("--vocab-size", options->train.vocab_size, "Vocabulary size")->required()->check(CLI::Range(300, 1000000));
+  cmd->add_option("--out", options->out, "Output tokenizer.json")->required();
+  cmd->add_option("--kind", options->train.kind, "wordpiece | bpe")->check(CLI::IsMember({"wordpiece", "bpe"}));
+  cmd->add_flag("--lowercase", options->lowercase, "WordPiece: lowercase and strip accents (the default)");
+  cmd->add_flag("--cased", options->cased, "WordPiece: keep case and accents");
+  cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times");
+  cmd->callback([options, &action] {
+    action = [options] {
+      if (options->lowercase && options->cased) throw UsageError("--lowercase and --cased exclude each other");
+      options->train.lowercase = !options->cased;
+      const auto doc = core::train::train_tokenizer_on_files(options->data, options->train);
+      const std::string tmp = options->out + ".tmp";
+      {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << doc.dump(2) << "\n";
+        if (!out) throw std::runtime_error(tmp + ": write failed");
+      }
+      std::filesystem::rename(tmp, options->out);
+      auto tokenizer = core::Tokenizer::load(options->out);  // proves it loads
+      std::cout << "wrote " << options->out << " (" << tokenizer->kind() << ", " << tokenizer->vocab_size()
+                << " tokens)\n";
+      return 0;
+    };
+  });
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,332 @@
+// The one translation unit of the workbench that includes torch: it turns core's Trace into the
+// plain buffers of a RunSnapshot.
+#include "app/engine/workbench_engine.h"
+
+#include "app/state/file_hash.h"
+#include "core/model.h"
+#include "core/run.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace headlab::app {
+namespace {
+
+// Per attention call and layer: the tensors a buffer was made from, so an unchanged layer (the same
+// tensor, shared by core's incremental run) re-uses its buffer.
+struct CachedLayer {
+  torch::Tensor source[kStageCount];
+  LayerMaps maps;
+};
+
+StageMaps to_maps(const torch::Tensor& t) {
+  StageMaps m;
+  if (!t.defined()) return m;
+  auto c = t.detach().to(torch::kFloat).contiguous();  // [heads, T, S]
+  m.heads = static_cast<int>(c.size(0));
+  m.rows = static_cast<int>(c.size(1));
+  m.cols = static_cast<int>(c.size(2));
+  auto buffer = std::make_shared<std::vector<float>>(static_cast<size_t>(c.numel()));
+  std::memcpy(buffer->data(), c.data_ptr<float>(), buffer->size() * sizeof(float));
+  m.data = std::move(buffer);
+  return m;
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string norm_name(core::NormKind kind) { return kind == core::NormKind::RMSNorm ? "RMSNorm" : "LayerNorm"; }
+
+AttentionSummary summarize(const std::string& stack, const std::string& title, const core::StackConfig& s,
+                           const core::AttentionConfig& a, bool causal) {
+  AttentionSummary out;
+  out.stack = stack;
+  out.title = title;
+  out.layers = s.layers;
+  out.logit_heads = a.logit_heads();
+  out.softmax_heads = a.softmax_heads();
+  out.output_heads = a.output_heads();
+  out.kv_heads = a.kv_heads;
+  out.key_size = a.key_size;
+  out.value_size = a.value_size;
+  out.talking_heads = a.talking_heads.has_value();
+  out.causal = causal;
+  out.variant = a.variant_name();
+  return out;
+}
+
+}  // namespace
+
+struct WorkbenchEngine::Impl {
+  std::shared_ptr<core::Model> model;
+  ModelSummary summary;
+  std::shared_ptr<const core::Trace> last_trace, base_trace;
+  torch::Tensor base_logp;  // [T, V] log-probabilities of the unmodified model
+  torch::Tensor base_p;     // [T, V] its probabilities (for the KL without an exp per entry)
+  std::vector<PositionOutput> base_outputs;  // its top-k, re-used while the controls are default
+  int64_t base_outputs_k = 0;
+  std::vector<std::vector<CachedLayer>> cache;  // per attention, per layer
+  uint64_t generation = 0, layer_version = 0;
+
+  void reset(std::shared_ptr<core::Model> m, const std::string& folder, bool random) {
+    model = std::move(m);
+    last_trace.reset();
+    base_trace.reset();
+    base_logp = torch::Tensor();
+    cache.clear();
+    const auto& c = model->config;
+    ModelSummary s;
+    s.name = c.name;
+    s.description = c.description;
+    s.family = c.family;
+    s.kind = core::to_string(c.kind);
+    s.objective = c.objective;
+    s.folder = folder;
+    s.random_weights = random;
+    s.has_tokenizer = model->tokenizer != nullptr;
+    s.tokenizer_kind = model->tokenizer ? model->tokenizer->kind() : "none (words hashed to ids)";
+    s.masked_lm = c.kind == core::StackKind::Encoder;
+    s.parameters = c.parameter_count();
+    s.hidden_size = c.hidden_size;
+    s.vocab_size = c.vocab_size;
+    s.max_positions = c.max_positions;
+    s.ffn_size = c.ffn.inner_size;
+    s.positions = core::to_string(c.positions);
+    s.norm = norm_name(c.norm) + (c.norm_placement == core::NormPlacement::Pre ? " (pre)" : " (post)");
+    s.weights_dtype = model->weights_dtype;
+    s.summary_text = c.summary();
+    if (c.encoder) s.attentions.push_back(summarize("encoder", "encoder self-attention", *c.encoder, c.encoder->attention, false));
+    if (c.decoder) {
+      const bool enc_dec = c.kind == core::StackKind::EncoderDecoder;
+      s.attentions.push_back(summarize("decoder", enc_dec ? "decoder self-attention (causal)" : "self-attention (causal)",
+                                       *c.decoder, c.decoder->attention, true));
+      if (c.decoder->cross_attention)
+        s.attentions.push_back(summarize("cross", "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
+    }
+    if (!folder.empty()) s.weights_hash = hash_weight_files(folder);
+    summary = std::move(s);
+    cache.resize(summary.attentions.size());
+  }
+
+  const core::StackTrace& stack_of(const core::Trace& t, const std::string& stack) const {
+    return stack == "encoder" ? t.encoder : t.decoder;
+  }
+
+  LayerMaps layer_maps(size_t a, size_t l, const core::AttentionStages& s) {
+    auto& layers = cache[a];
+    if (layers.size() <= l) layers.resize(l + 1);
+    CachedLayer& c = layers[l];
+    const torch::Tensor src[kStageCount] = {s.logits, s.mixed_logits, s.weights, core::value_weights(s)};
+    bool same = true;
+    for (int i = 0; i < kStageCount; ++i)
+      same = same && src[i].defined() == c.source[i].defined() &&
+             (!src[i].defined() || src[i].unsafeGetTensorImpl() == c.source[i].unsafeGetTensorImpl());
+    if (same && c.maps.version != 0) return c.maps;
+    LayerMaps maps;
+    maps.version = ++layer_version;
+    for (int i = 0; i < kStageCount; ++i) {
+      if (i == 3 && src[3].defined() && src[2].defined() &&
+          (src[3].unsafeGetTensorImpl() == src[2].unsafeGetTensorImpl() ||
+           (src[3].sizes() == src[2].sizes() && torch::equal(src[3], src[2]))))
+        maps.stages[i] = maps.stages[2];  // U is W (no mixing after the softmax): share the buffer
+      else
+        maps.stages[i] = to_maps(src[i]);
+      c.source[i] = src[i];
+    }
+    c.maps = maps;
+    return maps;
+  }
+};
+
+WorkbenchEngine::WorkbenchEngine() : impl_(std::make_unique<Impl>()) {}
+WorkbenchEngine::~WorkbenchEngine() = default;
+
+ModelSummary WorkbenchEngine::load(const std::string& folder) {
+  auto model = core::load_model(folder);
+  impl_->reset(std::move(model), fs::absolute(folder).lexically_normal().string(), false);
+  return impl_->summary;
+}
+
+ModelSummary WorkbenchEngine::load_random(const std::string& config_path, uint64_t seed) {
+  auto config = core::load_model_config(config_path);
+  impl_->reset(core::make_random_model(config, seed), "", true);
+  return impl_->summary;
+}
+
+bool WorkbenchEngine::loaded() const { return impl_->model != nullptr; }
+const ModelSummary& WorkbenchEngine::summary() const { return impl_->summary; }
+
+TokenizedText WorkbenchEngine::tokenize(const std::string& text) const {
+  if (!impl_->model) throw std::runtime_error("no model loaded");
+  TokenizedText out;
+  if (const auto& tok = impl_->model->tokenizer) {
+    auto enc = tok->encode(text, true);
+    out.ids = enc.ids;
+    out.tokens = enc.tokens;
+    out.special = enc.special;
+    out.special.resize(out.ids.size(), false);
+    return out;
+  }
+  // No tokenizer (a random model from a bare config): words and single punctuation marks, hashed.
+  const int64_t vocab = std::max(impl_->model->config.vocab_size, 8);
+  auto add = [&](const std::string& word) {
+    const bool mask = word == "[MASK]";
+    out.ids.push_back(mask ? 3 : 5 + static_cast<int64_t>(fnv1a(word) % static_cast<uint64_t>(vocab - 5)));
+    out.tokens.push_back(word);
+    out.special.push_back(mask);
+  };
+  std::string word;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (text.compare(i, 6, "[MASK]") == 0) {
+      if (!word.empty()) add(word), word.clear();
+      add("[MASK]");
+      i += 5;
+    } else if (std::isspace(c)) {
+      if (!word.empty()) add(word), word.clear();
+    } else if (c < 128 && std::ispunct(c)) {
+      if (!word.empty()) add(word), word.clear();
+      add(std::string(1, static_cast<char>(c)));
+    } else {
+      word += static_cast<char>(c);
+    }
+  }
+  if (!word.empty()) add(word);
+  return out;
+}
+
+std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, const std::atomic<bool>* cancel,
+                                                        const EngineProgress& progress) {
+  auto& m = *impl_;
+  if (!m.model) throw std::runtime_error("no model loaded");
+  const auto start = std::chrono::steady_clock::now();
+  const bool enc_dec = m.model->config.kind == core::StackKind::EncoderDecoder;
+  auto snap = std::make_shared<RunSnapshot>();
+  snap->input = input;
+  snap->tokens = tokenize(input.text);
+  if (snap->tokens.ids.empty()) throw std::runtime_error("the text has no tokens");
+  if (enc_dec) {
+    snap->decoder_tokens = tokenize(input.decoder_text.empty() ? input.text : input.decoder_text);
+    if (snap->decoder_tokens.ids.empty()) throw std::runtime_error("the decoder text has no tokens");
+  }
+  const int64_t max_t = m.model->config.max_positions;
+  if (static_cast<int64_t>(snap->tokens.ids.size()) > max_t)
+    throw std::runtime_error("the text has " + std::to_string(snap->tokens.ids.size()) + " tokens; the model takes at most " +
+                             std::to_string(max_t));
+
+  core::RunRequest request;
+  request.ids = snap->tokens.ids;
+  if (enc_dec) request.decoder_ids = snap->decoder_tokens.ids;
+  request.capture = core::kCaptureWeights | core::kCaptureMixedWeights | core::kCaptureResidual;
+  if (input.all_stages) request.capture |= core::kCaptureLogits | core::kCaptureMixedLogits;
+  request.cancel = cancel;
+  request.progress = progress;
+
+  auto compatible = [&](const std::shared_ptr<const core::Trace>& t) {
+    return t && t->ids == request.ids && t->decoder_ids == request.decoder_ids && t->capture == request.capture;
+  };
+  const auto model_start = std::chrono::steady_clock::now();
+  // The unmodified model on this input: the reference for Δp and KL.
+  if (!compatible(m.base_trace)) {
+    core::RunRequest base = request;
+    base.controls = core::ModelControls{};
+    base.previous = compatible(m.last_trace) ? m.last_trace : nullptr;
+    m.base_trace = core::run(*m.model, base);
+    m.base_logp = torch::log_softmax(m.base_trace->logits.to(torch::kFloat), -1).contiguous();
+    m.base_p = m.base_logp.exp().contiguous();
+    m.base_outputs.clear();
+    m.base_outputs_k = 0;
+  }
+  std::shared_ptr<const core::Trace> trace;
+  if (input.controls.is_default()) {
+    trace = m.base_trace;
+  } else {
+    request.controls = input.controls;
+    request.previous = compatible(m.last_trace) ? m.last_trace : m.base_trace;
+    trace = core::run(*m.model, request);
+  }
+  m.last_trace = trace;
+  snap->model_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - model_start).count();
+
+  for (size_t a = 0; a < m.summary.attentions.size(); ++a) {
+    const auto& att = m.summary.attentions[a];
+    AttentionMaps maps;
+    maps.stack = att.stack;
+    const auto& st = m.stack_of(*trace, att.stack == "cross" ? "decoder" : att.stack);
+    for (size_t l = 0; l < st.layers.size(); ++l)
+      maps.layers.push_back(m.layer_maps(a, l, att.stack == "cross" ? st.layers[l].cross : st.layers[l].self));
+    snap->attentions.push_back(std::move(maps));
+  }
+
+  // Predictions at every position, against the unmodified model. Top-k on log-probabilities (the
+  // order is the same) and the KL in one pass over raw rows: at BERT's vocabulary the tensor-op
+  // version cost more than the incremental forward itself.
+  const auto* tok = m.model->tokenizer.get();
+  const auto& out_tokens = enc_dec ? snap->decoder_tokens : snap->tokens;
+  const int64_t k = std::min<int64_t>(std::max(1, input.top_k), trace->logits.size(1));
+  if (trace == m.base_trace && m.base_outputs_k == k) {
+    snap->outputs = m.base_outputs;
+  } else {
+    auto logp = trace == m.base_trace ? m.base_logp : torch::log_softmax(trace->logits.to(torch::kFloat), -1).contiguous();
+    auto top = logp.topk(k, -1);
+    auto top_lp = std::get<0>(top).contiguous();
+    auto top_id = std::get<1>(top).contiguous();
+    const int64_t T = logp.size(0), V = logp.size(1);
+    const float* lp = logp.data_ptr<float>();
+    const float* blp = m.base_logp.data_ptr<float>();
+    const float* bp = m.base_p.data_ptr<float>();
+    auto top_lp_a = top_lp.accessor<float, 2>();
+    auto top_id_a = top_id.accessor<int64_t, 2>();
+    for (int64_t t = 0; t < T; ++t) {
+      PositionOutput po;
+      po.position = static_cast<int>(t);
+      const float* row = lp + t * V;
+      const float* brow = blp + t * V;
+      const float* bprow = bp + t * V;
+      float kl = 0;
+      if (trace != m.base_trace)
+        for (int64_t v = 0; v < V; ++v) kl += bprow[v] * (brow[v] - row[v]);
+      po.kl = std::max(0.0f, kl);
+      for (int64_t j = 0; j < k; ++j) {
+        Prediction pr;
+        pr.id = top_id_a[t][j];
+        pr.p = std::exp(top_lp_a[t][j]);
+        pr.p_base = std::exp(brow[pr.id]);
+        pr.token = tok ? tok->id_to_token(pr.id) : "";
+        if (pr.token.empty()) pr.token = "#" + std::to_string(pr.id);
+        po.top.push_back(std::move(pr));
+      }
+      snap->outputs.push_back(std::move(po));
+    }
+    if (trace == m.base_trace) m.base_outputs = snap->outputs, m.base_outputs_k = k;
+  }
+  std::optional<int64_t> mask = tok ? tok->mask_id() : std::optional<int64_t>(3);
+  if (m.summary.masked_lm && mask) {
+    for (size_t t = 0; t < out_tokens.ids.size(); ++t)
+      if (out_tokens.ids[t] == *mask) snap->default_positions.push_back(static_cast<int>(t));
+  }
+  if (snap->default_positions.empty()) {
+    int last = static_cast<int>(out_tokens.ids.size()) - 1;
+    // A masked LM without [MASK]: the last real token (not [SEP]).
+    while (m.summary.masked_lm && last > 0 && out_tokens.special[last]) --last;
+    snap->default_positions.push_back(std::max(0, last));
+  }
+  snap->recomputed_stack = trace->recomputed_stack;
+  snap->recomputed_from = trace->recomputed_from;
+  snap->layers_computed = trace->layers_computed;
+  snap->generation = ++m.generation;
+  snap->run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return snap;
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,156 @@
+// The workbench's torch-free view of the engine: load a model folder into a plain ModelSummary,
+// run text with ModelControls into an immutable RunSnapshot of plain float buffers. GUI
+// translation units include this header, never <torch/torch.h> (GROUND.md: ~13 s per TU).
+// Not thread-safe: one WorkbenchEngine is driven by one worker thread.
+#pragma once
+
+#include "core/controls.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace headlab::app {
+
+// The stages of one attention call, in the order the engine computes them.
+enum class Stage { J = 0, L = 1, W = 2, U = 3 };
+inline constexpr int kStageCount = 4;
+const char* stage_name(Stage stage);  // "J", "L", "W", "U"
+
+// One kind of attention in a model: "encoder" / "decoder" self-attention, or "cross".
+struct AttentionSummary {
+  std::string stack;     // "encoder", "decoder" or "cross" (ModelControls' names)
+  std::string title;     // "encoder self-attention", …
+  int layers = 0;
+  int logit_heads = 0;   // h_k (J)
+  int softmax_heads = 0; // h (L, W)
+  int output_heads = 0;  // h_v (U; gates act here)
+  int kv_heads = 0;
+  int key_size = 0, value_size = 0;
+  bool talking_heads = false;
+  bool causal = false;
+  std::string variant;   // "MHA", "talking-heads(6/4/8)", …
+  int heads(Stage stage) const;
+};
+
+struct ModelSummary {
+  std::string name, description, family, kind, objective;
+  std::string folder;            // "" for an in-memory random model
+  std::string weights_hash;      // FNV-1a 64 of the weight file(s), hex; "" for random weights
+  bool random_weights = false;
+  bool has_tokenizer = false;
+  bool masked_lm = false;        // encoder with objective mlm: predictions at [MASK]
+  int64_t parameters = 0;
+  int hidden_size = 0, vocab_size = 0, max_positions = 0, ffn_size = 0;
+  std::string positions, norm, tokenizer_kind, weights_dtype;
+  std::vector<AttentionSummary> attentions;  // encoder, decoder, cross (those present)
+  std::string summary_text;                  // core's one-paragraph summary
+  const AttentionSummary* find(const std::string& stack) const;
+};
+
+// Maps of one attention call at one stage: [heads, rows (queries), cols (keys)].
+struct StageMaps {
+  int heads = 0, rows = 0, cols = 0;
+  std::shared_ptr<const std::vector<float>> data;
+  bool empty() const { return !data || data->empty(); }
+  const float* head(int h) const { return data->data() + static_cast<size_t>(h) * rows * cols; }
+  float at(int h, int q, int k) const { return (*data)[(static_cast<size_t>(h) * rows + q) * cols + k]; }
+};
+
+struct LayerMaps {
+  StageMaps stages[kStageCount];  // J, L, W, U (a stage not captured is empty)
+  uint64_t version = 0;           // changes whenever this layer was recomputed
+};
+
+struct AttentionMaps {
+  std::string stack;  // "encoder", "decoder", "cross"
+  std::vector<LayerMaps> layers;
+};
+
+struct Prediction {
+  int64_t id = 0;
+  std::string token;
+  float p = 0, p_base = 0;  // probability now and in the unmodified model
+};
+
+// Top-k at one position (the distribution over the next / masked token).
+struct PositionOutput {
+  int position = 0;
+  std::vector<Prediction> top;
+  float kl = 0;  // KL(unmodified ‖ now) over the whole vocabulary, nats
+};
+
+struct TokenizedText {
+  std::vector<int64_t> ids;
+  std::vector<std::string> tokens;
+  std::vector<bool> special;
+};
+
+// What to run: the text(s), the controls and which stages to keep.
+struct RunInput {
+  std::string text;
+  std::string decoder_text;  // encoder-decoder only ("" = same as text)
+  core::ModelControls controls;
+  bool all_stages = false;   // keep J and L too (W and U are always kept)
+  int top_k = 10;
+};
+
+// One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
+struct RunSnapshot {
+  uint64_t generation = 0;
+  RunInput input;
+  TokenizedText tokens;          // encoder (or the only stack)
+  TokenizedText decoder_tokens;  // encoder-decoder only
+  std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
+  std::vector<PositionOutput> outputs;    // one per output position (decoder side for enc-dec)
+  std::vector<int> default_positions;     // [MASK] positions (masked LM) or the last position
+  std::string recomputed_stack;
+  int recomputed_from = 0;
+  int layers_computed = 0;
+  double run_ms = 0;   // the whole request
+  double model_ms = 0; // of which core::run (the forward passes)
+  const AttentionMaps* find(const std::string& stack) const;
+  const TokenizedText& query_tokens(const std::string& stack) const;
+  const TokenizedText& key_tokens(const std::string& stack) const;
+};
+
+using EngineProgress = std::function<bool(int done, int total)>;
+
+class WorkbenchEngine {
+ public:
+  WorkbenchEngine();
+  ~WorkbenchEngine();
+  WorkbenchEngine(const WorkbenchEngine&) = delete;
+  WorkbenchEngine& operator=(const WorkbenchEngine&) = delete;
+
+  // Loads a native or Hugging Face folder; throws with the folder named.
+  ModelSummary load(const std::string& folder);
+  // A random-weight model from a config.json (no trained model found).
+  ModelSummary load_random(const std::string& config_path, uint64_t seed);
+  bool loaded() const;
+  const ModelSummary& summary() const;
+
+  // Text → ids with the model's tokenizer (special tokens added); without a tokenizer words and
+  // punctuation are hashed to ids and "[MASK]" maps to a fixed id.
+  TokenizedText tokenize(const std::string& text) const;
+
+  // Runs `input`; re-uses the previous run's residual stream when only controls changed (the
+  // engine's incremental run). Throws core::Cancelled-derived std::runtime_error("cancelled").
+  std::shared_ptr<const RunSnapshot> run(const RunInput& input, const std::atomic<bool>* cancel,
+                                         const EngineProgress& progress);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Where the workbench looks for models and configs: $HEADLAB_ASSETS, ./assets, next to the
+// executable, then the source tree. "" when none exists.
+std::string find_assets_dir();
+// The newest sub-folder of assets/models holding a config.json, or "".
+std::string find_default_model(const std::string& assets_dir);
+
+}  // namespace headlab::app

@@ -1,0 +1,242 @@
+#include "app/export/figures.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <cairo.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+namespace headlab::app {
+namespace {
+
+std::string extension(const std::string& path) {
+  const auto dot = path.find_last_of('.');
+  std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+// A cairo context on an SVG, PDF or PNG surface of width × height points.
+class Canvas {
+ public:
+  Canvas(const std::string& path, double width, double height) : path_(path), ext_(extension(path)) {
+    if (ext_ == "svg")
+      surface_ = cairo_svg_surface_create(path.c_str(), width, height);
+    else if (ext_ == "pdf")
+      surface_ = cairo_pdf_surface_create(path.c_str(), width, height);
+    else if (ext_ == "png")
+      surface_ = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(width * 2), static_cast<int>(height * 2));
+    else
+      throw std::runtime_error("export " + path + ": use .svg, .pdf or .png");
+    if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS)
+      throw std::runtime_error("export " + path + ": " + cairo_status_to_string(cairo_surface_status(surface_)));
+    cr = cairo_create(surface_);
+    if (ext_ == "png") cairo_scale(cr, 2, 2);
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    cairo_select_font_face(cr, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  }
+  ~Canvas() {
+    if (cr) cairo_destroy(cr);
+    if (surface_) cairo_surface_destroy(surface_);
+  }
+  void finish() {
+    if (ext_ == "png" && cairo_surface_write_to_png(surface_, path_.c_str()) != CAIRO_STATUS_SUCCESS)
+      throw std::runtime_error("export " + path_ + ": cannot write the PNG");
+    cairo_surface_finish(surface_);
+    if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS)
+      throw std::runtime_error("export " + path_ + ": " + cairo_status_to_string(cairo_surface_status(surface_)));
+  }
+  cairo_t* cr = nullptr;
+
+ private:
+  std::string path_, ext_;
+  cairo_surface_t* surface_ = nullptr;
+};
+
+void text(cairo_t* cr, double x, double y, const std::string& s, double size, bool right = false, double angle = 0) {
+  cairo_set_font_size(cr, size);
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, s.c_str(), &e);
+  cairo_save(cr);
+  cairo_translate(cr, x, y);
+  cairo_rotate(cr, angle);
+  cairo_move_to(cr, right ? -e.x_advance : 0, 0);
+  cairo_show_text(cr, s.c_str());
+  cairo_restore(cr);
+}
+
+double text_width(cairo_t* cr, const std::string& s, double size) {
+  cairo_set_font_size(cr, size);
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, s.c_str(), &e);
+  return e.x_advance;
+}
+
+// Draws a map as one embedded image (not a rectangle per cell) scaled with nearest-neighbour.
+void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap colormap, double x, double y, double w, double h) {
+  cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
+  cairo_surface_flush(img);
+  unsigned char* px = cairo_image_surface_get_data(img);
+  const int stride = cairo_image_surface_get_stride(img);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.data[static_cast<size_t>(r) * cols + c]));
+      auto* p = reinterpret_cast<uint32_t*>(px + r * stride) + c;
+      *p = (0xFFu << 24) | (uint32_t(rgb.r) << 16) | (uint32_t(rgb.g) << 8) | rgb.b;
+    }
+  cairo_surface_mark_dirty(img);
+  cairo_save(cr);
+  cairo_translate(cr, x, y);
+  cairo_scale(cr, w / cols, h / rows);
+  cairo_set_source_surface(cr, img, 0, 0);
+  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+  cairo_rectangle(cr, 0, 0, cols, rows);
+  cairo_fill(cr);
+  cairo_restore(cr);
+  cairo_surface_destroy(img);
+  if (map.gate < 1.0f) {
+    cairo_set_source_rgba(cr, 0.1, 0.1, 0.1, 0.75 * (1.0 - map.gate));
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0.85, 0.15, 0.15);
+    char g[32];
+    std::snprintf(g, sizeof g, map.gate == 0 ? "off" : "g=%.2f", map.gate);
+    text(cr, x + 2, y + 9, g, 8);
+  }
+}
+
+std::string fmt(float v) {
+  char s[32];
+  std::snprintf(s, sizeof s, v != 0 && (std::fabs(v) < 1e-2f || std::fabs(v) >= 1e4f) ? "%.0e" : "%.3g", v);
+  return s;
+}
+
+void colour_bar(cairo_t* cr, double x, double y, double w, double h, Colormap colormap, const MapRange& range) {
+  const int steps = 128;
+  for (int i = 0; i < steps; ++i) {
+    const Rgb c = colormap_rgb(colormap, (i + 0.5f) / steps);
+    cairo_set_source_rgb(cr, c.r / 255.0, c.g / 255.0, c.b / 255.0);
+    cairo_rectangle(cr, x + w * i / steps, y, w / steps + 0.3, h);
+    cairo_fill(cr);
+  }
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  const float lo = range.log ? range.hi * 1e-4f : range.lo;
+  text(cr, x, y + h + 10, fmt(lo), 8);
+  text(cr, x + w, y + h + 10, fmt(range.hi), 8, true);
+  if (range.log) text(cr, x + w + 4, y + h, "log", 8);
+}
+
+}  // namespace
+
+void write_attention_map(const std::string& path, const std::string& title, const FigureMap& map, int rows, int cols,
+                         const FigureTokens& tokens, Colormap colormap) {
+  const double cell = std::max(4.0, std::min(18.0, 480.0 / std::max(rows, cols)));
+  const double label = std::min(9.0, cell * 0.8);
+  // Text widths from a scratch context, before the page size is known.
+  cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t* probe = cairo_create(scratch);
+  cairo_select_font_face(probe, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  double left = 0, top = 0;
+  for (const auto& t : tokens.queries) left = std::max(left, text_width(probe, t, label));
+  for (const auto& t : tokens.keys) top = std::max(top, text_width(probe, t, label));
+  cairo_destroy(probe);
+  cairo_surface_destroy(scratch);
+  left += 12, top += 12;
+  const double w = cols * cell, h = rows * cell;
+  const double margin = 16, title_h = 24, bar_h = 40;
+  Canvas c(path, margin * 2 + left + std::max(w, 160.0), margin * 2 + title_h + top + h + bar_h);
+  cairo_t* cr = c.cr;
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  text(cr, margin, margin + 12, title, 12);
+  const double x0 = margin + left, y0 = margin + title_h + top;
+  draw_map(cr, map, rows, cols, colormap, x0, y0, w, h);
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  for (int r = 0; r < rows && r < static_cast<int>(tokens.queries.size()); ++r)
+    text(cr, x0 - 4, y0 + (r + 0.5) * cell + label * 0.35, tokens.queries[r], label, true);
+  for (int k = 0; k < cols && k < static_cast<int>(tokens.keys.size()); ++k)
+    text(cr, x0 + (k + 0.5) * cell + label * 0.35, y0 - 4, tokens.keys[k], label, false, -M_PI / 2);
+  text(cr, margin, y0 - 4, "query ↓ / key →", 7);
+  colour_bar(cr, x0, y0 + h + 10, std::min(w, 200.0), 8, colormap, map.range);
+  c.finish();
+}
+
+void write_heads_grid(const std::string& path, const std::string& title, const std::vector<std::vector<FigureMap>>& maps,
+                      int rows, int cols, Colormap colormap) {
+  const int layers = static_cast<int>(maps.size());
+  int heads = 0;
+  for (const auto& l : maps) heads = std::max(heads, static_cast<int>(l.size()));
+  const double cell = std::max(40.0, std::min(90.0, 900.0 / std::max(1, heads)));
+  const double pad = 4, left = 28, margin = 16, title_h = 24, header = 14;
+  const double width = margin * 2 + left + heads * (cell + pad);
+  const double height = margin * 2 + title_h + header + layers * (cell + pad) + 36;
+  Canvas c(path, width, height);
+  cairo_t* cr = c.cr;
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  text(cr, margin, margin + 12, title, 12);
+  const double x0 = margin + left, y0 = margin + title_h + header;
+  for (int h = 0; h < heads; ++h) text(cr, x0 + h * (cell + pad) + cell / 2 - 6, y0 - 4, "H" + std::to_string(h), 8);
+  MapRange shown;
+  for (int l = 0; l < layers; ++l) {
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    text(cr, margin, y0 + l * (cell + pad) + cell / 2 + 3, "L" + std::to_string(l), 8);
+    for (int h = 0; h < static_cast<int>(maps[l].size()); ++h) {
+      draw_map(cr, maps[l][h], rows, cols, colormap, x0 + h * (cell + pad), y0 + l * (cell + pad), cell, cell);
+      shown = maps[l][h].range;
+    }
+  }
+  colour_bar(cr, x0, y0 + layers * (cell + pad) + 6, std::min(200.0, heads * (cell + pad)), 8, colormap, shown);
+  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+  text(cr, x0 + 210, y0 + layers * (cell + pad) + 14, "each map scaled to its own maximum unless fixed to 0–1", 7);
+  c.finish();
+}
+
+void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads, int rows,
+                     int cols, const FigureTokens& tokens) {
+  static const double palette[10][3] = {{0.12, 0.47, 0.71}, {1.0, 0.5, 0.05},  {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16},
+                                        {0.58, 0.4, 0.74},  {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76}, {0.5, 0.5, 0.5},
+                                        {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
+  const double row = std::max(6.0, std::min(16.0, 640.0 / std::max(rows, cols)));
+  const double label = std::min(9.0, row * 0.8), margin = 16, title_h = 40, col_w = 90, gap = 220;
+  Canvas c(path, margin * 2 + col_w * 2 + gap, margin * 2 + title_h + std::max(rows, cols) * row);
+  cairo_t* cr = c.cr;
+  cairo_set_source_rgb(cr, 0, 0, 0);
+  text(cr, margin, margin + 12, title, 12);
+  for (size_t h = 0; h < heads.size(); ++h) {
+    const auto* p = palette[h % 10];
+    cairo_set_source_rgb(cr, p[0], p[1], p[2]);
+    cairo_rectangle(cr, margin + h * 28, margin + 20, 10, 8);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0, 0, 0);
+    text(cr, margin + h * 28 + 12, margin + 28, std::to_string(h), 8);
+  }
+  const double xl = margin + col_w, xr = xl + gap, y0 = margin + title_h;
+  for (int q = 0; q < rows && q < static_cast<int>(tokens.queries.size()); ++q)
+    text(cr, xl - 6, y0 + (q + 0.5) * row + label * 0.35, tokens.queries[q], label, true);
+  for (int k = 0; k < cols && k < static_cast<int>(tokens.keys.size()); ++k)
+    text(cr, xr + 6, y0 + (k + 0.5) * row + label * 0.35, tokens.keys[k], label);
+  cairo_set_line_width(cr, 1.0);
+  // Opacity relative to the strongest weight, as in the window.
+  float strongest = 0;
+  for (const float* m : heads)
+    for (int i = 0; i < rows * cols; ++i) strongest = std::max(strongest, m[i]);
+  for (size_t h = 0; h < heads.size() && strongest > 0; ++h) {
+    const auto* p = palette[h % 10];
+    for (int q = 0; q < rows; ++q)
+      for (int k = 0; k < cols; ++k) {
+        const float w = heads[h][static_cast<size_t>(q) * cols + k];
+        if (!(w > 0.05f * strongest)) continue;
+        cairo_set_source_rgba(cr, p[0], p[1], p[2], std::min(1.0f, w / strongest) * 0.85);
+        cairo_move_to(cr, xl, y0 + (q + 0.5) * row);
+        cairo_line_to(cr, xr, y0 + (k + 0.5) * row);
+        cairo_stroke(cr);
+      }
+  }
+  c.finish();
+}
+
+}  // namespace headlab::app

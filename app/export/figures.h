@@ -1,0 +1,35 @@
+// Paper figures without a window (cairo): the attention map, the heads grid and the head view as
+// SVG, PDF or PNG (by the file's extension), with token labels, a colour bar and a title.
+#pragma once
+
+#include "app/state/colormap.h"
+
+#include <string>
+#include <vector>
+
+namespace headlab::app {
+
+// One map [rows, cols] (row-major) with its colour range.
+struct FigureMap {
+  const float* data = nullptr;
+  MapRange range;
+  float gate = 1.0f;  // < 1 drawn dimmed with the gate written on it
+};
+
+struct FigureTokens {
+  std::vector<std::string> queries;  // rows
+  std::vector<std::string> keys;     // columns
+};
+
+void write_attention_map(const std::string& path, const std::string& title, const FigureMap& map, int rows, int cols,
+                         const FigureTokens& tokens, Colormap colormap);
+
+// maps[layer][head], every map [rows, cols].
+void write_heads_grid(const std::string& path, const std::string& title, const std::vector<std::vector<FigureMap>>& maps,
+                      int rows, int cols, Colormap colormap);
+
+// heads[h] [rows, cols] value weights; opacity = weight relative to the strongest, lines under 5% of it omitted.
+void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads,
+                     int rows, int cols, const FigureTokens& tokens);
+
+}  // namespace headlab::app

@@ -1,0 +1,120 @@
+#include "app/gui/export_actions.h"
+
+#include "app/export/figures.h"
+#include "app/gui/draw_util.h"
+#include "app/gui/workbench.h"
+#include "app/state/run_mapping.h"
+
+#include <imgui.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace headlab::app {
+namespace {
+
+std::string extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+FigureTokens labels(const RunSnapshot& s, const std::string& stack) {
+  FigureTokens t;
+  for (const auto& q : s.query_tokens(stack).tokens) t.queries.push_back(token_label(q, 20));
+  for (const auto& k : s.key_tokens(stack).tokens) t.keys.push_back(token_label(k, 20));
+  return t;
+}
+
+}  // namespace
+
+std::string default_export_path(const Workbench& wb, const std::string& figure, const std::string& ext) {
+  const std::string name = figure_basename(wb.model ? wb.model->name : "model", figure, wb.session.selection);
+  const std::string scale = ext == "png" && wb.session.view.export_scale > 1 ? "@" + std::to_string(wb.session.view.export_scale) + "x" : "";
+  return (fs::path(wb.session.view.export_dir.empty() ? "." : wb.session.view.export_dir) / (name + scale + "." + ext)).string();
+}
+
+std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
+                          const std::string& path, int scale) {
+  const std::string ext = extension(path);
+  if (ext == ".png" && !window_title.empty()) {  // a screen capture of the view's window
+    wb.captures.push_back({path, window_title, scale});
+    return path;
+  }
+  if (!wb.snapshot || !wb.model) throw std::runtime_error("export " + path + ": nothing has been run yet");
+  const auto& sel = wb.session.selection;
+  const AttentionMaps* maps = wb.snapshot->find(sel.stack);
+  if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) throw std::runtime_error("export " + path + ": no maps");
+  const Colormap cmap = colormap_from_name(wb.session.view.colormap);
+  const bool logits = sel.stage == Stage::J || sel.stage == Stage::L;
+  const std::string title = wb.model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) +
+                            (figure == "attention-map" ? ", head " + std::to_string(sel.head) : "") + " (" +
+                            stage_name(sel.stage) + ")";
+  if (figure == "attention-map") {
+    const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(sel.stage)];
+    if (sm.empty() || sel.head >= sm.heads) throw std::runtime_error("export " + path + ": stage not captured");
+    FigureMap m;
+    m.data = sm.head(sel.head);
+    m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.session.view.log_scale,
+                        wb.session.view.fixed_range);
+    m.gate = wb.session.controls.get(sel.stack, sel.layer).gate(sel.head);
+    write_attention_map(path, title, m, sm.rows, sm.cols, labels(*wb.snapshot, sel.stack), cmap);
+  } else if (figure == "heads-grid") {
+    std::vector<std::vector<FigureMap>> grid;
+    int rows = 0, cols = 0;
+    for (size_t l = 0; l < maps->layers.size(); ++l) {
+      const StageMaps& sm = maps->layers[l].stages[static_cast<int>(sel.stage)];
+      grid.emplace_back();
+      if (sm.empty()) continue;
+      rows = sm.rows, cols = sm.cols;
+      for (int h = 0; h < sm.heads; ++h) {
+        FigureMap m;
+        m.data = sm.head(h);
+        m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.session.view.log_scale,
+                            wb.session.view.fixed_range);
+        m.gate = sel.stage == Stage::U ? wb.session.controls.get(sel.stack, static_cast<int>(l)).gate(h) : 1.0f;
+        grid.back().push_back(m);
+      }
+    }
+    write_heads_grid(path, wb.model->name + " — " + sel.stack + " attention, every head (" + stage_name(sel.stage) + ")",
+                     grid, rows, cols, cmap);
+  } else if (figure == "head-view") {
+    const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
+    std::vector<const float*> heads;
+    for (int h = 0; h < sm.heads; ++h) heads.push_back(sm.head(h));
+    write_head_view(path, wb.model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", heads by colour",
+                    heads, sm.rows, sm.cols, labels(*wb.snapshot, sel.stack));
+  } else {
+    throw std::runtime_error("export " + path + ": '" + figure + "' has no vector export (use .png)");
+  }
+  return path;
+}
+
+void export_buttons(Workbench& wb, const std::string& figure, const std::string& window_title) {
+  ImGui::PushID(figure.c_str());
+  if (ImGui::SmallButton("Export…")) ImGui::OpenPopup("export");
+  if (ImGui::BeginPopup("export")) {
+    ImGui::TextDisabled("PNG scale");
+    for (int s : {1, 2, 4}) {
+      ImGui::SameLine();
+      if (ImGui::RadioButton((std::to_string(s) + "×").c_str(), wb.session.view.export_scale == s)) wb.session.view.export_scale = s;
+    }
+    for (const char* ext : {"png", "svg", "pdf"}) {
+      const std::string path = default_export_path(wb, figure, ext);
+      if (ImGui::Selectable(path.c_str())) {
+        try {
+          const bool png = std::string(ext) == "png";
+          export_figure(wb, figure, png ? window_title : "", path, wb.session.view.export_scale);
+          wb.notice("exported " + path);
+        } catch (const std::exception& e) {
+          wb.last_error = e.what();
+        }
+      }
+    }
+    ImGui::EndPopup();
+  }
+  ImGui::PopID();
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,23 @@
+// Exports from the window: PNG of any view at 1×/2×/4× (offscreen framebuffer, by the frame loop),
+// SVG/PDF of the attention map, the heads grid and the head view (cairo).
+#pragma once
+
+#include <string>
+
+namespace headlab::app {
+
+class Workbench;
+
+// "PNG", "SVG", "PDF" buttons and a scale choice for `figure` ("attention-map", "heads-grid",
+// "head-view"; other views get PNG only) shown in the window `window_title`.
+void export_buttons(Workbench& wb, const std::string& figure, const std::string& window_title);
+
+// Writes `figure` to `path`: .svg/.pdf through cairo now, .png by queueing a capture of the
+// window at `scale`. Returns the path written (or queued); throws with the path on failure.
+std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
+                          const std::string& path, int scale);
+
+// The default path for an export: export_dir / "<model>_<figure>_<stack>_L<l>_H<h>_<stage>.<ext>".
+std::string default_export_path(const Workbench& wb, const std::string& figure, const std::string& ext);
+
+}  // namespace headlab::app

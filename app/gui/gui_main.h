@@ -1,0 +1,11 @@
+// The workbench window's entry point (GLFW + OpenGL 3 + Dear ImGui).
+#pragma once
+
+#include "app/cli/cli.h"
+
+namespace headlab::app {
+
+// Opens the window and runs until it is closed (or a script / screenshot run ends); exit code.
+int gui_main(const GuiOptions& options);
+
+}  // namespace headlab::app

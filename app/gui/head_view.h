@@ -1,0 +1,23 @@
+// Head view (BertViz-style): lines from each query token to the key tokens of the selected layer,
+// one colour per head, the weight as opacity.
+#pragma once
+
+#include "app/gui/view.h"
+
+#include <vector>
+
+namespace headlab::app {
+
+class HeadView : public View {
+ public:
+  HeadView() : View("Head view") {}
+
+ protected:
+  void drawContent(Workbench& wb) override;
+  ImVec4 defaultRect() const override { return {0.64f, 0.52f, 0.36f, 0.48f}; }
+
+ private:
+  std::vector<char> hidden_heads_;  // UI-only: heads switched off in this view
+};
+
+}  // namespace headlab::app

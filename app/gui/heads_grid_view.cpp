@@ -1,0 +1,134 @@
+#include "app/gui/heads_grid_view.h"
+
+#include "app/gui/draw_util.h"
+#include "app/gui/workbench.h"
+
+#include <algorithm>
+#include <string>
+
+namespace headlab::app {
+
+bool attention_selector(Workbench& wb) {
+  if (!wb.model) return false;
+  auto& sel = wb.session.selection;
+  bool changed = false;
+  if (wb.model->attentions.size() > 1) {
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14);
+    const AttentionSummary* current = wb.model->find(sel.stack);
+    if (ImGui::BeginCombo("##attention", current ? current->title.c_str() : "")) {
+      for (const auto& a : wb.model->attentions)
+        if (ImGui::Selectable(a.title.c_str(), a.stack == sel.stack)) sel.stack = a.stack, changed = true;
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+  }
+  ImGui::TextUnformatted("stage");
+  const char* tips[] = {"J: raw logits per key head", "L: mixed logits (after P_l and the pre-softmax mix)",
+                        "W: softmax weights", "U: mixed weights, what multiplies the values"};
+  for (int s = 0; s < kStageCount; ++s) {
+    ImGui::SameLine();
+    if (ImGui::RadioButton(stage_name(static_cast<Stage>(s)), sel.stage == static_cast<Stage>(s))) {
+      const bool needs_run = (s <= 1) && !(sel.stage == Stage::J || sel.stage == Stage::L);
+      sel.stage = static_cast<Stage>(s);
+      changed = true;
+      if (needs_run) wb.request_run();  // J and L are captured only on demand
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tips[s]);
+  }
+  return changed;
+}
+
+void HeadsGridView::drawContent(Workbench& wb) {
+  if (!wb.model) {
+    ImGui::TextDisabled("loading a model…");
+    return;
+  }
+  attention_selector(wb);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+  ImGui::SliderFloat("size", &wb.session.view.thumbnail_size, 32.0f, 256.0f, "%.0f px");
+  wb.sync_textures();
+  auto& sel = wb.session.selection;
+  const AttentionSummary* att = wb.model->find(sel.stack);
+  const AttentionMaps* maps = wb.snapshot ? wb.snapshot->find(sel.stack) : nullptr;
+  if (!att || !maps) {
+    ImGui::TextDisabled(wb.snapshot ? "no maps for this attention" : "running…");
+    return;
+  }
+  const bool stage_missing = !maps->layers.empty() && maps->layers[0].stages[static_cast<int>(sel.stage)].empty();
+  if (stage_missing) {
+    ImGui::TextDisabled("capturing stage %s…", stage_name(sel.stage));
+    return;
+  }
+  ImGui::BeginChild("grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  const float pad = 4.0f;
+  const float label_w = ImGui::CalcTextSize("L00").x + pad * 2;
+  const int heads = att->heads(sel.stage);
+  // The size setting is an upper bound: thumbnails shrink to fit the window's width (not below 24 px).
+  const float fit = (ImGui::GetContentRegionAvail().x - label_w) / std::max(1, heads) - pad;
+  const float cell = std::max(24.0f, std::min(wb.session.view.thumbnail_size, fit));
+  const bool gated_stage = sel.stage == Stage::U || !att->talking_heads;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImVec2 origin = ImGui::GetCursorScreenPos();
+  // Column headers.
+  for (int h = 0; h < heads; ++h) {
+    const std::string t = "H" + std::to_string(h);
+    dl->AddText(ImVec2(origin.x + label_w + h * (cell + pad) + cell / 2 - ImGui::CalcTextSize(t.c_str()).x / 2, origin.y),
+                ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
+  }
+  const float top = origin.y + ImGui::GetTextLineHeightWithSpacing();
+  const int rows_q = maps->layers.empty() ? 0 : maps->layers[0].stages[static_cast<int>(sel.stage)].rows;
+  const int cols_k = maps->layers.empty() ? 0 : maps->layers[0].stages[static_cast<int>(sel.stage)].cols;
+  for (int l = 0; l < static_cast<int>(maps->layers.size()); ++l) {
+    const float y = top + l * (cell + pad);
+    const std::string t = "L" + std::to_string(l);
+    dl->AddText(ImVec2(origin.x + pad, y + cell / 2 - ImGui::GetFontSize() / 2), ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
+    const auto& controls = wb.session.controls.get(sel.stack, l);
+    for (int h = 0; h < heads; ++h) {
+      // Keep the map's aspect (cross-attention is T×S) inside the square cell.
+      const float aspect = cols_k > 0 && rows_q > 0 ? static_cast<float>(rows_q) / cols_k : 1.0f;
+      const float iw = aspect > 1 ? cell / aspect : cell, ih = aspect > 1 ? cell : cell * aspect;
+      const ImVec2 cell0(origin.x + label_w + h * (cell + pad), y);
+      const ImVec2 p0(cell0.x + (cell - iw) / 2, cell0.y + (cell - ih) / 2);
+      const ImVec2 p1(p0.x + iw, p0.y + ih);
+      ImGui::SetCursorScreenPos(cell0);
+      ImGui::PushID(l * 4096 + h);
+      if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) sel.layer = l, sel.head = h;
+      const bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      if (const unsigned tex = wb.textures.texture(l, h))
+        dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(tex)), p0, p1);
+      const float gate = gated_stage ? controls.gate(h) : 1.0f;
+      if (gate < 1.0f) {
+        dl->AddRectFilled(p0, p1, IM_COL32(20, 20, 20, static_cast<int>(200 * (1.0f - gate))));
+        const std::string g = gate == 0.0f ? "off" : "g=" + format_value(gate);
+        dl->AddText(ImVec2(p0.x + 3, p0.y + 2), IM_COL32(255, 90, 90, 255), g.c_str());
+        if (gate == 0.0f) {
+          dl->AddLine(p0, p1, IM_COL32(255, 90, 90, 160), 1.5f);
+          dl->AddLine(ImVec2(p1.x, p0.y), ImVec2(p0.x, p1.y), IM_COL32(255, 90, 90, 160), 1.5f);
+        }
+      }
+      // The highlighted token's row (query) and column (key), in every thumbnail.
+      if (sel.query >= 0 && rows_q > 0) {
+        const float cy = ih / rows_q;
+        dl->AddRect(ImVec2(p0.x, p0.y + sel.query * cy), ImVec2(p1.x, p0.y + (sel.query + 1) * cy), IM_COL32(255, 64, 160, 255));
+      }
+      if (sel.key >= 0 && cols_k > 0) {
+        const float cx = iw / cols_k;
+        dl->AddRect(ImVec2(p0.x + sel.key * cx, p0.y), ImVec2(p0.x + (sel.key + 1) * cx, p1.y), IM_COL32(255, 160, 0, 255));
+      }
+      const bool selected = l == sel.layer && h == sel.head;
+      dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1),
+                  selected ? IM_COL32(255, 220, 0, 255) : hovered ? IM_COL32(255, 255, 255, 200) : IM_COL32(70, 70, 70, 255),
+                  0.0f, 0, selected ? 2.5f : 1.0f);
+      if (hovered)
+        ImGui::SetTooltip("layer %d, head %d (%s)%s", l, h, stage_name(sel.stage),
+                          gate < 1.0f ? (" — gate " + format_value(gate)).c_str() : "");
+    }
+  }
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, top + maps->layers.size() * (cell + pad)));
+  ImGui::Dummy(ImVec2(label_w + heads * (cell + pad), 1));
+  ImGui::EndChild();
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,20 @@
+// Heads grid (the "model view"): layers × heads thumbnails of every attention map as GL textures.
+#pragma once
+
+#include "app/gui/view.h"
+
+namespace headlab::app {
+
+class HeadsGridView : public View {
+ public:
+  HeadsGridView() : View("Heads grid") {}
+
+ protected:
+  void drawContent(Workbench& wb) override;
+  ImVec4 defaultRect() const override { return {0.24f, 0.0f, 0.40f, 0.52f}; }
+};
+
+// The attention / stage selector shared by the grid and the map: returns true when it changed.
+bool attention_selector(Workbench& wb);
+
+}  // namespace headlab::app

@@ -1,0 +1,153 @@
+#include "app/gui/main_menu.h"
+
+#include "app/gui/export_actions.h"
+#include "app/gui/view.h"
+#include "app/gui/workbench.h"
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace headlab::app {
+
+void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
+  bool& open_prompt = open_prompt_;
+  if (ImGui::BeginMainMenuBar()) {
+    if (ImGui::BeginMenu("File")) {
+      if (ImGui::MenuItem("Open session…")) prompt_ = "open", open_prompt = true;
+      if (ImGui::MenuItem("Save session", nullptr, false, true)) {
+        if (session_path_.empty()) {
+          prompt_ = "save", open_prompt = true;
+        } else {
+          try {
+            wb.save_session(session_path_);
+            wb.notice("saved " + session_path_);
+          } catch (const std::exception& e) {
+            wb.last_error = e.what();
+          }
+        }
+      }
+      if (ImGui::MenuItem("Save session as…")) prompt_ = "save", open_prompt = true;
+      ImGui::Separator();
+      if (ImGui::BeginMenu("Export")) {
+        for (const char* figure : {"attention-map", "heads-grid", "head-view"})
+          for (const char* ext : {"svg", "pdf"}) {
+            const std::string path = default_export_path(wb, figure, ext);
+            if (ImGui::MenuItem(path.c_str())) {
+              try {
+                export_figure(wb, figure, "", path, 1);
+                wb.notice("exported " + path);
+              } catch (const std::exception& e) {
+                wb.last_error = e.what();
+              }
+            }
+          }
+        ImGui::Separator();
+        if (ImGui::MenuItem("Whole window (PNG)")) wb.captures.push_back({"headlab-window.png", "", wb.session.view.export_scale});
+        ImGui::EndMenu();
+      }
+      ImGui::Separator();
+      if (ImGui::MenuItem("Quit")) wb.quit = true;
+      ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("View")) {
+      for (auto& v : views) ImGui::MenuItem(v->title().c_str(), nullptr, &v->open());
+      ImGui::Separator();
+      ImGui::MenuItem("Log scale", nullptr, &wb.session.view.log_scale);
+      ImGui::MenuItem("Weights over 0–1", nullptr, &wb.session.view.fixed_range);
+      if (ImGui::BeginMenu("Colormap")) {
+        for (const char* name : {"viridis", "gray"})
+          if (ImGui::MenuItem(name, nullptr, wb.session.view.colormap == name)) wb.session.view.colormap = name;
+        ImGui::EndMenu();
+      }
+      if (ImGui::MenuItem("Reset layout")) wb.reset_layout = true;
+      ImGui::EndMenu();
+    }
+    if (wb.model) {
+      ImGui::TextDisabled("  %s", wb.model->name.c_str());
+    }
+    if (!wb.banner.empty()) {
+      ImGui::SameLine(0, 30);
+      ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.2f, 1.0f), "%s", wb.banner.c_str());
+    }
+    ImGui::EndMainMenuBar();
+  }
+}
+
+void MainMenu::drawOverlays(Workbench& wb) {
+  ++frames_;
+  if (open_prompt_) {
+    open_prompt_ = false;
+    path_input_ = session_path_.empty() ? (fs::current_path() / "headlab-session.json").string() : session_path_;
+    ImGui::OpenPopup("Session file");
+  }
+  drawPrompts(wb);
+  drawMessages(wb);
+  if (frames_ > 2) drawRecovery(wb);
+}
+
+void MainMenu::drawPrompts(Workbench& wb) {
+  if (!ImGui::BeginPopupModal("Session file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  ImGui::TextUnformatted(prompt_ == "save" ? "Save the session to:" : "Open the session:");
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30);
+  const bool enter = ImGui::InputText("##path", &path_input_, ImGuiInputTextFlags_EnterReturnsTrue);
+  if (ImGui::Button(prompt_ == "save" ? "Save" : "Open") || enter) {
+    try {
+      if (prompt_ == "save") {
+        wb.save_session(path_input_);
+        wb.notice("saved " + path_input_);
+      } else {
+        wb.open_session(path_input_);
+      }
+      session_path_ = path_input_;
+    } catch (const std::exception& e) {
+      wb.last_error = e.what();
+    }
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
+void MainMenu::drawMessages(Workbench& wb) {
+  if (wb.notices.empty()) return;
+  // Plain confirmations ("saved …") go to the status line; anything else asks to be read.
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + 40), ImGuiCond_Always, ImVec2(0.5f, 0));
+  ImGui::SetNextWindowBgAlpha(0.92f);
+  ImGui::Begin("Messages", nullptr, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoCollapse);
+  for (const auto& n : wb.notices) ImGui::BulletText("%s", n.c_str());
+  if (ImGui::Button("OK")) wb.notices.clear();
+  ImGui::End();
+}
+
+void MainMenu::drawRecovery(Workbench& wb) {
+  if (recover_.empty()) return;
+  if (!ImGui::IsPopupOpen("Recover session")) ImGui::OpenPopup("Recover session");
+  if (!ImGui::BeginPopupModal("Recover session", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  ImGui::TextUnformatted("HeadLab did not exit cleanly last time.");
+  ImGui::Text("Recover the autosaved session (%s)?", recover_.c_str());
+  if (ImGui::Button("Recover")) {
+    try {
+      wb.open_session(recover_);
+    } catch (const std::exception& e) {
+      wb.last_error = e.what();
+    }
+    recover_.clear();
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Discard")) {
+    std::error_code ec;
+    fs::remove(recover_, ec);
+    recover_.clear();
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::EndPopup();
+}
+
+}  // namespace headlab::app

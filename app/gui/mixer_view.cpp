@@ -1,0 +1,135 @@
+#include "app/gui/mixer_view.h"
+
+#include "app/gui/workbench.h"
+
+#include <string>
+
+namespace headlab::app {
+
+bool MixerView::drawMatrix(Workbench& wb, const AttentionSummary& att, int layer, const char* which, int heads) {
+  const auto& c = wb.session.controls.get(att.stack, layer);
+  std::vector<float> m = std::string(which) == "pre" ? c.pre_mix : c.post_mix;
+  if (m.empty()) m = mix_preset(MixPreset::Identity, heads);
+  bool changed = false;
+  const float w = ImGui::GetFontSize() * 2.6f;
+  ImGui::PushID(which);
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(2, 2));
+  for (int r = 0; r < heads; ++r) {
+    for (int col = 0; col < heads; ++col) {
+      if (col > 0) ImGui::SameLine();
+      ImGui::PushID(r * heads + col);
+      ImGui::SetNextItemWidth(w);
+      float& v = m[static_cast<size_t>(r) * heads + col];
+      const bool diag = r == col;
+      if (v != (diag ? 1.0f : 0.0f)) ImGui::PushStyleColor(ImGuiCol_FrameBg, ImVec4(0.45f, 0.3f, 0.1f, 1.0f));
+      else ImGui::PushStyleColor(ImGuiCol_FrameBg, ImGui::GetStyleColorVec4(ImGuiCol_FrameBg));
+      if (ImGui::DragFloat("##m", &v, 0.01f, -2.0f, 2.0f, "%.2f")) changed = true;
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("from head %d into head %d", r, col);
+      ImGui::PopStyleColor();
+      ImGui::PopID();
+    }
+  }
+  ImGui::PopStyleVar();
+  ImGui::PopID();
+  if (changed) {
+    set_mix(wb.session.controls, att.stack, layer, which, m, heads);
+    wb.controls_changed();
+  }
+  return changed;
+}
+
+void MixerView::drawContent(Workbench& wb) {
+  if (!wb.model) return;
+  auto& sel = wb.session.selection;
+  const AttentionSummary* att = wb.model->find(sel.stack);
+  if (!att) return;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+  ImGui::SliderInt("layer", &sel.mixer_layer, 0, att->layers - 1);
+  const int layer = sel.mixer_layer;
+  ImGui::SameLine();
+  ImGui::TextDisabled("(%s)", att->title.c_str());
+  ImGui::SameLine();
+  if (ImGui::Button("Reset layer")) {
+    reset_layer(wb.session.controls, att->stack, layer);
+    wb.controls_changed();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Reset all")) {
+    wb.session.controls = {};
+    wb.controls_changed();
+  }
+  const auto& c = wb.session.controls.get(att->stack, layer);
+  int ablation = c.ablation == core::Ablation::Mean ? 1 : 0;
+  ImGui::TextUnformatted("ablation");
+  ImGui::SameLine();
+  bool ab_changed = ImGui::RadioButton("zero", &ablation, 0);
+  ImGui::SameLine();
+  ab_changed |= ImGui::RadioButton("mean", &ablation, 1);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("a closed head outputs its mean over this input's positions");
+  if (ab_changed) {
+    wb.session.controls.at(att->stack, layer).ablation = ablation ? core::Ablation::Mean : core::Ablation::Zero;
+    canonicalize(wb.session.controls);
+    wb.controls_changed();
+  }
+
+  ImGui::Separator();
+  ImGui::TextDisabled("gates");
+  const int h_out = att->output_heads;
+  const int columns = ImGui::GetContentRegionAvail().x > ImGui::GetFontSize() * 30 ? 2 : 1;
+  if (ImGui::BeginTable("gates", columns)) {
+    for (int h = 0; h < h_out; ++h) {
+      ImGui::TableNextColumn();
+      ImGui::PushID(h);
+      float g = wb.session.controls.get(att->stack, layer).gate(h);
+      bool on = g > 0.0f;
+      if (ImGui::Checkbox("##on", &on)) {
+        set_gate(wb.session.controls, att->stack, layer, h, on ? 1.0f : 0.0f, h_out);
+        wb.controls_changed();
+      }
+      ImGui::SameLine();
+      ImGui::SetNextItemWidth(-1);
+      if (ImGui::SliderFloat("##g", &g, 0.0f, 1.0f, ("H" + std::to_string(h) + " %.2f").c_str())) {
+        set_gate(wb.session.controls, att->stack, layer, h, g, h_out);
+        wb.controls_changed();
+      }
+      ImGui::PopID();
+    }
+    ImGui::EndTable();
+  }
+
+  ImGui::Separator();
+  ImGui::TextDisabled("mixing presets");
+  const char* presets[] = {"identity", "uniform average", "swap two heads", "blend two heads"};
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
+  ImGui::Combo("##preset", &preset_, presets, 4);
+  if (preset_ >= 2) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    ImGui::InputInt("a", &a_);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+    ImGui::InputInt("b", &b_);
+    if (preset_ == 3) {
+      ImGui::SameLine();
+      ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+      ImGui::SliderFloat("α", &alpha_, 0.0f, 1.0f, "%.2f");
+    }
+  }
+  const int h_pre = att->softmax_heads;
+  if (ImGui::Button("Apply before softmax")) {
+    set_mix(wb.session.controls, att->stack, layer, "pre",
+            mix_preset(static_cast<MixPreset>(preset_), h_pre, a_, b_, alpha_), h_pre);
+    wb.controls_changed();
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Apply after softmax")) {
+    set_mix(wb.session.controls, att->stack, layer, "post",
+            mix_preset(static_cast<MixPreset>(preset_), h_out, a_, b_, alpha_), h_out);
+    wb.controls_changed();
+  }
+  if (ImGui::CollapsingHeader("pre-softmax mix (logits L ← L·M)", ImGuiTreeNodeFlags_DefaultOpen))
+    drawMatrix(wb, *att, layer, "pre", h_pre);
+  if (ImGui::CollapsingHeader("post-softmax mix (weights U ← U·M)")) drawMatrix(wb, *att, layer, "post", h_out);
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,134 @@
+#include "app/gui/model_view.h"
+
+#include "app/gui/workbench.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace headlab::app {
+namespace {
+
+std::string with_commas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+void row(const char* key, const std::string& value) {
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  ImGui::TextDisabled("%s", key);
+  ImGui::TableNextColumn();
+  ImGui::TextWrapped("%s", value.c_str());
+}
+
+}  // namespace
+
+void ModelView::drawContent(Workbench& wb) {
+  if (ImGui::BeginTabBar("model_tabs")) {
+    if (ImGui::BeginTabItem("Architecture")) {
+      drawSummary(wb);
+      ImGui::EndTabItem();
+    }
+    if (ImGui::BeginTabItem("Open folder")) {
+      drawBrowser(wb);
+      ImGui::EndTabItem();
+    }
+    ImGui::EndTabBar();
+  }
+}
+
+void ModelView::drawSummary(Workbench& wb) {
+  const auto& m = wb.model;
+  if (!m) {
+    ImGui::TextDisabled("loading…");
+    return;
+  }
+  if (ImGui::BeginTable("arch", 2, ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_RowBg)) {
+    ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
+    row("name", m->name);
+    row("folder", m->folder.empty() ? "(in memory: random weights)" : m->folder);
+    row("kind", m->kind + " · " + m->family + " · objective " + m->objective);
+    row("parameters", with_commas(m->parameters) + " (" + m->weights_dtype + ")");
+    row("sizes", "hidden " + std::to_string(m->hidden_size) + " · ffn " + std::to_string(m->ffn_size) + " · vocab " +
+                     std::to_string(m->vocab_size) + " · max " + std::to_string(m->max_positions) + " tokens");
+    row("positions / norm", m->positions + " · " + m->norm);
+    row("tokenizer", m->tokenizer_kind);
+    for (const auto& a : m->attentions) {
+      std::string heads = std::to_string(a.layers) + " layers × " + std::to_string(a.output_heads) + " heads · " + a.variant +
+                          " · q/kv " + std::to_string(a.logit_heads) + "/" + std::to_string(a.kv_heads) + " · d_k " +
+                          std::to_string(a.key_size) + ", d_v " + std::to_string(a.value_size);
+      if (a.talking_heads)
+        heads += " · h_k/h/h_v " + std::to_string(a.logit_heads) + "/" + std::to_string(a.softmax_heads) + "/" +
+                 std::to_string(a.output_heads);
+      row(a.title.c_str(), heads);
+    }
+    if (!m->weights_hash.empty()) row("weights hash", m->weights_hash);
+    ImGui::EndTable();
+  }
+  if (!m->description.empty()) ImGui::TextWrapped("%s", m->description.c_str());
+}
+
+void ModelView::listDirectory() {
+  entries_.clear();
+  listed_dir_ = browse_dir_;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(browse_dir_, fs::directory_options::skip_permission_denied, ec)) {
+    if (!e.is_directory(ec)) continue;
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    entries_.push_back({name, fs::is_regular_file(e.path() / "config.json", ec)});
+  }
+  std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+}
+
+void ModelView::drawBrowser(Workbench& wb) {
+  if (browse_dir_.empty()) {
+    const std::string models = wb.assets_dir.empty() ? "" : (fs::path(wb.assets_dir) / "models").string();
+    std::error_code ec;
+    browse_dir_ = !models.empty() && fs::is_directory(models, ec) ? models : fs::current_path(ec).string();
+    std::snprintf(path_, sizeof path_, "%s", browse_dir_.c_str());
+  }
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 4);
+  if (ImGui::InputText("##path", path_, sizeof path_, ImGuiInputTextFlags_EnterReturnsTrue)) {
+    std::error_code ec;
+    if (fs::is_regular_file(fs::path(path_) / "config.json", ec))
+      wb.open_model(path_);
+    else if (fs::is_directory(path_, ec))
+      browse_dir_ = path_;
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Open")) wb.open_model(path_);
+  if (listed_dir_ != browse_dir_) listDirectory();
+  if (!wb.session.recent_folders.empty() && ImGui::CollapsingHeader("Recent folders", ImGuiTreeNodeFlags_DefaultOpen)) {
+    for (const auto& f : wb.session.recent_folders)
+      if (ImGui::Selectable(f.c_str())) wb.open_model(f);
+  }
+  ImGui::TextDisabled("%s", browse_dir_.c_str());
+  ImGui::BeginChild("dir", ImVec2(0, -ImGui::GetFrameHeightWithSpacing()), true);
+  if (ImGui::Selectable("..")) {
+    browse_dir_ = fs::path(browse_dir_).parent_path().string();
+    std::snprintf(path_, sizeof path_, "%s", browse_dir_.c_str());
+  }
+  for (const auto& e : entries_) {
+    const std::string label = (e.is_model ? "[model] " : "") + e.name;
+    if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_AllowDoubleClick)) {
+      const std::string full = (fs::path(browse_dir_) / e.name).string();
+      std::snprintf(path_, sizeof path_, "%s", full.c_str());
+      if (e.is_model && ImGui::IsMouseDoubleClicked(0))
+        wb.open_model(full);
+      else if (!e.is_model)
+        browse_dir_ = full;
+    }
+    if (e.is_model && ImGui::IsItemHovered()) ImGui::SetTooltip("double-click to open");
+  }
+  ImGui::EndChild();
+  if (ImGui::Button("Random-weight model (mha.json)")) wb.open_random_model();
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,87 @@
+#include "app/gui/output_view.h"
+
+#include "app/gui/draw_util.h"
+#include "app/gui/workbench.h"
+
+#include <string>
+
+namespace headlab::app {
+namespace {
+
+void position_table(const RunSnapshot& s, const PositionOutput& out, bool masked, const TokenizedText& tokens) {
+  const int t = out.position;
+  const std::string tok = t < static_cast<int>(tokens.tokens.size()) ? token_label(tokens.tokens[t], 20) : "?";
+  if (masked)
+    ImGui::Text("position %d (%s)", t, tok.c_str());
+  else
+    ImGui::Text("next token after position %d (%s)", t, tok.c_str());
+  ImGui::SameLine();
+  ImGui::TextColored(out.kl > 1e-4f ? ImVec4(1.0f, 0.75f, 0.3f, 1.0f) : ImVec4(0.6f, 0.6f, 0.6f, 1.0f), "KL %.4f nats", out.kl);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("KL(unmodified ‖ now) over the whole vocabulary");
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_BordersInnerV;
+  if (!ImGui::BeginTable(("top" + std::to_string(t)).c_str(), 4, flags)) return;
+  ImGui::TableSetupColumn("token", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("p");
+  ImGui::TableSetupColumn("Δp");
+  ImGui::TableSetupColumn("p before");
+  ImGui::TableHeadersRow();
+  for (const auto& p : out.top) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    // A bar under the token shows p at a glance.
+    const ImVec2 c = ImGui::GetCursorScreenPos();
+    const float w = ImGui::GetContentRegionAvail().x;
+    ImGui::GetWindowDrawList()->AddRectFilled(c, ImVec2(c.x + w * p.p, c.y + ImGui::GetTextLineHeight()),
+                                              IM_COL32(50, 110, 170, 150));
+    ImGui::TextUnformatted(token_label(p.token, 24).c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%.4f", p.p);
+    ImGui::TableNextColumn();
+    const float d = p.p - p.p_base;
+    const ImVec4 colour = d > 5e-4f ? ImVec4(0.4f, 0.9f, 0.4f, 1) : d < -5e-4f ? ImVec4(1.0f, 0.45f, 0.45f, 1) : ImVec4(0.6f, 0.6f, 0.6f, 1);
+    ImGui::TextColored(colour, "%+.4f", d);
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%.4f", p.p_base);
+  }
+  ImGui::EndTable();
+  (void)s;
+}
+
+}  // namespace
+
+void OutputView::drawContent(Workbench& wb) {
+  if (!wb.snapshot || !wb.model) {
+    ImGui::TextDisabled("running…");
+    return;
+  }
+  const auto& s = *wb.snapshot;
+  auto& sel = wb.session.selection;
+  const TokenizedText& tokens = s.decoder_tokens.ids.empty() ? s.tokens : s.decoder_tokens;
+  const bool masked = wb.model->masked_lm;
+  const std::string def = masked ? "each [MASK]" : "the last token";
+  std::string current = sel.output_position < 0 ? def
+                                                 : std::to_string(sel.output_position) + ": " +
+                                                       token_label(tokens.tokens[sel.output_position]);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
+  if (ImGui::BeginCombo("position", current.c_str())) {
+    if (ImGui::Selectable(def.c_str(), sel.output_position < 0)) sel.output_position = -1;
+    for (size_t t = 0; t < tokens.tokens.size(); ++t) {
+      const std::string label = std::to_string(t) + ": " + token_label(tokens.tokens[t]);
+      if (ImGui::Selectable(label.c_str(), sel.output_position == static_cast<int>(t))) sel.output_position = static_cast<int>(t);
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
+  if (ImGui::SliderInt("k", &wb.session.view.top_k, 1, 20)) wb.request_run();
+  ImGui::BeginChild("outputs");
+  if (sel.output_position >= 0 && sel.output_position < static_cast<int>(s.outputs.size())) {
+    position_table(s, s.outputs[sel.output_position], masked, tokens);
+  } else {
+    for (int t : s.default_positions)
+      if (t < static_cast<int>(s.outputs.size())) position_table(s, s.outputs[t], masked, tokens);
+  }
+  ImGui::EndChild();
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,39 @@
+#include "app/gui/view.h"
+
+#include "app/gui/workbench.h"
+
+#include <imgui_internal.h>
+
+namespace headlab::app {
+
+float View::statusBarHeight() { return ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y * 2; }
+
+void View::draw(Workbench& wb) {
+  if (!open_) return;
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec4 r = defaultRect();
+  // The menu bar's height, known from the first frame on (WorkPos only follows a frame later).
+  const float top = vp->Pos.y + ImGui::GetFrameHeight();
+  const float work_h = vp->Size.y - ImGui::GetFrameHeight() - statusBarHeight();
+  ImVec2 pos(vp->WorkPos.x + r.x * vp->WorkSize.x, top + r.y * work_h);
+  ImVec2 size(r.z * vp->WorkSize.x, r.w * work_h);
+  if (pinned()) {
+    pos = ImVec2(vp->WorkPos.x, top + work_h);
+    size = ImVec2(vp->WorkSize.x, statusBarHeight());
+  }
+  ImGuiWindowSettings* saved = wb.apply_layout && !pinned() ? ImGui::FindWindowSettings(ImHashStr(title_.c_str())) : nullptr;
+  if (saved) {
+    ImGui::SetNextWindowPos(ImVec2(saved->Pos.x, saved->Pos.y), ImGuiCond_Always);
+    ImGui::SetNextWindowSize(ImVec2(saved->Size.x, saved->Size.y), ImGuiCond_Always);
+  } else {
+    const ImGuiCond cond = wb.reset_layout || pinned() ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
+    ImGui::SetNextWindowPos(pos, cond);
+    ImGui::SetNextWindowSize(size, cond);
+  }
+  if (ImGui::Begin(title_.c_str(), &open_, windowFlags())) drawContent(wb);
+  last_pos_ = ImGui::GetWindowPos();
+  last_size_ = ImGui::GetWindowSize();
+  ImGui::End();
+}
+
+}  // namespace headlab::app

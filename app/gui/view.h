@@ -1,0 +1,43 @@
+// Base class of every view: it owns ImGui::Begin/End (so no view can unbalance them) and the
+// window's default rectangle; a view implements drawContent().
+#pragma once
+
+#include <imgui.h>
+
+#include <string>
+
+namespace headlab::app {
+
+class Workbench;
+
+class View {
+ public:
+  explicit View(std::string title) : title_(std::move(title)) {}
+  virtual ~View() = default;
+
+  void draw(Workbench& wb);
+  const std::string& title() const { return title_; }
+  bool& open() { return open_; }
+  // The window's rectangle last frame (screen coordinates), for exports.
+  ImVec2 last_pos() const { return last_pos_; }
+  ImVec2 last_size() const { return last_size_; }
+
+ protected:
+  virtual void drawContent(Workbench& wb) = 0;
+  // Default placement as fractions of the work area (x, y, w, h).
+  virtual ImVec4 defaultRect() const = 0;
+  virtual ImGuiWindowFlags windowFlags() const { return 0; }
+  // Pinned views (the status bar) take their rectangle every frame.
+  virtual bool pinned() const { return false; }
+
+ public:
+  // Height reserved at the bottom of the window for the status bar.
+  static float statusBarHeight();
+
+ private:
+  std::string title_;
+  bool open_ = true;
+  ImVec2 last_pos_, last_size_;
+};
+
+}  // namespace headlab::app

@@ -1,0 +1,33 @@
+#include "app/gui/views.h"
+
+#include "app/gui/attention_map_view.h"
+#include "app/gui/head_view.h"
+#include "app/gui/heads_grid_view.h"
+#include "app/gui/input_view.h"
+#include "app/gui/mixer_view.h"
+#include "app/gui/model_view.h"
+#include "app/gui/output_view.h"
+#include "app/gui/status_bar.h"
+
+namespace headlab::app {
+
+std::vector<std::unique_ptr<View>> make_views() {
+  std::vector<std::unique_ptr<View>> views;
+  views.push_back(std::make_unique<ModelView>());
+  views.push_back(std::make_unique<InputView>());
+  views.push_back(std::make_unique<OutputView>());
+  views.push_back(std::make_unique<HeadsGridView>());
+  views.push_back(std::make_unique<AttentionMapView>());
+  views.push_back(std::make_unique<MixerView>());
+  views.push_back(std::make_unique<HeadView>());
+  views.push_back(std::make_unique<StatusBar>());
+  return views;
+}
+
+View* find_view(const std::vector<std::unique_ptr<View>>& views, const std::string& title) {
+  for (const auto& v : views)
+    if (v->title() == title) return v.get();
+  return nullptr;
+}
+
+}  // namespace headlab::app

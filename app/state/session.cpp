@@ -1,0 +1,233 @@
+#include "app/state/session.h"
+
+#include "app/state/controls_edit.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace headlab::app {
+namespace {
+
+const char* const kStacks[] = {"encoder", "decoder", "cross"};
+
+const std::vector<core::HeadControls>& layers_of(const core::ModelControls& c, const std::string& stack) {
+  return stack == "encoder" ? c.encoder_self : stack == "decoder" ? c.decoder_self : c.decoder_cross;
+}
+
+// Reads one field, recording a warning (not failing) when it has the wrong type.
+template <class T>
+void read(const json& j, const char* key, T& out, std::vector<std::string>& warnings, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) return;
+  try {
+    out = j.at(key).get<T>();
+  } catch (const std::exception& e) {
+    warnings.push_back(where + key + " ignored: " + e.what());
+  }
+}
+
+}  // namespace
+
+json controls_to_json(const core::ModelControls& controls_in) {
+  core::ModelControls controls = controls_in;
+  canonicalize(controls);
+  json out = json::object();
+  for (const char* stack : kStacks) {
+    json layers = json::array();
+    const auto& ls = layers_of(controls, stack);
+    for (size_t l = 0; l < ls.size(); ++l) {
+      if (ls[l].is_default() && ls[l].ablation == core::Ablation::Zero) continue;
+      json layer = {{"layer", l}, {"ablation", ls[l].ablation == core::Ablation::Mean ? "mean" : "zero"}};
+      if (!ls[l].gates.empty()) layer["gates"] = ls[l].gates;
+      if (!ls[l].pre_mix.empty()) layer["pre_mix"] = ls[l].pre_mix;
+      if (!ls[l].post_mix.empty()) layer["post_mix"] = ls[l].post_mix;
+      layers.push_back(std::move(layer));
+    }
+    if (!layers.empty()) out[stack] = std::move(layers);
+  }
+  return out;
+}
+
+core::ModelControls controls_from_json(const json& j) {
+  core::ModelControls controls;
+  if (!j.is_object()) throw std::runtime_error("controls: expected an object");
+  for (const char* stack : kStacks) {
+    if (!j.contains(stack)) continue;
+    for (const auto& layer : j.at(stack)) {
+      const std::string where = std::string("controls.") + stack;
+      if (!layer.contains("layer")) throw std::runtime_error(where + ": an entry has no 'layer'");
+      const int l = layer.at("layer").get<int>();
+      if (l < 0 || l > 4096) throw std::runtime_error(where + ": bad layer " + std::to_string(l));
+      auto& c = controls.at(stack, l);
+      c.ablation = layer.value("ablation", "zero") == "mean" ? core::Ablation::Mean : core::Ablation::Zero;
+      if (layer.contains("gates")) c.gates = layer.at("gates").get<std::vector<float>>();
+      if (layer.contains("pre_mix")) c.pre_mix = layer.at("pre_mix").get<std::vector<float>>();
+      if (layer.contains("post_mix")) c.post_mix = layer.at("post_mix").get<std::vector<float>>();
+    }
+  }
+  canonicalize(controls);
+  return controls;
+}
+
+json session_to_json(const SessionState& s) {
+  const auto& sel = s.selection;
+  const auto& v = s.view;
+  return json{
+      {"format", "headlab-session"},
+      {"version", kSessionVersion},
+      {"model", {{"folder", s.model_folder}, {"weights_hash", s.model_hash}, {"random_config", s.random_config}}},
+      {"input", {{"text", s.text}, {"decoder_text", s.decoder_text}}},
+      {"controls", controls_to_json(s.controls)},
+      {"selection",
+       {{"stack", sel.stack}, {"layer", sel.layer}, {"head", sel.head}, {"stage", stage_name(sel.stage)},
+        {"query", sel.query}, {"key", sel.key}, {"output_position", sel.output_position},
+        {"mixer_layer", sel.mixer_layer}}},
+      {"view",
+       {{"colormap", v.colormap}, {"log_scale", v.log_scale}, {"fixed_range", v.fixed_range},
+        {"thumbnail_size", v.thumbnail_size}, {"top_k", v.top_k}, {"export_scale", v.export_scale},
+        {"export_dir", v.export_dir}}},
+      {"layout", {{"imgui_ini", s.imgui_ini}}},
+  };
+}
+
+std::string session_text(const SessionState& state) { return session_to_json(state).dump(2) + "\n"; }
+
+SessionLoad session_from_json(const json& j) {
+  if (!j.is_object() || j.value("format", "") != "headlab-session")
+    throw std::runtime_error("not a HeadLab session (no \"format\": \"headlab-session\")");
+  SessionLoad out;
+  auto& s = out.state;
+  auto& w = out.warnings;
+  int version = 0;
+  read(j, "version", version, w, "");
+  if (version > kSessionVersion)
+    w.push_back("written by a newer HeadLab (session version " + std::to_string(version) + ", this one reads " +
+                std::to_string(kSessionVersion) + "): loaded what this version understands");
+  const json empty = json::object();
+  const json& model = j.contains("model") ? j.at("model") : empty;
+  read(model, "folder", s.model_folder, w, "model.");
+  read(model, "weights_hash", s.model_hash, w, "model.");
+  read(model, "random_config", s.random_config, w, "model.");
+  const json& input = j.contains("input") ? j.at("input") : empty;
+  read(input, "text", s.text, w, "input.");
+  read(input, "decoder_text", s.decoder_text, w, "input.");
+  if (j.contains("controls")) {
+    try {
+      s.controls = controls_from_json(j.at("controls"));
+    } catch (const std::exception& e) {
+      w.push_back(std::string("controls ignored: ") + e.what());
+    }
+  }
+  const json& sel = j.contains("selection") ? j.at("selection") : empty;
+  auto& se = s.selection;
+  read(sel, "stack", se.stack, w, "selection.");
+  read(sel, "layer", se.layer, w, "selection.");
+  read(sel, "head", se.head, w, "selection.");
+  std::string stage = "U";
+  read(sel, "stage", stage, w, "selection.");
+  se.stage = stage == "J" ? Stage::J : stage == "L" ? Stage::L : stage == "W" ? Stage::W : Stage::U;
+  read(sel, "query", se.query, w, "selection.");
+  read(sel, "key", se.key, w, "selection.");
+  read(sel, "output_position", se.output_position, w, "selection.");
+  read(sel, "mixer_layer", se.mixer_layer, w, "selection.");
+  const json& view = j.contains("view") ? j.at("view") : empty;
+  auto& v = s.view;
+  read(view, "colormap", v.colormap, w, "view.");
+  read(view, "log_scale", v.log_scale, w, "view.");
+  read(view, "fixed_range", v.fixed_range, w, "view.");
+  read(view, "thumbnail_size", v.thumbnail_size, w, "view.");
+  read(view, "top_k", v.top_k, w, "view.");
+  read(view, "export_scale", v.export_scale, w, "view.");
+  read(view, "export_dir", v.export_dir, w, "view.");
+  const json& layout = j.contains("layout") ? j.at("layout") : empty;
+  read(layout, "imgui_ini", s.imgui_ini, w, "layout.");
+  return out;
+}
+
+SessionLoad load_session_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open session " + path);
+  try {
+    return session_from_json(json::parse(in));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("session " + path + ": " + e.what());
+  }
+}
+
+void save_session_file(const std::string& path, const SessionState& state) {
+  write_file_atomic(path, session_text(state));
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write " + temp);
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw std::runtime_error("writing " + temp + " failed");
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    throw std::runtime_error("cannot replace " + path);
+  }
+}
+
+std::string state_dir() {
+  fs::path dir;
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg)
+    dir = fs::path(xdg) / "headlab";
+  else if (const char* home = std::getenv("HOME"); home && *home)
+    dir = fs::path(home) / ".local" / "state" / "headlab";
+  else
+    dir = fs::temp_directory_path() / "headlab-state";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return dir.string();
+}
+
+std::string autosave_path() { return (fs::path(state_dir()) / "autosave.json").string(); }
+std::string recent_list_path() { return (fs::path(state_dir()) / "recent.json").string(); }
+
+std::vector<std::string> load_recent_folders() {
+  std::ifstream in(recent_list_path());
+  if (!in) return {};
+  try {
+    return json::parse(in).get<std::vector<std::string>>();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void save_recent_folders(const std::vector<std::string>& folders) {
+  write_file_atomic(recent_list_path(), json(folders).dump(2) + "\n");
+}
+
+void remember_folder(std::vector<std::string>& folders, const std::string& folder) {
+  if (folder.empty()) return;
+  folders.erase(std::remove(folders.begin(), folders.end(), folder), folders.end());
+  folders.insert(folders.begin(), folder);
+  if (folders.size() > 10) folders.resize(10);
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,81 @@
+// The session: every choice a user made in the workbench, as plain data, and its versioned JSON
+// file (sorted keys, so saving an unchanged session again gives identical bytes).
+#pragma once
+
+#include "app/engine/workbench_engine.h"
+#include "core/controls.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace headlab::app {
+
+inline constexpr int kSessionVersion = 1;
+
+// What is selected and highlighted.
+struct Selection {
+  std::string stack = "encoder";  // attention shown: "encoder", "decoder", "cross"
+  int layer = 0;
+  int head = 0;
+  Stage stage = Stage::U;
+  int query = -1;  // highlighted query token (row), -1 = none
+  int key = -1;    // highlighted key token (column), -1 = none
+  int output_position = -1;  // Output view position, -1 = the default ([MASK] / last)
+  int mixer_layer = 0;
+};
+
+struct ViewSettings {
+  std::string colormap = "viridis";
+  bool log_scale = false;
+  bool fixed_range = false;  // weights over [0, 1] instead of each map's maximum
+  float thumbnail_size = 84.0f;
+  int top_k = 10;
+  int export_scale = 1;
+  std::string export_dir;  // "" = current directory
+};
+
+struct SessionState {
+  std::string model_folder;      // "" = the random-weight fallback model
+  std::string model_hash;        // weights hash when saved
+  std::string random_config;     // config.json of the random model (model_folder == "")
+  std::string text;
+  std::string decoder_text;
+  core::ModelControls controls;
+  Selection selection;
+  ViewSettings view;
+  std::string imgui_ini;         // window layout (ImGui::SaveIniSettingsToMemory)
+  // Not written to session files: kept across sessions in recent.json (see below).
+  std::vector<std::string> recent_folders;
+};
+
+nlohmann::json controls_to_json(const core::ModelControls& controls);
+core::ModelControls controls_from_json(const nlohmann::json& json);  // throws naming the key
+
+nlohmann::json session_to_json(const SessionState& state);
+// The text of a session file: 2-space JSON, sorted keys, trailing newline.
+std::string session_text(const SessionState& state);
+
+struct SessionLoad {
+  SessionState state;
+  std::vector<std::string> warnings;  // "written by a newer HeadLab (version 3) …", "… ignored: …"
+};
+// Keeps whatever it can read; throws only when the text is not a HeadLab session at all.
+SessionLoad session_from_json(const nlohmann::json& json);
+SessionLoad load_session_file(const std::string& path);
+void save_session_file(const std::string& path, const SessionState& state);
+
+// Writes `content` to a temp file beside `path`, fsyncs it and renames it over `path`.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+// $XDG_STATE_HOME/headlab (default ~/.local/state/headlab), created on demand.
+std::string state_dir();
+std::string autosave_path();      // state_dir()/autosave.json
+std::string recent_list_path();   // state_dir()/recent.json
+std::vector<std::string> load_recent_folders();
+void save_recent_folders(const std::vector<std::string>& folders);
+// Moves `folder` to the front, keeps at most 10.
+void remember_folder(std::vector<std::string>& folders, const std::string& folder);
+
+}  // namespace headlab::app

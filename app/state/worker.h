@@ -1,0 +1,76 @@
+// The workbench's one worker thread: loads models and runs text through the engine, publishing
+// immutable results the UI thread polls each frame. A newer request supersedes a pending one and
+// cancels a run in flight; errors are caught here, at the task boundary, and kept for the status bar.
+#pragma once
+
+#include "app/engine/workbench_engine.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace headlab::app {
+
+// Where a model comes from: a folder, or a random-weight model of a config.
+struct ModelSource {
+  std::string folder;
+  std::string random_config;
+  uint64_t seed = 0;
+};
+
+struct TaskStatus {
+  bool busy = false;        // something running or queued
+  std::string task;         // "running the model", "loading /path", …
+  float progress = 0;       // 0..1 of the running task
+  std::string error;        // last error ("" after a success of the same kind)
+  uint64_t error_serial = 0;
+};
+
+class WorkbenchWorker {
+ public:
+  WorkbenchWorker();
+  ~WorkbenchWorker();
+  WorkbenchWorker(const WorkbenchWorker&) = delete;
+  WorkbenchWorker& operator=(const WorkbenchWorker&) = delete;
+
+  // Queues a model load; drops a queued run and cancels one in flight.
+  void request_load(const ModelSource& source);
+  // Queues a run; replaces a queued one and cancels one in flight.
+  void request_run(const RunInput& input);
+  // The stop button: cancels the running task and drops queued runs.
+  void stop();
+
+  // Latest published results (UI thread).
+  std::shared_ptr<const ModelSummary> model() const;
+  std::shared_ptr<const RunSnapshot> snapshot() const;
+  uint64_t model_serial() const;  // increments with every successful load
+  TaskStatus status() const;
+  // True when nothing is queued or running.
+  bool idle() const;
+
+ private:
+  void loop();
+
+  WorkbenchEngine engine_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<ModelSource> pending_load_;
+  std::optional<RunInput> pending_run_;
+  bool running_ = false;
+  bool quit_ = false;
+  std::string task_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<float> progress_{0};
+  std::shared_ptr<const ModelSummary> model_;
+  std::shared_ptr<const RunSnapshot> snapshot_;
+  uint64_t model_serial_ = 0;
+  std::string error_;
+  uint64_t error_serial_ = 0;
+  std::thread thread_;  // last: starts after every member above exists
+};
+
+}  // namespace headlab::app

@@ -1,0 +1,117 @@
+// The torch-free engine bridge and the worker: snapshots, incremental re-runs that share unchanged
+// layers, Δp/KL against the unmodified model, newer requests superseding older ones.
+#include "test_common.h"
+
+#include "app/engine/workbench_engine.h"
+#include "app/state/controls_edit.h"
+#include "app/state/worker.h"
+
+#include <chrono>
+#include <thread>
+
+using namespace headlab::app;
+
+namespace {
+
+std::string config(const std::string& name) { return std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/" + name + ".json"; }
+
+}  // namespace
+
+TEST_CASE("the engine bridge turns a run into plain maps and predictions", "[app][engine]") {
+  WorkbenchEngine engine;
+  const ModelSummary m = engine.load_random(config("mha"), 1);
+  REQUIRE(m.attentions.size() == 1);
+  CHECK(m.random_weights);
+  CHECK(m.masked_lm);
+  const int layers = m.attentions[0].layers, heads = m.attentions[0].output_heads;
+  RunInput in;
+  in.text = "the cat sat on the [MASK] .";
+  auto a = engine.run(in, nullptr, {});
+  const int T = static_cast<int>(a->tokens.ids.size());
+  CHECK(T == 7);
+  CHECK(a->default_positions == std::vector<int>{5});
+  REQUIRE(a->attentions[0].layers.size() == static_cast<size_t>(layers));
+  const StageMaps& w = a->attentions[0].layers[0].stages[static_cast<int>(Stage::W)];
+  CHECK(w.heads == heads);
+  CHECK(w.rows == T);
+  CHECK(w.cols == T);
+  float row = 0;
+  for (int k = 0; k < T; ++k) row += w.at(1, 3, k);
+  CHECK(row == Approx(1.0f).epsilon(1e-4));
+  // U is W without mixing: the same buffer.
+  CHECK(a->attentions[0].layers[0].stages[static_cast<int>(Stage::U)].data == w.data);
+  CHECK(a->attentions[0].layers[0].stages[static_cast<int>(Stage::J)].empty());
+  REQUIRE(a->outputs.size() == static_cast<size_t>(T));
+  for (const auto& p : a->outputs[5].top) CHECK(p.p == Approx(p.p_base));
+  CHECK(a->outputs[5].kl == Approx(0.0f).margin(1e-6));
+
+  // Close a head in the last layer: earlier layers keep their buffers, the prediction moves.
+  set_gate(in.controls, "encoder", layers - 1, 0, 0.0f, heads);
+  auto b = engine.run(in, nullptr, {});
+  CHECK(b->recomputed_from == layers - 1);
+  CHECK(b->attentions[0].layers[0].stages[2].data == a->attentions[0].layers[0].stages[2].data);
+  CHECK(b->attentions[0].layers[0].version == a->attentions[0].layers[0].version);
+  CHECK(b->outputs[5].kl > 0.0f);
+  float moved = 0;
+  for (const auto& p : b->outputs[5].top) moved += std::abs(p.p - p.p_base);
+  CHECK(moved > 0.0f);
+
+  // A pre-softmax swap in layer 0 changes layer 0's maps and every later layer.
+  set_mix(in.controls, "encoder", 0, "pre", mix_preset(MixPreset::Swap, heads, 0, 1), heads);
+  in.all_stages = true;
+  auto c = engine.run(in, nullptr, {});
+  CHECK(!c->attentions[0].layers[0].stages[static_cast<int>(Stage::J)].empty());
+  const auto& cw = c->attentions[0].layers[0].stages[static_cast<int>(Stage::W)];
+  const auto& cj = c->attentions[0].layers[0].stages[static_cast<int>(Stage::J)];
+  CHECK(cw.at(0, 2, 3) != Approx(w.at(0, 2, 3)));
+  CHECK(cw.at(0, 2, 3) == Approx(w.at(1, 2, 3)).epsilon(1e-4));  // head 0 now has head 1's weights
+  CHECK(cj.heads == heads);
+}
+
+TEST_CASE("the engine handles encoder-decoder and talking-heads models", "[app][engine]") {
+  WorkbenchEngine engine;
+  auto m = engine.load_random(config("encoder-decoder"), 2);
+  REQUIRE(m.attentions.size() == 3);
+  CHECK(m.find("cross") != nullptr);
+  RunInput in;
+  in.text = "a b c d e";
+  in.decoder_text = "x y z";
+  auto s = engine.run(in, nullptr, {});
+  const auto* cross = s->find("cross");
+  REQUIRE(cross);
+  CHECK(cross->layers[0].stages[2].rows == 3);
+  CHECK(cross->layers[0].stages[2].cols == 5);
+  CHECK(s->find("decoder")->layers[0].stages[2].at(0, 0, 1) == 0.0f);  // causal
+  CHECK(s->outputs.size() == 3);
+
+  auto th = engine.load_random(config("talking-heads"), 3);
+  const auto& a = th.attentions[0];
+  CHECK(a.talking_heads);
+  in.all_stages = true;
+  auto t = engine.run(in, nullptr, {});
+  const auto& layer = t->attentions[0].layers[0];
+  CHECK(layer.stages[0].heads == a.logit_heads);
+  CHECK(layer.stages[1].heads == a.softmax_heads);
+  CHECK(layer.stages[2].heads == a.softmax_heads);
+  CHECK(layer.stages[3].heads == a.output_heads);
+}
+
+TEST_CASE("the worker publishes the newest request and reports errors", "[app][worker]") {
+  WorkbenchWorker worker;
+  worker.request_load({"", config("mha"), 0});
+  RunInput in;
+  for (int i = 0; i < 5; ++i) {
+    in.text = "run number " + std::to_string(i) + " here";
+    worker.request_run(in);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!worker.idle() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(worker.idle());
+  REQUIRE(worker.snapshot());
+  CHECK(worker.snapshot()->input.text == "run number 4 here");
+  CHECK(worker.status().error.empty());
+  worker.request_load({"/nonexistent/model", "", 0});
+  while (!worker.idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(worker.status().error.find("/nonexistent/model") != std::string::npos);
+  CHECK(worker.model());  // the previous model stays
+}

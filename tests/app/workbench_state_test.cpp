@@ -1,0 +1,237 @@
+// The workbench's display-free logic: mixing presets and canonical controls, the session file
+// (round trip, versions, bad fields), session → run mapping, scripts, colormaps, figure export.
+#include "test_common.h"
+
+#include "app/export/figures.h"
+#include "app/state/colormap.h"
+#include "app/state/controls_edit.h"
+#include "app/state/run_mapping.h"
+#include "app/state/script.h"
+#include "app/state/session.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <unistd.h>
+
+using namespace headlab::app;
+using headlab::test::TempDir;
+
+TEST_CASE("mixing presets follow L ← L·M over the head axis", "[app][controls]") {
+  CHECK(is_identity(mix_preset(MixPreset::Identity, 3), 3));
+  auto swap = mix_preset(MixPreset::Swap, 3, 0, 2);
+  CHECK(swap == std::vector<float>{0, 0, 1, 0, 1, 0, 1, 0, 0});
+  auto blend = mix_preset(MixPreset::Blend, 2, 0, 1, 0.25f);
+  // Column 0 (what head 0 receives): 0.75 of head 0 and 0.25 of head 1.
+  CHECK(blend == std::vector<float>{0.75f, 0.25f, 0.25f, 0.75f});
+  for (float v : mix_preset(MixPreset::Uniform, 4)) CHECK(v == Approx(0.25f));
+  CHECK(is_identity(mix_preset(MixPreset::Swap, 3, 1, 1), 3));  // a == b: nothing to swap
+}
+
+TEST_CASE("controls stay canonical so untouched layers compare default", "[app][controls]") {
+  headlab::core::ModelControls c;
+  set_gate(c, "encoder", 2, 1, 0.0f, 4);
+  REQUIRE(c.encoder_self.size() == 3);
+  CHECK(c.encoder_self[2].gates == std::vector<float>{1, 0, 1, 1});
+  CHECK(c.encoder_self[0].is_default());
+  CHECK(first_changed_layer(c, {}, "encoder", 4) == 2);
+  set_gate(c, "encoder", 2, 1, 1.0f, 4);
+  CHECK(c.is_default());
+  CHECK(c.encoder_self.empty());
+  set_mix(c, "encoder", 1, "pre", mix_preset(MixPreset::Swap, 4, 0, 1), 4);
+  CHECK(!c.is_default());
+  set_mix(c, "encoder", 1, "pre", mix_preset(MixPreset::Identity, 4), 4);
+  CHECK(c.is_default());
+  set_gate(c, "decoder", 0, 0, 2.0f, 2);  // clamped to [0, 1]
+  CHECK(c.is_default());
+  set_gate(c, "cross", 1, 1, 0.3f, 2);
+  reset_layer(c, "cross", 1);
+  CHECK(c.is_default());
+}
+
+namespace {
+
+SessionState sample_session() {
+  SessionState s;
+  s.model_folder = "/models/tiny";
+  s.model_hash = "0123456789abcdef";
+  s.text = "Ünïcode [MASK] text — with “quotes”";
+  set_gate(s.controls, "encoder", 1, 2, 0.25f, 4);
+  set_mix(s.controls, "encoder", 0, "post", mix_preset(MixPreset::Blend, 4, 1, 3, 0.3f), 4);
+  s.controls.at("encoder", 3).ablation = headlab::core::Ablation::Mean;
+  s.selection.layer = 1;
+  s.selection.head = 2;
+  s.selection.stage = Stage::L;
+  s.selection.query = 4;
+  s.view.log_scale = true;
+  s.view.thumbnail_size = 61.3f;
+  s.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a session round-trips to identical JSON", "[app][session]") {
+  TempDir dir("session");
+  const SessionState s = sample_session();
+  const std::string path = dir.str("s.json");
+  save_session_file(path, s);
+  CHECK(!std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())));
+  auto loaded = load_session_file(path);
+  CHECK(loaded.warnings.empty());
+  CHECK(loaded.state.controls.get("encoder", 1).gates == std::vector<float>{1, 1, 0.25f, 1});
+  CHECK(loaded.state.controls.get("encoder", 3).ablation == headlab::core::Ablation::Mean);
+  CHECK(loaded.state.selection.stage == Stage::L);
+  CHECK(loaded.state.text == s.text);
+  CHECK(session_text(loaded.state) == session_text(s));
+  save_session_file(dir.str("again.json"), loaded.state);
+  std::ifstream a(path), b(dir.str("again.json"));
+  CHECK(std::string(std::istreambuf_iterator<char>(a), {}) == std::string(std::istreambuf_iterator<char>(b), {}));
+}
+
+TEST_CASE("a session from a newer version or with bad fields keeps what it can", "[app][session]") {
+  auto j = session_to_json(sample_session());
+  j["version"] = kSessionVersion + 1;
+  j["selection"]["layer"] = "three";  // wrong type: warned, default kept
+  j["future_feature"] = {{"x", 1}};
+  auto loaded = session_from_json(j);
+  REQUIRE(loaded.warnings.size() == 2);
+  CHECK(loaded.warnings[0].find("newer HeadLab") != std::string::npos);
+  CHECK(loaded.warnings[1].find("selection.layer") != std::string::npos);
+  CHECK(loaded.state.selection.layer == 0);
+  CHECK(loaded.state.text == sample_session().text);
+  CHECK_THROWS_WITH(session_from_json(nlohmann::json{{"hello", 1}}), Catch::Contains("not a HeadLab session"));
+  TempDir dir("session-bad");
+  std::ofstream(dir.str("x.json")) << "{ not json";
+  CHECK_THROWS_WITH(load_session_file(dir.str("x.json")), Catch::Contains(dir.str("x.json")));
+}
+
+TEST_CASE("the session decides what runs", "[app][session]") {
+  SessionState s = sample_session();
+  auto in = make_run_input(s);
+  CHECK(in.all_stages);  // stage L needs the logits captured
+  CHECK((in.controls.get("encoder", 1) == s.controls.get("encoder", 1)));
+  s.selection.stage = Stage::U;
+  CHECK(!make_run_input(s).all_stages);
+
+  ModelSummary m;
+  AttentionSummary a;
+  a.stack = "decoder";
+  a.layers = 2;
+  a.logit_heads = a.softmax_heads = a.output_heads = 4;
+  m.attentions.push_back(a);
+  Selection sel;
+  sel.stack = "encoder";
+  sel.layer = 7;
+  sel.head = 9;
+  clamp_selection(sel, m, nullptr);
+  CHECK(sel.stack == "decoder");
+  CHECK(sel.layer == 1);
+  CHECK(sel.head == 3);
+  m.name = "my model";
+  CHECK(figure_basename(m.name, "attention-map", sel) == "my-model_attention-map_decoder_L1_H3_U");
+}
+
+TEST_CASE("scripts are checked before they run", "[app][script]") {
+  auto ok = parse_script(nlohmann::json::parse(R"([{"action":"set_text","text":"a"},{"action":"quit"}])"), "s.json");
+  CHECK(ok.size() == 2);
+  CHECK(ok[0].kind == "set_text");
+  CHECK_THROWS_WITH(parse_script(nlohmann::json::parse(R"({"actions":[{"action":"quit"},{"action":"fly"}]})"), "s.json"),
+                    Catch::Contains("s.json: action 1: unknown action 'fly'"));
+  CHECK_THROWS_WITH(parse_script(nlohmann::json::parse(R"([{"action":"set_gate","layer":0,"head":1}])"), "s.json"),
+                    Catch::Contains("missing \"value\""));
+}
+
+TEST_CASE("viridis and the map scaling", "[app][colormap]") {
+  const Rgb lo = colormap_rgb(Colormap::Viridis, 0), hi = colormap_rgb(Colormap::Viridis, 1);
+  CHECK(std::abs(lo.r - 68) <= 4);  // #440154
+  CHECK(std::abs(lo.b - 84) <= 4);
+  CHECK(std::abs(hi.r - 253) <= 4);  // #fde725
+  CHECK(std::abs(hi.g - 231) <= 4);
+  const float weights[] = {0.0f, 0.001f, 0.5f};
+  auto lin = map_range(weights, 3, false, false, false);
+  CHECK(lin.normalize(0.5f) == Approx(1.0f));
+  CHECK(lin.normalize(0.25f) == Approx(0.5f));
+  auto log = map_range(weights, 3, false, true, false);
+  CHECK(log.normalize(0.5f) == Approx(1.0f));
+  CHECK(log.normalize(0.005f) == Approx(0.5f));
+  CHECK(log.normalize(0.0f) == 0.0f);
+  const float logits[] = {-2.0f, 2.0f, -std::numeric_limits<float>::infinity()};
+  auto lr = map_range(logits, 3, true, true, false);
+  CHECK(!lr.log);
+  CHECK(lr.normalize(0.0f) == Approx(0.5f));
+  CHECK(lr.normalize(logits[2]) == 0.0f);
+}
+
+TEST_CASE("figures export as SVG, PDF and PNG with labels", "[app][export]") {
+  TempDir dir("figures");
+  const int T = 5;
+  std::vector<float> map(T * T);
+  for (int i = 0; i < T * T; ++i) map[i] = static_cast<float>(i % 7) / 7.0f;
+  FigureMap fm;
+  fm.data = map.data();
+  fm.range = map_range(map.data(), map.size(), false, false, false);
+  FigureTokens tokens{{"the", "cat", "sat", "[MASK]", "."}, {"the", "cat", "sat", "[MASK]", "."}};
+  for (const char* ext : {"svg", "pdf", "png"}) {
+    const std::string path = dir.str(std::string("map.") + ext);
+    write_attention_map(path, "test map", fm, T, T, tokens, Colormap::Viridis);
+    CHECK(std::filesystem::file_size(path) > 500);
+  }
+  std::ifstream svg(dir.str("map.svg"));
+  const std::string text(std::istreambuf_iterator<char>(svg), {});
+  CHECK(text.find("<svg") != std::string::npos);
+  CHECK(text.find("<image") != std::string::npos);  // one embedded image, not a rectangle per cell
+  write_heads_grid(dir.str("grid.pdf"), "grid", {{fm, fm}, {fm, fm}}, T, T, Colormap::Gray);
+  write_head_view(dir.str("heads.svg"), "heads", {map.data(), map.data()}, T, T, tokens);
+  CHECK(std::filesystem::file_size(dir.str("grid.pdf")) > 500);
+  CHECK(std::filesystem::file_size(dir.str("heads.svg")) > 500);
+  CHECK_THROWS_WITH(write_attention_map(dir.str("map.bmp"), "x", fm, T, T, tokens, Colormap::Viridis),
+                    Catch::Contains("use .svg, .pdf or .png"));
+}
+
+TEST_CASE("controls from another model are fitted, not failed", "[app][session]") {
+  ModelSummary m;
+  AttentionSummary a;
+  a.stack = "encoder";
+  a.layers = 2;
+  a.logit_heads = a.softmax_heads = a.output_heads = 4;
+  m.attentions.push_back(a);
+  headlab::core::ModelControls c;
+  set_gate(c, "encoder", 0, 5, 0.0f, 8);  // 8 gates for a 4-head model
+  set_gate(c, "encoder", 1, 1, 0.5f, 4);  // fits
+  set_gate(c, "encoder", 3, 0, 0.0f, 4);  // no layer 3
+  set_gate(c, "decoder", 0, 0, 0.0f, 4);  // no decoder
+  const std::string dropped = fit_controls(c, m);
+  CHECK(dropped.find("encoder layer 0 gates (8 for 4 heads)") != std::string::npos);
+  CHECK(dropped.find("encoder layer 3") != std::string::npos);
+  CHECK(dropped.find("decoder layer 0") != std::string::npos);
+  CHECK(c.get("encoder", 1).gate(1) == 0.5f);
+  CHECK(c.encoder_self.size() == 2);
+  CHECK(c.decoder_self.empty());
+  CHECK(fit_controls(c, m).empty());
+}
+
+TEST_CASE("autosave and recent folders live in the XDG state folder", "[app][session]") {
+  TempDir dir("xdg");
+  const char* old = std::getenv("XDG_STATE_HOME");
+  const std::string saved = old ? old : "";
+  ::setenv("XDG_STATE_HOME", dir.str().c_str(), 1);
+  CHECK(state_dir() == dir.str("headlab"));
+  CHECK(autosave_path() == dir.str("headlab/autosave.json"));
+  std::vector<std::string> recent;
+  for (int i = 0; i < 12; ++i) remember_folder(recent, "/m/" + std::to_string(i));
+  remember_folder(recent, "/m/5");
+  CHECK(recent.size() == 10);
+  CHECK(recent.front() == "/m/5");
+  save_recent_folders(recent);
+  CHECK(load_recent_folders() == recent);
+  // An autosave is an ordinary session file: recovery is opening it.
+  save_session_file(autosave_path(), sample_session());
+  CHECK(session_text(load_session_file(autosave_path()).state) == session_text(sample_session()));
+  if (old)
+    ::setenv("XDG_STATE_HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_STATE_HOME");
+}
