@@ -1,0 +1,90 @@
+// Training data: text → token streams → fixed-length examples (masked LM, causal LM) or
+// source/target pairs (seq2seq on tab-separated parallel text), a held-out split, and batches
+// by token count with MLM masking (15%: 80% [MASK], 10% random token, 10% unchanged).
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headlab::core {
+class Tokenizer;
+}
+
+namespace headlab::core::train {
+
+enum class Objective { Mlm, Causal, Seq2Seq };
+Objective objective_from_string(const std::string& name);  // "mlm" | "causal" | "seq2seq"
+const char* to_string(Objective objective);
+
+// The ids the data pipeline needs; from a tokenizer or given for a synthetic vocabulary.
+struct SpecialTokens {
+  int64_t vocab_size = 0;
+  std::optional<int64_t> mask, pad, begin, end;  // begin: [CLS]/<s>/BOS; end: [SEP]/</s>/EOS
+  std::vector<int64_t> specials;                 // never masked, never drawn as random tokens
+};
+SpecialTokens special_tokens(const Tokenizer& tokenizer);
+
+struct Example {
+  std::vector<int64_t> source;  // mlm/causal: the sequence; seq2seq: encoder input
+  std::vector<int64_t> target;  // seq2seq only: decoder tokens (without begin/end)
+};
+
+struct Dataset {
+  std::vector<Example> train, held_out;
+  int64_t train_tokens() const;
+};
+
+// Cuts each document's token stream into examples of `seq_len` tokens (MLM: [begin] + text +
+// [end] when the tokenizer has them); every k-th example (k = 1/held_out_fraction) is held out.
+Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int64_t seq_len, Objective objective,
+                        const SpecialTokens& specials, double held_out_fraction);
+
+// Source/target pairs, truncated to seq_len; every k-th pair is held out.
+Dataset make_seq2seq_dataset(const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& pairs,
+                             int64_t seq_len, double held_out_fraction);
+
+// Reads and tokenizes text files (seq2seq: one "source<TAB>target" pair a line). Errors name the
+// file and line.
+Dataset load_text_dataset(const std::vector<std::string>& paths, const Tokenizer& tokenizer, Objective objective,
+                          int64_t seq_len, double held_out_fraction);
+
+// One batch. Labels are -100 where no loss is taken.
+struct Batch {
+  torch::Tensor ids;              // [B, T] int64 (encoder input, or the decoder-only input)
+  torch::Tensor padding;          // [B, T] bool, true = padding (undefined when none)
+  torch::Tensor decoder_ids;      // [B, S] seq2seq only
+  torch::Tensor decoder_padding;  // [B, S] seq2seq only
+  torch::Tensor labels;           // [B, T] (mlm/causal) or [B, S] (seq2seq)
+  int64_t tokens = 0;             // input tokens, padding excluded
+};
+
+// Builds the batch of `examples`; MLM masking draws from a generator seeded with `mask_seed`.
+Batch make_batch(const std::vector<const Example*>& examples, Objective objective, const SpecialTokens& specials,
+                 uint64_t mask_seed);
+
+// Deterministic example order: epoch e is a permutation of the training set seeded by (seed, e).
+class BatchOrder {
+ public:
+  BatchOrder(size_t examples, int64_t batch_size, uint64_t seed);
+  // Example indices of batch number `step` (0-based; crosses epochs).
+  std::vector<size_t> batch(int64_t step);
+  int64_t batch_size() const { return batch_size_; }
+  // Data position of the start of batch `step`: (epoch, offset in the epoch).
+  std::pair<int64_t, int64_t> position(int64_t step) const;
+
+ private:
+  size_t examples_;
+  int64_t batch_size_;
+  uint64_t seed_;
+  int64_t epoch_ = -1;
+  std::vector<size_t> permutation_;
+};
+
+// A 64-bit mix of two values (SplitMix64), for deriving per-step seeds.
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+}  // namespace headlab::core::train

@@ -1,0 +1,59 @@
+#include "core/train/forward.h"
+
+#include <torch/torch.h>
+
+namespace headlab::core::train {
+
+namespace {
+
+torch::Tensor run_stack(Transformer& model, const std::string& stack, torch::Tensor h, BlockCall call) {
+  call.rope = model->rope_tables(h.size(1), stack);
+  auto& blocks = model->blocks(stack);
+  for (size_t l = 0; l < blocks->size(); ++l) h = blocks->ptr<BlockImpl>(l)->forward(h, call, nullptr, nullptr);
+  return h;
+}
+
+}  // namespace
+
+torch::Tensor forward_hidden(Transformer& model, const Batch& batch) {
+  const auto& config = model->config();
+  if (config.kind == StackKind::Encoder) {
+    BlockCall call;
+    call.padding = batch.padding;
+    return run_stack(model, "encoder", model->embed(batch.ids), call);
+  }
+  if (config.kind == StackKind::Decoder) {
+    BlockCall call;
+    call.causal = true;
+    call.padding = batch.padding;
+    return run_stack(model, "decoder", model->embed(batch.ids), call);
+  }
+  // Encoder-decoder: as core/run.cpp, the encoder's final norm applies to the memory.
+  BlockCall enc;
+  enc.padding = batch.padding;
+  auto memory = run_stack(model, "encoder", model->embed(batch.ids), enc);
+  if (model->encoder_final_norm) memory = model->encoder_final_norm(memory);
+  BlockCall dec;
+  dec.causal = true;
+  dec.padding = batch.decoder_padding;
+  dec.memory = memory;
+  dec.memory_padding = batch.padding;
+  return run_stack(model, "decoder", model->embed(batch.decoder_ids), dec);
+}
+
+LossResult batch_loss(Transformer& model, const Batch& batch) {
+  const std::string stack = model->config().kind == StackKind::Encoder ? "encoder" : "decoder";
+  auto hidden = forward_hidden(model, batch);               // [B, T, D]
+  auto labels = batch.labels.reshape({-1});                 // [B*T]
+  auto where = labels.ne(-100).nonzero().squeeze(1);        // [M]
+  auto selected = hidden.reshape({-1, hidden.size(-1)}).index_select(0, where).unsqueeze(0);  // [1, M, D]
+  auto logits = model->head(selected, stack).squeeze(0);    // [M, V]
+  auto targets = labels.index_select(0, where);
+  LossResult r;
+  r.loss = torch::nn::functional::cross_entropy(logits, targets);
+  r.targets = targets.size(0);
+  r.correct = logits.detach().argmax(-1).eq(targets).sum().item<int64_t>();
+  return r;
+}
+
+}  // namespace headlab::core::train

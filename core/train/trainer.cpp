@@ -1,0 +1,272 @@
+#include "core/train/trainer.h"
+
+#include "core/model.h"
+#include "core/train/checkpoint.h"
+#include "core/train/forward.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace headlab::core::train {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double lr_factor(double p, const TrainOptions& o) {
+  p = std::clamp(p, 0.0, 1.0);
+  if (o.warmup > 0 && p < o.warmup) return (p / o.warmup);
+  const double q = o.warmup >= 1 ? 1.0 : (p - o.warmup) / (1.0 - o.warmup);
+  const double shape = o.decay == "linear" ? 1.0 - q : 0.5 * (1.0 + std::cos(M_PI * q));
+  return o.min_lr_ratio + (1.0 - o.min_lr_ratio) * shape;
+}
+
+namespace {
+
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+// Held-out batches with fixed masks, so every evaluation sees the same inputs.
+std::vector<Batch> eval_batches(const Dataset& data, const SpecialTokens& specials, const TrainOptions& o,
+                                int64_t batch_size) {
+  std::vector<Batch> out;
+  for (size_t start = 0; start < data.held_out.size() && static_cast<int64_t>(out.size()) < o.eval_batches;
+       start += static_cast<size_t>(batch_size)) {
+    std::vector<const Example*> ex;
+    for (size_t i = start; i < std::min(data.held_out.size(), start + static_cast<size_t>(batch_size)); ++i)
+      ex.push_back(&data.held_out[i]);
+    out.push_back(make_batch(ex, o.objective, specials, mix_seed(o.seed ^ 0xE7A1u, out.size())));
+  }
+  return out;
+}
+
+EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (const auto& b : batches) {
+    auto l = batch_loss(model, b);
+    loss_sum += l.loss.item<double>() * double(l.targets);
+    r.targets += l.targets;
+    correct += l.correct;
+  }
+  model->train();
+  if (r.targets > 0) {
+    r.loss = loss_sum / double(r.targets);
+    r.accuracy = double(correct) / double(r.targets);
+  }
+  return r;
+}
+
+// Keeps the log lines up to `step` (a resumed run rewrites what came after its checkpoint).
+void truncate_log(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::vector<std::string> keep;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    try {
+      if (json::parse(line).value("step", int64_t(0)) <= step) keep.push_back(line);
+    } catch (const std::exception&) {
+    }
+  }
+  in.close();
+  std::ofstream out(path, std::ios::trunc);
+  for (const auto& l : keep) out << l << "\n";
+}
+
+}  // namespace
+
+TrainResult train_model(const ModelConfig& config, const Dataset& data, const SpecialTokens& specials,
+                        const TrainOptions& o) {
+  if (o.out.empty()) throw std::invalid_argument("no output folder");
+  if (config.vocab_size != specials.vocab_size)
+    throw std::invalid_argument("config vocab_size " + std::to_string(config.vocab_size) + " differs from the " +
+                                "tokenizer's " + std::to_string(specials.vocab_size));
+  if (o.steps <= 0 && o.minutes <= 0) throw std::invalid_argument("give a number of steps or a time budget");
+  if (config.kind == StackKind::EncoderDecoder && o.objective != Objective::Seq2Seq)
+    throw std::invalid_argument("an encoder-decoder trains with --objective seq2seq");
+  if (config.kind != StackKind::EncoderDecoder && o.objective == Objective::Seq2Seq)
+    throw std::invalid_argument("seq2seq needs an encoder-decoder config");
+  if (config.kind == StackKind::Decoder && o.objective == Objective::Mlm)
+    throw std::invalid_argument("a decoder-only config trains with --objective causal");
+  at::set_num_threads(o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency()));
+  fs::create_directories(o.out);
+  const std::string ckpt_path = (fs::path(o.out) / "checkpoint.pt").string();
+  const std::string log_path = (fs::path(o.out) / "train_log.jsonl").string();
+
+  ModelConfig cfg = config;
+  cfg.objective = to_string(o.objective);
+  Transformer model(cfg);
+  initialize_weights(model, o.seed);
+  model->train();
+
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  auto adam = [&](double wd) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, adam(o.weight_decay));
+  groups.emplace_back(no_decay, adam(0.0));
+  torch::optim::AdamW optimizer(groups, torch::optim::AdamWOptions(o.lr));
+
+  const int64_t batch_size = std::max<int64_t>(1, o.batch_tokens / o.seq_len);
+  BatchOrder order(data.train.size(), batch_size, mix_seed(o.seed, 1));
+  const auto evals = eval_batches(data, specials, o, batch_size);
+
+  int64_t step = 0, tokens_seen = 0, loss_count = 0;
+  double loss_sum = 0, elapsed_before = 0;
+  double schedule_seconds = o.steps > 0 ? 0 : o.minutes * 60;
+  json fingerprint = {{"objective", to_string(o.objective)}, {"seed", o.seed}, {"seq_len", o.seq_len},
+                      {"batch_size", batch_size}, {"train_examples", data.train.size()},
+                      {"held_out_examples", data.held_out.size()}};
+  if (o.resume) {
+    if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
+    json meta = load_checkpoint(ckpt_path, model, optimizer);
+    for (auto& [k, v] : fingerprint.items())
+      if (meta.at("fingerprint").value(k, json()) != v)
+        throw std::runtime_error(ckpt_path + ": the checkpoint was made with " + k + " = " +
+                                 meta["fingerprint"][k].dump() + ", this run has " + v.dump());
+    if (to_json(cfg) != meta.at("config")) throw std::runtime_error(ckpt_path + ": made for another config");
+    step = meta.at("step");
+    tokens_seen = meta.at("tokens");
+    loss_sum = meta.at("loss_sum");
+    loss_count = meta.at("loss_count");
+    elapsed_before = meta.at("elapsed_seconds");
+    if (o.steps <= 0) schedule_seconds = meta.value("schedule_seconds", schedule_seconds);
+    truncate_log(log_path, step);
+  } else {
+    std::remove(log_path.c_str());
+  }
+
+  std::ofstream log(log_path, std::ios::app);
+  const auto start = Clock::now();
+  auto run_seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  const int64_t start_step = step, start_tokens = tokens_seen;
+  double current_lr = o.lr;
+  Model folder_model;
+  folder_model.config = cfg;
+  folder_model.module = model;
+
+  auto checkpoint = [&] {
+    auto [epoch, offset] = order.position(step);
+    json meta = {{"step", step}, {"tokens", tokens_seen}, {"loss_sum", loss_sum}, {"loss_count", loss_count},
+                 {"elapsed_seconds", elapsed_before + run_seconds()}, {"schedule_seconds", schedule_seconds},
+                 {"steps", o.steps}, {"data_epoch", epoch}, {"data_offset", offset}, {"fingerprint", fingerprint},
+                 {"config", to_json(cfg)}, {"lr", o.lr}, {"threads", at::get_num_threads()}};
+    save_checkpoint(ckpt_path, model, optimizer, meta);
+    save_model(folder_model, o.out, o.dtype, o.tokenizer_json);
+  };
+  TrainResult result;
+  auto log_eval = [&] {
+    result.last_eval = evaluate(model, evals);
+    const double secs = run_seconds();
+    json line = {{"step", step},
+                 {"train_loss", loss_count ? json(loss_sum / double(loss_count)) : json(nullptr)},
+                 {"eval_loss", result.last_eval.loss},
+                 {"eval_accuracy", result.last_eval.accuracy},
+                 {"lr", current_lr},
+                 {"tokens", tokens_seen},
+                 {"elapsed_seconds", elapsed_before + secs},
+                 {"tokens_per_second", secs > 0 ? double(tokens_seen - start_tokens) / secs : 0.0}};
+    log << line.dump() << "\n";
+    log.flush();
+    loss_sum = 0;
+    loss_count = 0;
+    if (o.progress) {
+      std::fprintf(stderr, "%sstep %lld  eval loss %.4f  accuracy %.2f%%  (train loss %s)\n",
+                   isatty(2) ? "\r\033[K" : "", static_cast<long long>(step), result.last_eval.loss,
+                   100 * result.last_eval.accuracy, line["train_loss"].is_null() ? "-" : line["train_loss"].dump().c_str());
+    }
+  };
+  current_lr = o.lr * lr_factor(o.steps > 0 ? double(step) / double(o.steps)
+                                            : elapsed_before / std::max(1.0, schedule_seconds), o);
+  if (step == 0) log_eval();
+
+  const bool tty = isatty(2);
+  double last_print = -1e9;
+  const int64_t checkpoint_every = o.checkpoint_every > 0 ? o.checkpoint_every : o.eval_every;
+  bool stop = false;
+  while (!stop) {
+    if (o.steps > 0 && step >= o.steps) {
+      result.finished = true;
+      break;
+    }
+    const double secs = run_seconds();
+    if (o.minutes > 0 && secs >= o.minutes * 60) {
+      result.finished = o.steps <= 0;
+      break;
+    }
+    if (o.interrupt && o.interrupt->load()) {
+      result.interrupted = true;
+      break;
+    }
+    const double progress = o.steps > 0 ? double(step) / double(o.steps)
+                                        : (elapsed_before + secs) / std::max(1.0, schedule_seconds);
+    current_lr = o.lr * lr_factor(progress, o);
+    for (auto& g : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(current_lr);
+
+    std::vector<const Example*> examples;
+    for (size_t i : order.batch(step)) examples.push_back(&data.train[i]);
+    Batch batch = make_batch(examples, o.objective, specials, mix_seed(o.seed, 0x100000000ull + uint64_t(step)));
+    optimizer.zero_grad();
+    auto r = batch_loss(model, batch);
+    r.loss.backward();
+    if (o.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
+    optimizer.step();
+    ++step;
+    const double loss = r.loss.item<double>();
+    if (!std::isfinite(loss)) throw std::runtime_error("the loss diverged (" + std::to_string(loss) + ") at step " +
+                                                       std::to_string(step) + "; try a lower --lr");
+    loss_sum += loss;
+    ++loss_count;
+    tokens_seen += batch.tokens;
+    if (o.on_step && !o.on_step(step, loss)) {
+      result.interrupted = true;
+      stop = true;
+    }
+
+    const double now = run_seconds();
+    if (o.progress && now - last_print >= (tty ? 0.5 : 60.0)) {
+      last_print = now;
+      const double tps = double(tokens_seen - start_tokens) / std::max(1e-9, now);
+      const double sps = double(step - start_step) / std::max(1e-9, now);
+      double eta = o.steps > 0 ? double(o.steps - step) / std::max(1e-9, sps) : o.minutes * 60 - now;
+      if (o.minutes > 0) eta = std::min(eta, o.minutes * 60 - now);
+      std::fprintf(stderr, "%sstep %lld%s  loss %.4f  lr %.2e  %.0f tok/s  ETA %s%s", tty ? "\r\033[K" : "",
+                   static_cast<long long>(step), o.steps > 0 ? ("/" + std::to_string(o.steps)).c_str() : "", loss,
+                   current_lr, tps, format_duration(eta).c_str(), tty ? "" : "\n");
+      std::fflush(stderr);
+    }
+    if (step % o.eval_every == 0) log_eval();
+    if (step % checkpoint_every == 0) checkpoint();
+  }
+  if (step % o.eval_every != 0 && !result.interrupted) log_eval();
+  checkpoint();
+  if (o.progress && tty) std::fprintf(stderr, "\n");
+  result.step = step;
+  result.tokens_per_second = double(tokens_seen - start_tokens) / std::max(1e-9, run_seconds());
+  return result;
+}
+
+}  // namespace headlab::core::train

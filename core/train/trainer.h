@@ -1,0 +1,66 @@
+// The training loop: AdamW, linear warm-up then cosine or linear decay, gradient clipping,
+// periodic held-out evaluation, atomic checkpoints with exact resume, train_log.jsonl, and a
+// progress line. Deterministic for a seed on one machine (same thread count).
+#pragma once
+
+#include "core/config.h"
+#include "core/train/data.h"
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+namespace headlab::core::train {
+
+struct TrainOptions {
+  Objective objective = Objective::Mlm;
+  int64_t steps = 0;        // total optimizer steps (the schedule's length); 0 = use `minutes`
+  double minutes = 0;       // wall-clock budget of this invocation (0 = none)
+  uint64_t seed = 0;
+  int64_t seq_len = 128;
+  int64_t batch_tokens = 4096;  // batch size = batch_tokens / seq_len sequences
+  double lr = 1e-3;
+  double min_lr_ratio = 0.0;    // decay floor, as a fraction of lr
+  double warmup = 0.05;         // fraction of the schedule spent warming up
+  std::string decay = "cosine";  // "cosine" | "linear"
+  double weight_decay = 0.01;
+  double beta1 = 0.9, beta2 = 0.98, eps = 1e-6;
+  double clip = 1.0;            // max gradient norm (0 = off)
+  int64_t eval_every = 200;     // steps between held-out evaluations
+  int64_t eval_batches = 20;    // held-out batches per evaluation
+  int64_t checkpoint_every = 0; // steps between checkpoints (0 = at each evaluation)
+  int threads = 0;              // intra-op threads (0 = all cores)
+  std::string out;              // output folder
+  bool resume = false;
+  std::string tokenizer_json;   // copied into the output folder
+  std::string dtype = "F32";    // weight type of the model folder
+  bool progress = true;         // a progress line on stderr (rewritten in place on a terminal)
+  const std::atomic<bool>* interrupt = nullptr;  // set (e.g. by SIGINT) → checkpoint and stop
+  // Called after every optimizer step with (step, training loss); false stops like `interrupt`.
+  std::function<bool(int64_t, double)> on_step;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;  // top-1 on masked / next / target tokens
+  int64_t targets = 0;
+};
+
+struct TrainResult {
+  int64_t step = 0;       // optimizer steps done in total
+  bool interrupted = false;
+  bool finished = false;  // reached `steps` (or the minute budget without `steps`)
+  EvalResult last_eval;
+  double tokens_per_second = 0;
+};
+
+// Trains `config` (vocab_size must match `specials`) on `data`; writes the model folder,
+// checkpoint.pt and train_log.jsonl into options.out. With options.resume, continues from
+// options.out/checkpoint.pt. Throws std::runtime_error with context on bad input.
+TrainResult train_model(const ModelConfig& config, const Dataset& data, const SpecialTokens& specials,
+                        const TrainOptions& options);
+
+// Learning-rate multiplier at progress p ∈ [0, 1] (warm-up, then decay).
+double lr_factor(double p, const TrainOptions& options);
+
+}  // namespace headlab::core::train

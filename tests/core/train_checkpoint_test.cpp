@@ -1,0 +1,101 @@
+// Checkpoints survive a crash mid-write: the previous checkpoint still loads.
+#include "test_common.h"
+
+#include "core/config.h"
+#include "core/transformer.h"
+#include "core/train/checkpoint.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+using namespace headlab;
+
+namespace {
+
+struct Fixture {
+  core::Transformer model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  explicit Fixture(int hidden) {
+    auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
+    config.vocab_size = 4000;
+    config.hidden_size = hidden;
+    config.ffn.inner_size = 4 * hidden;
+    config.encoder->attention.key_size = config.encoder->attention.value_size = hidden / 4;
+    model = core::Transformer(config);
+    core::initialize_weights(model, 1);
+    optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(1e-3));
+    // One step, so the optimizer has state to save.
+    auto loss = model->tokens->weight.pow(2).sum();
+    loss.backward();
+    optimizer->step();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a checkpoint round-trips model, optimizer state and record", "[train]") {
+  test::TempDir dir("ckpt_roundtrip");
+  Fixture a(64), b(64);
+  core::initialize_weights(b.model, 2);
+  const std::string path = dir.str("checkpoint.pt");
+  core::train::save_checkpoint(path, a.model, *a.optimizer, {{"step", 7}});
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  auto meta = core::train::load_checkpoint(path, b.model, *b.optimizer);
+  CHECK(meta["step"] == 7);
+  CHECK(test::max_abs_diff(a.model->tokens->weight, b.model->tokens->weight) == 0.0);
+  CHECK(core::train::read_checkpoint_meta(path)["step"] == 7);
+  CHECK_THROWS_WITH(core::train::read_checkpoint_meta(dir.str("missing.pt")), Catch::Contains("missing.pt"));
+}
+
+TEST_CASE("a writer killed mid-checkpoint leaves the previous checkpoint loadable", "[train]") {
+  test::TempDir dir("ckpt_kill");
+  const std::string path = dir.str("checkpoint.pt");
+  Fixture f(256);  // ~40 MB with the optimizer moments: a write takes long enough to interrupt
+  core::train::save_checkpoint(path, f.model, *f.optimizer, {{"step", 1}});
+  int killed_mid_write = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::filesystem::remove(path + ".tmp");
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      // The child rewrites the checkpoint forever (steps 2, 3, …) until it is killed.
+      for (int step = 2;; ++step) core::train::save_checkpoint(path, f.model, *f.optimizer, {{"step", step}});
+      _exit(0);
+    }
+    // Kill it as soon as a temp file is being written (and a little later on later attempts).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!std::filesystem::exists(path + ".tmp") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt * 3));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    if (std::filesystem::exists(path + ".tmp")) ++killed_mid_write;
+    // Whatever moment it died at, checkpoint.pt is a complete checkpoint.
+    Fixture reader(256);
+    auto meta = core::train::load_checkpoint(path, reader.model, *reader.optimizer);
+    CHECK(meta["step"].get<int>() >= 1);
+    CHECK(test::max_abs_diff(reader.model->tokens->weight, f.model->tokens->weight) == 0.0);
+  }
+  CHECK(killed_mid_write > 0);  // the kill did land during a write
+  // A later save replaces the stale temp file.
+  core::train::save_checkpoint(path, f.model, *f.optimizer, {{"step", 100}});
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK(core::train::read_checkpoint_meta(path)["step"] == 100);
+}
+
+TEST_CASE("a truncated checkpoint gives a clear error", "[train]") {
+  test::TempDir dir("ckpt_trunc");
+  const std::string path = dir.str("checkpoint.pt");
+  Fixture f(64);
+  core::train::save_checkpoint(path, f.model, *f.optimizer, {{"step", 1}});
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  CHECK_THROWS_WITH(core::train::load_checkpoint(path, f.model, *f.optimizer), Catch::Contains("checkpoint.pt"));
+}

@@ -1,0 +1,92 @@
+// End to end through the binary: train-tokenizer → train → predict; and the shipped models.
+#include "test_common.h"
+
+#include "core/model.h"
+#include "core/run.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace headlab;
+
+namespace {
+
+std::string write_corpus(const test::TempDir& dir) {
+  const std::string path = dir.str("corpus.txt");
+  std::ofstream out(path);
+  const char* lines[] = {"the cat sat on the mat .", "the dog sat on the log .", "a cat and a dog met on the mat .",
+                         "the bird sang in the tree .", "my cat likes the warm mat ."};
+  for (int i = 0; i < 300; ++i) out << lines[i % 5] << "\n";
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][cli]") {
+  test::TempDir dir("train_cli");
+  const std::string corpus = write_corpus(dir);
+  const std::string bin = HEADLAB_BINARY;
+  std::string out;
+  REQUIRE(test::run_command(bin + " train-tokenizer --data " + corpus + " --vocab-size 300 --out " +
+                                dir.str("tokenizer.json"),
+                            out) == 0);
+  CHECK(out.find("wordpiece") != std::string::npos);
+  const std::string model = dir.str("model");
+  const std::string train = bin + " train --config " + HEADLAB_SOURCE_DIR + "/assets/configs/mha.json --data " + corpus +
+                            " --tokenizer " + dir.str("tokenizer.json") + " --out " + model +
+                            " --seq-len 16 --batch-tokens 256 --eval-every 20 --held-out 0.1 --threads 1 --lr 3e-3";
+  REQUIRE(test::run_command(train + " --steps 40", out) == 0);
+  INFO(out);
+  CHECK(out.find("trained at step 40") != std::string::npos);
+  auto loaded = core::load_model(model);
+  REQUIRE(loaded->tokenizer);
+  CHECK(loaded->config.vocab_size == loaded->tokenizer->vocab_size());
+  CHECK(std::filesystem::exists(model + "/train_log.jsonl"));
+  // Resume to a longer schedule is refused only for data-shaping options; the same command resumes.
+  REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
+  CHECK(out.find("trained at step 40") != std::string::npos);
+
+  REQUIRE(test::run_command(bin + " predict --model " + model + " --text \"the [MASK] sat on the mat .\" --top-k 3", out) == 0);
+  CHECK(out.find("[MASK] #1") != std::string::npos);
+  CHECK(out.find("%") != std::string::npos);
+  CHECK(test::run_command(bin + " predict --model " + model + " --text \"no mask here\"", out) == 2);
+  CHECK(test::run_command(bin + " train --config x.json --data " + corpus + " --out " + model, out) != 0);
+  CHECK(test::run_command(bin + " train --config " + std::string(HEADLAB_SOURCE_DIR) +
+                              "/assets/configs/mha.json --data " + corpus + " --out " + dir.str("m2") + " --steps 2",
+                          out) == 2);
+  CHECK(out.find("--tokenizer") != std::string::npos);
+}
+
+TEST_CASE("the shipped models load and predict", "[train][assets]") {
+  const std::filesystem::path models = std::filesystem::path(HEADLAB_SOURCE_DIR) / "assets" / "models";
+  int found = 0;
+  if (std::filesystem::exists(models))
+    for (const auto& entry : std::filesystem::directory_iterator(models)) {
+      if (!std::filesystem::exists(entry.path() / "config.json")) continue;
+      ++found;
+      INFO(entry.path());
+      auto model = core::load_model(entry.path().string());
+      REQUIRE(model->tokenizer);
+      CHECK(model->config.vocab_size == model->tokenizer->vocab_size());
+      if (model->config.kind != core::StackKind::Encoder) continue;
+      core::RunRequest request;
+      request.ids = model->tokenizer->encode("The [MASK] sat on the mat.", true).ids;
+      request.capture = core::kCaptureNone;
+      auto trace = core::run(*model, request);
+      const auto mask = *model->tokenizer->mask_id();
+      int64_t pos = -1;
+      for (size_t i = 0; i < request.ids.size(); ++i)
+        if (request.ids[i] == mask) pos = static_cast<int64_t>(i);
+      REQUIRE(pos >= 0);
+      auto probs = torch::softmax(trace->logits[pos], -1);
+      // A trained model is confident about something; a random one spreads over 8k tokens.
+      CHECK(probs.max().item<double>() > 0.02);
+      // "the [MASK] sat": the best fills are words, not punctuation or special tokens.
+      const auto best = model->tokenizer->id_to_token(probs.argmax().item<int64_t>());
+      CHECK_FALSE(model->tokenizer->is_special(probs.argmax().item<int64_t>()));
+      INFO("best fill: " << best);
+    }
+  if (found == 0) WARN("no shipped models in assets/models yet");
+}

@@ -1,0 +1,260 @@
+// Training: every example config learns, resume equals an uninterrupted run, data and masking.
+#include "test_common.h"
+
+#include "core/config.h"
+#include "core/train/data.h"
+#include "core/train/trainer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace headlab;
+using namespace headlab::core::train;
+
+namespace {
+
+constexpr int64_t kVocab = 48;
+
+// Specials 0..3 ([PAD] [MASK] [CLS] [SEP]); content tokens 4..47 follow a noisy cycle, so both a
+// masked and a causal LM can do much better than chance.
+SpecialTokens synthetic_specials() {
+  SpecialTokens s;
+  s.vocab_size = kVocab;
+  s.pad = 0;
+  s.mask = 1;
+  s.begin = 2;
+  s.end = 3;
+  s.specials = {0, 1, 2, 3};
+  return s;
+}
+
+std::vector<std::vector<int64_t>> synthetic_documents(int docs, int length, uint64_t seed) {
+  std::vector<std::vector<int64_t>> out;
+  uint64_t state = seed;
+  for (int d = 0; d < docs; ++d) {
+    std::vector<int64_t> doc;
+    int64_t t = 4 + d % 44;
+    for (int i = 0; i < length; ++i) {
+      state = mix_seed(state, i);
+      t = (state % 10 == 0) ? 4 + int64_t(state >> 8) % 44 : 4 + (t - 4 + 7) % 44;
+      doc.push_back(t);
+    }
+    out.push_back(std::move(doc));
+  }
+  return out;
+}
+
+Dataset synthetic_dataset(Objective objective, int64_t seq_len) {
+  const auto specials = synthetic_specials();
+  if (objective != Objective::Seq2Seq) return make_lm_dataset(synthetic_documents(4, 3000, 7), seq_len, objective, specials, 0.05);
+  // Copy task with a twist: the target is the source shifted by one symbol.
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> pairs;
+  auto docs = synthetic_documents(1, 20000, 11);
+  for (size_t start = 0; start + 12 <= docs[0].size(); start += 12) {
+    std::vector<int64_t> src(docs[0].begin() + start, docs[0].begin() + start + 8 + start % 5), tgt;
+    for (int64_t t : src) tgt.push_back(4 + (t - 4 + 1) % 44);
+    pairs.emplace_back(src, tgt);
+  }
+  return make_seq2seq_dataset(pairs, seq_len, 0.05);
+}
+
+core::ModelConfig example_config(const std::string& name) {
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/" + name + ".json");
+  config.vocab_size = static_cast<int>(kVocab);
+  return config;
+}
+
+TrainOptions quick_options(const std::string& out, Objective objective, int64_t steps) {
+  TrainOptions o;
+  o.objective = objective;
+  o.steps = steps;
+  o.seed = 3;
+  o.seq_len = 32;
+  o.batch_tokens = 512;
+  o.lr = 3e-3;
+  o.warmup = 0.1;
+  o.eval_every = steps;
+  o.eval_batches = 4;
+  o.threads = 1;
+  o.out = out;
+  o.progress = false;
+  return o;
+}
+
+std::vector<nlohmann::json> read_log(const std::string& path) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("training lowers the held-out loss for every example config", "[train]") {
+  const std::vector<std::string> names = {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive",
+                                          "sliding-window", "dilated", "global", "encoder-decoder"};
+  for (const auto& name : names) {
+    DYNAMIC_SECTION(name) {
+      test::TempDir dir("train_" + name);
+      auto config = example_config(name);
+      const auto objective = objective_from_string(config.objective);
+      auto data = synthetic_dataset(objective, 32);
+      auto o = quick_options(dir.str(), objective, 100);
+      auto result = train_model(config, data, synthetic_specials(), o);
+      CHECK(result.finished);
+      CHECK(result.step == 100);
+      auto log = read_log(dir.str("train_log.jsonl"));
+      REQUIRE(log.size() == 2);  // step 0 and the end
+      const double before = log.front()["eval_loss"], after = log.back()["eval_loss"];
+      INFO(name << ": held-out loss " << before << " -> " << after);
+      CHECK(after < before - 0.15);
+      CHECK(std::filesystem::exists(dir.str("model.safetensors")));
+      CHECK(std::filesystem::exists(dir.str("checkpoint.pt")));
+    }
+  }
+}
+
+TEST_CASE("resume continues exactly where an uninterrupted run would be", "[train]") {
+  for (const std::string name : {"mha", "talking-heads", "encoder-decoder"}) {
+    DYNAMIC_SECTION(name) {
+      auto config = example_config(name);
+      const auto objective = objective_from_string(config.objective);
+      auto data = synthetic_dataset(objective, 32);
+      std::map<int64_t, double> full, resumed;
+
+      test::TempDir a("resume_full");
+      auto o = quick_options(a.str(), objective, 24);
+      o.eval_every = 8;
+      o.on_step = [&](int64_t step, double loss) { return full[step] = loss, true; };
+      train_model(config, data, synthetic_specials(), o);
+
+      test::TempDir b("resume_parts");
+      o.out = b.str();
+      o.on_step = [&](int64_t step, double loss) {
+        resumed[step] = loss;
+        return step < 11;  // "Ctrl-C" after step 11, mid-way between evaluations
+      };
+      auto first = train_model(config, data, synthetic_specials(), o);
+      CHECK(first.interrupted);
+      CHECK(first.step == 11);
+      o.resume = true;
+      o.on_step = [&](int64_t step, double loss) { return resumed[step] = loss, true; };
+      auto second = train_model(config, data, synthetic_specials(), o);
+      CHECK(second.finished);
+      REQUIRE(full.size() == 24);
+      REQUIRE(resumed.size() == 24);
+      for (int64_t s = 1; s <= 24; ++s) {
+        INFO("step " << s);
+        CHECK(resumed[s] == Approx(full[s]).margin(1e-6));
+      }
+      // The evaluations logged by both runs agree too.
+      auto la = read_log(a.str("train_log.jsonl")), lb = read_log(b.str("train_log.jsonl"));
+      REQUIRE(la.size() == lb.size());
+      for (size_t i = 0; i < la.size(); ++i) {
+        CHECK(la[i]["step"] == lb[i]["step"]);
+        CHECK(double(la[i]["eval_loss"]) == Approx(double(lb[i]["eval_loss"])).margin(1e-6));
+        CHECK(double(la[i]["train_loss"].is_null() ? 0.0 : double(la[i]["train_loss"])) ==
+              Approx(lb[i]["train_loss"].is_null() ? 0.0 : double(lb[i]["train_loss"])).margin(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("the same seed trains the same model; resume refuses other settings", "[train]") {
+  auto config = example_config("mha");
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  test::TempDir a("seed_a"), b("seed_b");
+  auto ra = train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 10));
+  auto rb = train_model(config, data, synthetic_specials(), quick_options(b.str(), Objective::Mlm, 10));
+  CHECK(ra.last_eval.loss == rb.last_eval.loss);
+  auto o = quick_options(a.str(), Objective::Mlm, 20);
+  o.resume = true;
+  o.seq_len = 16;
+  CHECK_THROWS_WITH(train_model(config, make_lm_dataset(synthetic_documents(4, 3000, 7), 16, Objective::Mlm,
+                                                        synthetic_specials(), 0.05),
+                                synthetic_specials(), o),
+                    Catch::Contains("the checkpoint was made with"));
+  auto bad = quick_options(a.str(), Objective::Mlm, 10);
+  bad.out = a.str("none");
+  bad.resume = true;
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), bad), Catch::Contains("no checkpoint"));
+}
+
+TEST_CASE("MLM masking: 15% of content tokens, 80/10/10, never a special token", "[train]") {
+  auto specials = synthetic_specials();
+  auto data = make_lm_dataset(synthetic_documents(2, 40000, 5), 64, Objective::Mlm, specials, 0.0);
+  REQUIRE(data.held_out.empty());
+  std::vector<const Example*> ex;
+  for (const auto& e : data.train) ex.push_back(&e);
+  CHECK(data.train.front().source.front() == 2);
+  CHECK(data.train.front().source.back() == 3);
+  auto batch = make_batch(ex, Objective::Mlm, specials, 42);
+  auto labels = batch.labels;
+  auto original = torch::zeros_like(batch.ids);
+  for (size_t b = 0; b < ex.size(); ++b)
+    original[b] = torch::tensor(ex[b]->source, torch::kLong);
+  auto chosen = labels.ne(-100);
+  auto content = original.ge(4);
+  const double share = chosen.sum().item<double>() / content.sum().item<double>();
+  CHECK(share == Approx(0.15).margin(0.01));
+  CHECK(chosen.logical_and(content.logical_not()).sum().item<int64_t>() == 0);  // specials never chosen
+  CHECK(labels.masked_select(chosen).equal(original.masked_select(chosen)));
+  auto inputs = batch.ids.masked_select(chosen);
+  const double n = double(inputs.size(0));
+  const double masked = inputs.eq(1).sum().item<double>() / n;
+  const double kept = inputs.eq(original.masked_select(chosen)).sum().item<double>() / n;
+  CHECK(masked == Approx(0.8).margin(0.02));
+  CHECK(kept == Approx(0.1).margin(0.02));  // a random draw rarely equals the original
+  CHECK(1 - masked - kept == Approx(0.1).margin(0.02));
+  CHECK(batch.ids.masked_select(chosen.logical_not()).equal(original.masked_select(chosen.logical_not())));
+  // The same seed gives the same masks.
+  CHECK(make_batch(ex, Objective::Mlm, specials, 42).ids.equal(batch.ids));
+  CHECK_FALSE(make_batch(ex, Objective::Mlm, specials, 43).ids.equal(batch.ids));
+}
+
+TEST_CASE("causal targets are the next tokens; seq2seq pads and shifts", "[train]") {
+  auto specials = synthetic_specials();
+  auto data = make_lm_dataset(synthetic_documents(1, 100, 5), 10, Objective::Causal, specials, 0.0);
+  std::vector<const Example*> ex = {&data.train[0], &data.train[1]};
+  auto batch = make_batch(ex, Objective::Causal, specials, 0);
+  CHECK(batch.ids.size(1) == 10);
+  CHECK(batch.labels.slice(1, 0, 9).equal(batch.ids.slice(1, 1, 10)));
+  CHECK(batch.labels.select(1, 9).eq(-100).all().item<bool>());
+  CHECK(!batch.padding.defined());
+
+  Example a{{5, 6, 7}, {8, 9}}, b{{5}, {8, 9, 10}};
+  auto s2s = make_batch({&a, &b}, Objective::Seq2Seq, specials, 0);
+  CHECK(s2s.ids.equal(torch::tensor({5, 6, 7, 5, 0, 0}, torch::kLong).view({2, 3})));
+  CHECK(s2s.padding.equal(torch::tensor({0, 0, 0, 0, 1, 1}, torch::kLong).view({2, 3}).to(torch::kBool)));
+  CHECK(s2s.decoder_ids.equal(torch::tensor({2, 8, 9, 0, 2, 8, 9, 10}, torch::kLong).view({2, 4})));
+  CHECK(s2s.labels.equal(torch::tensor({8, 9, 3, -100, 8, 9, 10, 3}, torch::kLong).view({2, 4})));
+  CHECK(s2s.tokens == 4);
+}
+
+TEST_CASE("batch order: every example once per epoch, reproducible", "[train]") {
+  BatchOrder order(10, 3, 9), again(10, 3, 9);
+  std::vector<int> seen(10, 0);
+  for (int64_t step = 0; step < 10; ++step)  // 30 draws = 3 epochs
+    for (size_t i : order.batch(step)) ++seen[i];
+  for (int c : seen) CHECK(c == 3);
+  CHECK(again.batch(7) == order.batch(7));
+  CHECK(order.position(4) == std::pair<int64_t, int64_t>{1, 2});
+}
+
+TEST_CASE("learning-rate schedule: warm-up then decay to the floor", "[train]") {
+  TrainOptions o;
+  o.warmup = 0.1;
+  CHECK(lr_factor(0.0, o) == 0.0);
+  CHECK(lr_factor(0.05, o) == Approx(0.5));
+  CHECK(lr_factor(0.1, o) == Approx(1.0));
+  CHECK(lr_factor(0.55, o) == Approx(0.5));
+  CHECK(lr_factor(1.0, o) == Approx(0.0).margin(1e-12));
+  o.decay = "linear";
+  o.min_lr_ratio = 0.1;
+  CHECK(lr_factor(0.55, o) == Approx(0.55));
+  CHECK(lr_factor(1.0, o) == Approx(0.1));
+}
