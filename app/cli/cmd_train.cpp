@@ -66,7 +66,8 @@ int train_command(TrainCliOptions& options) {
     throw;
   }
   std::signal(SIGINT, previous);
-  std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << ": held-out loss "
+  std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
+            << result.last_eval_step << "): loss "
             << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("
             << static_cast<long long>(result.tokens_per_second) << " tokens/s); wrote " << options.out << "\n";
   if (result.interrupted) {

@@ -108,7 +108,12 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     throw std::invalid_argument("seq2seq needs an encoder-decoder config");
   if (config.kind == StackKind::Decoder && o.objective == Objective::Mlm)
     throw std::invalid_argument("a decoder-only config trains with --objective causal");
-  at::set_num_threads(o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency()));
+  // Per thread (GROUND.md): set here, restored on the way out so a caller's setting survives.
+  struct ThreadsGuard {
+    int previous = at::get_num_threads();
+    ~ThreadsGuard() { at::set_num_threads(previous); }
+  } threads_guard;
+  at::set_num_threads(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   fs::create_directories(o.out);
   const std::string ckpt_path = (fs::path(o.out) / "checkpoint.pt").string();
   const std::string log_path = (fs::path(o.out) / "train_log.jsonl").string();
@@ -180,6 +185,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   TrainResult result;
   auto log_eval = [&] {
     result.last_eval = evaluate(model, evals);
+    result.last_eval_step = step;
     const double secs = run_seconds();
     json line = {{"step", step},
                  {"train_loss", loss_count ? json(loss_sum / double(loss_count)) : json(nullptr)},
@@ -261,7 +267,14 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     if (step % o.eval_every == 0) log_eval();
     if (step % checkpoint_every == 0) checkpoint();
   }
-  if (step % o.eval_every != 0 && !result.interrupted) log_eval();
+  if (!result.interrupted && result.last_eval_step != step) {
+    if (step % o.eval_every != 0) {
+      log_eval();
+    } else {  // a resumed run that had nothing left to do: its log already holds this step
+      result.last_eval = evaluate(model, evals);
+      result.last_eval_step = step;
+    }
+  }
   checkpoint();
   if (o.progress && tty) std::fprintf(stderr, "\n");
   result.step = step;

@@ -51,6 +51,7 @@ struct TrainResult {
   bool interrupted = false;
   bool finished = false;  // reached `steps` (or the minute budget without `steps`)
   EvalResult last_eval;
+  int64_t last_eval_step = 0;  // the step last_eval was measured at
   double tokens_per_second = 0;
 };
 

@@ -39,14 +39,14 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
                             " --seq-len 16 --batch-tokens 256 --eval-every 20 --held-out 0.1 --threads 1 --lr 3e-3";
   REQUIRE(test::run_command(train + " --steps 40", out) == 0);
   INFO(out);
-  CHECK(out.find("trained at step 40") != std::string::npos);
+  CHECK(out.find("trained at step 40; held-out (step 40)") != std::string::npos);
   auto loaded = core::load_model(model);
   REQUIRE(loaded->tokenizer);
   CHECK(loaded->config.vocab_size == loaded->tokenizer->vocab_size());
   CHECK(std::filesystem::exists(model + "/train_log.jsonl"));
   // Resume to a longer schedule is refused only for data-shaping options; the same command resumes.
   REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
-  CHECK(out.find("trained at step 40") != std::string::npos);
+  CHECK(out.find("trained at step 40; held-out (step 40)") != std::string::npos);
 
   REQUIRE(test::run_command(bin + " predict --model " + model + " --text \"the [MASK] sat on the mat .\" --top-k 3", out) == 0);
   CHECK(out.find("[MASK] #1") != std::string::npos);
@@ -81,8 +81,9 @@ TEST_CASE("the shipped models load and predict", "[train][assets]") {
         if (request.ids[i] == mask) pos = static_cast<int64_t>(i);
       REQUIRE(pos >= 0);
       auto probs = torch::softmax(trace->logits[pos], -1);
-      // A trained model is confident about something; a random one spreads over 8k tokens.
-      CHECK(probs.max().item<double>() > 0.02);
+      // A trained model is confident about something (≥ 1%); a random one spreads over 8k tokens
+      // (its best fill gets ~0.05%).
+      CHECK(probs.max().item<double>() > 0.01);
       // "the [MASK] sat": the best fills are words, not punctuation or special tokens.
       const auto best = model->tokenizer->id_to_token(probs.argmax().item<int64_t>());
       CHECK_FALSE(model->tokenizer->is_special(probs.argmax().item<int64_t>()));
