@@ -178,6 +178,18 @@ json vocab_json(const std::vector<std::string>& vocab) {
   return v;
 }
 
+// The parts of a Hugging Face tokenizer.json that every trained tokenizer shares; the special
+// tokens take the first ids.
+json tokenizer_skeleton(const std::vector<std::string>& specials) {
+  json j;
+  j["version"] = "1.0";
+  j["truncation"] = nullptr;
+  j["padding"] = nullptr;
+  j["added_tokens"] = json::array();
+  for (size_t i = 0; i < specials.size(); ++i) j["added_tokens"].push_back(added_token(specials[i], int64_t(i)));
+  return j;
+}
+
 json train_wordpiece(const std::vector<std::string>& texts, const TokenizerTrainOptions& o) {
   BertNormalizerOptions no;
   no.lowercase = o.lowercase;
@@ -222,12 +234,7 @@ json train_wordpiece(const std::vector<std::string>& texts, const TokenizerTrain
   }
   Trained t = learn_merges(symbols, word_counts, vocab, o.vocab_size, o.min_frequency, true);
 
-  json j;
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  j["added_tokens"] = json::array();
-  for (size_t i = 0; i < specials.size(); ++i) j["added_tokens"].push_back(added_token(specials[i], int64_t(i)));
+  json j = tokenizer_skeleton(specials);
   j["normalizer"] = {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
                      {"strip_accents", nullptr}, {"lowercase", o.lowercase}};
   j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
@@ -269,12 +276,7 @@ json train_bpe(const std::vector<std::string>& texts, const TokenizerTrainOption
   }
   Trained t = learn_merges(symbols, word_counts, vocab, o.vocab_size, o.min_frequency, false);
 
-  json j;
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  j["added_tokens"] = json::array();
-  for (size_t i = 0; i < specials.size(); ++i) j["added_tokens"].push_back(added_token(specials[i], int64_t(i)));
+  json j = tokenizer_skeleton(specials);
   j["normalizer"] = nullptr;
   j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   j["post_processor"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}};
