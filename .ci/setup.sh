@@ -10,11 +10,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mode="${1:-run}"
 case "$mode" in run|test|build) ;; *) echo "usage: bash .ci/setup.sh run|test|build" >&2; exit 2 ;; esac
 
-# Everything comes from Debian's archive. libopenblas0-pthread matters: LibTorch calls whatever
-# libblas.so.3 the alternatives system gives, and the reference BLAS is ~50x slower.
+# Everything comes from Debian's archive. OpenBLAS matters: LibTorch calls whatever libblas.so.3
+# the alternatives system gives, and the reference BLAS is ~50x slower. The OpenMP build shares
+# LibTorch's thread pool, so HeadLab's thread count holds (the pthread build runs its own threads
+# beside LibTorch's: a "1-thread" live re-run then takes both cores from the GUI).
 packages=(
   cmake ninja-build g++ pkg-config ccache
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-openmp
   nlohmann-json3-dev libcli11-dev catch2
   libpcre2-dev libutf8proc-dev
   libglfw3-dev libimgui-dev libstb-dev libcairo2-dev fonts-dejavu-core
@@ -30,6 +32,15 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+blas_link=libblas.so.3-x86_64-linux-gnu
+openmp_blas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3
+if [ -e "$openmp_blas" ] && [ "$(update-alternatives --query "$blas_link" 2>/dev/null | sed -n 's/^Value: //p')" != "$openmp_blas" ]; then
+  echo "== selecting OpenBLAS (OpenMP) for libblas.so.3"
+  $sudo update-alternatives --set "$blas_link" "$openmp_blas"
 fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"

@@ -2,6 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <chrono>
 #include <dlfcn.h>
 #include <fstream>
@@ -73,5 +78,23 @@ void use_batch_threads() {
 }
 
 void use_interactive_threads() { torch::set_num_threads(1); }
+
+void use_passive_openmp(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  ::execv("/proc/self/exe", argv);  // returns only on failure: run on with libgomp's default
+}
+
+std::string openmp_wait_policy() {
+  const char* value = std::getenv("OMP_WAIT_POLICY");
+  return value ? value : "";
+}
+
+void keep_freed_memory() {
+  // 32 MB is glibc's largest mmap threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX); larger blocks
+  // (weights, a 50k-vocab logits tensor) still come from mmap. Trim only above 256 MB free.
+  ::mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  ::mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
+}
 
 }  // namespace headlab::core

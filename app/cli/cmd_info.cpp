@@ -24,6 +24,11 @@ int print_system() {
   std::cout << "LibTorch      " << info.torch_version << "\n"
             << "BLAS          " << info.blas_kind << "\n"
             << "BLAS library  " << (info.blas_library.empty() ? "(not found)" : info.blas_library) << "\n"
+            << (info.blas_kind == "OpenBLAS (pthread)"
+                    ? "              — its own threads ignore HeadLab's thread count; libopenblas0-openmp shares them\n"
+                    : "")
+            << "OpenMP wait   " << (core::openmp_wait_policy().empty() ? "libgomp default (spinning)" : core::openmp_wait_policy())
+            << "\n"
             << "threads       " << info.torch_threads << " intra-op (batch work) of " << info.hardware_threads
             << " hardware; live re-runs beside the GUI use 1\n"
             << "GEMM 768³ f32 " << static_cast<int>(info.gemm_gflops + 0.5) << " GFLOP/s"

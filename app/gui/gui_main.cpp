@@ -31,8 +31,9 @@ constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.t
 
 // DejaVu Sans at `scale`, with the scripts token text uses: Latin (and GPT-2's byte-level
 // Ġ/Ċ), Greek, Cyrillic, punctuation, arrows, maths and shapes.
-void load_fonts(float scale, ImVector<ImWchar>& ranges) {
+void load_fonts(float scale, ImVector<ImWchar>& ranges, int oversample = 2) {
   ImGuiIO& io = ImGui::GetIO();
+  ranges.clear();  // BuildRanges appends
   ImFontGlyphRangesBuilder builder;
   builder.AddRanges(io.Fonts->GetGlyphRangesDefault());
   builder.AddRanges(io.Fonts->GetGlyphRangesCyrillic());
@@ -44,7 +45,7 @@ void load_fonts(float scale, ImVector<ImWchar>& ranges) {
   std::error_code ec;
   if (fs::is_regular_file(kFontPath, ec)) {
     ImFontConfig config;
-    config.OversampleH = 2;
+    config.OversampleH = oversample;
     io.Fonts->AddFontFromFileTTF(kFontPath, 15.0f * scale, &config, ranges.Data);
   } else {
     std::cerr << "headlab: " << kFontPath << " not found (install fonts-dejavu-core); using ImGui's built-in font\n";
@@ -52,6 +53,25 @@ void load_fonts(float scale, ImVector<ImWchar>& ranges) {
     config.SizePixels = 13.0f * scale;
     io.Fonts->AddFontDefault(&config);
   }
+}
+
+// Rasterises the fonts `detail` times larger and draws them at 1/detail: the layout is unchanged,
+// and a capture rendered at detail× (2×/4× PNG export) gets sharp glyphs instead of magnified ones.
+// detail 1 restores the usual atlas. Call between frames (it replaces the font texture).
+void set_font_detail(float dpi_scale, int detail, ImVector<ImWchar>& ranges) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  load_fonts(dpi_scale * static_cast<float>(detail), ranges, detail > 1 ? 1 : 2);
+  io.FontGlobalScale = 1.0f / static_cast<float>(detail);
+  ImGui_ImplOpenGL3_DestroyFontsTexture();
+  ImGui_ImplOpenGL3_CreateFontsTexture();
+}
+
+// The font detail the pending captures need: their largest scale (1 when there are none).
+int capture_detail(const std::vector<CaptureRequest>& captures) {
+  int detail = 1;
+  for (const auto& c : captures) detail = std::max(detail, std::max(1, std::min(4, c.scale)));
+  return detail;
 }
 
 // "n 120, median 12.3 ms, p90 20.1 ms, max 40.2 ms" (skipping the first frames: fonts, first run).
@@ -133,6 +153,7 @@ int gui_main(const GuiOptions& options) {
     if (scripted) script.emplace(std::move(actions), origin);
     wb.start(options.model, options.session);
 
+    int font_detail = 1;  // see set_font_detail
     auto last = std::chrono::steady_clock::now();
     std::vector<double> frame_times;  // for HEADLAB_FRAME_STATS
     while (!glfwWindowShouldClose(window) && !wb.quit) {
@@ -150,6 +171,13 @@ int gui_main(const GuiOptions& options) {
       const auto frame_start = std::chrono::steady_clock::now();
       wb.poll();
       if (script) script->step(wb, views);
+      // A 2×/4× capture is taken from a frame drawn with fonts rasterised at that scale; the
+      // usual fonts come back the frame after.
+      const int wanted_detail = capture_detail(wb.captures);
+      if (wanted_detail != font_detail) {
+        set_font_detail(scale, wanted_detail, ranges);
+        font_detail = wanted_detail;
+      }
       ImGui_ImplOpenGL3_NewFrame();
       ImGui_ImplGlfw_NewFrame();
       ImGui::NewFrame();
@@ -165,7 +193,8 @@ int gui_main(const GuiOptions& options) {
       glClearColor(0.08f, 0.08f, 0.09f, 1.0f);
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-      for (const auto& c : wb.captures) {
+      // Captures asked for during this frame wait for the next one if they need other fonts.
+      for (const auto& c : capture_detail(wb.captures) == font_detail ? wb.captures : std::vector<CaptureRequest>{}) {
         std::string error;
         View* v = c.window.empty() ? nullptr : find_view(views, c.window);
         const ImVec2 pos = v ? v->last_pos() : ImVec2(0, 0);
@@ -179,7 +208,7 @@ int gui_main(const GuiOptions& options) {
           wb.notice("wrote " + c.path);
         }
       }
-      wb.captures.clear();
+      if (capture_detail(wb.captures) == font_detail) wb.captures.clear();
       glfwSwapBuffers(window);
       wb.autosave_if_due();
       const auto now = std::chrono::steady_clock::now();

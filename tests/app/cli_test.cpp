@@ -137,3 +137,11 @@ TEST_CASE("headlab info --system names the BLAS and measures GEMM", "[cli]") {
   CHECK(out.find("GFLOP/s") != std::string::npos);
   CHECK(out.find("OpenBLAS") != std::string::npos);  // the set-up installs it; reference BLAS is ~50× slower
 }
+
+TEST_CASE("headlab re-executes itself with a passive OpenMP wait policy unless the user chose one", "[cli]") {
+  std::string out;
+  REQUIRE(run_command("env -u OMP_WAIT_POLICY " + headlab_cmd("info --system"), out) == 0);
+  CHECK(out.find("OpenMP wait   PASSIVE") != std::string::npos);
+  REQUIRE(run_command("env OMP_WAIT_POLICY=ACTIVE " + headlab_cmd("info --system"), out) == 0);
+  CHECK(out.find("OpenMP wait   ACTIVE") != std::string::npos);
+}

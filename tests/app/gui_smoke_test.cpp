@@ -65,6 +65,8 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
     {"action": "select_token", "query": 2},
     {"action": "save_session", "path": ")" << dir.str("one.json") << R"("},
     {"action": "export", "view": "attention_map", "path": ")" << dir.str("map.svg") << R"("},
+    {"action": "export", "view": "attention_map", "path": ")" << dir.str("map1.png") << R"("},
+    {"action": "export", "view": "attention_map", "path": ")" << dir.str("map2.png") << R"(", "scale": 2},
     {"action": "screenshot", "path": ")" << dir.str("shot.png") << R"("},
     {"action": "quit"}]})";
   INFO(out);
@@ -74,6 +76,11 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
   CHECK(distinct_colours(dir.str("shot.png"), 0.26, 0.08, 0.62, 0.40, &width) > 40);
   CHECK(width == 1600);
   CHECK(std::filesystem::file_size(dir.str("map.svg")) > 1000);
+  // 2× is rendered offscreen at twice the pixels (fonts re-rasterised for it), not a screen grab.
+  int width1 = 0, width2 = 0;
+  CHECK(distinct_colours(dir.str("map1.png"), 0, 0, 1, 1, &width1) > 40);
+  CHECK(distinct_colours(dir.str("map2.png"), 0, 0, 1, 1, &width2) > 40);
+  CHECK(std::abs(width2 - 2 * width1) <= 2);
 
   std::ofstream(dir.str("resave.json")) << R"([{"action": "save_session", "path": ")" << dir.str("two.json") << R"("}])";
   REQUIRE(run_command(gui(dir, "gui --session " + dir.str("one.json") + " --script " + dir.str("resave.json")), out) == 0);

@@ -3,8 +3,11 @@
 //  - forward time of a GPT-2-small-shaped model (12 layers, 768 wide, 12 heads, 50257 vocab) at
 //    128 tokens, with full capture vs none (target ≤ 1.05×),
 //  - the same forward in Python torch (Debian python3-torch) if present, as a ratio (target ≤ 1.0×),
-//  - an incremental run from layer 6 vs a full run (target ≤ 0.55×).
-// Run: build/tests/bench_engine [--threads N] [--repeats N]
+//  - an incremental run from layer 6 vs a full run (target ≤ 0.55×), with and without the LM head
+//    (a fixed cost: 128 × 768 × 50257 multiply-adds, as much as ~5 layers).
+// Run: build/tests/bench_engine [--threads N] [--repeats N] [--glibc-malloc]
+// Like `headlab`, the bench calls core::keep_freed_memory(); --glibc-malloc keeps glibc's defaults
+// to show what that setting is worth.
 #include "core/model.h"
 #include "core/run.h"
 #include "core/system_info.h"
@@ -73,11 +76,16 @@ double python_reference_ms(int threads, int repeats) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  core::use_passive_openmp(argv);  // as headlab does (the Python reference inherits it)
   int threads = 0, repeats = 10;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::string(argv[i]) == "--threads") threads = std::atoi(argv[i + 1]);
-    if (std::string(argv[i]) == "--repeats") repeats = std::atoi(argv[i + 1]);
+  bool glibc_malloc = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--glibc-malloc") glibc_malloc = true;
+    else if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (arg == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
   }
+  if (!glibc_malloc) core::keep_freed_memory();
   if (threads > 0) torch::set_num_threads(threads);
   else core::use_batch_threads();
   threads = torch::get_num_threads();
@@ -113,5 +121,13 @@ int main(int argc, char** argv) {
   const double incremental_ms = median_ms(repeats, [&] { core::run(*model, changed); });
   std::printf("incremental from layer 6: %.1f ms vs full %.1f ms (ratio %.3f, target <= 0.55)\n", incremental_ms,
               full_ms, incremental_ms / full_ms);
+  // The LM head runs once per run whatever changed: the layers' share is the ratio without it.
+  torch::Tensor hidden = base->decoder.hidden.back().unsqueeze(0);  // [1, T, D]
+  const double head_ms = median_ms(repeats, [&] {
+    c10::InferenceMode inference;
+    model->module->head(hidden, "decoder");
+  });
+  std::printf("LM head alone: %.1f ms; layers only: incremental %.1f ms vs full %.1f ms (ratio %.3f)\n", head_ms,
+              incremental_ms - head_ms, full_ms - head_ms, (incremental_ms - head_ms) / (full_ms - head_ms));
   return 0;
 }

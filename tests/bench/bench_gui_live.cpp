@@ -4,11 +4,13 @@
 // HEADLAB_FRAME_STATS=1). Targets (issue 5): slider move → maps uploaded ≤ 16 ms median on the
 // default model. Shapes: the default model (4 layers × 8 heads, 256 wide, 8000 vocab) at 32/128/512
 // tokens, and BERT-base (12 × 12, 768 wide, 30522 vocab) at 128 tokens.
-// Run: build/tests/bench_gui_live [--repeats N]
+// Run: build/tests/bench_gui_live [--repeats N] [--threads N (default: the worker's)]
 #include "app/engine/workbench_engine.h"
 #include "app/state/colormap.h"
 #include "app/state/controls_edit.h"
 #include "core/system_info.h"
+
+#include <torch/torch.h>
 
 #include <nlohmann/json.hpp>
 
@@ -94,10 +96,14 @@ void bench(const std::string& name, int layers, int heads, int hidden, int vocab
 }  // namespace
 
 int main(int argc, char** argv) {
-  int repeats = 9;
-  for (int i = 1; i + 1 < argc; ++i)
+  core::use_passive_openmp(argv);  // as headlab does
+  int repeats = 9, threads = 0;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+  }
   core::use_interactive_threads();
+  if (threads > 0) torch::set_num_threads(threads);  // to compare with the worker's setting
   const auto info = core::system_info(true);
   std::printf("BLAS %s, GEMM %.0f GFLOP/s, %d intra-op thread(s)\n", info.blas_kind.c_str(), info.gemm_gflops, info.torch_threads);
   bench("default-shaped", 4, 8, 256, 8000, 32, repeats);
