@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include <algorithm>
 #include <chrono>
 #include <dlfcn.h>
 #include <fstream>
@@ -77,7 +78,10 @@ void use_batch_threads() {
   torch::set_num_threads(cores > 0 ? cores : 1);
 }
 
-void use_interactive_threads() { torch::set_num_threads(1); }
+void use_interactive_threads() {
+  const char* value = std::getenv("HEADLAB_LIVE_THREADS");  // for measuring; see the README's benchmarks
+  torch::set_num_threads(value ? std::max(1, std::atoi(value)) : 1);
+}
 
 void use_passive_openmp(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY")) return;

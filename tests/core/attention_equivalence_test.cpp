@@ -5,6 +5,7 @@
 #include "test_common.h"
 
 #include "core/attention.h"
+#include "core/attention_test_util.h"
 
 #include <vector>
 
@@ -42,10 +43,7 @@ void copy_all(core::Attention& to, const core::Attention& from) {
   for (const auto& item : from->named_parameters()) params[item.key()].copy_(item.value());
 }
 
-struct EngineResult {
-  torch::Tensor out;
-  core::AttentionStages stages;
-};
+using headlab::test::EngineResult;
 
 EngineResult run_engine(core::Attention& a, const torch::Tensor& x, bool causal,
                         const core::HeadControls* controls = nullptr) {
@@ -54,10 +52,7 @@ EngineResult run_engine(core::Attention& a, const torch::Tensor& x, bool causal,
   call.key_input = x;
   call.causal = causal;
   call.controls = controls;
-  call.capture = core::kCaptureAll;
-  EngineResult r;
-  r.out = a->forward(call, &r.stages);
-  return r;
+  return headlab::test::run_attention(a, call);
 }
 
 // Row-major flattening of a square tensor, the layout HeadControls' matrices use.

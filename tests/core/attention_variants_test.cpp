@@ -4,6 +4,7 @@
 #include "test_common.h"
 
 #include "core/attention.h"
+#include "core/attention_test_util.h"
 
 #include <cmath>
 #include <limits>
@@ -154,10 +155,7 @@ Reference standard_reference(core::AttentionImpl& a, const Mat& x, const Mat& y,
   return r;
 }
 
-struct EngineResult {
-  torch::Tensor out;
-  core::AttentionStages stages;
-};
+using headlab::test::EngineResult;
 
 EngineResult run_engine(core::Attention& a, const torch::Tensor& x, const torch::Tensor& y, bool causal,
                         bool apply_pattern = true, const torch::Tensor& key_padding = {}) {
@@ -167,10 +165,7 @@ EngineResult run_engine(core::Attention& a, const torch::Tensor& x, const torch:
   call.causal = causal;
   call.apply_pattern = apply_pattern;
   call.key_padding = key_padding;
-  call.capture = core::kCaptureAll;
-  EngineResult r;
-  r.out = a->forward(call, &r.stages);
-  return r;
+  return headlab::test::run_attention(a, call);
 }
 
 // Engine result (batch b) vs a reference, every stage the reference has.
