@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -92,13 +91,6 @@ void use_passive_openmp(char** argv) {
 std::string openmp_wait_policy() {
   const char* value = std::getenv("OMP_WAIT_POLICY");
   return value ? value : "";
-}
-
-void keep_freed_memory() {
-  // 32 MB is glibc's largest mmap threshold on 64-bit (DEFAULT_MMAP_THRESHOLD_MAX); larger blocks
-  // (weights, a 50k-vocab logits tensor) still come from mmap. Trim only above 256 MB free.
-  ::mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  ::mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 }
 
 }  // namespace headlab::core

@@ -24,12 +24,6 @@ SystemInfo system_info(bool measure = true);
 void use_batch_threads();
 void use_interactive_threads();
 
-// Keeps memory that traces free for the next run instead of handing it back to the kernel. glibc
-// returns freed blocks above 128 kB (mmap) and the heap's top (trim) to the kernel at once, so
-// every run that keeps its stages page-faults ~30 MB (GPT-2-small, 128 tokens) back in: measured
-// 4–11% of a forward. Process-wide; call once at start-up.
-void keep_freed_memory();
-
 // libgomp (LibTorch's intra-op pool) spins after every parallel region unless OMP_WAIT_POLICY says
 // otherwise. On a 2-vCPU virtual machine the spinning threads starve the working ones: a
 // GPT-2-small forward at 128 tokens with 2 threads took 580–900 ms spinning and 218 ms passive

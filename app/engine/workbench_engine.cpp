@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -268,39 +269,47 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     snap->attentions.push_back(std::move(maps));
   }
 
-  // Predictions at every position, against the unmodified model. Top-k on log-probabilities (the
-  // order is the same) and the KL in one pass over raw rows: at BERT's vocabulary the tensor-op
-  // version cost more than the incremental forward itself.
+  // Predictions at every position, against the unmodified model, in one pass over the raw logits:
+  // log p = logit − logsumexp(row); top-k by logit (the same order) with a small sorted array; the
+  // KL(base ‖ this) = Σ p_base (log p_base − log p) alongside. At 128 tokens × 8000 words this is
+  // ~1.5 ms where log_softmax + topk + a KL pass took ~5 (1 thread).
   const auto* tok = m.model->tokenizer.get();
   const auto& out_tokens = enc_dec ? snap->decoder_tokens : snap->tokens;
   const int64_t k = std::min<int64_t>(std::max(1, input.top_k), trace->logits.size(1));
   if (trace == m.base_trace && m.base_outputs_k == k) {
     snap->outputs = m.base_outputs;
   } else {
-    auto logp = trace == m.base_trace ? m.base_logp : torch::log_softmax(trace->logits.to(torch::kFloat), -1).contiguous();
-    auto top = logp.topk(k, -1);
-    auto top_lp = std::get<0>(top).contiguous();
-    auto top_id = std::get<1>(top).contiguous();
-    const int64_t T = logp.size(0), V = logp.size(1);
-    const float* lp = logp.data_ptr<float>();
+    auto logits = trace->logits.to(torch::kFloat).contiguous();  // [T, V]
+    auto lse = torch::logsumexp(logits, -1).contiguous();         // [T]
+    const int64_t T = logits.size(0), V = logits.size(1);
+    const float* lg = logits.data_ptr<float>();
+    const float* ls = lse.data_ptr<float>();
     const float* blp = m.base_logp.data_ptr<float>();
     const float* bp = m.base_p.data_ptr<float>();
-    auto top_lp_a = top_lp.accessor<float, 2>();
-    auto top_id_a = top_id.accessor<int64_t, 2>();
+    const bool is_base = trace == m.base_trace;
+    std::vector<std::pair<float, int64_t>> top;  // (logit, id), best first
     for (int64_t t = 0; t < T; ++t) {
       PositionOutput po;
       po.position = static_cast<int>(t);
-      const float* row = lp + t * V;
+      const float* row = lg + t * V;
       const float* brow = blp + t * V;
       const float* bprow = bp + t * V;
+      top.clear();
       float kl = 0;
-      if (trace != m.base_trace)
-        for (int64_t v = 0; v < V; ++v) kl += bprow[v] * (brow[v] - row[v]);
+      for (int64_t v = 0; v < V; ++v) {
+        const float x = row[v];
+        if (!is_base) kl += bprow[v] * (brow[v] - (x - ls[t]));
+        if (static_cast<int64_t>(top.size()) < k || x > top.back().first) {
+          if (static_cast<int64_t>(top.size()) == k) top.pop_back();
+          auto at = std::upper_bound(top.begin(), top.end(), x, [](float a, const auto& b) { return a > b.first; });
+          top.insert(at, {x, v});
+        }
+      }
       po.kl = std::max(0.0f, kl);
-      for (int64_t j = 0; j < k; ++j) {
+      for (const auto& [x, id] : top) {
         Prediction pr;
-        pr.id = top_id_a[t][j];
-        pr.p = std::exp(top_lp_a[t][j]);
+        pr.id = id;
+        pr.p = std::exp(x - ls[t]);
         pr.p_base = std::exp(brow[pr.id]);
         pr.token = tok ? tok->id_to_token(pr.id) : "";
         if (pr.token.empty()) pr.token = "#" + std::to_string(pr.id);

@@ -5,9 +5,7 @@
 //  - the same forward in Python torch (Debian python3-torch) if present, as a ratio (target ≤ 1.0×),
 //  - an incremental run from layer 6 vs a full run (target ≤ 0.55×), with and without the LM head
 //    (a fixed cost: 128 × 768 × 50257 multiply-adds, as much as ~5 layers).
-// Run: build/tests/bench_engine [--threads N] [--repeats N] [--glibc-malloc]
-// Like `headlab`, the bench calls core::keep_freed_memory(); --glibc-malloc keeps glibc's defaults
-// to show what that setting is worth.
+// Run: build/tests/bench_engine [--threads N] [--repeats N]
 #include "core/model.h"
 #include "core/run.h"
 #include "core/system_info.h"
@@ -78,14 +76,11 @@ double python_reference_ms(int threads, int repeats) {
 int main(int argc, char** argv) {
   core::use_passive_openmp(argv);  // as headlab does (the Python reference inherits it)
   int threads = 0, repeats = 10;
-  bool glibc_malloc = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--glibc-malloc") glibc_malloc = true;
-    else if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    if (arg == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (arg == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
   }
-  if (!glibc_malloc) core::keep_freed_memory();
   if (threads > 0) torch::set_num_threads(threads);
   else core::use_batch_threads();
   threads = torch::get_num_threads();
