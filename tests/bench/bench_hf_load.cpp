@@ -15,6 +15,7 @@
 //             compared with the weight bytes. Load runs before the read measurement so the read
 //             buffer does not raise the high-water mark.
 // Targets (issue «Open what researchers already have»): load ≤ 2× read; peak ≤ 1.3× weights.
+#include "core/system_info.h"
 #include "core/model.h"
 #include "core/safetensors.h"
 
@@ -115,6 +116,7 @@ double read_file(const std::string& path, bool one_buffer) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  headlab::core::use_passive_openmp(argv);  // as headlab does
   const fs::path dir = argc > 1 ? argv[1] : "/tmp/headlab-bench-gpt2-small";
   const std::string weights = (dir / "model.safetensors").string();
   if (!fs::exists(weights)) {

@@ -2,6 +2,7 @@
 // config (4 × 256, 8 heads, RoPE, 8k vocabulary, MLM, 32 × 64 tokens a step: forward, backward,
 // gradient clipping, AdamW), and the ratio to the same step in Python torch
 // (tests/bench/bench_train_reference.py, run with Debian's /usr/bin/python3) when present.
+#include "core/system_info.h"
 #include "core/config.h"
 #include "core/train/data.h"
 #include "core/train/forward.h"
@@ -92,6 +93,7 @@ double python_reference(int threads, int steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  headlab::core::use_passive_openmp(argv);  // as headlab does
   int steps = 20;
   std::vector<int> threads;
   for (int i = 1; i < argc; ++i) {

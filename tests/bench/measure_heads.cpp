@@ -12,6 +12,7 @@
 #include <iostream>
 
 int main(int argc, char** argv) {
+  headlab::core::use_passive_openmp(argv);  // as headlab does
   CLI::App app{"Measure positional, rare-word and syntactic heads over a UD treebank"};
   std::string model_dir, conllu = "/work/shared/data/ud/en_ewt-ud-dev.conllu", json_out;
   std::vector<std::string> corpus;
