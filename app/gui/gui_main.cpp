@@ -194,7 +194,8 @@ int gui_main(const GuiOptions& options) {
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       // Captures asked for during this frame wait for the next one if they need other fonts.
-      for (const auto& c : capture_detail(wb.captures) == font_detail ? wb.captures : std::vector<CaptureRequest>{}) {
+      const bool captures_ready = capture_detail(wb.captures) == font_detail;
+      for (const auto& c : captures_ready ? wb.captures : std::vector<CaptureRequest>{}) {
         std::string error;
         View* v = c.window.empty() ? nullptr : find_view(views, c.window);
         const ImVec2 pos = v ? v->last_pos() : ImVec2(0, 0);
@@ -208,7 +209,7 @@ int gui_main(const GuiOptions& options) {
           wb.notice("wrote " + c.path);
         }
       }
-      if (capture_detail(wb.captures) == font_detail) wb.captures.clear();
+      if (captures_ready) wb.captures.clear();
       glfwSwapBuffers(window);
       wb.autosave_if_due();
       const auto now = std::chrono::steady_clock::now();
