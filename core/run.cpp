@@ -64,6 +64,13 @@ torch::Tensor run_stack(Model& model, const std::string& stack, int from, torch:
   return h;
 }
 
+// The LM head at `positions` of h ([1, T, D]) → [P, V]; every position when empty.
+torch::Tensor head_at(Model& model, const torch::Tensor& h, const std::string& stack, const std::vector<int64_t>& positions) {
+  if (positions.empty()) return model.module->head(h, stack).squeeze(0);
+  const auto index = torch::tensor(positions, torch::kLong);
+  return model.module->head(h.index_select(1, index), stack).squeeze(0);
+}
+
 bool reusable(const Trace& previous, const RunRequest& request) {
   return previous.ids == request.ids && previous.decoder_ids == request.decoder_ids &&
          previous.token_types == request.token_types && previous.capture == request.capture &&
@@ -81,6 +88,10 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   if (enc_dec && request.decoder_ids.empty()) throw std::invalid_argument("run: an encoder-decoder needs decoder ids");
   if (!request.token_types.empty() && request.token_types.size() != request.ids.size())
     throw std::invalid_argument("run: token_types must have one entry per id");
+  const size_t out_len = enc_dec ? request.decoder_ids.size() : request.ids.size();
+  for (int64_t p : request.logit_positions)
+    if (p < 0 || static_cast<size_t>(p) >= out_len)
+      throw std::invalid_argument("run: logit position " + std::to_string(p) + " is outside 0.." + std::to_string(out_len - 1));
 
   const int enc_layers = module->layer_count("encoder");
   const int dec_layers = module->layer_count("decoder");
@@ -93,7 +104,19 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     dec_from = first_changed_layer(previous->controls, request.controls, "decoder", dec_layers, enc_dec);
     if (enc_dec && enc_from < enc_layers) dec_from = 0;  // a new encoder output changes every decoder layer
     if (!enc_dec && config.kind == StackKind::Encoder) dec_from = 0;
-    if (enc_from == enc_layers && dec_from == dec_layers) return request.previous;
+    if (enc_from == enc_layers && dec_from == dec_layers) {
+      if (previous->logit_positions == request.logit_positions) return request.previous;
+      // Same layers, other positions: only the head runs again, on the kept final hidden state.
+      auto head_only = std::make_shared<Trace>(*previous);
+      head_only->recomputed_stack.clear();
+      head_only->recomputed_from = 0;
+      head_only->layers_computed = 0;
+      head_only->logit_positions = request.logit_positions;
+      const std::string stack = previous->decoder.empty() ? "encoder" : "decoder";
+      head_only->logits =
+          head_at(model, previous->main_stack().hidden.back().unsqueeze(0), stack, request.logit_positions);
+      return head_only;
+    }
     *trace = *previous;  // shares the unchanged layers' tensors (they are never modified)
     trace->recomputed_stack.clear();
     trace->recomputed_from = 0;
@@ -104,6 +127,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   trace->token_types = request.token_types;
   trace->controls = request.controls;
   trace->capture = request.capture;
+  trace->logit_positions = request.logit_positions;
 
   Progress progress{request, (enc_layers - enc_from) + (dec_layers - dec_from)};
   torch::Tensor types = request.token_types.empty() ? torch::Tensor() : ids_tensor(request.token_types);
@@ -118,7 +142,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     } else {
       memory = trace->encoder.hidden[enc_layers].unsqueeze(0);
     }
-    if (!enc_dec) trace->logits = module->head(memory, "encoder").squeeze(0);
+    if (!enc_dec) trace->logits = head_at(model, memory, "encoder", request.logit_positions);
   }
   if (dec_layers > 0) {
     if (enc_dec && module->encoder_final_norm) memory = module->encoder_final_norm(memory);
@@ -131,7 +155,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     }
     auto h = run_stack(model, "decoder", dec_from, input, request, memory, trace->decoder, progress);
     trace->layers_computed += dec_layers - dec_from;
-    trace->logits = module->head(h, "decoder").squeeze(0);
+    trace->logits = head_at(model, h, "decoder", request.logit_positions);
   }
   return trace;
 }

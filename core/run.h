@@ -40,7 +40,8 @@ struct Trace {
   std::vector<int64_t> token_types;
   ModelControls controls;
   unsigned capture = kCaptureNone;
-  torch::Tensor logits;  // [T, V] (decoder positions for an encoder-decoder)
+  torch::Tensor logits;  // [P, V]: one row per logit position (decoder positions for an encoder-decoder)
+  std::vector<int64_t> logit_positions;  // the P positions of `logits`; empty = every position (P = T)
   StackTrace encoder, decoder;
   // Where this trace was recomputed from ("encoder"/"decoder", layer); "" = nothing recomputed.
   std::string recomputed_stack;
@@ -60,8 +61,12 @@ struct RunRequest {
   std::vector<int64_t> token_types;  // optional, BERT-style segments
   ModelControls controls;
   unsigned capture = kCaptureWeights | kCaptureMixedWeights | kCaptureResidual;
+  // Positions whose logits to compute (the LM head is per position); empty = every position. A
+  // live view that shows one position skips the rest of the [T, V] head.
+  std::vector<int64_t> logit_positions;
   // When set and compatible (same ids, same capture, residuals kept), only layers from the first
-  // one whose controls differ are recomputed; the result equals a full run.
+  // one whose controls differ are recomputed; the result equals a full run. When no layer changed
+  // but the logit positions did, only the head runs again.
   std::shared_ptr<const Trace> previous;
   ProgressFn progress;
   const std::atomic<bool>* cancel = nullptr;

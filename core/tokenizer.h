@@ -38,7 +38,7 @@ class Tokenizer {
   static std::shared_ptr<const Tokenizer> from_json(std::string_view json_text,
                                                     const std::string& origin = "tokenizer.json");
 
-  // "wordpiece" or "bpe".
+  // "wordpiece", "bpe" or "wordlevel".
   virtual std::string kind() const = 0;
   // Matches Hugging Face `tokenizers` (ids, tokens, offsets). Ill-formed UTF-8 is read as if each
   // bad sequence were U+FFFD. add_special_tokens adds the post-processor's tokens ([CLS] ... [SEP],

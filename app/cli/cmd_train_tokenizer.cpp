@@ -21,14 +21,14 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
     bool lowercase = false, cased = false;
   };
   auto options = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("train-tokenizer", "Train a WordPiece or byte-level BPE tokenizer (tokenizer.json)");
+  auto* cmd = app.add_subcommand("train-tokenizer", "Train a WordPiece, byte-level BPE or WordLevel tokenizer (tokenizer.json)");
   cmd->add_option("--data", options->data, "Text files")->required();
   cmd->add_option("--vocab-size", options->train.vocab_size, "Vocabulary size")->required()->check(CLI::Range(300, 1000000));
   cmd->add_option("--out", options->out, "Output tokenizer.json")->required();
-  cmd->add_option("--kind", options->train.kind, "wordpiece | bpe")->check(CLI::IsMember({"wordpiece", "bpe"}));
-  cmd->add_flag("--lowercase", options->lowercase, "WordPiece: lowercase and strip accents (the default)");
-  cmd->add_flag("--cased", options->cased, "WordPiece: keep case and accents");
-  cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times");
+  cmd->add_option("--kind", options->train.kind, "wordpiece | bpe | wordlevel")->check(CLI::IsMember({"wordpiece", "bpe", "wordlevel"}));
+  cmd->add_flag("--lowercase", options->lowercase, "WordPiece/WordLevel: lowercase and strip accents (the default)");
+  cmd->add_flag("--cased", options->cased, "WordPiece/WordLevel: keep case and accents");
+  cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times (WordLevel: a rarer word is [UNK])");
   cmd->callback([options, &action] {
     action = [options] {
       if (options->lowercase && options->cased) throw UsageError("--lowercase and --cased exclude each other");

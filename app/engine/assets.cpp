@@ -36,6 +36,12 @@ const AttentionMaps* RunSnapshot::find(const std::string& stack) const {
   return nullptr;
 }
 
+const PositionOutput* RunSnapshot::output_at(int position) const {
+  for (const auto& o : outputs)
+    if (o.position == position) return &o;
+  return nullptr;
+}
+
 const TokenizedText& RunSnapshot::query_tokens(const std::string& stack) const {
   return stack == "encoder" || decoder_tokens.ids.empty() ? tokens : decoder_tokens;
 }

@@ -225,7 +225,28 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     throw std::runtime_error("the text has " + std::to_string(snap->tokens.ids.size()) + " tokens; the model takes at most " +
                              std::to_string(max_t));
 
+  // Where to predict: the requested positions, else every [MASK] (masked LM), else the last real
+  // token (a masked LM without [MASK]: not [SEP]).
+  const auto* tok = m.model->tokenizer.get();
+  const auto& out_tokens = enc_dec ? snap->decoder_tokens : snap->tokens;
+  std::optional<int64_t> mask = tok ? tok->mask_id() : std::optional<int64_t>(3);
+  if (m.summary.masked_lm && mask) {
+    for (size_t t = 0; t < out_tokens.ids.size(); ++t)
+      if (out_tokens.ids[t] == *mask) snap->default_positions.push_back(static_cast<int>(t));
+  }
+  if (snap->default_positions.empty()) {
+    int last = static_cast<int>(out_tokens.ids.size()) - 1;
+    while (m.summary.masked_lm && last > 0 && out_tokens.special[last]) --last;
+    snap->default_positions.push_back(std::max(0, last));
+  }
+  const std::vector<int>& positions = input.output_positions.empty() ? snap->default_positions : input.output_positions;
+  for (int t : positions)
+    if (t < 0 || t >= static_cast<int>(out_tokens.ids.size()))
+      throw std::runtime_error("output position " + std::to_string(t) + " is outside the text's " +
+                               std::to_string(out_tokens.ids.size()) + " tokens");
+
   core::RunRequest request;
+  request.logit_positions.assign(positions.begin(), positions.end());
   request.ids = snap->tokens.ids;
   if (enc_dec) request.decoder_ids = snap->decoder_tokens.ids;
   request.capture = core::kCaptureWeights | core::kCaptureMixedWeights | core::kCaptureResidual;
@@ -237,11 +258,11 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     return t && t->ids == request.ids && t->decoder_ids == request.decoder_ids && t->capture == request.capture;
   };
   const auto model_start = std::chrono::steady_clock::now();
-  // The unmodified model on this input: the reference for Δp and KL.
-  if (!compatible(m.base_trace)) {
+  // The unmodified model on this input: the reference for Δp and KL (at the same positions).
+  if (!compatible(m.base_trace) || m.base_trace->logit_positions != request.logit_positions) {
     core::RunRequest base = request;
     base.controls = core::ModelControls{};
-    base.previous = compatible(m.last_trace) ? m.last_trace : nullptr;
+    base.previous = compatible(m.base_trace) ? m.base_trace : compatible(m.last_trace) ? m.last_trace : nullptr;
     m.base_trace = core::run(*m.model, base);
     m.base_logp = torch::log_softmax(m.base_trace->logits.to(torch::kFloat), -1).contiguous();
     m.base_p = m.base_logp.exp().contiguous();
@@ -269,18 +290,16 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     snap->attentions.push_back(std::move(maps));
   }
 
-  // Predictions at every position, against the unmodified model, in one pass over the raw logits:
-  // log p = logit − logsumexp(row); top-k by logit (the same order) with a small sorted array; the
-  // KL(base ‖ this) = Σ p_base (log p_base − log p) alongside. At 128 tokens × 8000 words this is
-  // ~1.5 ms where log_softmax + topk + a KL pass took ~5 (1 thread).
-  const auto* tok = m.model->tokenizer.get();
-  const auto& out_tokens = enc_dec ? snap->decoder_tokens : snap->tokens;
+  // Predictions at the chosen positions, against the unmodified model, in one pass over the raw
+  // logits: log p = logit − logsumexp(row); top-k by logit (the same order) with a small sorted
+  // array; the KL(base ‖ this) = Σ p_base (log p_base − log p) alongside. (At all 128 positions ×
+  // 8000 words this took ~1.5 ms where log_softmax + topk + a KL pass took ~5, 1 thread.)
   const int64_t k = std::min<int64_t>(std::max(1, input.top_k), trace->logits.size(1));
   if (trace == m.base_trace && m.base_outputs_k == k) {
     snap->outputs = m.base_outputs;
   } else {
-    auto logits = trace->logits.to(torch::kFloat).contiguous();  // [T, V]
-    auto lse = torch::logsumexp(logits, -1).contiguous();         // [T]
+    auto logits = trace->logits.to(torch::kFloat).contiguous();  // [P, V], rows = positions
+    auto lse = torch::logsumexp(logits, -1).contiguous();         // [P]
     const int64_t T = logits.size(0), V = logits.size(1);
     const float* lg = logits.data_ptr<float>();
     const float* ls = lse.data_ptr<float>();
@@ -290,7 +309,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     std::vector<std::pair<float, int64_t>> top;  // (logit, id), best first
     for (int64_t t = 0; t < T; ++t) {
       PositionOutput po;
-      po.position = static_cast<int>(t);
+      po.position = positions[static_cast<size_t>(t)];
       const float* row = lg + t * V;
       const float* brow = blp + t * V;
       const float* bprow = bp + t * V;
@@ -318,17 +337,6 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
       snap->outputs.push_back(std::move(po));
     }
     if (trace == m.base_trace) m.base_outputs = snap->outputs, m.base_outputs_k = k;
-  }
-  std::optional<int64_t> mask = tok ? tok->mask_id() : std::optional<int64_t>(3);
-  if (m.summary.masked_lm && mask) {
-    for (size_t t = 0; t < out_tokens.ids.size(); ++t)
-      if (out_tokens.ids[t] == *mask) snap->default_positions.push_back(static_cast<int>(t));
-  }
-  if (snap->default_positions.empty()) {
-    int last = static_cast<int>(out_tokens.ids.size()) - 1;
-    // A masked LM without [MASK]: the last real token (not [SEP]).
-    while (m.summary.masked_lm && last > 0 && out_tokens.special[last]) --last;
-    snap->default_positions.push_back(std::max(0, last));
   }
   snap->recomputed_stack = trace->recomputed_stack;
   snap->recomputed_from = trace->recomputed_from;

@@ -96,6 +96,9 @@ struct RunInput {
   core::ModelControls controls;
   bool all_stages = false;   // keep J and L too (W and U are always kept)
   int top_k = 10;
+  // Positions to predict at (decoder side for enc-dec); empty = the default ones ([MASK]s of a
+  // masked LM, else the last real token). Only these run through the LM head.
+  std::vector<int> output_positions;
 };
 
 // One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
@@ -105,7 +108,7 @@ struct RunSnapshot {
   TokenizedText tokens;          // encoder (or the only stack)
   TokenizedText decoder_tokens;  // encoder-decoder only
   std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
-  std::vector<PositionOutput> outputs;    // one per output position (decoder side for enc-dec)
+  std::vector<PositionOutput> outputs;    // one per predicted position (input.output_positions or the defaults)
   std::vector<int> default_positions;     // [MASK] positions (masked LM) or the last position
   std::string recomputed_stack;
   int recomputed_from = 0;
@@ -113,6 +116,7 @@ struct RunSnapshot {
   double run_ms = 0;   // the whole request
   double model_ms = 0; // of which core::run (the forward passes)
   const AttentionMaps* find(const std::string& stack) const;
+  const PositionOutput* output_at(int position) const;  // nullptr when not predicted
   const TokenizedText& query_tokens(const std::string& stack) const;
   const TokenizedText& key_tokens(const std::string& stack) const;
 };

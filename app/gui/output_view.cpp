@@ -4,6 +4,7 @@
 #include "app/gui/workbench.h"
 
 #include <string>
+#include <vector>
 
 namespace headlab::app {
 namespace {
@@ -59,9 +60,11 @@ void OutputView::drawContent(Workbench& wb) {
   const TokenizedText& tokens = s.decoder_tokens.ids.empty() ? s.tokens : s.decoder_tokens;
   const bool masked = wb.model->masked_lm;
   const std::string def = masked ? "each [MASK]" : "the last token";
+  if (sel.output_position >= static_cast<int>(tokens.tokens.size())) sel.output_position = -1;
   std::string current = sel.output_position < 0 ? def
                                                  : std::to_string(sel.output_position) + ": " +
                                                        token_label(tokens.tokens[sel.output_position]);
+  const int chosen = sel.output_position;
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
   if (ImGui::BeginCombo("position", current.c_str())) {
     if (ImGui::Selectable(def.c_str(), sel.output_position < 0)) sel.output_position = -1;
@@ -71,15 +74,16 @@ void OutputView::drawContent(Workbench& wb) {
     }
     ImGui::EndCombo();
   }
+  // Only the shown positions go through the LM head: another position is a (head-only) run.
+  if (sel.output_position != chosen) wb.request_run();
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   if (ImGui::SliderInt("k", &wb.session.view.top_k, 1, 20)) wb.request_run();
   ImGui::BeginChild("outputs");
-  if (sel.output_position >= 0 && sel.output_position < static_cast<int>(s.outputs.size())) {
-    position_table(s, s.outputs[sel.output_position], masked, tokens);
-  } else {
-    for (int t : s.default_positions)
-      if (t < static_cast<int>(s.outputs.size())) position_table(s, s.outputs[t], masked, tokens);
+  std::vector<int> shown = sel.output_position >= 0 ? std::vector<int>{sel.output_position} : s.default_positions;
+  for (int t : shown) {
+    if (const PositionOutput* out = s.output_at(t)) position_table(s, *out, masked, tokens);
+    else ImGui::TextDisabled("predicting at %d…", t);
   }
   ImGui::EndChild();
 }

@@ -11,6 +11,8 @@ RunInput make_run_input(const SessionState& session) {
   in.controls = session.controls;
   in.all_stages = session.selection.stage == Stage::J || session.selection.stage == Stage::L;
   in.top_k = std::max(1, std::min(50, session.view.top_k));
+  // Only the position the Output view shows goes through the LM head (default: every [MASK]).
+  if (session.selection.output_position >= 0) in.output_positions = {session.selection.output_position};
   return in;
 }
 
@@ -26,7 +28,8 @@ void clamp_selection(Selection& s, const ModelSummary& model, const RunSnapshot*
     const int cols = static_cast<int>(snapshot->key_tokens(s.stack).ids.size());
     if (s.query >= rows) s.query = -1;
     if (s.key >= cols) s.key = -1;
-    if (s.output_position >= static_cast<int>(snapshot->outputs.size())) s.output_position = -1;
+    const auto& out_tokens = snapshot->decoder_tokens.ids.empty() ? snapshot->tokens : snapshot->decoder_tokens;
+    if (s.output_position >= static_cast<int>(out_tokens.ids.size())) s.output_position = -1;
   }
 }
 

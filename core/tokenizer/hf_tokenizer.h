@@ -44,7 +44,7 @@ struct TokenizerParts {
   std::unique_ptr<Normalizer> normalizer;
   std::unique_ptr<PreTokenizer> pre_tokenizer;
   std::unique_ptr<Model> model;
-  std::string kind;  // "wordpiece" or "bpe"
+  std::string kind;  // "wordpiece", "bpe" or "wordlevel"
   AddedVocabulary added;
   std::vector<PostStep> post;
   bool has_decoder = false;  // without one, decode joins tokens with spaces (HF's default)

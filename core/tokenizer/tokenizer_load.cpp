@@ -10,6 +10,7 @@
 #include "core/tokenizer.h"
 #include "core/tokenizer/byte_level_bpe.h"
 #include "core/tokenizer/hf_tokenizer.h"
+#include "core/tokenizer/word_level.h"
 #include "core/tokenizer/wordpiece.h"
 
 namespace headlab::core {
@@ -136,7 +137,11 @@ std::unique_ptr<Model> model_from_json(const json& m, bool byte_level, std::stri
     kind = "bpe";
     return std::make_unique<Bpe>(vocab_from_json(m.at("vocab")), merges, o);
   }
-  throw std::runtime_error("unsupported model type '" + type + "' (WordPiece and BPE are supported)");
+  if (type == "WordLevel") {
+    kind = "wordlevel";
+    return std::make_unique<WordLevel>(vocab_from_json(m.at("vocab")), m.value("unk_token", std::string("[UNK]")));
+  }
+  throw std::runtime_error("unsupported model type '" + type + "' (WordPiece, BPE and WordLevel are supported)");
 }
 
 // The post-processor's special tokens (TemplateProcessing / BertProcessing / RobertaProcessing)

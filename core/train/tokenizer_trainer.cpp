@@ -190,15 +190,62 @@ json tokenizer_skeleton(const std::vector<std::string>& specials) {
   return j;
 }
 
-json train_wordpiece(const std::vector<std::string>& texts, const TokenizerTrainOptions& o) {
+const std::vector<std::string> kBertSpecials = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+
+// Word counts after BERT's normalizer (lowercase and accents stripped unless cased) and
+// pre-tokenizer (whitespace, punctuation split off).
+WordCounts count_bert_words(const std::vector<std::string>& texts, const TokenizerTrainOptions& o) {
   BertNormalizerOptions no;
   no.lowercase = o.lowercase;
   no.strip_accents = o.lowercase;  // HF: strip_accents null follows lowercase
   auto normalizer = make_bert_normalizer(no);
   auto pre = make_bert_pre_tokenizer();
-  WordCounts counts = count_words(texts, normalizer.get(), *pre);
+  return count_words(texts, normalizer.get(), *pre);
+}
 
-  const std::vector<std::string> specials = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+// A BERT-style tokenizer.json around `model`: BertNormalizer, BertPreTokenizer, [CLS] A [SEP].
+json bert_style_tokenizer(const TokenizerTrainOptions& o, json model) {
+  json j = tokenizer_skeleton(kBertSpecials);
+  j["normalizer"] = {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
+                     {"strip_accents", nullptr}, {"lowercase", o.lowercase}};
+  j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
+  auto special = [](const char* name) { return json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}}; };
+  auto seq = [](const char* id, int type) { return json{{"Sequence", {{"id", id}, {"type_id", type}}}}; };
+  j["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", json::array({special("[CLS]"), seq("A", 0), special("[SEP]")})},
+      {"pair", json::array({special("[CLS]"), seq("A", 0), special("[SEP]"), seq("B", 1),
+                            json{{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 1}}}}})},
+      {"special_tokens",
+       {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
+        {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}};
+  // The WordPiece decoder joins tokens with spaces and tidies " ." and " ' "; WordLevel has no
+  // "##" pieces, so it serves both.
+  j["decoder"] = {{"type", "WordPiece"}, {"prefix", kPrefix}, {"cleanup", true}};
+  j["model"] = std::move(model);
+  return j;
+}
+
+// WordLevel: the specials, then the vocab_size - 5 most frequent words seen at least
+// min_frequency times (ties by word, so the result is deterministic); everything else is [UNK].
+json train_wordlevel(const std::vector<std::string>& texts, const TokenizerTrainOptions& o) {
+  WordCounts counts = count_bert_words(texts, o);
+  std::vector<std::pair<std::string, int64_t>> words;
+  for (const auto& [w, c] : counts.words)
+    if (c >= o.min_frequency) words.emplace_back(w, c);
+  std::sort(words.begin(), words.end(),
+            [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+  std::vector<std::string> vocab = kBertSpecials;
+  for (const auto& [w, c] : words) {
+    if (static_cast<int64_t>(vocab.size()) >= o.vocab_size) break;
+    vocab.push_back(w);
+  }
+  return bert_style_tokenizer(o, {{"type", "WordLevel"}, {"unk_token", "[UNK]"}, {"vocab", vocab_json(vocab)}});
+}
+
+json train_wordpiece(const std::vector<std::string>& texts, const TokenizerTrainOptions& o) {
+  WordCounts counts = count_bert_words(texts, o);
+  const std::vector<std::string>& specials = kBertSpecials;
   // Alphabet: the most frequent characters (limit_alphabet), first-char and "##" forms.
   std::map<std::string, int64_t> char_count;
   for (const auto& [w, c] : counts.words) {
@@ -233,25 +280,8 @@ json train_wordpiece(const std::vector<std::string>& texts, const TokenizerTrain
     word_counts.push_back(c);
   }
   Trained t = learn_merges(symbols, word_counts, vocab, o.vocab_size, o.min_frequency, true);
-
-  json j = tokenizer_skeleton(specials);
-  j["normalizer"] = {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
-                     {"strip_accents", nullptr}, {"lowercase", o.lowercase}};
-  j["pre_tokenizer"] = {{"type", "BertPreTokenizer"}};
-  auto special = [](const char* name) { return json{{"SpecialToken", {{"id", name}, {"type_id", 0}}}}; };
-  auto seq = [](const char* id, int type) { return json{{"Sequence", {{"id", id}, {"type_id", type}}}}; };
-  j["post_processor"] = {
-      {"type", "TemplateProcessing"},
-      {"single", json::array({special("[CLS]"), seq("A", 0), special("[SEP]")})},
-      {"pair", json::array({special("[CLS]"), seq("A", 0), special("[SEP]"), seq("B", 1),
-                            json{{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 1}}}}})},
-      {"special_tokens",
-       {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
-        {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}};
-  j["decoder"] = {{"type", "WordPiece"}, {"prefix", kPrefix}, {"cleanup", true}};
-  j["model"] = {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", kPrefix},
-                {"max_input_chars_per_word", 100}, {"vocab", vocab_json(t.vocab)}};
-  return j;
+  return bert_style_tokenizer(o, {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", kPrefix},
+                                  {"max_input_chars_per_word", 100}, {"vocab", vocab_json(t.vocab)}});
 }
 
 json train_bpe(const std::vector<std::string>& texts, const TokenizerTrainOptions& o) {
@@ -295,7 +325,8 @@ json train_tokenizer(const std::vector<std::string>& texts, const TokenizerTrain
   if (options.vocab_size < 300) throw std::invalid_argument("vocab size must be at least 300");
   if (options.kind == "wordpiece") return train_wordpiece(texts, options);
   if (options.kind == "bpe") return train_bpe(texts, options);
-  throw std::invalid_argument("tokenizer kind must be 'wordpiece' or 'bpe', not '" + options.kind + "'");
+  if (options.kind == "wordlevel") return train_wordlevel(texts, options);
+  throw std::invalid_argument("tokenizer kind must be 'wordpiece', 'bpe' or 'wordlevel', not '" + options.kind + "'");
 }
 
 json train_tokenizer_on_files(const std::vector<std::string>& paths, const TokenizerTrainOptions& options) {

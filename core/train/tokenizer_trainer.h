@@ -1,5 +1,6 @@
 // Training a tokenizer from text: WordPiece (BERT: BertNormalizer, BertPreTokenizer, "##"
-// continuations, [PAD] [UNK] [CLS] [SEP] [MASK]) or byte-level BPE (GPT-2 pre-tokenizer, all 256
+// continuations, [PAD] [UNK] [CLS] [SEP] [MASK]), WordLevel (the same normalizer, pre-tokenizer and
+// specials; one token per word, the most frequent words only, [UNK] for the rest) or byte-level BPE (GPT-2 pre-tokenizer, all 256
 // bytes in the alphabet, RoBERTa-style <s> <pad> </s> <unk> <mask>). Both are learned by BPE-style
 // merges over word counts, as Hugging Face's WordPieceTrainer and BpeTrainer do, and written in
 // the Hugging Face tokenizer.json format that core::Tokenizer::load reads.
@@ -14,10 +15,10 @@
 namespace headlab::core::train {
 
 struct TokenizerTrainOptions {
-  std::string kind = "wordpiece";  // "wordpiece" | "bpe"
+  std::string kind = "wordpiece";  // "wordpiece" | "bpe" | "wordlevel"
   int64_t vocab_size = 8000;       // including special tokens and the alphabet
-  bool lowercase = true;           // WordPiece only (BertNormalizer)
-  int64_t min_frequency = 2;       // a pair seen fewer times is never merged
+  bool lowercase = true;           // WordPiece and WordLevel (BertNormalizer)
+  int64_t min_frequency = 2;       // a pair seen fewer times is never merged; WordLevel: a rarer word is [UNK]
   int64_t limit_alphabet = 1000;   // WordPiece: keep the most frequent characters only
 };
 

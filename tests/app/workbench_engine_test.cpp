@@ -41,9 +41,11 @@ TEST_CASE("the engine bridge turns a run into plain maps and predictions", "[app
   // U is W without mixing: the same buffer.
   CHECK(a->attentions[0].layers[0].stages[static_cast<int>(Stage::U)].data == w.data);
   CHECK(a->attentions[0].layers[0].stages[static_cast<int>(Stage::J)].empty());
-  REQUIRE(a->outputs.size() == static_cast<size_t>(T));
-  for (const auto& p : a->outputs[5].top) CHECK(p.p == Approx(p.p_base));
-  CHECK(a->outputs[5].kl == Approx(0.0f).margin(1e-6));
+  REQUIRE(a->outputs.size() == 1);  // only the [MASK] goes through the LM head
+  REQUIRE(a->output_at(5));
+  CHECK(a->output_at(4) == nullptr);
+  for (const auto& p : a->outputs[0].top) CHECK(p.p == Approx(p.p_base));
+  CHECK(a->outputs[0].kl == Approx(0.0f).margin(1e-6));
 
   // Close a head in the last layer: earlier layers keep their buffers, the prediction moves.
   set_gate(in.controls, "encoder", layers - 1, 0, 0.0f, heads);
@@ -51,9 +53,10 @@ TEST_CASE("the engine bridge turns a run into plain maps and predictions", "[app
   CHECK(b->recomputed_from == layers - 1);
   CHECK(b->attentions[0].layers[0].stages[2].data == a->attentions[0].layers[0].stages[2].data);
   CHECK(b->attentions[0].layers[0].version == a->attentions[0].layers[0].version);
-  CHECK(b->outputs[5].kl > 0.0f);
+  REQUIRE(b->output_at(5));
+  CHECK(b->output_at(5)->kl > 0.0f);
   float moved = 0;
-  for (const auto& p : b->outputs[5].top) moved += std::abs(p.p - p.p_base);
+  for (const auto& p : b->output_at(5)->top) moved += std::abs(p.p - p.p_base);
   CHECK(moved > 0.0f);
 
   // A pre-softmax swap in layer 0 changes layer 0's maps and every later layer.
@@ -66,6 +69,48 @@ TEST_CASE("the engine bridge turns a run into plain maps and predictions", "[app
   CHECK(cw.at(0, 2, 3) != Approx(w.at(0, 2, 3)));
   CHECK(cw.at(0, 2, 3) == Approx(w.at(1, 2, 3)).epsilon(1e-4));  // head 0 now has head 1's weights
   CHECK(cj.heads == heads);
+}
+
+TEST_CASE("predictions at chosen positions equal those of a run over every position", "[app][engine]") {
+  WorkbenchEngine engine, reference;
+  const ModelSummary m = engine.load_random(config("mha"), 4);
+  reference.load_random(config("mha"), 4);
+  const int layers = m.attentions[0].layers, heads = m.attentions[0].output_heads;
+  RunInput in;
+  in.text = "the cat sat on the [MASK] because it was tired .";
+  set_gate(in.controls, "encoder", 1, 2, 0.25f, heads);
+  RunInput all = in;
+  auto full = reference.run(in, nullptr, {});
+  all.output_positions.resize(full->tokens.ids.size());
+  for (size_t t = 0; t < all.output_positions.size(); ++t) all.output_positions[t] = static_cast<int>(t);
+  full = reference.run(all, nullptr, {});
+  REQUIRE(full->outputs.size() == full->tokens.ids.size());
+
+  auto first = engine.run(in, nullptr, {});
+  REQUIRE(first->outputs.size() == 1);
+  // Another position with the same controls: only the head runs again.
+  in.output_positions = {2, 7};
+  auto moved = engine.run(in, nullptr, {});
+  CHECK(moved->layers_computed == 0);
+  CHECK(moved->attentions[0].layers[layers - 1].version == first->attentions[0].layers[layers - 1].version);
+  REQUIRE(moved->outputs.size() == 2);
+  for (const auto* s : {first.get(), moved.get()}) {
+    for (const auto& out : s->outputs) {
+      INFO("position " << out.position);
+      const PositionOutput* ref = full->output_at(out.position);
+      REQUIRE(ref);
+      CHECK(out.kl == Approx(ref->kl).margin(1e-5));
+      REQUIRE(out.top.size() == ref->top.size());
+      for (size_t i = 0; i < out.top.size(); ++i) {
+        CHECK(out.top[i].id == ref->top[i].id);
+        CHECK(out.top[i].p == Approx(ref->top[i].p).epsilon(1e-4));
+        CHECK(out.top[i].p_base == Approx(ref->top[i].p_base).epsilon(1e-4));
+      }
+    }
+  }
+  CHECK(moved->outputs[0].kl > 0.0f);
+  in.output_positions = {99};
+  CHECK_THROWS_WITH(engine.run(in, nullptr, {}), Catch::Contains("output position 99"));
 }
 
 TEST_CASE("the engine handles encoder-decoder and talking-heads models", "[app][engine]") {
@@ -82,7 +127,8 @@ TEST_CASE("the engine handles encoder-decoder and talking-heads models", "[app][
   CHECK(cross->layers[0].stages[2].rows == 3);
   CHECK(cross->layers[0].stages[2].cols == 5);
   CHECK(s->find("decoder")->layers[0].stages[2].at(0, 0, 1) == 0.0f);  // causal
-  CHECK(s->outputs.size() == 3);
+  REQUIRE(s->outputs.size() == 1);  // the decoder's last token
+  CHECK(s->outputs[0].position == 2);
 
   auto th = engine.load_random(config("talking-heads"), 3);
   const auto& a = th.attentions[0];

@@ -219,6 +219,43 @@ TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][i
   }
 }
 
+TEST_CASE("logits at chosen positions are those rows of the full head; moving them runs the head only", "[run][logits]") {
+  for (const auto& [name, config] : model_zoo()) {
+    INFO(name);
+    auto model = core::make_random_model(config, 11);
+    auto request = request_for(config);
+    auto full = core::run(*model, request);
+    const int64_t T = full->logits.size(0);
+    REQUIRE(T >= 3);
+    CHECK(full->logit_positions.empty());
+    const std::vector<int64_t> picked = {T - 1, 0, 1};
+    auto chosen = request;
+    chosen.logit_positions = picked;
+    auto part = core::run(*model, chosen);
+    REQUIRE(part->logits.size(0) == 3);
+    CHECK(part->logit_positions == picked);
+    for (size_t i = 0; i < picked.size(); ++i)
+      CHECK(max_abs_diff(part->logits[static_cast<int64_t>(i)], full->logits[picked[i]]) < kTol);
+    // Same controls, other positions: no layer runs, the layers' tensors are shared.
+    auto moved = chosen;
+    moved.logit_positions = {1};
+    moved.previous = part;
+    auto head_only = core::run(*model, moved);
+    CHECK(head_only != part);
+    CHECK(head_only->layers_computed == 0);
+    CHECK(head_only->main_stack().layers.back().self.weights.data_ptr() ==
+          part->main_stack().layers.back().self.weights.data_ptr());
+    REQUIRE(head_only->logits.size(0) == 1);
+    CHECK(max_abs_diff(head_only->logits[0], full->logits[1]) < kTol);
+    // Back to every position from there, then a position outside the text.
+    moved.logit_positions.clear();
+    moved.previous = head_only;
+    CHECK(max_abs_diff(core::run(*model, moved)->logits, full->logits) < kTol);
+    moved.logit_positions = {T};
+    CHECK_THROWS_WITH(core::run(*model, moved), Catch::Contains("logit position"));
+  }
+}
+
 TEST_CASE("progress is reported once per layer; the cancel flag and a false callback cancel", "[run][progress]") {
   auto zoo = model_zoo();
   for (const auto& [name, config] : {zoo[1], zoo[2]}) {

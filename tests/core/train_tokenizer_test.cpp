@@ -5,6 +5,13 @@
 #include "core/tokenizer.h"
 #include "core/train/tokenizer_trainer.h"
 
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
 using namespace headlab;
 
 namespace {
@@ -73,6 +80,74 @@ TEST_CASE("WordPiece training gives a BERT tokenizer", "[train][tokenizer]") {
   CHECK(split.ids.size() > 1);
   CHECK(split.tokens[1].rfind("##", 0) == 0);
   for (auto id : split.ids) CHECK(id != *tok->unk_id());
+}
+
+TEST_CASE("WordLevel training keeps the most frequent words whole", "[train][tokenizer]") {
+  core::train::TokenizerTrainOptions o;
+  o.kind = "wordlevel";
+  o.vocab_size = 300;
+  o.min_frequency = 1;
+  // Zipf-like text: word i (letters only) appears about 2000 / (i + 1) times, in a shuffled order,
+  // with commas and full stops between; some words capitalised.
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 600; ++i) {
+    std::string w = "k";
+    for (int v = i; v > 0; v /= 26) w += static_cast<char>('a' + v % 26);
+    for (int c = 0; c < 2000 / (i + 1); ++c) tokens.push_back(c % 3 == 0 ? "K" + w.substr(1) : w);
+  }
+  std::mt19937 rng(7);
+  std::shuffle(tokens.begin(), tokens.end(), rng);
+  std::string text;
+  for (size_t i = 0; i < tokens.size(); ++i) text += tokens[i] + (i % 11 == 10 ? ". " : i % 7 == 6 ? ", " : " ");
+  auto doc = core::train::train_tokenizer({text}, o);
+  CHECK(doc["model"]["type"] == "WordLevel");
+  auto tok = core::Tokenizer::from_json(doc.dump(), "trained-wordlevel");
+  CHECK(tok->kind() == "wordlevel");
+  CHECK(tok->id_to_token(1) == "[UNK]");
+  REQUIRE(tok->mask_id());
+  REQUIRE(tok->unk_id());
+  // Independent count: lowercase words and punctuation marks, the way BertPreTokenizer splits them.
+  std::map<std::string, int64_t> count;
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) ++count[word];
+    word.clear();
+  };
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isspace(u)) flush();
+    else if (u < 128 && std::ispunct(u)) { flush(); word = std::string(1, c); flush(); }
+    else word += static_cast<char>(std::tolower(u));
+  }
+  flush();
+  std::vector<std::pair<std::string, int64_t>> ranked(count.begin(), count.end());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  REQUIRE(ranked.size() > 300);
+  // The 100 most frequent words are single tokens; of the rest, exactly those beyond the 295 that
+  // fit become [UNK].
+  for (size_t i = 0; i < 100; ++i) {
+    INFO(ranked[i].first);
+    auto e = tok->encode(ranked[i].first);
+    REQUIRE(e.ids.size() == 1);
+    CHECK(e.ids[0] != *tok->unk_id());
+  }
+  const int64_t kept = static_cast<int64_t>(doc["model"]["vocab"].size()) - 5;
+  CHECK(kept == 295);
+  int64_t unk = 0;
+  for (const auto& [w, c] : ranked) unk += tok->encode(w).ids.at(0) == *tok->unk_id();
+  CHECK(unk == static_cast<int64_t>(ranked.size()) - kept);
+  // A sentence: [CLS] words [SEP], an unseen word is [UNK], decoding tidies punctuation.
+  auto e = tok->encode("The zyzzyva sat.", true);
+  REQUIRE(e.tokens.size() == 6);
+  CHECK(e.tokens.front() == "[CLS]");
+  CHECK(e.tokens[2] == "[UNK]");
+  CHECK(e.tokens.back() == "[SEP]");
+  std::vector<std::string> letters;
+  for (const auto& [w, c] : ranked)
+    if (std::isalpha(static_cast<unsigned char>(w[0]))) letters.push_back(w);
+  const std::string known = letters[0] + " " + letters[1] + ", " + letters[2] + ".";
+  CHECK(tok->decode(tok->encode(known).ids) == known);
+  CHECK(core::train::train_tokenizer({text}, o) == doc);
 }
 
 TEST_CASE("tokenizer training rejects bad options", "[train][tokenizer]") {
