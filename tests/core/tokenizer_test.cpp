@@ -146,3 +146,7 @@ TEST_CASE("tokenizer conformance: bert variant cased with BertProcessing and oth
 TEST_CASE("tokenizer conformance: qwen3 variant with ignore_merges and a BOS template", "[tokenizer][conformance]") {
   require_all(run_conformance("qwen3-variant"));
 }
+
+TEST_CASE("tokenizer conformance: WordLevel over BERT's vocabulary", "[tokenizer][conformance]") {
+  require_all(run_conformance("wordlevel-variant"));
+}
