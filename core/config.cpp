@@ -25,7 +25,8 @@ constexpr EnumName<NormPlacement> kPlacements[] = {{NormPlacement::Pre, "pre"}, 
 constexpr EnumName<PositionKind> kPositions[] = {{PositionKind::None, "none"},
                                                  {PositionKind::Learned, "learned"},
                                                  {PositionKind::Sinusoidal, "sinusoidal"},
-                                                 {PositionKind::Rope, "rope"}};
+                                                 {PositionKind::Rope, "rope"},
+                                                 {PositionKind::RopeLearned, "rope+learned"}};
 constexpr EnumName<FfnKind> kFfnKinds[] = {{FfnKind::Mlp, "mlp"}, {FfnKind::SwiGLU, "swiglu"}};
 constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
                                                  {Activation::GeluTanh, "gelu_tanh"},
@@ -211,7 +212,7 @@ void ModelConfig::validate() const {
     validate_attention(stack->attention, hidden_size, std::string(name) + ".attention", problems);
     if (stack->cross_attention)
       validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
-    if (positions == PositionKind::Rope) {
+    if (positions == PositionKind::Rope || positions == PositionKind::RopeLearned) {
       const auto& a = stack->attention;
       const int dim = rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
       if (dim % 2 != 0) problem(std::string(name) + ": RoPE needs an even rotated size, got " + std::to_string(dim));
@@ -233,7 +234,7 @@ void ModelConfig::validate() const {
 int64_t ModelConfig::parameter_count() const {
   const int64_t D = hidden_size;
   int64_t n = int64_t(vocab_size) * D;
-  if (positions == PositionKind::Learned) n += int64_t(max_positions) * D;
+  if (positions == PositionKind::Learned || positions == PositionKind::RopeLearned) n += int64_t(max_positions) * D;
   n += int64_t(type_vocab_size) * D;
   const int64_t norm_params = norm == NormKind::LayerNorm ? 2 * D : D;
   if (embedding_norm) n += norm_params;

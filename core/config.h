@@ -16,7 +16,8 @@ inline constexpr int kConfigFormatVersion = 1;
 enum class StackKind { Encoder, Decoder, EncoderDecoder };
 enum class NormKind { LayerNorm, RMSNorm };
 enum class NormPlacement { Pre, Post };
-enum class PositionKind { None, Learned, Sinusoidal, Rope };
+// RopeLearned: RoPE in every attention plus a learned absolute table added to the embeddings.
+enum class PositionKind { None, Learned, Sinusoidal, Rope, RopeLearned };
 enum class FfnKind { Mlp, SwiGLU };
 enum class Activation { Gelu, GeluTanh, Relu, Silu };
 enum class Scoring { Dot, Additive };

@@ -100,7 +100,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   config_.validate();
   const auto& c = config_;
   tokens = register_module("tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
-  if (c.positions == PositionKind::Learned)
+  if (c.positions == PositionKind::Learned || c.positions == PositionKind::RopeLearned)
     positions = register_module("positions", torch::nn::Embedding(c.max_positions, c.hidden_size));
   if (c.positions == PositionKind::Sinusoidal) {
     // Vaswani et al. 2017: PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(…).
@@ -156,7 +156,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
 
 RopeTables TransformerImpl::rope_tables(int64_t T, const std::string& stack) const {
   const auto& c = config_;
-  if (c.positions != PositionKind::Rope) return {};
+  if (c.positions != PositionKind::Rope && c.positions != PositionKind::RopeLearned) return {};
   const auto& a = (stack == "encoder" ? c.encoder : c.decoder)->attention;
   const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
   const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;

@@ -115,6 +115,11 @@ TEST_CASE("the session decides what runs", "[app][session]") {
   CHECK((in.controls.get("encoder", 1) == s.controls.get("encoder", 1)));
   s.selection.stage = Stage::U;
   CHECK(!make_run_input(s).all_stages);
+  // The Output view's position is the only one the LM head computes; -1 leaves it to the engine.
+  s.selection.output_position = -1;
+  CHECK(make_run_input(s).output_positions.empty());
+  s.selection.output_position = 3;
+  CHECK(make_run_input(s).output_positions == std::vector<int>{3});
 
   ModelSummary m;
   AttentionSummary a;

@@ -6,6 +6,8 @@
 #include "core/model.h"
 #include "core/run.h"
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -354,6 +356,32 @@ TEST_CASE("sinusoidal positions are Vaswani et al.'s sin/cos table", "[run][posi
       expected[p][2 * i + 1] = std::cos(angle);
     }
   CHECK(max_abs_diff(positional, expected) < kTol);
+}
+
+TEST_CASE("rope+learned is RoPE with a learned table added to the embeddings", "[run][positions]") {
+  torch::NoGradGuard no_grad;
+  auto rope = small_model(core::StackKind::Encoder, attention(4, 4, 4, 4), 2);
+  rope.positions = core::PositionKind::Rope;
+  auto hybrid = rope;
+  hybrid.positions = core::PositionKind::RopeLearned;
+  CHECK(hybrid.parameter_count() - rope.parameter_count() == int64_t(rope.max_positions) * rope.hidden_size);
+  auto a = core::make_random_model(hybrid, 5);
+  auto b = core::make_random_model(rope, 6);
+  auto from = a->module->named_parameters();
+  for (auto& p : b->module->named_parameters()) p.value().copy_(from[p.key()]);
+  auto request = request_for(hybrid);
+  auto ha = core::run(*a, request);
+  // Layer 0's input is token + learned position; RoPE still rotates q and k inside attention.
+  auto ids = torch::tensor(request.ids, torch::kLong);
+  const int64_t T = static_cast<int64_t>(request.ids.size());
+  auto expected = a->module->tokens->weight.index_select(0, ids) + a->module->positions->weight.narrow(0, 0, T);
+  CHECK(max_abs_diff(ha->encoder.hidden[0], expected) < kTol);
+  CHECK(a->module->rope_tables(T, "encoder").defined());
+  CHECK(max_abs_diff(ha->logits, core::run(*b, request)->logits) > 1e-4);  // the table matters
+  a->module->positions->weight.zero_();
+  CHECK(max_abs_diff(core::run(*a, request)->logits, core::run(*b, request)->logits) < kTol);
+  CHECK(core::model_config_from_json(core::to_json(hybrid)).positions == core::PositionKind::RopeLearned);
+  CHECK(core::to_json(hybrid)["positions"] == "rope+learned");
 }
 
 TEST_CASE("pre-LN and post-LN blocks match a transcription of their equations", "[run][block]") {
