@@ -46,7 +46,17 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
   const int heads = attention.output_heads();
   const int H = layers * heads;
   std::vector<std::map<int, int64_t>> offset_hist(H);
-  std::vector<int64_t> rare_hits(H, 0), special_hits(H, 0), rare_content_hits(H, 0);
+  std::vector<int64_t> rare_hits(H, 0), special_hits(H, 0), rare_content_hits(H, 0), uncommon_hits(H, 0);
+  // The rare_common_tokens most frequent ids (ties broken by id).
+  std::vector<bool> common(frequencies.size(), false);
+  {
+    std::vector<int64_t> order(frequencies.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    const size_t n = std::min(order.size(), static_cast<size_t>(std::max<int64_t>(0, o.rare_common_tokens)));
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(),
+                      [&](int64_t a, int64_t b) { return frequencies[a] != frequencies[b] ? frequencies[a] > frequencies[b] : a < b; });
+    for (size_t i = 0; i < n; ++i) common[static_cast<size_t>(order[i])] = true;
+  }
   std::map<std::string, RelationCounts> relations;
   const auto begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
   const auto end = tok.sep_id() ? tok.sep_id() : tok.eos_id();
@@ -83,6 +93,8 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
     };
     for (int t : content)
       if (freq_of(ids[t]) < freq_of(ids[rare_pos])) rare_pos = t;
+    const int64_t rare_id = ids[rare_pos];
+    const bool uncommon = !(rare_id >= 0 && rare_id < static_cast<int64_t>(common.size()) && common[rare_id]);
 
     core::RunRequest request;
     request.ids = ids;
@@ -110,7 +122,7 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
         const int index = l * heads + h;
         for (int q : content) {
           ++offset_hist[index][static_cast<int>(top_acc[h][q]) - q];
-          if (top_acc[h][q] == rare_pos) ++rare_hits[index];
+          if (top_acc[h][q] == rare_pos) ++rare_hits[index], uncommon_hits[index] += uncommon;
           if (word_of[top_acc[h][q]] < 0) ++special_hits[index];
           if (top_content_acc[h][q] == rare_pos) ++rare_content_hits[index];
         }
@@ -129,6 +141,7 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
       }
     }
     report.queries += static_cast<int64_t>(content.size());
+    if (uncommon) report.uncommon_queries += static_cast<int64_t>(content.size());
     if (!any_word_without_token)
       for (int d = 0; d < W; ++d) {
         const int head_word = sentence.words[d].head - 1;
@@ -158,6 +171,8 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
         r.special_share = double(special_hits[index]) / double(report.queries);
         r.rare_share_content = double(rare_content_hits[index]) / double(report.queries);
       }
+      if (report.uncommon_queries > 0)
+        r.rare_share_uncommon = double(uncommon_hits[index]) / double(report.uncommon_queries);
       r.positional = r.positional_share >= o.positional_threshold;
       r.rare = r.rare_share > o.rare_threshold;
       report.heads.push_back(r);
@@ -199,6 +214,7 @@ nlohmann::json HeadRoleReport::to_json() const {
   j["stack"] = stack;
   j["sentences"] = sentences;
   j["queries"] = queries;
+  j["uncommon_queries"] = uncommon_queries;
   j["positional_heads"] = positional_heads;
   j["rare_word_heads"] = rare_heads;
   j["syntactic_heads"] = syntactic_heads;
@@ -206,6 +222,7 @@ nlohmann::json HeadRoleReport::to_json() const {
     j["heads"].push_back({{"layer", h.layer}, {"head", h.head}, {"best_offset", h.best_offset},
                           {"positional_share", h.positional_share}, {"rare_share", h.rare_share},
                           {"special_share", h.special_share}, {"rare_share_content_keys", h.rare_share_content},
+                          {"rare_share_uncommon_sentences", h.rare_share_uncommon},
                           {"positional", h.positional}, {"rare_word", h.rare}, {"syntactic", h.syntactic}});
   for (const auto& r : relations)
     j["relations"].push_back({{"relation", r.relation}, {"direction", r.direction}, {"layer", r.layer},
@@ -217,13 +234,16 @@ nlohmann::json HeadRoleReport::to_json() const {
 std::string HeadRoleReport::summary() const {
   std::ostringstream s;
   char buf[200];
-  std::snprintf(buf, sizeof buf, "%lld sentences, %lld query tokens (%s)\n", static_cast<long long>(sentences),
-                static_cast<long long>(queries), stack.c_str());
-  s << buf << "layer.head  best-offset  positional  rare-word  (on specials, rare among word keys)\n";
+  std::snprintf(buf, sizeof buf, "%lld sentences, %lld query tokens (%s); %lld in sentences whose rarest token is uncommon\n",
+                static_cast<long long>(sentences), static_cast<long long>(queries), stack.c_str(),
+                static_cast<long long>(uncommon_queries));
+  s << buf << "layer.head  best-offset  positional  rare-word  (on specials, rare among word keys, rare in "
+           "sentences whose rarest token is uncommon)\n";
   for (const auto& h : heads) {
-    std::snprintf(buf, sizeof buf, "  %d.%d        %+4d        %5.1f%%%s    %5.1f%%%s   (%5.1f%%, %5.1f%%)%s\n", h.layer,
-                  h.head, h.best_offset, 100 * h.positional_share, h.positional ? "*" : " ", 100 * h.rare_share,
-                  h.rare ? "*" : " ", 100 * h.special_share, 100 * h.rare_share_content, h.syntactic ? "  syntactic" : "");
+    std::snprintf(buf, sizeof buf, "  %d.%d        %+4d        %5.1f%%%s    %5.1f%%%s   (%5.1f%%, %5.1f%%, %5.1f%%)%s\n",
+                  h.layer, h.head, h.best_offset, 100 * h.positional_share, h.positional ? "*" : " ",
+                  100 * h.rare_share, h.rare ? "*" : " ", 100 * h.special_share, 100 * h.rare_share_content,
+                  100 * h.rare_share_uncommon, h.syntactic ? "  syntactic" : "");
     s << buf;
   }
   s << "relation        direction         best head  accuracy  baseline  count\n";

@@ -30,6 +30,10 @@ struct HeadRoleOptions {
   int64_t min_relation_count = 100;   // relations seen fewer times are not scored
   double positional_threshold = 0.9;
   double rare_threshold = 0.5;
+  // Voita et al. 2019 (§ rare words) report the rare-word head "among sentences where the least
+  // frequent token is not in the top-500 most frequent tokens": rare_share_uncommon is measured
+  // on those sentences only (a diagnostic beside rare_share; 0 = every sentence).
+  int64_t rare_common_tokens = 500;
   double syntactic_margin = 0.10;
 };
 
@@ -40,6 +44,8 @@ struct HeadRole {
   double rare_share = 0;         // share of maximum attention on the rarest token
   double special_share = 0;      // share of maximum attention on [CLS]/[SEP]-like tokens
   double rare_share_content = 0; // rare_share with the maximum taken over word tokens only (diagnostic)
+  double rare_share_uncommon = 0; // rare_share over sentences whose rarest token is outside the
+                                  // rare_common_tokens most frequent (diagnostic)
   bool positional = false, rare = false, syntactic = false;
 };
 
@@ -58,6 +64,7 @@ struct HeadRoleReport {
   std::vector<RelationScore> relations;  // the best head per relation and direction
   int positional_heads = 0, rare_heads = 0, syntactic_heads = 0;
   int64_t sentences = 0, queries = 0;
+  int64_t uncommon_queries = 0;  // queries in sentences whose rarest token is not a common one
   nlohmann::json to_json() const;
   std::string summary() const;  // a table for a terminal
 };

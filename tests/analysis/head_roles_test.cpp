@@ -77,6 +77,16 @@ TEST_CASE("measure_head_roles reports every head with shares in [0, 1]", "[analy
     CHECK(h.special_share + h.positional_share >= 0.0);
   }
   CHECK_FALSE(report.relations.empty());
+  // Voita's sentence filter: with no common tokens every sentence counts, and the filtered share is
+  // the plain one; with every token common no sentence does.
+  o.rare_common_tokens = 0;
+  auto all = analysis::measure_head_roles(*model, sentences, freq, o);
+  CHECK(all.uncommon_queries == all.queries);
+  for (const auto& h : all.heads) CHECK(h.rare_share_uncommon == Approx(h.rare_share));
+  o.rare_common_tokens = tokenizer->vocab_size();
+  auto none = analysis::measure_head_roles(*model, sentences, freq, o);
+  CHECK(none.uncommon_queries == 0);
+  for (const auto& h : none.heads) CHECK(h.rare_share_uncommon == 0.0);
   auto j = report.to_json();
   CHECK(j["heads"].size() == 8);
   CHECK(report.summary().find("positional heads:") != std::string::npos);
