@@ -239,11 +239,12 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     while (m.summary.masked_lm && last > 0 && out_tokens.special[last]) --last;
     snap->default_positions.push_back(std::max(0, last));
   }
-  const std::vector<int>& positions = input.output_positions.empty() ? snap->default_positions : input.output_positions;
-  for (int t : positions)
-    if (t < 0 || t >= static_cast<int>(out_tokens.ids.size()))
-      throw std::runtime_error("output position " + std::to_string(t) + " is outside the text's " +
-                               std::to_string(out_tokens.ids.size()) + " tokens");
+  // A requested position the (edited) text no longer has is dropped: a stale Output-view choice
+  // must not fail the run (the view resets it when the new snapshot arrives).
+  std::vector<int> positions;
+  for (int t : input.output_positions)
+    if (t >= 0 && t < static_cast<int>(out_tokens.ids.size())) positions.push_back(t);
+  if (positions.empty()) positions = snap->default_positions;
 
   core::RunRequest request;
   request.logit_positions.assign(positions.begin(), positions.end());

@@ -97,7 +97,8 @@ struct RunInput {
   bool all_stages = false;   // keep J and L too (W and U are always kept)
   int top_k = 10;
   // Positions to predict at (decoder side for enc-dec); empty = the default ones ([MASK]s of a
-  // masked LM, else the last real token). Only these run through the LM head.
+  // masked LM, else the last real token). Only these run through the LM head. Positions outside
+  // the text are dropped (the defaults are used when none remain).
   std::vector<int> output_positions;
 };
 

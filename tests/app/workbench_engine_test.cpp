@@ -109,8 +109,12 @@ TEST_CASE("predictions at chosen positions equal those of a run over every posit
     }
   }
   CHECK(moved->outputs[0].kl > 0.0f);
+  // A position the text no longer has (the user shortened it) falls back to the [MASK].
   in.output_positions = {99};
-  CHECK_THROWS_WITH(engine.run(in, nullptr, {}), Catch::Contains("output position 99"));
+  auto stale = engine.run(in, nullptr, {});
+  REQUIRE(stale->outputs.size() == 1);
+  CHECK(stale->outputs[0].position == 5);
+  CHECK(stale->default_positions == std::vector<int>{5});
 }
 
 TEST_CASE("the engine handles encoder-decoder and talking-heads models", "[app][engine]") {
