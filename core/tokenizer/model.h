@@ -35,6 +35,8 @@ struct Vocab {
     return &id_to_token[static_cast<size_t>(id)];
   }
   int64_t size() const { return static_cast<int64_t>(id_to_token.size()); }  // one past the largest id
+  // The id of a token the model cannot work without (its unknown token); throws naming `model`.
+  int32_t require(const std::string& token, const char* model) const;
 };
 
 class Model {

@@ -11,7 +11,7 @@ namespace headlab::core::tok {
 class WordLevel : public Model {
  public:
   // Throws std::runtime_error when the unknown token is not in the vocabulary.
-  WordLevel(Vocab vocab, std::string unk_token);
+  WordLevel(Vocab vocab, const std::string& unk_token);
 
   void tokenize(std::string_view word, std::vector<ModelToken>& out) const override;
   const Vocab& vocab() const override { return vocab_; }

@@ -17,11 +17,14 @@ void Vocab::add(const std::string& token, int32_t id) {
   present[static_cast<size_t>(id)] = true;
 }
 
-WordPiece::WordPiece(Vocab vocab, WordPieceOptions options) : vocab_(std::move(vocab)), options_(std::move(options)) {
-  auto unk = vocab_.find(options_.unk_token);
-  if (!unk) throw std::runtime_error("WordPiece: unknown token '" + options_.unk_token + "' is not in the vocabulary");
-  unk_id_ = *unk;
+int32_t Vocab::require(const std::string& token, const char* model) const {
+  auto id = find(token);
+  if (!id) throw std::runtime_error(std::string(model) + ": unknown token '" + token + "' is not in the vocabulary");
+  return *id;
 }
+
+WordPiece::WordPiece(Vocab vocab, WordPieceOptions options)
+    : vocab_(std::move(vocab)), options_(std::move(options)), unk_id_(vocab_.require(options_.unk_token, "WordPiece")) {}
 
 void WordPiece::tokenize(std::string_view word, std::vector<ModelToken>& out) const {
   const uint32_t n = static_cast<uint32_t>(word.size());
