@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -120,9 +121,10 @@ json pattern_to_json(const AttentionPattern& p) {
 
 StackConfig stack_from_json(const json& j, const std::string& where, bool allow_cross) {
   require_object(j, where);
-  check_known_keys(j, {"layers", "attention", "cross_attention"}, where);
+  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers"}, where);
   StackConfig stack;
   read(j, "layers", stack.layers, where);
+  read(j, "nope_layers", stack.nope_layers, where);
   if (!j.contains("attention")) throw std::runtime_error(where + ".attention: missing");
   stack.attention = attention_config_from_json(j["attention"], where + ".attention");
   if (j.contains("cross_attention") && !j["cross_attention"].is_null()) {
@@ -134,6 +136,7 @@ StackConfig stack_from_json(const json& j, const std::string& where, bool allow_
 
 json stack_to_json(const StackConfig& s) {
   json j{{"layers", s.layers}, {"attention", to_json(s.attention)}};
+  if (!s.nope_layers.empty()) j["nope_layers"] = s.nope_layers;
   if (s.cross_attention) j["cross_attention"] = to_json(*s.cross_attention);
   return j;
 }
@@ -212,7 +215,19 @@ void ModelConfig::validate() const {
     validate_attention(stack->attention, hidden_size, std::string(name) + ".attention", problems);
     if (stack->cross_attention)
       validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
-    if (positions == PositionKind::Rope || positions == PositionKind::RopeLearned) {
+    const bool rotary = positions == PositionKind::Rope || positions == PositionKind::RopeLearned;
+    if (!stack->nope_layers.empty() && !rotary)
+      problem(std::string(name) + ".nope_layers: only meaningful with positions 'rope' or 'rope+learned', not '" +
+              to_string(positions) + "'");
+    for (size_t i = 0; i < stack->nope_layers.size(); ++i) {
+      const int l = stack->nope_layers[i];
+      if (l < 0 || l >= stack->layers)
+        problem(std::string(name) + ".nope_layers[" + std::to_string(i) + "]: layer " + std::to_string(l) +
+                " is not in 0.." + std::to_string(stack->layers - 1));
+      else if (std::count(stack->nope_layers.begin(), stack->nope_layers.begin() + i, l))
+        problem(std::string(name) + ".nope_layers: layer " + std::to_string(l) + " is listed twice");
+    }
+    if (rotary) {
       const auto& a = stack->attention;
       const int dim = rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
       if (dim % 2 != 0) problem(std::string(name) + ": RoPE needs an even rotated size, got " + std::to_string(dim));

@@ -77,6 +77,9 @@ struct StackConfig {
   int layers = 0;
   AttentionConfig attention;                       // self-attention
   std::optional<AttentionConfig> cross_attention;  // decoder of an encoder-decoder only
+  // Layers whose self-attention skips the rotary embedding ("NoPE" layers, as Llama 4's and
+  // SmolLM3's no_rope_layers): with positions rope / rope+learned, these layers see content only.
+  std::vector<int> nope_layers;
 };
 
 struct FfnConfig {

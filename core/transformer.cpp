@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -56,8 +57,8 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
   return down(product);
 }
 
-BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack)
-    : pre_norm_(model.norm_placement == NormPlacement::Pre) {
+BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary)
+    : pre_norm_(model.norm_placement == NormPlacement::Pre), rotary_(rotary) {
   attn = register_module("attn", Attention(stack.attention, model.hidden_size));
   attn_norm = register_module("attn_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
   if (stack.cross_attention) {
@@ -80,7 +81,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     a.key_padding = self ? call.padding : call.memory_padding;
     a.controls = self ? call.self_controls : call.cross_controls;
     a.capture = call.capture;
-    if (self) a.rope = call.rope;
+    if (self && rotary_) a.rope = call.rope;
     a.lrp = call.lrp;
     return module->forward(a, stages);
   };
@@ -119,7 +120,10 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   auto make_stack = [&](const StackConfig& stack, const char* name, torch::nn::ModuleList& list, Norm& final_norm,
                         const char* norm_name) {
     list = torch::nn::ModuleList();
-    for (int l = 0; l < stack.layers; ++l) list->push_back(Block(c, stack));
+    for (int l = 0; l < stack.layers; ++l) {
+      const bool nope = std::count(stack.nope_layers.begin(), stack.nope_layers.end(), l) > 0;
+      list->push_back(Block(c, stack, /*rotary=*/!nope));
+    }
     register_module(name, list);
     if (c.final_norm) final_norm = register_module(norm_name, Norm(c.norm, c.hidden_size, c.norm_eps));
   };

@@ -60,7 +60,8 @@ struct BlockCall {
 
 class BlockImpl : public torch::nn::Module {
  public:
-  BlockImpl(const ModelConfig& model, const StackConfig& stack);
+  // rotary = false: a NoPE layer (StackConfig::nope_layers) whose self-attention skips RoPE.
+  BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary = true);
   // x [B, T, D] → [B, T, D]
   torch::Tensor forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
                         AttentionStages* cross_stages);
@@ -72,6 +73,7 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   bool pre_norm_;
+  bool rotary_;  // false in a NoPE layer: self-attention ignores BlockCall::rope
 };
 TORCH_MODULE(Block);
 

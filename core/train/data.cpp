@@ -146,8 +146,22 @@ Dataset load_text_dataset(const std::vector<std::string>& paths, const Tokenizer
   return make_lm_dataset(documents, seq_len, objective, special_tokens(tokenizer), held_out_fraction);
 }
 
+void Masking::validate() const {
+  auto fraction = [](const char* name, double v) {
+    if (!(v >= 0.0 && v <= 1.0))
+      throw std::invalid_argument(std::string("masking: ") + name + " must be in [0, 1], got " + std::to_string(v));
+  };
+  fraction("rate", rate);
+  fraction("mask", mask);
+  fraction("random", random);
+  if (rate == 0.0) throw std::invalid_argument("masking: rate must be above 0");
+  if (mask + random > 1.0 + 1e-12)
+    throw std::invalid_argument("masking: mask (" + std::to_string(mask) + ") + random (" + std::to_string(random) +
+                                ") exceed 1");
+}
+
 Batch make_batch(const std::vector<const Example*>& examples, Objective objective, const SpecialTokens& specials,
-                 uint64_t mask_seed) {
+                 uint64_t mask_seed, const Masking& masking) {
   const int64_t B = static_cast<int64_t>(examples.size());
   if (B == 0) throw std::invalid_argument("make_batch: no examples");
   const int64_t pad = specials.pad.value_or(0);
@@ -217,12 +231,12 @@ Batch make_batch(const std::vector<const Example*>& examples, Objective objectiv
     for (size_t i = 0; i < ids.size(); ++i) {
       if (padding[i] || is_special(ids[i])) continue;
       if (first_eligible == ids.size()) first_eligible = i;
-      if (u(rng) >= 0.15) continue;
+      if (u(rng) >= masking.rate) continue;
       labels[i] = ids[i];
       ++masked;
       const double r = u(rng);
-      if (r < 0.8) ids[i] = *specials.mask;
-      else if (r < 0.9) ids[i] = random_token();
+      if (r < masking.mask) ids[i] = *specials.mask;
+      else if (r < masking.mask + masking.random) ids[i] = random_token();
     }
     if (masked == 0 && first_eligible < ids.size()) {  // never a batch without a target
       labels[first_eligible] = ids[first_eligible];

@@ -62,9 +62,16 @@ struct Batch {
   int64_t tokens = 0;             // input tokens, padding excluded
 };
 
+// Masked-LM corruption (Devlin et al. 2019, §3.1): choose `rate` of the non-special tokens as
+// targets; of those, `mask` become [MASK], `random` a random non-special token, the rest stay.
+struct Masking {
+  double rate = 0.15, mask = 0.8, random = 0.1;
+  void validate() const;  // throws std::invalid_argument naming the bad value
+};
+
 // Builds the batch of `examples`; MLM masking draws from a generator seeded with `mask_seed`.
 Batch make_batch(const std::vector<const Example*>& examples, Objective objective, const SpecialTokens& specials,
-                 uint64_t mask_seed);
+                 uint64_t mask_seed, const Masking& masking = {});
 
 // Deterministic example order: epoch e is a permutation of the training set seeded by (seed, e).
 class BatchOrder {

@@ -51,7 +51,7 @@ std::vector<Batch> eval_batches(const Dataset& data, const SpecialTokens& specia
     std::vector<const Example*> ex;
     for (size_t i = start; i < std::min(data.held_out.size(), start + static_cast<size_t>(batch_size)); ++i)
       ex.push_back(&data.held_out[i]);
-    out.push_back(make_batch(ex, o.objective, specials, mix_seed(o.seed ^ 0xE7A1u, out.size())));
+    out.push_back(make_batch(ex, o.objective, specials, mix_seed(o.seed ^ 0xE7A1u, out.size()), o.masking));
   }
   return out;
 }
@@ -102,6 +102,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     throw std::invalid_argument("config vocab_size " + std::to_string(config.vocab_size) + " differs from the " +
                                 "tokenizer's " + std::to_string(specials.vocab_size));
   if (o.steps <= 0 && o.minutes <= 0) throw std::invalid_argument("give a number of steps or a time budget");
+  o.masking.validate();
   if (config.kind == StackKind::EncoderDecoder && o.objective != Objective::Seq2Seq)
     throw std::invalid_argument("an encoder-decoder trains with --objective seq2seq");
   if (config.kind != StackKind::EncoderDecoder && o.objective == Objective::Seq2Seq)
@@ -145,11 +146,14 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   json fingerprint = {{"objective", to_string(o.objective)}, {"seed", o.seed}, {"seq_len", o.seq_len},
                       {"batch_size", batch_size}, {"train_examples", data.train.size()},
                       {"held_out_examples", data.held_out.size()}};
+  auto masking_json = [](const Masking& m) { return json{{"rate", m.rate}, {"mask", m.mask}, {"random", m.random}}; };
+  if (o.objective == Objective::Mlm) fingerprint["masking"] = masking_json(o.masking);
   if (o.resume) {
     if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
     json meta = load_checkpoint(ckpt_path, model, optimizer);
     for (auto& [k, v] : fingerprint.items())
-      if (meta.at("fingerprint").value(k, json()) != v)
+      // Checkpoints from before masking was an option used BERT's 15% / 80-10-10.
+      if (meta.at("fingerprint").value(k, k == "masking" ? masking_json(Masking{}) : json()) != v)
         throw std::runtime_error(ckpt_path + ": the checkpoint was made with " + k + " = " +
                                  meta["fingerprint"][k].dump() + ", this run has " + v.dump());
     if (to_json(cfg) != meta.at("config")) throw std::runtime_error(ckpt_path + ": made for another config");
@@ -234,7 +238,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
 
     std::vector<const Example*> examples;
     for (size_t i : order.batch(step)) examples.push_back(&data.train[i]);
-    Batch batch = make_batch(examples, o.objective, specials, mix_seed(o.seed, 0x100000000ull + uint64_t(step)));
+    Batch batch = make_batch(examples, o.objective, specials, mix_seed(o.seed, 0x100000000ull + uint64_t(step)), o.masking);
     optimizer.zero_grad();
     auto r = batch_loss(model, batch);
     r.loss.backward();

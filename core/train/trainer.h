@@ -24,6 +24,7 @@ struct TrainOptions {
   double warmup = 0.05;         // fraction of the schedule spent warming up
   std::string decay = "cosine";  // "cosine" | "linear"
   double weight_decay = 0.01;
+  Masking masking;              // MLM only
   double beta1 = 0.9, beta2 = 0.98, eps = 1e-6;
   double clip = 1.0;            // max gradient norm (0 = off)
   int64_t eval_every = 200;     // steps between held-out evaluations

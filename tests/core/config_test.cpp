@@ -63,6 +63,29 @@ TEST_CASE("config errors name the key and the problem", "[config]") {
   CHECK_THAT(error_of(bad), Catch::Contains("unknown key 'architectures'"));
 }
 
+TEST_CASE("nope_layers round-trips and is checked", "[config][positions]") {
+  auto j = to_json(example("mha"));
+  j["positions"] = "rope";
+  j["encoder"]["nope_layers"] = {0};
+  const auto config = model_config_from_json(j);
+  CHECK(config.encoder->nope_layers == std::vector<int>{0});
+  CHECK(to_json(config)["encoder"]["nope_layers"] == nlohmann::json{0});
+  CHECK_FALSE(to_json(example("mha"))["encoder"].contains("nope_layers"));  // absent when empty
+  const int layers = config.encoder->layers;
+  auto bad = j;
+  bad["encoder"]["nope_layers"] = {layers};
+  CHECK_THAT(error_of(bad), Catch::Contains("encoder.nope_layers[0]: layer " + std::to_string(layers) + " is not in 0.."));
+  bad = j;
+  bad["encoder"]["nope_layers"] = {0, 0};
+  CHECK_THAT(error_of(bad), Catch::Contains("layer 0 is listed twice"));
+  bad = j;
+  bad["positions"] = "learned";
+  CHECK_THAT(error_of(bad), Catch::Contains("nope_layers: only meaningful with positions 'rope'"));
+  bad = j;
+  bad["encoder"]["nope_layers"] = "0";
+  CHECK_THAT(error_of(bad), Catch::Contains("config.encoder.nope_layers: wrong type"));
+}
+
 TEST_CASE("parameter_count matches the module's parameters", "[config]") {
   // The count in `headlab info` comes from the config; check it against the real module.
   for (const char* name : {"mha", "gqa", "key-size", "talking-heads", "collaborative", "additive", "encoder-decoder"}) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -382,6 +383,38 @@ TEST_CASE("rope+learned is RoPE with a learned table added to the embeddings", "
   CHECK(max_abs_diff(core::run(*a, request)->logits, core::run(*b, request)->logits) < kTol);
   CHECK(core::model_config_from_json(core::to_json(hybrid)).positions == core::PositionKind::RopeLearned);
   CHECK(core::to_json(hybrid)["positions"] == "rope+learned");
+}
+
+TEST_CASE("a NoPE layer of a RoPE model attends by content alone", "[run][positions]") {
+  torch::NoGradGuard no_grad;
+  auto rope = small_model(core::StackKind::Encoder, attention(4, 4, 4, 4), 2);
+  rope.positions = core::PositionKind::Rope;
+  auto nope0 = rope;
+  nope0.encoder->nope_layers = {0};
+  auto none = rope;
+  none.positions = core::PositionKind::None;
+  auto a = core::make_random_model(nope0, 5);
+  auto copy_into = [&](const core::ModelConfig& config) {
+    auto m = core::make_random_model(config, 6);
+    auto from = a->module->named_parameters();
+    for (auto& p : m->module->named_parameters()) p.value().copy_(from[p.key()]);
+    return m;
+  };
+  auto b = copy_into(rope), c = copy_into(none);
+  const auto request = request_for(nope0);
+  auto ta = core::run(*a, request), tb = core::run(*b, request), tc = core::run(*c, request);
+  const auto& la = ta->encoder.layers;
+  // Layer 0: the same logits as with no positions at all, unlike the RoPE model's.
+  CHECK(max_abs_diff(la[0].self.logits, tc->encoder.layers[0].self.logits) < kTol);
+  CHECK(max_abs_diff(la[0].self.logits, tb->encoder.layers[0].self.logits) > 1e-4);
+  // Layer 1 still rotates: on the same input (layer 0's output) it differs from the no-position model.
+  CHECK(max_abs_diff(ta->encoder.hidden[1], tc->encoder.hidden[1]) < kTol);
+  CHECK(max_abs_diff(la[1].self.logits, tc->encoder.layers[1].self.logits) > 1e-4);
+  // Layer 0 is permutation-equivariant: reversing the tokens reverses its map.
+  auto reversed = request;
+  std::reverse(reversed.ids.begin(), reversed.ids.end());
+  auto tr = core::run(*a, reversed);
+  CHECK(max_abs_diff(tr->encoder.layers[0].self.logits, la[0].self.logits.flip({-2, -1})) < kTol);
 }
 
 TEST_CASE("pre-LN and post-LN blocks match a transcription of their equations", "[run][block]") {

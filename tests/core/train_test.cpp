@@ -178,6 +178,11 @@ TEST_CASE("the same seed trains the same model; resume refuses other settings", 
                                                         synthetic_specials(), 0.05),
                                 synthetic_specials(), o),
                     Catch::Contains("the checkpoint was made with"));
+  auto other_masking = quick_options(a.str(), Objective::Mlm, 20);
+  other_masking.resume = true;
+  other_masking.masking.random = 0.0;
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_masking),
+                    Catch::Contains("the checkpoint was made with masking"));
   auto bad = quick_options(a.str(), Objective::Mlm, 10);
   bad.out = a.str("none");
   bad.resume = true;
@@ -192,28 +197,44 @@ TEST_CASE("MLM masking: 15% of content tokens, 80/10/10, never a special token",
   for (const auto& e : data.train) ex.push_back(&e);
   CHECK(data.train.front().source.front() == 2);
   CHECK(data.train.front().source.back() == 3);
-  auto batch = make_batch(ex, Objective::Mlm, specials, 42);
-  auto labels = batch.labels;
-  auto original = torch::zeros_like(batch.ids);
+  auto original = torch::zeros({int64_t(ex.size()), int64_t(ex.front()->source.size())}, torch::kLong);
   for (size_t b = 0; b < ex.size(); ++b)
     original[b] = torch::tensor(ex[b]->source, torch::kLong);
-  auto chosen = labels.ne(-100);
   auto content = original.ge(4);
-  const double share = chosen.sum().item<double>() / content.sum().item<double>();
-  CHECK(share == Approx(0.15).margin(0.01));
-  CHECK(chosen.logical_and(content.logical_not()).sum().item<int64_t>() == 0);  // specials never chosen
-  CHECK(labels.masked_select(chosen).equal(original.masked_select(chosen)));
-  auto inputs = batch.ids.masked_select(chosen);
-  const double n = double(inputs.size(0));
-  const double masked = inputs.eq(1).sum().item<double>() / n;
-  const double kept = inputs.eq(original.masked_select(chosen)).sum().item<double>() / n;
-  CHECK(masked == Approx(0.8).margin(0.02));
-  CHECK(kept == Approx(0.1).margin(0.02));  // a random draw rarely equals the original
-  CHECK(1 - masked - kept == Approx(0.1).margin(0.02));
-  CHECK(batch.ids.masked_select(chosen.logical_not()).equal(original.masked_select(chosen.logical_not())));
-  // The same seed gives the same masks.
-  CHECK(make_batch(ex, Objective::Mlm, specials, 42).ids.equal(batch.ids));
-  CHECK_FALSE(make_batch(ex, Objective::Mlm, specials, 43).ids.equal(batch.ids));
+  // Counts the chosen share and how the chosen tokens were corrupted, against `expected`.
+  auto check_masking = [&](const Masking& masking, const Masking& expected) {
+    auto batch = make_batch(ex, Objective::Mlm, specials, 42, masking);
+    auto labels = batch.labels;
+    auto chosen = labels.ne(-100);
+    const double share = chosen.sum().item<double>() / content.sum().item<double>();
+    CHECK(share == Approx(expected.rate).margin(0.01));
+    CHECK(chosen.logical_and(content.logical_not()).sum().item<int64_t>() == 0);  // specials never chosen
+    CHECK(labels.masked_select(chosen).equal(original.masked_select(chosen)));
+    auto inputs = batch.ids.masked_select(chosen);
+    const double n = double(inputs.size(0));
+    const double masked = inputs.eq(1).sum().item<double>() / n;
+    const double kept = inputs.eq(original.masked_select(chosen)).sum().item<double>() / n;
+    CHECK(masked == Approx(expected.mask).margin(0.02));
+    // A random draw is uniform over the non-special ids, so it equals the original with chance `same`.
+    const double same = 1.0 / double(specials.vocab_size - int64_t(specials.specials.size()));
+    CHECK(kept == Approx(1 - expected.mask - expected.random * (1 - same)).margin(0.02));
+    CHECK(1 - masked - kept == Approx(expected.random * (1 - same)).margin(0.02));
+    CHECK(batch.ids.masked_select(chosen.logical_not()).equal(original.masked_select(chosen.logical_not())));
+    // The same seed gives the same masks.
+    CHECK(make_batch(ex, Objective::Mlm, specials, 42, masking).ids.equal(batch.ids));
+    CHECK_FALSE(make_batch(ex, Objective::Mlm, specials, 43, masking).ids.equal(batch.ids));
+  };
+  SECTION("BERT's defaults") { check_masking({}, Masking{0.15, 0.8, 0.1}); }
+  SECTION("other rates and splits") {
+    check_masking(Masking{0.3, 0.5, 0.0}, Masking{0.3, 0.5, 0.0});
+    check_masking(Masking{0.15, 0.0, 1.0}, Masking{0.15, 0.0, 1.0});
+  }
+  SECTION("bad settings are refused") {
+    CHECK_THROWS_WITH(Masking({0.15, 0.8, 0.3}).validate(), Catch::Contains("exceed 1"));
+    CHECK_THROWS_WITH(Masking({1.5, 0.8, 0.1}).validate(), Catch::Contains("rate must be in [0, 1]"));
+    CHECK_THROWS_WITH(Masking({0.0, 0.8, 0.1}).validate(), Catch::Contains("rate must be above 0"));
+    CHECK_THROWS_WITH(Masking({0.15, -0.1, 0.1}).validate(), Catch::Contains("mask must be in [0, 1]"));
+  }
 }
 
 TEST_CASE("causal targets are the next tokens; seq2seq pads and shifts", "[train]") {
