@@ -4,10 +4,14 @@
 #include "analysis/conllu.h"
 #include "analysis/head_roles.h"
 #include "core/model.h"
+#include "core/run.h"
 #include "core/tokenizer.h"
 #include "core/train/tokenizer_trainer.h"
 
+#include <torch/torch.h>
+
 #include <fstream>
+#include <map>
 
 using namespace headlab;
 
@@ -90,4 +94,95 @@ TEST_CASE("measure_head_roles reports every head with shares in [0, 1]", "[analy
   auto j = report.to_json();
   CHECK(j["heads"].size() == 8);
   CHECK(report.summary().find("positional heads:") != std::string::npos);
+}
+
+TEST_CASE("positional and rare-word shares equal a direct count over the attention maps", "[analysis]") {
+  // Voita et al. 2019: a head's positional share is how often its maximum attention lands at its most
+  // common relative offset; its rare-word share how often it lands on the sentence's least frequent
+  // token. Recounted here from the traces with plain loops, on sentences of one-token words.
+  test::TempDir dir("head_roles_count");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::string text;
+  for (size_t i = 0; i < words.size(); ++i)
+    for (size_t n = 0; n < 10 + 3 * i; ++n) text += words[i] + " ";  // frequencies rise with the index
+  core::train::TokenizerTrainOptions to;
+  to.vocab_size = 300;
+  const std::string tok_path = dir.str("tokenizer.json");
+  std::ofstream(tok_path) << core::train::train_tokenizer({text}, to).dump();
+  auto tokenizer = core::Tokenizer::load(tok_path);
+  REQUIRE(tokenizer->cls_id());
+  REQUIRE(tokenizer->sep_id());
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
+  config.vocab_size = static_cast<int>(tokenizer->vocab_size());
+  auto model = core::make_random_model(config, 3);
+  model->tokenizer = tokenizer;
+  auto freq = analysis::token_frequencies(*tokenizer, {text});
+
+  // Twelve sentences of 3–9 words drawn with a fixed stride; every word attaches to the first.
+  std::string conllu;
+  std::vector<std::vector<int64_t>> sentence_ids;
+  for (int s = 0; s < 12; ++s) {
+    const int W = 3 + s % 7;
+    conllu += "# sent_id = s" + std::to_string(s) + "\n";
+    std::vector<int64_t> ids = {*tokenizer->cls_id()};
+    for (int w = 0; w < W; ++w) {
+      const std::string& form = words[(s * 5 + w * 7) % words.size()];
+      conllu += std::to_string(w + 1) + "\t" + form + "\t" + form + "\tX\tX\t_\t" + (w == 0 ? "0" : "1") + "\t" +
+                (w == 0 ? "root" : "dep") + "\t_\t_\n";
+      auto one = tokenizer->encode(form).ids;
+      REQUIRE(one.size() == 1);
+      ids.push_back(one[0]);
+    }
+    ids.push_back(*tokenizer->sep_id());
+    sentence_ids.push_back(ids);
+    conllu += "\n";
+  }
+  std::ofstream(dir.str("x.conllu")) << conllu;
+  auto report = analysis::measure_head_roles(*model, analysis::read_conllu(dir.str("x.conllu")), freq);
+
+  const int layers = config.encoder->layers, heads = config.encoder->attention.heads;
+  std::vector<std::map<int, int>> offsets(layers * heads);
+  std::vector<int> rare(layers * heads, 0), special(layers * heads, 0);
+  int queries = 0;
+  for (const auto& ids : sentence_ids) {
+    core::RunRequest request;
+    request.ids = ids;
+    request.capture = core::kCaptureWeights;
+    auto trace = core::run(*model, request);
+    const int T = static_cast<int>(ids.size());
+    int rarest = 1;  // the first word token of the lowest frequency
+    for (int t = 2; t < T - 1; ++t)
+      if (freq[ids[t]] < freq[ids[rarest]]) rarest = t;
+    for (int l = 0; l < layers; ++l) {
+      auto W = trace->encoder.layers[l].self.weights.to(torch::kFloat64).contiguous();  // [h, T, T]
+      auto a = W.accessor<double, 3>();
+      for (int h = 0; h < heads; ++h)
+        for (int q = 1; q < T - 1; ++q) {
+          int top = 0;
+          for (int k = 1; k < T; ++k)
+            if (a[h][q][k] > a[h][q][top]) top = k;
+          ++offsets[l * heads + h][top - q];
+          rare[l * heads + h] += top == rarest;
+          special[l * heads + h] += top == 0 || top == T - 1;
+        }
+    }
+    queries += T - 2;
+  }
+  REQUIRE(report.queries == queries);
+  REQUIRE(report.heads.size() == offsets.size());
+  bool some_rare = false;
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    INFO("head " << i);
+    int best = 0, best_offset = 0;
+    for (const auto& [offset, n] : offsets[i])
+      if (n > best) best = n, best_offset = offset;
+    const auto& r = report.heads[i];
+    CHECK(r.best_offset == best_offset);
+    CHECK(r.positional_share == Approx(double(best) / queries));
+    CHECK(r.rare_share == Approx(double(rare[i]) / queries));
+    CHECK(r.special_share == Approx(double(special[i]) / queries));
+    CHECK(r.rare == (double(rare[i]) / queries > 0.5));
+    some_rare |= rare[i] > 0;
+  }
+  CHECK(some_rare);  // the comparison saw hits, not only zeros
 }
