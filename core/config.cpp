@@ -282,6 +282,10 @@ std::string ModelConfig::summary() const {
     out << "\n  " << name << ": " << s->layers << " layers, " << s->attention.variant_name() << ", d_k "
         << s->attention.key_size << ", d_v " << s->attention.value_size;
     if (s->cross_attention) out << "; cross " << s->cross_attention->variant_name();
+    if (!s->nope_layers.empty()) {
+      out << "; no RoPE in layer" << (s->nope_layers.size() > 1 ? "s" : "");
+      for (size_t i = 0; i < s->nope_layers.size(); ++i) out << (i ? ", " : " ") << s->nope_layers[i];
+    }
   };
   stack_line(encoder, "encoder");
   stack_line(decoder, "decoder");

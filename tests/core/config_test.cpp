@@ -70,6 +70,7 @@ TEST_CASE("nope_layers round-trips and is checked", "[config][positions]") {
   const auto config = model_config_from_json(j);
   CHECK(config.encoder->nope_layers == std::vector<int>{0});
   CHECK(to_json(config)["encoder"]["nope_layers"] == nlohmann::json{0});
+  CHECK_THAT(config.summary(), Catch::Contains("no RoPE in layer 0"));
   CHECK_FALSE(to_json(example("mha"))["encoder"].contains("nope_layers"));  // absent when empty
   const int layers = config.encoder->layers;
   auto bad = j;
