@@ -151,11 +151,13 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (o.resume) {
     if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
     json meta = load_checkpoint(ckpt_path, model, optimizer);
-    for (auto& [k, v] : fingerprint.items())
+    for (auto& [k, v] : fingerprint.items()) {
       // Checkpoints from before masking was an option used BERT's 15% / 80-10-10.
-      if (meta.at("fingerprint").value(k, k == "masking" ? masking_json(Masking{}) : json()) != v)
-        throw std::runtime_error(ckpt_path + ": the checkpoint was made with " + k + " = " +
-                                 meta["fingerprint"][k].dump() + ", this run has " + v.dump());
+      const json stored = meta.at("fingerprint").value(k, k == "masking" ? masking_json(Masking{}) : json());
+      if (stored != v)
+        throw std::runtime_error(ckpt_path + ": the checkpoint was made with " + k + " = " + stored.dump() +
+                                 ", this run has " + v.dump());
+    }
     if (to_json(cfg) != meta.at("config")) throw std::runtime_error(ckpt_path + ": made for another config");
     step = meta.at("step");
     tokens_seen = meta.at("tokens");

@@ -182,7 +182,7 @@ TEST_CASE("the same seed trains the same model; resume refuses other settings", 
   other_masking.resume = true;
   other_masking.masking.random = 0.0;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_masking),
-                    Catch::Contains("the checkpoint was made with masking"));
+                    Catch::Contains("the checkpoint was made with masking = {\"mask\":0.8,\"random\":0.1,\"rate\":0.15}"));
   auto bad = quick_options(a.str(), Objective::Mlm, 10);
   bad.out = a.str("none");
   bad.resume = true;
