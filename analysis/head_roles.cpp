@@ -122,7 +122,10 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
         const int index = l * heads + h;
         for (int q : content) {
           ++offset_hist[index][static_cast<int>(top_acc[h][q]) - q];
-          if (top_acc[h][q] == rare_pos) ++rare_hits[index], uncommon_hits[index] += uncommon;
+          if (top_acc[h][q] == rare_pos) {
+            ++rare_hits[index];
+            if (uncommon) ++uncommon_hits[index];
+          }
           if (word_of[top_acc[h][q]] < 0) ++special_hits[index];
           if (top_content_acc[h][q] == rare_pos) ++rare_content_hits[index];
         }
