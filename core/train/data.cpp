@@ -155,9 +155,34 @@ void Masking::validate() const {
   fraction("mask", mask);
   fraction("random", random);
   if (rate == 0.0) throw std::invalid_argument("masking: rate must be above 0");
+  if (!(rarity >= 0.0 && rarity <= 2.0))
+    throw std::invalid_argument("masking: rarity must be in [0, 2], got " + std::to_string(rarity));
   if (mask + random > 1.0 + 1e-12)
     throw std::invalid_argument("masking: mask (" + std::to_string(mask) + ") + random (" + std::to_string(random) +
                                 ") exceed 1");
+}
+
+std::vector<double> rarity_weights(const Dataset& data, const SpecialTokens& specials, double alpha) {
+  if (alpha == 0.0) return {};
+  auto is_special = [&](int64_t id) { return std::binary_search(specials.specials.begin(), specials.specials.end(), id); };
+  std::vector<int64_t> count(static_cast<size_t>(specials.vocab_size), 0);
+  int64_t total = 0;
+  for (const Example& e : data.train)
+    for (int64_t id : e.source) {
+      if (id < 0 || id >= specials.vocab_size || is_special(id)) continue;
+      ++count[static_cast<size_t>(id)];
+      ++total;
+    }
+  std::vector<double> w(count.size());
+  double sum = 0;  // Σ over training tokens of c^−α = Σ over ids of c · c^−α
+  for (size_t id = 0; id < w.size(); ++id) {
+    w[id] = std::pow(double(std::max<int64_t>(count[id], 1)), -alpha);
+    sum += double(count[id]) * w[id];
+  }
+  if (total == 0 || sum <= 0) return {};
+  const double mean = sum / double(total);
+  for (double& x : w) x /= mean;
+  return w;
 }
 
 Batch make_batch(const std::vector<const Example*>& examples, Objective objective, const SpecialTokens& specials,
@@ -231,7 +256,10 @@ Batch make_batch(const std::vector<const Example*>& examples, Objective objectiv
     for (size_t i = 0; i < ids.size(); ++i) {
       if (padding[i] || is_special(ids[i])) continue;
       if (first_eligible == ids.size()) first_eligible = i;
-      if (u(rng) >= masking.rate) continue;
+      const size_t id = static_cast<size_t>(ids[i]);
+      const double chance =
+          id < masking.weights.size() ? std::min(1.0, masking.rate * masking.weights[id]) : masking.rate;
+      if (u(rng) >= chance) continue;
       labels[i] = ids[i];
       ++masked;
       const double r = u(rng);

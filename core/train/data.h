@@ -64,10 +64,20 @@ struct Batch {
 
 // Masked-LM corruption (Devlin et al. 2019, §3.1): choose `rate` of the non-special tokens as
 // targets; of those, `mask` become [MASK], `random` a random non-special token, the rest stay.
+// `rarity` = α > 0 weights the choice by token frequency, as in Zhang et al. 2023 ("Weighted
+// Sampling for Masked Language Modeling", arXiv:2302.14225): a token with training count c is a
+// target with probability min(1, rate · w(c)), w(c) = c^−α / mean over the training tokens of
+// c^−α, so the expected share of targets stays `rate` (less where the cap bites). α = 0 is BERT.
 struct Masking {
   double rate = 0.15, mask = 0.8, random = 0.1;
-  void validate() const;  // throws std::invalid_argument naming the bad value
+  double rarity = 0.0;
+  std::vector<double> weights{};  // per vocabulary id: w(c) above (empty = uniform); see rarity_weights
+  void validate() const;        // throws std::invalid_argument naming the bad value
 };
+
+// w(c) of Masking::rarity for every vocabulary id, from the counts of the non-special tokens of
+// the training examples (ids never seen get the weight of a count of 1). Empty when α = 0.
+std::vector<double> rarity_weights(const Dataset& data, const SpecialTokens& specials, double alpha);
 
 // Builds the batch of `examples`; MLM masking draws from a generator seeded with `mask_seed`.
 Batch make_batch(const std::vector<const Example*>& examples, Objective objective, const SpecialTokens& specials,

@@ -42,7 +42,8 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-// Held-out batches with fixed masks, so every evaluation sees the same inputs.
+// Held-out batches with fixed masks, so every evaluation sees the same inputs. Targets are chosen
+// uniformly even when training weights them by rarity, so held-out accuracy compares across runs.
 std::vector<Batch> eval_batches(const Dataset& data, const SpecialTokens& specials, const TrainOptions& o,
                                 int64_t batch_size) {
   std::vector<Batch> out;
@@ -146,7 +147,13 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   json fingerprint = {{"objective", to_string(o.objective)}, {"seed", o.seed}, {"seq_len", o.seq_len},
                       {"batch_size", batch_size}, {"train_examples", data.train.size()},
                       {"held_out_examples", data.held_out.size()}};
-  auto masking_json = [](const Masking& m) { return json{{"rate", m.rate}, {"mask", m.mask}, {"random", m.random}}; };
+  auto masking_json = [](const Masking& m) {
+    json j{{"rate", m.rate}, {"mask", m.mask}, {"random", m.random}};
+    if (m.rarity != 0.0) j["rarity"] = m.rarity;  // absent = 0, as in checkpoints from before the option
+    return j;
+  };
+  Masking masking = o.masking;  // training batches: with the rarity weights of this data
+  if (o.objective == Objective::Mlm) masking.weights = rarity_weights(data, specials, masking.rarity);
   if (o.objective == Objective::Mlm) fingerprint["masking"] = masking_json(o.masking);
   if (o.resume) {
     if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
@@ -240,7 +247,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
 
     std::vector<const Example*> examples;
     for (size_t i : order.batch(step)) examples.push_back(&data.train[i]);
-    Batch batch = make_batch(examples, o.objective, specials, mix_seed(o.seed, 0x100000000ull + uint64_t(step)), o.masking);
+    Batch batch = make_batch(examples, o.objective, specials, mix_seed(o.seed, 0x100000000ull + uint64_t(step)), masking);
     optimizer.zero_grad();
     auto r = batch_loss(model, batch);
     r.loss.backward();

@@ -183,6 +183,11 @@ TEST_CASE("the same seed trains the same model; resume refuses other settings", 
   other_masking.masking.random = 0.0;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_masking),
                     Catch::Contains("the checkpoint was made with masking = {\"mask\":0.8,\"random\":0.1,\"rate\":0.15}"));
+  auto other_rarity = quick_options(a.str(), Objective::Mlm, 20);
+  other_rarity.resume = true;
+  other_rarity.masking.rarity = 0.5;
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_rarity),
+                    Catch::Contains("this run has {\"mask\":0.8,\"random\":0.1,\"rarity\":0.5,\"rate\":0.15}"));
   auto bad = quick_options(a.str(), Objective::Mlm, 10);
   bad.out = a.str("none");
   bad.resume = true;
@@ -235,6 +240,61 @@ TEST_CASE("MLM masking: 15% of content tokens, 80/10/10, never a special token",
     CHECK_THROWS_WITH(Masking({0.0, 0.8, 0.1}).validate(), Catch::Contains("rate must be above 0"));
     CHECK_THROWS_WITH(Masking({0.15, -0.1, 0.1}).validate(), Catch::Contains("mask must be in [0, 1]"));
   }
+}
+
+TEST_CASE("MLM rarity weighting: a token's chance to be a target follows its count^-alpha", "[train]") {
+  auto specials = synthetic_specials();
+  // A skewed stream: id 4 is half of all tokens, 5 a quarter, ids 6..47 share the rest.
+  std::vector<int64_t> doc;
+  uint64_t state = 3;
+  for (int i = 0; i < 120000; ++i) {
+    state = mix_seed(state, i);
+    const uint64_t r = state % 8;
+    doc.push_back(r < 4 ? 4 : r < 6 ? 5 : 6 + int64_t(state >> 8) % 42);
+  }
+  auto data = make_lm_dataset({doc}, 64, Objective::Mlm, specials, 0.0);
+  const double alpha = 0.5;
+  // Independent count: c^-alpha normalised to mean 1 over the training tokens.
+  std::map<int64_t, double> count;
+  double tokens = 0;
+  for (const auto& e : data.train)
+    for (int64_t id : e.source)
+      if (id >= 4) {
+        count[id] += 1;
+        tokens += 1;
+      }
+  double mean = 0;
+  for (const auto& [id, c] : count) mean += c * std::pow(c, -alpha) / tokens;
+  const auto w = rarity_weights(data, specials, alpha);
+  REQUIRE(w.size() == size_t(kVocab));
+  for (const auto& [id, c] : count) CHECK(w[size_t(id)] == Approx(std::pow(c, -alpha) / mean).epsilon(1e-9));
+  CHECK(w[4] < w[5]);
+  CHECK(w[5] < w[20]);
+  CHECK(rarity_weights(data, specials, 0.0).empty());
+
+  Masking masking{0.15, 0.8, 0.1, alpha};
+  masking.weights = w;
+  std::vector<const Example*> ex;
+  for (const auto& e : data.train) ex.push_back(&e);
+  auto batch = make_batch(ex, Objective::Mlm, specials, 7, masking);
+  auto original = torch::zeros({int64_t(ex.size()), int64_t(ex.front()->source.size())}, torch::kLong);
+  for (size_t b = 0; b < ex.size(); ++b) original[b] = torch::tensor(ex[b]->source, torch::kLong);
+  auto chosen = batch.labels.ne(-100);
+  auto share_of = [&](const torch::Tensor& which) {
+    return chosen.logical_and(which).sum().item<double>() / which.sum().item<double>();
+  };
+  // The frequent id is chosen less often than BERT's 15%, the rare ids more, each as predicted.
+  CHECK(share_of(original.eq(4)) == Approx(std::min(1.0, 0.15 * w[4])).margin(0.01));
+  CHECK(share_of(original.eq(5)) == Approx(std::min(1.0, 0.15 * w[5])).margin(0.015));
+  CHECK(share_of(original.ge(6)) == Approx(std::min(1.0, 0.15 * w[20])).margin(0.05));
+  CHECK(share_of(original.eq(4)) < 0.12);
+  CHECK(share_of(original.ge(6)) > 0.2);
+  // Without the cap the expected share of targets stays the rate.
+  CHECK(share_of(original.ge(4)) == Approx(0.15).margin(0.01));
+  CHECK(chosen.logical_and(original.lt(4)).sum().item<int64_t>() == 0);
+
+  CHECK_THROWS_WITH(Masking({0.15, 0.8, 0.1, 3.0}).validate(), Catch::Contains("rarity must be in [0, 2]"));
+  CHECK_THROWS_WITH(Masking({0.15, 0.8, 0.1, -0.5}).validate(), Catch::Contains("rarity must be in [0, 2]"));
 }
 
 TEST_CASE("causal targets are the next tokens; seq2seq pads and shifts", "[train]") {
