@@ -28,6 +28,8 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
   cmd->add_option("--kind", options->train.kind, "wordpiece | bpe | wordlevel")->check(CLI::IsMember({"wordpiece", "bpe", "wordlevel"}));
   cmd->add_flag("--lowercase", options->lowercase, "WordPiece/WordLevel: lowercase and strip accents (the default)");
   cmd->add_flag("--cased", options->cased, "WordPiece/WordLevel: keep case and accents");
+  cmd->add_flag("--no-cls-sep", [options](int64_t) { options->train.cls_sep = false; },
+                "WordPiece/WordLevel: add no [CLS]/[SEP] around a sentence (a model trained with it has no sink tokens)");
   cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times (WordLevel: a rarer word is [UNK])");
   cmd->callback([options, &action] {
     action = [options] {

@@ -43,6 +43,8 @@ SpecialTokens special_tokens(const Tokenizer& tokenizer) {
   s.pad = tokenizer.pad_id();
   s.begin = tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
   s.end = tokenizer.sep_id() ? tokenizer.sep_id() : tokenizer.eos_id();
+  const char* probe = "a";
+  s.framed = tokenizer.encode(probe, true).ids.size() > tokenizer.encode(probe, false).ids.size();
   for (const auto& t : tokenizer.added_tokens())
     if (t.special) s.specials.push_back(t.id);
   for (auto id : {s.mask, s.pad, s.begin, s.end, tokenizer.unk_id()})
@@ -70,7 +72,7 @@ int64_t held_out_period(double fraction) {
 Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int64_t seq_len, Objective objective,
                         const SpecialTokens& specials, double held_out_fraction) {
   if (objective == Objective::Seq2Seq) throw std::invalid_argument("make_lm_dataset: seq2seq needs pairs");
-  const bool wrap = objective == Objective::Mlm;
+  const bool wrap = objective == Objective::Mlm && specials.framed;
   const int64_t extra = wrap ? (specials.begin ? 1 : 0) + (specials.end ? 1 : 0) : 0;
   const int64_t body = seq_len - extra;
   if (body < 2) throw std::invalid_argument("sequence length " + std::to_string(seq_len) + " is too short");

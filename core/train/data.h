@@ -24,6 +24,9 @@ const char* to_string(Objective objective);
 struct SpecialTokens {
   int64_t vocab_size = 0;
   std::optional<int64_t> mask, pad, begin, end;  // begin: [CLS]/<s>/BOS; end: [SEP]/</s>/EOS
+  // MLM examples are wrapped in begin … end only when the tokenizer frames a sentence so (its
+  // post-processor adds special tokens): a model trains on the inputs it will be run on.
+  bool framed = true;
   std::vector<int64_t> specials;                 // never masked, never drawn as random tokens
 };
 SpecialTokens special_tokens(const Tokenizer& tokenizer);
@@ -39,7 +42,7 @@ struct Dataset {
 };
 
 // Cuts each document's token stream into examples of `seq_len` tokens (MLM: [begin] + text +
-// [end] when the tokenizer has them); every k-th example (k = 1/held_out_fraction) is held out.
+// [end] when the tokenizer frames sentences and has them); every k-th example (k = 1/held_out_fraction) is held out.
 Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int64_t seq_len, Objective objective,
                         const SpecialTokens& specials, double held_out_fraction);
 

@@ -203,7 +203,8 @@ WordCounts count_bert_words(const std::vector<std::string>& texts, const Tokeniz
   return count_words(texts, normalizer.get(), *pre);
 }
 
-// A BERT-style tokenizer.json around `model`: BertNormalizer, BertPreTokenizer, [CLS] A [SEP].
+// A BERT-style tokenizer.json around `model`: BertNormalizer, BertPreTokenizer, [CLS] A [SEP] (no
+// post-processor without o.cls_sep).
 json bert_style_tokenizer(const TokenizerTrainOptions& o, json model) {
   json j = tokenizer_skeleton(kBertSpecials);
   j["normalizer"] = {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
@@ -219,6 +220,7 @@ json bert_style_tokenizer(const TokenizerTrainOptions& o, json model) {
       {"special_tokens",
        {{"[CLS]", {{"id", "[CLS]"}, {"ids", {2}}, {"tokens", {"[CLS]"}}}},
         {"[SEP]", {{"id", "[SEP]"}, {"ids", {3}}, {"tokens", {"[SEP]"}}}}}}};
+  if (!o.cls_sep) j["post_processor"] = nullptr;  // [CLS]/[SEP] stay in the vocabulary, unused
   // The WordPiece decoder joins tokens with spaces and tidies " ." and " ' "; WordLevel has no
   // "##" pieces, so it serves both.
   j["decoder"] = {{"type", "WordPiece"}, {"prefix", kPrefix}, {"cleanup", true}};

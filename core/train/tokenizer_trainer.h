@@ -20,6 +20,8 @@ struct TokenizerTrainOptions {
   bool lowercase = true;           // WordPiece and WordLevel (BertNormalizer)
   int64_t min_frequency = 2;       // a pair seen fewer times is never merged; WordLevel: a rarer word is [UNK]
   int64_t limit_alphabet = 1000;   // WordPiece: keep the most frequent characters only
+  bool cls_sep = true;             // WordPiece/WordLevel: frame a sentence as [CLS] … [SEP] (BERT's
+                                   // post-processor); false: add nothing, so a model has no sink tokens
 };
 
 // Learns a tokenizer from `texts` (each processed line by line); returns the tokenizer.json

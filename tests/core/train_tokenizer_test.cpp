@@ -3,6 +3,7 @@
 #include "test_common.h"
 
 #include "core/tokenizer.h"
+#include "core/train/data.h"
 #include "core/train/tokenizer_trainer.h"
 
 #include <algorithm>
@@ -148,6 +149,29 @@ TEST_CASE("WordLevel training keeps the most frequent words whole", "[train][tok
   const std::string known = letters[0] + " " + letters[1] + ", " + letters[2] + ".";
   CHECK(tok->decode(tok->encode(known).ids) == known);
   CHECK(core::train::train_tokenizer({text}, o) == doc);
+
+  SECTION("without [CLS]/[SEP]: the same vocabulary, nothing added, MLM examples unwrapped") {
+    auto bare_options = o;
+    bare_options.cls_sep = false;
+    auto bare_doc = core::train::train_tokenizer({text}, bare_options);
+    CHECK(bare_doc["post_processor"].is_null());
+    CHECK(bare_doc["model"] == doc["model"]);
+    auto bare = core::Tokenizer::from_json(bare_doc.dump(), "trained-wordlevel-bare");
+    CHECK(bare->encode("The zyzzyva sat.", true).ids == tok->encode("The zyzzyva sat.", false).ids);
+    CHECK(bare->encode("The zyzzyva sat.", true).ids.size() == 4);
+    auto framed = core::train::special_tokens(*tok), unframed = core::train::special_tokens(*bare);
+    CHECK(framed.framed);
+    CHECK_FALSE(unframed.framed);
+    CHECK(unframed.mask == framed.mask);
+    CHECK(unframed.specials == framed.specials);  // [CLS]/[SEP] are still never masked or drawn
+    const std::vector<std::vector<int64_t>> docs = {tok->encode(text.substr(0, 2000)).ids};
+    auto wrapped = core::train::make_lm_dataset(docs, 16, core::train::Objective::Mlm, framed, 0.0);
+    auto plain = core::train::make_lm_dataset(docs, 16, core::train::Objective::Mlm, unframed, 0.0);
+    CHECK(wrapped.train.front().source.front() == *tok->cls_id());
+    CHECK(wrapped.train.front().source.back() == *tok->sep_id());
+    REQUIRE(plain.train.front().source.size() == 16);
+    CHECK(std::vector<int64_t>(plain.train.front().source) == std::vector<int64_t>(docs[0].begin(), docs[0].begin() + 16));
+  }
 }
 
 TEST_CASE("tokenizer training rejects bad options", "[train][tokenizer]") {
