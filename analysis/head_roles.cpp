@@ -3,12 +3,14 @@
 #include "core/model.h"
 #include "core/run.h"
 #include "core/tokenizer.h"
+#include "core/tokenizer_framing.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace headlab::analysis {
@@ -58,8 +60,12 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
     for (size_t i = 0; i < n; ++i) common[static_cast<size_t>(order[i])] = true;
   }
   std::map<std::string, RelationCounts> relations;
-  const auto begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
-  const auto end = tok.sep_id() ? tok.sep_id() : tok.eos_id();
+  // An encoder's sentence is framed as its tokenizer frames one ([CLS] … [SEP], or nothing).
+  std::optional<int64_t> begin, end;
+  if (core::frames_sentences(tok)) {
+    begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
+    end = tok.sep_id() ? tok.sep_id() : tok.eos_id();
+  }
 
   size_t used = 0;
   for (const auto& sentence : sentences) {

@@ -1,6 +1,7 @@
 #include "core/train/data.h"
 
 #include "core/tokenizer.h"
+#include "core/tokenizer_framing.h"
 #include "core/train/tokenizer_trainer.h"
 
 #include <torch/torch.h>
@@ -43,8 +44,7 @@ SpecialTokens special_tokens(const Tokenizer& tokenizer) {
   s.pad = tokenizer.pad_id();
   s.begin = tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
   s.end = tokenizer.sep_id() ? tokenizer.sep_id() : tokenizer.eos_id();
-  const char* probe = "a";
-  s.framed = tokenizer.encode(probe, true).ids.size() > tokenizer.encode(probe, false).ids.size();
+  s.framed = frames_sentences(tokenizer);
   for (const auto& t : tokenizer.added_tokens())
     if (t.special) s.specials.push_back(t.id);
   for (auto id : {s.mask, s.pad, s.begin, s.end, tokenizer.unk_id()})

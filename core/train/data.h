@@ -42,7 +42,8 @@ struct Dataset {
 };
 
 // Cuts each document's token stream into examples of `seq_len` tokens (MLM: [begin] + text +
-// [end] when the tokenizer frames sentences and has them); every k-th example (k = 1/held_out_fraction) is held out.
+// [end] when the tokenizer frames sentences and has them); every k-th example
+// (k = 1/held_out_fraction) is held out.
 Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int64_t seq_len, Objective objective,
                         const SpecialTokens& specials, double held_out_fraction);
 
@@ -75,7 +76,7 @@ struct Masking {
   double rate = 0.15, mask = 0.8, random = 0.1;
   double rarity = 0.0;
   std::vector<double> weights{};  // per vocabulary id: w(c) above (empty = uniform); see rarity_weights
-  void validate() const;        // throws std::invalid_argument naming the bad value
+  void validate() const;          // throws std::invalid_argument naming the bad value
 };
 
 // w(c) of Masking::rarity for every vocabulary id, from the counts of the non-special tokens of

@@ -91,6 +91,19 @@ TEST_CASE("measure_head_roles reports every head with shares in [0, 1]", "[analy
   auto none = analysis::measure_head_roles(*model, sentences, freq, o);
   CHECK(none.uncommon_queries == 0);
   for (const auto& h : none.heads) CHECK(h.rare_share_uncommon == 0.0);
+  // A tokenizer without [CLS]/[SEP] (no post-processor): sentences are measured bare, as the
+  // model was trained and is run; with BERT's template the maxima can land on the frame.
+  bool some_on_frame = false;
+  for (const auto& h : report.heads) some_on_frame |= h.special_share > 0;
+  CHECK(some_on_frame);
+  to.cls_sep = false;
+  auto bare_tokenizer = core::Tokenizer::from_json(core::train::train_tokenizer({text}, to).dump(), "bare");
+  model->tokenizer = bare_tokenizer;
+  o.rare_common_tokens = 500;
+  auto bare = analysis::measure_head_roles(*model, sentences, freq, o);
+  CHECK(bare.queries == report.queries);
+  for (const auto& h : bare.heads) CHECK(h.special_share == 0.0);
+  model->tokenizer = tokenizer;
   auto j = report.to_json();
   CHECK(j["heads"].size() == 8);
   CHECK(report.summary().find("positional heads:") != std::string::npos);

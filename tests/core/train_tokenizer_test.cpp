@@ -46,7 +46,7 @@ TEST_CASE("byte-level BPE training round-trips text exactly", "[train][tokenizer
   CHECK(tok->vocab_size() > 300);
   CHECK(tok->mask_id().has_value());
   CHECK(tok->pad_id().has_value());
-  for (const std::string text : {std::string("The cat sat on the mat."), corpus().substr(0, 400),
+  for (const std::string& text : {std::string("The cat sat on the mat."), corpus().substr(0, 400),
                                  std::string("  unseen   wörds, 日本語 \n\n\ttabs 🚀 and \r\n CRLF "), std::string("")}) {
     INFO(text);
     auto e = tok->encode(text);
