@@ -153,8 +153,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     return j;
   };
   Masking masking = o.masking;  // training batches: with the rarity weights of this data
-  if (o.objective == Objective::Mlm) masking.weights = rarity_weights(data, specials, masking.rarity);
-  if (o.objective == Objective::Mlm) fingerprint["masking"] = masking_json(o.masking);
+  if (o.objective == Objective::Mlm) {
+    masking.weights = rarity_weights(data, specials, masking.rarity);
+    fingerprint["masking"] = masking_json(o.masking);
+  }
   if (o.resume) {
     if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
     json meta = load_checkpoint(ckpt_path, model, optimizer);
