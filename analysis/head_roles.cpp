@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <optional>
 #include <sstream>
 
 namespace headlab::analysis {
@@ -60,12 +59,8 @@ HeadRoleReport measure_head_roles(core::Model& model, const std::vector<UdSenten
     for (size_t i = 0; i < n; ++i) common[static_cast<size_t>(order[i])] = true;
   }
   std::map<std::string, RelationCounts> relations;
-  // An encoder's sentence is framed as its tokenizer frames one ([CLS] … [SEP], or nothing).
-  std::optional<int64_t> begin, end;
-  if (core::frames_sentences(tok)) {
-    begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
-    end = tok.sep_id() ? tok.sep_id() : tok.eos_id();
-  }
+  // An encoder's sentence is framed as its tokenizer frames one ([CLS] … [SEP], <s> …, or nothing).
+  const auto [begin, end] = core::sentence_frame(tok);
 
   size_t used = 0;
   for (const auto& sentence : sentences) {

@@ -1,16 +1,34 @@
-// Whether a tokenizer frames a sentence with special tokens — what encode(text, true) adds through
-// its post-processor (BERT's [CLS] … [SEP]; nothing for GPT-2's byte-level BPE or a tokenizer saved
-// without one). The trainer and the head measurements frame their inputs the same way, so a model
-// is trained, measured and run on the same kind of input.
+// How a tokenizer frames a sentence — the special tokens encode(text, true) puts around it through
+// its post-processor (BERT: [CLS] … [SEP]; Llama: <s> …; nothing for GPT-2's byte-level BPE or a
+// tokenizer saved without one). The trainer and the head measurements frame their inputs this way,
+// so a model is trained, measured and run on the same kind of input.
 #pragma once
 
 #include "core/tokenizer.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
 namespace headlab::core {
 
-inline bool frames_sentences(const Tokenizer& tokenizer) {
+struct SentenceFrame {
+  std::optional<int64_t> begin, end;  // the ids before and after the sentence, if any
+  bool framed() const { return begin.has_value() || end.has_value(); }
+};
+
+inline SentenceFrame sentence_frame(const Tokenizer& tokenizer) {
   const char* probe = "a";
-  return tokenizer.encode(probe, true).ids.size() > tokenizer.encode(probe, false).ids.size();
+  const auto bare = tokenizer.encode(probe, false).ids, full = tokenizer.encode(probe, true).ids;
+  SentenceFrame f;
+  if (full.size() <= bare.size()) return f;
+  // The bare ids sit inside the framed ones; what precedes them is the prefix.
+  size_t at = 0;
+  while (at + bare.size() <= full.size() && !std::equal(bare.begin(), bare.end(), full.begin() + at)) ++at;
+  if (at + bare.size() > full.size()) return f;  // not a plain frame: treat as none
+  if (at > 0) f.begin = full.front();
+  if (at + bare.size() < full.size()) f.end = full.back();
+  return f;
 }
 
 }  // namespace headlab::core

@@ -44,7 +44,7 @@ SpecialTokens special_tokens(const Tokenizer& tokenizer) {
   s.pad = tokenizer.pad_id();
   s.begin = tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
   s.end = tokenizer.sep_id() ? tokenizer.sep_id() : tokenizer.eos_id();
-  s.framed = frames_sentences(tokenizer);
+  s.framed = sentence_frame(tokenizer).framed();
   for (const auto& t : tokenizer.added_tokens())
     if (t.special) s.specials.push_back(t.id);
   for (auto id : {s.mask, s.pad, s.begin, s.end, tokenizer.unk_id()})

@@ -3,6 +3,7 @@
 #include "test_common.h"
 
 #include "core/tokenizer.h"
+#include "core/tokenizer_framing.h"
 #include "core/train/data.h"
 #include "core/train/tokenizer_trainer.h"
 
@@ -162,6 +163,9 @@ TEST_CASE("WordLevel training keeps the most frequent words whole", "[train][tok
     auto framed = core::train::special_tokens(*tok), unframed = core::train::special_tokens(*bare);
     CHECK(framed.framed);
     CHECK_FALSE(unframed.framed);
+    CHECK(core::sentence_frame(*tok).begin == tok->cls_id());
+    CHECK(core::sentence_frame(*tok).end == tok->sep_id());
+    CHECK_FALSE(core::sentence_frame(*bare).framed());
     CHECK(unframed.mask == framed.mask);
     CHECK(unframed.specials == framed.specials);  // [CLS]/[SEP] are still never masked or drawn
     const std::vector<std::vector<int64_t>> docs = {tok->encode(text.substr(0, 2000)).ids};
