@@ -7,6 +7,7 @@
 
 int main(int argc, char** argv) {
   headlab::core::use_passive_openmp(argv);  // may re-execute once; see system_info.h
+  headlab::core::keep_freed_memory();       // training and re-runs reuse their buffers
 #ifdef HEADLAB_WITH_GUI
   return headlab::app::cli_main(argc, argv, headlab::app::gui_main);
 #else

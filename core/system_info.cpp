@@ -3,6 +3,9 @@
 #include <torch/torch.h>
 
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cstdlib>
 
@@ -86,6 +89,18 @@ void use_passive_openmp(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY")) return;
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   ::execv("/proc/self/exe", argv);  // returns only on failure: run on with libgomp's default
+}
+
+bool keep_freed_memory() {
+#ifdef __GLIBC__
+  // Setting either value also turns off glibc's dynamic threshold, which would otherwise only
+  // grow the mmap threshold to 32 MiB (a 512-token attention map of a 4-sequence batch is 32 MiB).
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, 1 << 30) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+  return mmap_ok && trim_ok;
+#else
+  return false;
+#endif
 }
 
 std::string openmp_wait_policy() {

@@ -94,6 +94,7 @@ double python_reference(int threads, int steps) {
 
 int main(int argc, char** argv) {
   headlab::core::use_passive_openmp(argv);  // as headlab does
+  headlab::core::keep_freed_memory();
   int steps = 20;
   std::vector<int> threads;
   for (int i = 1; i < argc; ++i) {
