@@ -93,6 +93,9 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--minutes", o.minutes, "Time budget of this run (alone: the schedule's length)");
   cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
   cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt");
+  cmd->add_option("--init", o.init_from,
+                  "Start from this model folder's weights (same architecture and tokenizer; fresh optimizer and schedule)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(CLI::Range(4, 100000));
   cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--lr", o.lr, "Peak learning rate");

@@ -339,3 +339,34 @@ TEST_CASE("learning-rate schedule: warm-up then decay to the floor", "[train]") 
   CHECK(lr_factor(0.55, o) == Approx(0.55));
   CHECK(lr_factor(1.0, o) == Approx(0.1));
 }
+
+TEST_CASE("init_from starts from a model folder's weights; other shapes are refused", "[train]") {
+  auto config = example_config("mha");
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  test::TempDir a("init_a"), b("init_b"), c("init_c");
+  auto first = train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 100));
+
+  // Phase 2 from phase 1's folder: its step-0 evaluation is phase 1's last one (same held-out
+  // batches, same weights), far below a random start's.
+  auto o = quick_options(b.str(), Objective::Mlm, 10);
+  o.init_from = a.str();
+  train_model(config, data, synthetic_specials(), o);
+  auto la = read_log(a.str("train_log.jsonl")), lb = read_log(b.str("train_log.jsonl"));
+  REQUIRE(lb.front()["step"] == 0);
+  CHECK(double(lb.front()["eval_loss"]) == Approx(first.last_eval.loss).margin(1e-5));
+  CHECK(double(lb.front()["eval_loss"]) < double(la.front()["eval_loss"]) - 0.15);
+
+  // A resume must name the same starting folder.
+  auto other = o;
+  other.resume = true;
+  other.init_from = c.str();
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other), Catch::Contains("init_from"));
+
+  // Another architecture: the error names the folder and the tensor.
+  auto wider = config;
+  wider.ffn.inner_size *= 2;
+  auto w = quick_options(c.str(), Objective::Mlm, 10);
+  w.init_from = a.str();
+  CHECK_THROWS_WITH(train_model(wider, data, synthetic_specials(), w),
+                    Catch::Contains(a.str()) && Catch::Contains("has shape") && Catch::Contains("ffn"));
+}
