@@ -1,6 +1,7 @@
 #include "core/train/trainer.h"
 
 #include "core/model.h"
+#include "core/safetensors.h"
 #include "core/train/checkpoint.h"
 #include "core/train/forward.h"
 
@@ -94,11 +95,10 @@ void truncate_log(const std::string& path, int64_t step) {
   for (const auto& l : keep) out << l << "\n";
 }
 
-// Copies the weights of the model folder `folder` into `model` (continued training). Every
-// parameter must be there with the same shape, and the folder's tokenizer (if any) must be the
-// run's, so ids mean the same words.
+// Loads the weights of the native model folder `folder` into `model` (continued training) with the
+// loader `load_model` uses: every parameter present with its shape, no unknown tensor. The folder's
+// tokenizer (if any) must be the run's, so ids mean the same words.
 void init_from_folder(Transformer& model, const std::string& folder, const std::string& tokenizer_json) {
-  auto source = load_model(folder);
   auto read = [](const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -106,22 +106,10 @@ void init_from_folder(Transformer& model, const std::string& folder, const std::
   const fs::path folder_tokenizer = fs::path(folder) / "tokenizer.json";
   if (!tokenizer_json.empty() && fs::exists(folder_tokenizer) && read(folder_tokenizer) != read(tokenizer_json))
     throw std::runtime_error(folder + ": --init model was trained with another tokenizer than " + tokenizer_json);
-  auto from = source->module->named_parameters();
-  auto to = model->named_parameters();
-  if (from.size() != to.size())
-    throw std::runtime_error(folder + ": --init model has " + std::to_string(from.size()) + " parameter tensors, this config " +
-                             std::to_string(to.size()));
-  torch::NoGradGuard no_grad;
-  for (auto& item : to) {
-    const auto* src = from.find(item.key());
-    if (!src) throw std::runtime_error(folder + ": --init model has no parameter " + item.key());
-    if (src->sizes() != item.value().sizes()) {
-      std::ostringstream s;
-      s << folder << ": --init parameter " << item.key() << " has shape " << src->sizes() << ", this config needs "
-        << item.value().sizes();
-      throw std::runtime_error(s.str());
-    }
-    item.value().copy_(src->to(item.value().scalar_type()));
+  try {
+    load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--init: ") + e.what());
   }
 }
 
@@ -154,8 +142,8 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   ModelConfig cfg = config;
   cfg.objective = to_string(o.objective);
   Transformer model(cfg);
-  initialize_weights(model, o.seed);
   if (!o.init_from.empty() && !o.resume) init_from_folder(model, o.init_from, o.tokenizer_json);
+  else initialize_weights(model, o.seed);
   model->train();
 
   std::vector<torch::Tensor> decay, no_decay;

@@ -33,7 +33,7 @@ struct TrainOptions {
   int threads = 0;              // intra-op threads (0 = all cores)
   std::string out;              // output folder
   bool resume = false;
-  // A model folder (same architecture and tokenizer) whose weights replace the random start:
+  // A native model folder (same architecture and tokenizer) whose weights replace the random start:
   // continued training with a fresh optimizer and schedule, e.g. a second phase with other
   // masking or sequence length. Ignored on resume (the checkpoint has the weights).
   std::string init_from;
