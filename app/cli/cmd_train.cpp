@@ -107,6 +107,8 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--mlm-random", o.masking.random, "MLM: share of targets replaced by a random token (BERT: 0.1; the rest stay)");
   cmd->add_option("--mlm-rarity", o.masking.rarity,
                   "MLM: choose targets with weight count^-ALPHA (Zhang et al. 2023; BERT: 0 = uniform)");
+  cmd->add_option("--mlm-all-mask-share", o.masking.all_mask_share,
+                  "MLM: share of sequences in which every target becomes [MASK] (the rest use --mlm-mask/--mlm-random)");
   cmd->add_option("--clip", o.clip, "Gradient-norm clipping (0 = off)");
   cmd->add_option("--eval-every", o.eval_every, "Steps between held-out evaluations")->check(CLI::PositiveNumber);
   cmd->add_option("--eval-batches", o.eval_batches, "Held-out batches per evaluation")->check(CLI::PositiveNumber);

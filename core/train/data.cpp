@@ -156,6 +156,7 @@ void Masking::validate() const {
   fraction("rate", rate);
   fraction("mask", mask);
   fraction("random", random);
+  fraction("all_mask_share", all_mask_share);
   if (rate == 0.0) throw std::invalid_argument("masking: rate must be above 0");
   if (!(rarity >= 0.0 && rarity <= 2.0))
     throw std::invalid_argument("masking: rarity must be in [0, 2], got " + std::to_string(rarity));
@@ -253,6 +254,9 @@ Batch make_batch(const std::vector<const Example*>& examples, Objective objectiv
         if (!is_special(id)) return id;
       }
     };
+    std::vector<uint8_t> all_mask(static_cast<size_t>(B), 0);  // sequences whose targets all become [MASK]
+    if (masking.all_mask_share > 0)  // no draw otherwise: batches stay as they were before the option
+      for (auto& a : all_mask) a = u(rng) < masking.all_mask_share;
     int64_t masked = 0;
     size_t first_eligible = ids.size();
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -265,7 +269,7 @@ Batch make_batch(const std::vector<const Example*>& examples, Objective objectiv
       labels[i] = ids[i];
       ++masked;
       const double r = u(rng);
-      if (r < masking.mask) ids[i] = *specials.mask;
+      if (all_mask[i / T] || r < masking.mask) ids[i] = *specials.mask;
       else if (r < masking.mask + masking.random) ids[i] = random_token();
     }
     if (masked == 0 && first_eligible < ids.size()) {  // never a batch without a target

@@ -72,9 +72,14 @@ struct Batch {
 // Sampling for Masked Language Modeling", arXiv:2302.14225): a token with training count c is a
 // target with probability min(1, rate · w(c)), w(c) = c^−α / mean over the training tokens of
 // c^−α, so the expected share of targets stays `rate` (less where the cap bites). α = 0 is BERT.
+// `all_mask_share` = s > 0 mixes two corruptions per sequence: with probability s every target of
+// a sequence becomes [MASK]; the other sequences use the mask/random/kept split. (A HeadLab
+// option, not from a paper: all-[MASK] targets favour positional heads, visible targets favour
+// heads on salient content words; the README's recipe search has the measurements.)
 struct Masking {
   double rate = 0.15, mask = 0.8, random = 0.1;
   double rarity = 0.0;
+  double all_mask_share = 0.0;
   std::vector<double> weights{};  // per vocabulary id: w(c) above (empty = uniform); see rarity_weights
   void validate() const;          // throws std::invalid_argument naming the bad value
 };

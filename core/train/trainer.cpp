@@ -170,6 +170,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   auto masking_json = [](const Masking& m) {
     json j{{"rate", m.rate}, {"mask", m.mask}, {"random", m.random}};
     if (m.rarity != 0.0) j["rarity"] = m.rarity;  // absent = 0, as in checkpoints from before the option
+    if (m.all_mask_share != 0.0) j["all_mask_share"] = m.all_mask_share;  // likewise
     return j;
   };
   Masking masking = o.masking;  // training batches: with the rarity weights of this data

@@ -188,6 +188,11 @@ TEST_CASE("the same seed trains the same model; resume refuses other settings", 
   other_rarity.masking.rarity = 0.5;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_rarity),
                     Catch::Contains("this run has {\"mask\":0.8,\"random\":0.1,\"rarity\":0.5,\"rate\":0.15}"));
+  auto other_share = quick_options(a.str(), Objective::Mlm, 20);
+  other_share.resume = true;
+  other_share.masking.all_mask_share = 0.25;
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_share),
+                    Catch::Contains("this run has {\"all_mask_share\":0.25,\"mask\":0.8,"));
   auto bad = quick_options(a.str(), Objective::Mlm, 10);
   bad.out = a.str("none");
   bad.resume = true;
@@ -234,7 +239,29 @@ TEST_CASE("MLM masking: 15% of content tokens, 80/10/10, never a special token",
     check_masking(Masking{0.3, 0.5, 0.0}, Masking{0.3, 0.5, 0.0});
     check_masking(Masking{0.15, 0.0, 1.0}, Masking{0.15, 0.0, 1.0});
   }
+  SECTION("a share of sequences has every target replaced by [MASK]") {
+    Masking mixed{0.4, 0.5, 0.0};
+    mixed.all_mask_share = 0.5;
+    check_masking(mixed, Masking{0.4, 0.5 * 1.0 + 0.5 * 0.5, 0.0});  // half the sequences all [MASK], half 50/50
+    auto batch = make_batch(ex, Objective::Mlm, specials, 42, mixed);
+    auto chosen = batch.labels.ne(-100);
+    auto targets = chosen.sum(1);                               // [B]
+    auto masked = batch.ids.eq(1).logical_and(chosen).sum(1);  // [B]
+    REQUIRE(targets.min().item<int64_t>() >= 8);  // a 50/50 sequence is all [MASK] by chance <= 1/256
+    auto all = masked.eq(targets);
+    CHECK(all.to(torch::kDouble).mean().item<double>() == Approx(0.5).margin(0.05));
+    auto rest = all.logical_not();
+    CHECK(masked.masked_select(rest).sum().item<double>() / targets.masked_select(rest).sum().item<double>() ==
+          Approx(0.5).margin(0.02));
+    mixed.all_mask_share = 1.0;  // every sequence: the same as mask = 1
+    auto every = make_batch(ex, Objective::Mlm, specials, 42, mixed);
+    CHECK(every.ids.eq(1).logical_and(every.labels.ne(-100)).sum().item<int64_t>() ==
+          every.labels.ne(-100).sum().item<int64_t>());
+  }
   SECTION("bad settings are refused") {
+    Masking share{};
+    share.all_mask_share = 1.5;
+    CHECK_THROWS_WITH(share.validate(), Catch::Contains("all_mask_share must be in [0, 1]"));
     CHECK_THROWS_WITH(Masking({0.15, 0.8, 0.3}).validate(), Catch::Contains("exceed 1"));
     CHECK_THROWS_WITH(Masking({1.5, 0.8, 0.1}).validate(), Catch::Contains("rate must be in [0, 1]"));
     CHECK_THROWS_WITH(Masking({0.0, 0.8, 0.1}).validate(), Catch::Contains("rate must be above 0"));
