@@ -44,7 +44,7 @@ SpecialTokens special_tokens(const Tokenizer& tokenizer) {
   s.pad = tokenizer.pad_id();
   s.begin = tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
   s.end = tokenizer.sep_id() ? tokenizer.sep_id() : tokenizer.eos_id();
-  s.framed = sentence_frame(tokenizer).framed();
+  s.frame = sentence_frame(tokenizer);
   for (const auto& t : tokenizer.added_tokens())
     if (t.special) s.specials.push_back(t.id);
   for (auto id : {s.mask, s.pad, s.begin, s.end, tokenizer.unk_id()})
@@ -72,8 +72,8 @@ int64_t held_out_period(double fraction) {
 Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int64_t seq_len, Objective objective,
                         const SpecialTokens& specials, double held_out_fraction) {
   if (objective == Objective::Seq2Seq) throw std::invalid_argument("make_lm_dataset: seq2seq needs pairs");
-  const bool wrap = objective == Objective::Mlm && specials.framed;
-  const int64_t extra = wrap ? (specials.begin ? 1 : 0) + (specials.end ? 1 : 0) : 0;
+  const SentenceFrame frame = objective == Objective::Mlm ? specials.mlm_frame() : SentenceFrame{};
+  const int64_t extra = (frame.begin ? 1 : 0) + (frame.end ? 1 : 0);
   const int64_t body = seq_len - extra;
   if (body < 2) throw std::invalid_argument("sequence length " + std::to_string(seq_len) + " is too short");
   const int64_t period = held_out_period(held_out_fraction);
@@ -82,9 +82,9 @@ Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int6
   for (const auto& doc : documents) {
     for (size_t start = 0; start + body <= doc.size(); start += static_cast<size_t>(body)) {
       Example e;
-      if (wrap && specials.begin) e.source.push_back(*specials.begin);
+      if (frame.begin) e.source.push_back(*frame.begin);
       e.source.insert(e.source.end(), doc.begin() + start, doc.begin() + start + body);
-      if (wrap && specials.end) e.source.push_back(*specials.end);
+      if (frame.end) e.source.push_back(*frame.end);
       ++index;
       (period && index % period == 0 ? d.held_out : d.train).push_back(std::move(e));
     }

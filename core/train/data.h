@@ -3,16 +3,14 @@
 // by token count with MLM masking (15%: 80% [MASK], 10% random token, 10% unchanged).
 #pragma once
 
+#include "core/tokenizer_framing.h"
+
 #include <torch/types.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-namespace headlab::core {
-class Tokenizer;
-}
 
 namespace headlab::core::train {
 
@@ -24,9 +22,11 @@ const char* to_string(Objective objective);
 struct SpecialTokens {
   int64_t vocab_size = 0;
   std::optional<int64_t> mask, pad, begin, end;  // begin: [CLS]/<s>/BOS; end: [SEP]/</s>/EOS
-  // MLM examples are wrapped in begin … end only when the tokenizer frames a sentence so (its
-  // post-processor adds special tokens): a model trains on the inputs it will be run on.
-  bool framed = true;
+  // MLM examples are wrapped as the tokenizer frames a sentence (its post-processor: [CLS] … [SEP],
+  // <s> …, … [SEP], or nothing), so a model trains on the inputs it will be run on. Unset (a
+  // synthetic vocabulary): begin … end.
+  std::optional<SentenceFrame> frame;
+  SentenceFrame mlm_frame() const { return frame ? *frame : SentenceFrame{begin, end}; }
   std::vector<int64_t> specials;                 // never masked, never drawn as random tokens
 };
 SpecialTokens special_tokens(const Tokenizer& tokenizer);

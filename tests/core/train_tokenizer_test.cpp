@@ -161,8 +161,8 @@ TEST_CASE("WordLevel training keeps the most frequent words whole", "[train][tok
     CHECK(bare->encode("The zyzzyva sat.", true).ids == tok->encode("The zyzzyva sat.", false).ids);
     CHECK(bare->encode("The zyzzyva sat.", true).ids.size() == 4);
     auto framed = core::train::special_tokens(*tok), unframed = core::train::special_tokens(*bare);
-    CHECK(framed.framed);
-    CHECK_FALSE(unframed.framed);
+    CHECK(framed.mlm_frame().framed());
+    CHECK_FALSE(unframed.mlm_frame().framed());
     CHECK(core::sentence_frame(*tok).begin == tok->cls_id());
     CHECK(core::sentence_frame(*tok).end == tok->sep_id());
     CHECK_FALSE(core::sentence_frame(*bare).framed());
@@ -175,6 +175,21 @@ TEST_CASE("WordLevel training keeps the most frequent words whole", "[train][tok
     CHECK(wrapped.train.front().source.back() == *tok->sep_id());
     REQUIRE(plain.train.front().source.size() == 16);
     CHECK(std::vector<int64_t>(plain.train.front().source) == std::vector<int64_t>(docs[0].begin(), docs[0].begin() + 16));
+
+    // A tokenizer that ends a sentence with [SEP] and starts it with nothing: its MLM examples are
+    // framed the same way, though the vocabulary still has [CLS].
+    auto eos_doc = doc;
+    eos_doc["post_processor"]["single"] = nlohmann::json::array(
+        {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}, {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}}});
+    auto eos = core::Tokenizer::from_json(eos_doc.dump(), "trained-wordlevel-eos");
+    REQUIRE(eos->cls_id());
+    CHECK_FALSE(core::sentence_frame(*eos).begin);
+    CHECK(core::sentence_frame(*eos).end == eos->sep_id());
+    auto ended = core::train::make_lm_dataset(docs, 16, core::train::Objective::Mlm, core::train::special_tokens(*eos), 0.0);
+    REQUIRE(ended.train.front().source.size() == 16);
+    CHECK(ended.train.front().source.back() == *eos->sep_id());
+    CHECK(std::vector<int64_t>(ended.train.front().source.begin(), ended.train.front().source.end() - 1) ==
+          std::vector<int64_t>(docs[0].begin(), docs[0].begin() + 15));
   }
 }
 
