@@ -4,6 +4,7 @@
 #include "core/safetensors.h"
 #include "core/train/checkpoint.h"
 #include "core/train/forward.h"
+#include "core/train/tokenizer_trainer.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -99,12 +100,9 @@ void truncate_log(const std::string& path, int64_t step) {
 // loader `load_model` uses: every parameter present with its shape, no unknown tensor. The folder's
 // tokenizer (if any) must be the run's, so ids mean the same words.
 void init_from_folder(Transformer& model, const std::string& folder, const std::string& tokenizer_json) {
-  auto read = [](const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   const fs::path folder_tokenizer = fs::path(folder) / "tokenizer.json";
-  if (!tokenizer_json.empty() && fs::exists(folder_tokenizer) && read(folder_tokenizer) != read(tokenizer_json))
+  if (!tokenizer_json.empty() && fs::exists(folder_tokenizer) &&
+      read_text_file(folder_tokenizer.string()) != read_text_file(tokenizer_json))
     throw std::runtime_error(folder + ": --init model was trained with another tokenizer than " + tokenizer_json);
   try {
     load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()));
