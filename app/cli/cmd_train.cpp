@@ -21,7 +21,7 @@ extern "C" void on_sigint(int) { g_interrupt.store(true); }
 
 struct TrainCliOptions {
   std::string config, out, objective, tokenizer, decay = "cosine", dtype = "F32";
-  std::vector<std::string> data;
+  std::vector<std::string> data, frozen_heads;  // LAYER.HEAD, parsed into train.frozen_heads
   core::train::TrainOptions train;
   double held_out = 0.02;
 };
@@ -46,6 +46,13 @@ int train_command(TrainCliOptions& options) {
   o.tokenizer_json = target.string();
   config.vocab_size = static_cast<int>(tokenizer->vocab_size());
   config.validate();
+  for (const auto& h : options.frozen_heads) {
+    try {
+      o.frozen_heads.push_back(core::train::parse_head_ref(h));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
   o.decay = options.decay;
   o.dtype = options.dtype;
   o.out = options.out;
@@ -96,6 +103,12 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--init", o.init_from,
                   "Start from this model folder's weights (same architecture and tokenizer; fresh optimizer and schedule)")
       ->check(CLI::ExistingDirectory);
+  cmd->add_option("--freeze", o.frozen_patterns,
+                  "Keep the parameters matching these globs at their starting values, e.g. 'tokens.*' 'encoder.[0-2].*'")
+      ->delimiter(',');
+  cmd->add_option("--freeze-heads", options->frozen_heads,
+                  "Keep these heads' query/key weights (LAYER.HEAD …) at their starting values, e.g. with --init")
+      ->delimiter(',');
   cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(CLI::Range(4, 100000));
   cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--lr", o.lr, "Peak learning rate");

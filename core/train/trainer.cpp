@@ -173,6 +173,12 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   };
   Masking masking = o.masking;  // training batches: with the rarity weights of this data
   if (!o.init_from.empty()) fingerprint["init_from"] = o.init_from;  // absent = random initialisation
+  if (!o.frozen_patterns.empty()) fingerprint["frozen"] = o.frozen_patterns;  // absent = none
+  if (!o.frozen_heads.empty()) {  // likewise
+    json heads = json::array();
+    for (const auto& h : o.frozen_heads) heads.push_back(to_string(h));
+    fingerprint["frozen_heads"] = heads;
+  }
   if (o.objective == Objective::Mlm) {
     masking.weights = rarity_weights(data, specials, masking.rarity);
     fingerprint["masking"] = masking_json(o.masking);
@@ -198,6 +204,8 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   } else {
     std::remove(log_path.c_str());
   }
+  // After a resume's load: the checkpoint holds the rows as they were at the start.
+  const FrozenWeights frozen(*model, cfg, o.frozen_patterns, o.frozen_heads);
 
   std::ofstream log(log_path, std::ios::app);
   const auto start = Clock::now();
@@ -273,8 +281,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     optimizer.zero_grad();
     auto r = batch_loss(model, batch);
     r.loss.backward();
+    frozen.zero_grads();
     if (o.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o.clip);
     optimizer.step();
+    frozen.restore();
     ++step;
     const double loss = r.loss.item<double>();
     if (!std::isfinite(loss)) throw std::runtime_error("the loss diverged (" + std::to_string(loss) + ") at step " +

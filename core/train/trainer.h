@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/train/data.h"
+#include "core/train/frozen_weights.h"
 
 #include <atomic>
 #include <functional>
@@ -37,6 +38,10 @@ struct TrainOptions {
   // continued training with a fresh optimizer and schedule, e.g. a second phase with other
   // masking or sequence length. Ignored on resume (the checkpoint has the weights).
   std::string init_from;
+  // Weights that keep their starting values (see frozen_weights.h), typically with init_from: what
+  // a first phase built survives a second one. Parameter-name globs, and heads of the main stack.
+  std::vector<std::string> frozen_patterns;
+  std::vector<HeadRef> frozen_heads;
   std::string tokenizer_json;   // copied into the output folder
   std::string dtype = "F32";    // weight type of the model folder
   bool progress = true;         // a progress line on stderr (rewritten in place on a terminal)

@@ -2,6 +2,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
+#include "core/safetensors.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 
@@ -396,4 +397,103 @@ TEST_CASE("init_from starts from a model folder's weights; other shapes are refu
   w.init_from = a.str();
   CHECK_THROWS_WITH(train_model(wider, data, synthetic_specials(), w),
                     Catch::Contains(a.str()) && Catch::Contains("has shape") && Catch::Contains("ffn"));
+}
+
+TEST_CASE("frozen heads keep their query/key rows while every other weight trains", "[train]") {
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  for (const std::string name : {"mha", "additive"}) {
+    INFO(name);
+    auto config = example_config(name);
+    test::TempDir a("freeze_a_" + name), b("freeze_b_" + name);
+    train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 20));
+
+    auto o = quick_options(b.str(), Objective::Mlm, 20);
+    o.init_from = a.str();
+    o.frozen_heads = {{1, 2}, {0, 0}};
+    train_model(config, data, synthetic_specials(), o);
+    auto before = core::SafetensorsFile::open(a.str("model.safetensors"));
+    auto after = core::SafetensorsFile::open(b.str("model.safetensors"));
+    const int64_t d = config.encoder->attention.key_size;
+    auto rows = [&](const core::SafetensorsFile& f, const std::string& tensor, int head, int64_t n) {
+      return f.load(tensor).narrow(0, head * n, n);
+    };
+    for (const std::string p : {"q", "k"}) {
+      for (const std::string part : {"weight", "bias"}) {
+        const std::string l1 = "encoder.1.attn." + p + "." + part, l0 = "encoder.0.attn." + p + "." + part;
+        INFO(l1);
+        CHECK(torch::equal(rows(before, l1, 2, d), rows(after, l1, 2, d)));   // frozen
+        CHECK(torch::equal(rows(before, l0, 0, d), rows(after, l0, 0, d)));   // frozen
+        CHECK(!torch::equal(rows(before, l1, 1, d), rows(after, l1, 1, d)));  // same tensor, trains
+        CHECK(!torch::equal(rows(before, l0, 1, d), rows(after, l0, 1, d)));
+      }
+    }
+    CHECK(!torch::equal(before.load("encoder.1.attn.v.weight"), after.load("encoder.1.attn.v.weight")));
+    if (name == "additive") {
+      CHECK(torch::equal(rows(before, "encoder.1.attn.score_v", 2, 1), rows(after, "encoder.1.attn.score_v", 2, 1)));
+      CHECK(!torch::equal(rows(before, "encoder.1.attn.score_v", 3, 1), rows(after, "encoder.1.attn.score_v", 3, 1)));
+    }
+
+    // A resume must freeze the same heads.
+    auto other = o;
+    other.resume = true;
+    other.steps = 30;
+    other.frozen_heads = {{1, 2}};
+    CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other), Catch::Contains("frozen_heads"));
+  }
+}
+
+TEST_CASE("frozen parameters by name keep their values; the rest trains", "[train]") {
+  auto config = example_config("mha");
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  test::TempDir a("freeze_p_a"), b("freeze_p_b");
+  train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 20));
+  auto o = quick_options(b.str(), Objective::Mlm, 20);
+  o.init_from = a.str();
+  o.frozen_patterns = {"tokens.*", "encoder.0.*"};
+  auto result = train_model(config, data, synthetic_specials(), o);
+  CHECK(result.step == 20);
+  auto before = core::SafetensorsFile::open(a.str("model.safetensors"));
+  auto after = core::SafetensorsFile::open(b.str("model.safetensors"));
+  int frozen = 0, trained = 0;
+  for (const auto& t : before.tensors()) {
+    INFO(t.name);
+    const bool same = torch::equal(before.load(t.name), after.load(t.name));
+    if (t.name == "tokens.weight" || t.name.rfind("encoder.0.", 0) == 0) {
+      CHECK(same);
+      ++frozen;
+    } else if (t.name.rfind("encoder.1.", 0) == 0) {
+      CHECK(!same);
+      ++trained;
+    }
+  }
+  CHECK(frozen > 10);
+  CHECK(trained > 10);
+
+  auto typo = quick_options(b.str("typo"), Objective::Mlm, 2);
+  typo.frozen_patterns = {"encoder.0.atn.*"};
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
+                    Catch::Contains("encoder.0.atn.*") && Catch::Contains("names no parameter"));
+}
+
+TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]") {
+  CHECK(parse_head_ref("3.5") == HeadRef{3, 5});
+  CHECK(to_string(HeadRef{12, 0}) == "12.0");
+  for (const std::string bad : {"3", "3.", ".5", "a.b", "3.5.1", "-1.2", ""})
+    CHECK_THROWS_WITH(parse_head_ref(bad), Catch::Contains("'" + bad + "'") && Catch::Contains("LAYER.HEAD"));
+
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  test::TempDir dir("freeze_bad");
+  auto o = quick_options(dir.str(), Objective::Mlm, 2);
+  o.frozen_heads = {{2, 0}};  // the mha config has 2 layers
+  CHECK_THROWS_WITH(train_model(example_config("mha"), data, synthetic_specials(), o),
+                    Catch::Contains("no head 2.0") && Catch::Contains("2 layers"));
+  o.frozen_heads = {{0, 4}};  // and 4 heads
+  CHECK_THROWS_WITH(train_model(example_config("mha"), data, synthetic_specials(), o), Catch::Contains("no head 0.4"));
+  o.frozen_heads = {{0, 1}};
+  auto causal = o;
+  causal.objective = Objective::Causal;  // the gqa config is a decoder
+  CHECK_THROWS_WITH(train_model(example_config("gqa"), synthetic_dataset(Objective::Causal, 32), synthetic_specials(), causal),
+                    Catch::Contains("shares key heads"));
+  CHECK_THROWS_WITH(train_model(example_config("collaborative"), data, synthetic_specials(), o),
+                    Catch::Contains("collaborative"));
 }

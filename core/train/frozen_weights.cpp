@@ -1,0 +1,85 @@
+#include "core/train/frozen_weights.h"
+
+#include "core/transformer.h"
+
+#include <fnmatch.h>
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+namespace headlab::core::train {
+
+HeadRef parse_head_ref(const std::string& text) {
+  const auto dot = text.find('.');
+  auto bad = [&] { return std::invalid_argument("'" + text + "' is not a head: write LAYER.HEAD, e.g. 3.5"); };
+  if (dot == std::string::npos || dot == 0 || dot + 1 == text.size()) throw bad();
+  const std::string layer = text.substr(0, dot), head = text.substr(dot + 1);
+  auto digits = [](const std::string& s) { return s.size() <= 6 && s.find_first_not_of("0123456789") == std::string::npos; };
+  if (!digits(layer) || !digits(head)) throw bad();
+  return {std::stoi(layer), std::stoi(head)};
+}
+
+std::string to_string(const HeadRef& head) { return std::to_string(head.layer) + "." + std::to_string(head.head); }
+
+FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, const std::vector<std::string>& patterns,
+                             const std::vector<HeadRef>& heads) {
+  torch::NoGradGuard no_grad;
+  const auto named = model.named_parameters();
+  for (const auto& pattern : patterns) {
+    bool matched = false;
+    for (const auto& item : named) {
+      if (fnmatch(pattern.c_str(), item.key().c_str(), 0) != 0) continue;
+      matched = true;
+      item.value().set_requires_grad(false);  // no gradient: backward stops below it
+      slices_.push_back({item.value(), item.value().clone(), 0});
+    }
+    if (!matched)
+      throw std::invalid_argument("--freeze: '" + pattern + "' names no parameter (names look like " +
+                                  "tokens.weight, encoder.0.attn.q.weight; see README § Model folder format)");
+  }
+  if (heads.empty()) return;
+  const std::string stack = config.encoder ? "encoder" : "decoder";
+  const StackConfig& sc = config.encoder ? *config.encoder : *config.decoder;
+  const AttentionConfig& a = sc.attention;
+  if (a.collaborative)
+    throw std::invalid_argument("--freeze-heads: collaborative attention shares its query/key projections across heads");
+  if (a.kv_heads != a.heads)
+    throw std::invalid_argument("--freeze-heads: " + a.variant_name() + " shares key heads between query heads; it " +
+                                "needs one key head per query head (MHA)");
+  for (const HeadRef& h : heads) {
+    if (h.layer < 0 || h.layer >= sc.layers || h.head < 0 || h.head >= a.heads)
+      throw std::invalid_argument("--freeze-heads: no head " + to_string(h) + " in the " + stack + " (" +
+                                  std::to_string(sc.layers) + " layers × " + std::to_string(a.heads) + " heads)");
+    auto attn = model.block(stack, h.layer)->attn;
+    auto keep = [&](const torch::Tensor& param, int64_t rows) {
+      if (!param.defined()) return;
+      const int64_t begin = int64_t(h.head) * rows;
+      slices_.push_back({param, param.narrow(0, begin, rows).clone(), begin});
+    };
+    // q, k: [heads·d_k, D] weights and [heads·d_k] biases, head-major rows.
+    for (auto* linear : {&attn->q, &attn->k}) {
+      keep((*linear)->weight, a.key_size);
+      keep((*linear)->bias, a.key_size);
+    }
+    keep(attn->score_v, 1);  // additive scoring: v_h [1, d_k]
+  }
+}
+
+int64_t FrozenWeights::frozen_values() const {
+  int64_t n = 0;
+  for (const auto& s : slices_) n += s.saved.numel();
+  return n;
+}
+
+void FrozenWeights::zero_grads() const {
+  torch::NoGradGuard no_grad;
+  for (const auto& s : slices_)
+    if (s.param.grad().defined()) s.param.grad().narrow(0, s.begin, s.saved.size(0)).zero_();
+}
+
+void FrozenWeights::restore() const {
+  torch::NoGradGuard no_grad;
+  for (const auto& s : slices_) s.param.narrow(0, s.begin, s.saved.size(0)).copy_(s.saved);
+}
+
+}  // namespace headlab::core::train

@@ -1,0 +1,61 @@
+// Weights that keep their starting values while the rest of a model trains (`train --freeze`,
+// `train --freeze-heads`), typically in a second phase started with --init:
+//   - parameters by name pattern (fnmatch globs over the native weight names, e.g. "tokens.*",
+//     "encoder.[0-2].*"): they get no gradient at all, so backward stops below them;
+//   - heads of the main stack (the encoder, or the decoder of a decoder-only model): the rows of
+//     their query and key projections (and biases; additive scoring's v_h). A head's attention
+//     pattern comes from those rows and its input, so with RoPE and query/key biases a positional
+//     head keeps its pattern while every other weight trains. Needs one key head per query head and
+//     per-head projections (MHA, talking-heads' logit heads, additive); not MQA/GQA or collaborative
+//     attention, whose projections are shared across heads.
+// Frozen rows are zeroed in the gradient before clipping and written back after every optimizer
+// step, so neither AdamW's moments nor its weight decay move them.
+#pragma once
+
+#include "core/config.h"
+
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+namespace headlab::core {
+class TransformerImpl;
+}
+
+namespace headlab::core::train {
+
+struct HeadRef {
+  int layer = 0, head = 0;
+  bool operator==(const HeadRef& o) const { return layer == o.layer && head == o.head; }
+};
+
+// "2.5" → {2, 5}; throws std::invalid_argument naming the text otherwise.
+HeadRef parse_head_ref(const std::string& text);
+std::string to_string(const HeadRef& head);
+
+class FrozenWeights {
+ public:
+  FrozenWeights() = default;
+  // Captures the current values. Throws std::invalid_argument for a head outside the model, an
+  // attention kind without per-head query/key rows, or a pattern that names no parameter.
+  FrozenWeights(TransformerImpl& model, const ModelConfig& config, const std::vector<std::string>& patterns,
+                const std::vector<HeadRef>& heads);
+
+  bool empty() const { return slices_.empty(); }
+  int64_t frozen_values() const;  // how many numbers stay fixed
+  // Before clipping: the frozen rows contribute nothing to the gradient norm.
+  void zero_grads() const;
+  // After the optimizer step: puts the captured values back.
+  void restore() const;
+
+ private:
+  struct Slice {
+    torch::Tensor param;  // e.g. a q/k weight [H·d, D] or bias [H·d]
+    torch::Tensor saved;  // its frozen rows: one head's [d, D] / [d], or the whole tensor
+    int64_t begin = 0;
+  };
+  std::vector<Slice> slices_;
+};
+
+}  // namespace headlab::core::train
