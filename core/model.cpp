@@ -24,12 +24,14 @@ std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t see
   return model;
 }
 
-void load_native_weights(Transformer& module, const SafetensorsFile& file) {
+void load_native_weights(Transformer& module, const SafetensorsFile& file,
+                         const std::function<bool(const std::string&)>& may_be_missing) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   for (auto& item : module->named_parameters()) {
     const std::string& name = item.key();
     const TensorInfo* info = file.find(name);
+    if (!info && may_be_missing && may_be_missing(name)) continue;
     if (!info) throw std::runtime_error(file.path() + ": tensor '" + name + "' is missing");
     if (std::vector<int64_t>(item.value().sizes().begin(), item.value().sizes().end()) != info->shape) {
       std::string expected = torch::str(item.value().sizes()), got = "[";

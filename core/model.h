@@ -7,6 +7,7 @@
 #include "core/tokenizer.h"
 #include "core/transformer.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -35,9 +36,11 @@ std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder
 void save_model(const Model& model, const std::string& folder, const std::string& dtype = "F32",
                 const std::string& tokenizer_json = "");
 
-// Copies weights from `file`-like loader into the module; every parameter must be present with its
-// exact shape, and no unknown tensor may remain. `source` names the file for errors.
+// Copies weights from `file` into the module; every parameter must be present with its exact shape,
+// and no unknown tensor may remain. Parameters for which `may_be_missing(name)` holds may be absent
+// (they keep their values: e.g. the new layers of a deeper model started from a shallower one).
 class SafetensorsFile;
-void load_native_weights(Transformer& module, const SafetensorsFile& file);
+void load_native_weights(Transformer& module, const SafetensorsFile& file,
+                         const std::function<bool(const std::string&)>& may_be_missing = {});
 
 }  // namespace headlab::core

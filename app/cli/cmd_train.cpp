@@ -106,6 +106,9 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--freeze", o.frozen_patterns,
                   "Keep the parameters matching these globs at their starting values, e.g. 'tokens.*' 'encoder.[0-2].*'")
       ->delimiter(',');
+  cmd->add_option("--reinit", o.reinit_patterns,
+                  "With --init: draw the parameters matching these globs afresh (seeded); --freeze-heads rows stay as loaded")
+      ->delimiter(',');
   cmd->add_option("--freeze-heads", options->frozen_heads,
                   "Keep these heads' query/key weights (LAYER.HEAD …) at their starting values, e.g. with --init")
       ->delimiter(',');

@@ -21,21 +21,25 @@ HeadRef parse_head_ref(const std::string& text) {
 
 std::string to_string(const HeadRef& head) { return std::to_string(head.layer) + "." + std::to_string(head.head); }
 
+std::vector<std::pair<std::string, torch::Tensor>> parameters_matching(TransformerImpl& model, const std::string& glob,
+                                                                       const std::string& option) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : model.named_parameters())
+    if (fnmatch(glob.c_str(), item.key().c_str(), 0) == 0) out.emplace_back(item.key(), item.value());
+  if (out.empty())
+    throw std::invalid_argument(option + ": '" + glob + "' names no parameter (names look like tokens.weight, " +
+                                "encoder.0.attn.q.weight; see README § Model folder format)");
+  return out;
+}
+
 FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, const std::vector<std::string>& patterns,
                              const std::vector<HeadRef>& heads) {
   torch::NoGradGuard no_grad;
-  const auto named = model.named_parameters();
   for (const auto& pattern : patterns) {
-    bool matched = false;
-    for (const auto& item : named) {
-      if (fnmatch(pattern.c_str(), item.key().c_str(), 0) != 0) continue;
-      matched = true;
-      item.value().set_requires_grad(false);  // no gradient: backward stops below it
-      slices_.push_back({item.value(), item.value().clone(), 0});
+    for (auto& [name, param] : parameters_matching(model, pattern, "--freeze")) {
+      param.set_requires_grad(false);  // no gradient: backward stops below it
+      slices_.push_back({param, param.clone(), 0});
     }
-    if (!matched)
-      throw std::invalid_argument("--freeze: '" + pattern + "' names no parameter (names look like " +
-                                  "tokens.weight, encoder.0.attn.q.weight; see README § Model folder format)");
   }
   if (heads.empty()) return;
   const std::string stack = config.encoder ? "encoder" : "decoder";

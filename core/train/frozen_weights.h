@@ -17,6 +17,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headlab::core {
@@ -33,6 +34,11 @@ struct HeadRef {
 // "2.5" → {2, 5}; throws std::invalid_argument naming the text otherwise.
 HeadRef parse_head_ref(const std::string& text);
 std::string to_string(const HeadRef& head);
+
+// The parameters whose native names match `glob` (fnmatch), in module order. Throws
+// std::invalid_argument naming `option` and the glob when none does (a typo never passes silently).
+std::vector<std::pair<std::string, torch::Tensor>> parameters_matching(TransformerImpl& model, const std::string& glob,
+                                                                       const std::string& option);
 
 class FrozenWeights {
  public:

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <fnmatch.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -97,18 +98,38 @@ void truncate_log(const std::string& path, int64_t step) {
 }
 
 // Loads the weights of the native model folder `folder` into `model` (continued training) with the
-// loader `load_model` uses: every parameter present with its shape, no unknown tensor. The folder's
+// loader `load_model` uses: every parameter present with its shape (or matched by --reinit), no unknown tensor. The folder's
 // tokenizer (if any) must be the run's, so ids mean the same words.
-void init_from_folder(Transformer& model, const std::string& folder, const std::string& tokenizer_json) {
+void init_from_folder(Transformer& model, const std::string& folder, const std::string& tokenizer_json,
+                      const std::vector<std::string>& reinit_patterns) {
   const fs::path folder_tokenizer = fs::path(folder) / "tokenizer.json";
   if (!tokenizer_json.empty() && fs::exists(folder_tokenizer) &&
       read_text_file(folder_tokenizer.string()) != read_text_file(tokenizer_json))
     throw std::runtime_error(folder + ": --init model was trained with another tokenizer than " + tokenizer_json);
   try {
-    load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()));
+    // What --reinit draws afresh need not be in the folder (a deeper model from a shallower one).
+    auto reinit = [&](const std::string& name) {
+      for (const auto& glob : reinit_patterns)
+        if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
+      return false;
+    };
+    load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()), reinit);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("--init: ") + e.what());
   }
+}
+
+// Draws the parameters matching o.reinit_patterns as a fresh start with o.seed would, keeping the
+// rows of o.frozen_heads as loaded.
+void reinitialize(Transformer& model, const ModelConfig& cfg, const TrainOptions& o) {
+  Transformer fresh(cfg);
+  initialize_weights(fresh, o.seed);
+  const FrozenWeights loaded_heads(*model, cfg, {}, o.frozen_heads);
+  torch::NoGradGuard no_grad;
+  const auto fresh_params = fresh->named_parameters();
+  for (const auto& glob : o.reinit_patterns)
+    for (auto& [name, param] : parameters_matching(*model, glob, "--reinit")) param.copy_(fresh_params[name]);
+  loaded_heads.restore();
 }
 
 }  // namespace
@@ -140,8 +161,13 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   ModelConfig cfg = config;
   cfg.objective = to_string(o.objective);
   Transformer model(cfg);
-  if (!o.init_from.empty() && !o.resume) init_from_folder(model, o.init_from, o.tokenizer_json);
-  else initialize_weights(model, o.seed);
+  if (!o.reinit_patterns.empty() && o.init_from.empty()) throw std::invalid_argument("--reinit needs --init");
+  if (!o.init_from.empty() && !o.resume) {
+    init_from_folder(model, o.init_from, o.tokenizer_json, o.reinit_patterns);
+    if (!o.reinit_patterns.empty()) reinitialize(model, cfg, o);
+  } else {
+    initialize_weights(model, o.seed);
+  }
   model->train();
 
   std::vector<torch::Tensor> decay, no_decay;
@@ -174,6 +200,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   Masking masking = o.masking;  // training batches: with the rarity weights of this data
   if (!o.init_from.empty()) fingerprint["init_from"] = o.init_from;  // absent = random initialisation
   if (!o.frozen_patterns.empty()) fingerprint["frozen"] = o.frozen_patterns;  // absent = none
+  if (!o.reinit_patterns.empty()) fingerprint["reinit"] = o.reinit_patterns;   // likewise
   if (!o.frozen_heads.empty()) {  // likewise
     json heads = json::array();
     for (const auto& h : o.frozen_heads) heads.push_back(to_string(h));

@@ -41,6 +41,11 @@ struct TrainOptions {
   // Weights that keep their starting values (see frozen_weights.h), typically with init_from: what
   // a first phase built survives a second one. Parameter-name globs, and heads of the main stack.
   std::vector<std::string> frozen_patterns;
+  // With init_from: parameters (globs) drawn afresh from the seed's initialisation after loading, e.g.
+  // to re-train layers (Zhang et al. 2021, "Revisiting few-sample BERT fine-tuning"). The rows of
+  // frozen_heads keep the loaded values, so "*" keeps only those heads of the first phase. What they
+  // match may be missing from the folder: a deeper config starts from a shallower model.
+  std::vector<std::string> reinit_patterns;
   std::vector<HeadRef> frozen_heads;
   std::string tokenizer_json;   // copied into the output folder
   std::string dtype = "F32";    // weight type of the model folder

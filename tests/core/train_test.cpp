@@ -497,3 +497,66 @@ TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]
   CHECK_THROWS_WITH(train_model(example_config("collaborative"), data, synthetic_specials(), o),
                     Catch::Contains("collaborative"));
 }
+
+TEST_CASE("reinit draws parameters afresh after init; frozen heads keep the loaded rows", "[train]") {
+  auto config = example_config("mha");
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  test::TempDir a("reinit_a"), fresh("reinit_fresh"), b("reinit_b");
+  train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 20));
+  // lr 0: one step changes nothing, so the folders hold the starting weights.
+  auto still = [&](const std::string& out) {
+    auto o = quick_options(out, Objective::Mlm, 1);
+    o.lr = 0;
+    o.dtype = "F32";
+    return o;
+  };
+  train_model(config, data, synthetic_specials(), still(fresh.str()));  // the seed's random start
+  auto o = still(b.str());
+  o.init_from = a.str();
+  o.reinit_patterns = {"encoder.1.*"};
+  o.frozen_heads = {{1, 3}};
+  train_model(config, data, synthetic_specials(), o);
+
+  auto loaded = core::SafetensorsFile::open(a.str("model.safetensors"));
+  auto random = core::SafetensorsFile::open(fresh.str("model.safetensors"));
+  auto result = core::SafetensorsFile::open(b.str("model.safetensors"));
+  const int64_t d = config.encoder->attention.key_size;
+  for (const auto& t : loaded.tensors()) {
+    INFO(t.name);
+    auto r = result.load(t.name);
+    if (t.name.rfind("encoder.1.", 0) != 0) {
+      CHECK(torch::equal(r, loaded.load(t.name)));  // not re-drawn
+    } else if (t.name.rfind("encoder.1.attn.q.", 0) == 0 || t.name.rfind("encoder.1.attn.k.", 0) == 0) {
+      CHECK(torch::equal(r.narrow(0, 3 * d, d), loaded.load(t.name).narrow(0, 3 * d, d)));  // head 1.3 as loaded
+      CHECK(torch::equal(r.narrow(0, 0, 3 * d), random.load(t.name).narrow(0, 0, 3 * d)));  // heads 1.0–1.2 afresh
+      if (t.name.find("weight") != std::string::npos)
+        CHECK(!torch::equal(r.narrow(0, 0, 3 * d), loaded.load(t.name).narrow(0, 0, 3 * d)));
+    } else {
+      CHECK(torch::equal(r, random.load(t.name)));
+    }
+  }
+
+  // A deeper model from the 2-layer folder: the new layer is drawn afresh, the rest loaded.
+  auto deeper = config;
+  deeper.encoder->layers = 3;
+  auto grow = still(b.str("deeper"));
+  grow.init_from = a.str();
+  grow.reinit_patterns = {"encoder.2.*"};
+  train_model(deeper, data, synthetic_specials(), grow);
+  auto grown = core::SafetensorsFile::open(b.str("deeper/model.safetensors"));
+  CHECK(torch::equal(grown.load("encoder.1.ffn.up.weight"), loaded.load("encoder.1.ffn.up.weight")));
+  CHECK(grown.contains("encoder.2.ffn.up.weight"));
+  CHECK(!loaded.contains("encoder.2.ffn.up.weight"));
+  grow.reinit_patterns = {"encoder.2.attn.*"};  // the new layer's FFN is not in the folder
+  CHECK_THROWS_WITH(train_model(deeper, data, synthetic_specials(), grow), Catch::Contains("encoder.2.") &&
+                                                                               Catch::Contains("missing"));
+
+  auto no_init = still(b.str("x"));
+  no_init.reinit_patterns = {"*"};
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), no_init), Catch::Contains("--reinit needs --init"));
+  auto typo = still(b.str("y"));
+  typo.init_from = a.str();
+  typo.reinit_patterns = {"encoder.9.*"};
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
+                    Catch::Contains("--reinit") && Catch::Contains("encoder.9.*"));
+}
