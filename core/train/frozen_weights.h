@@ -35,6 +35,9 @@ struct HeadRef {
 HeadRef parse_head_ref(const std::string& text);
 std::string to_string(const HeadRef& head);
 
+// Whether `name` matches one of the fnmatch globs.
+bool matches_any(const std::vector<std::string>& globs, const std::string& name);
+
 // The parameters whose native names match `glob` (fnmatch), in module order. Throws
 // std::invalid_argument naming `option` and the glob when none does (a typo never passes silently).
 std::vector<std::pair<std::string, torch::Tensor>> parameters_matching(TransformerImpl& model, const std::string& glob,

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <fnmatch.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -98,8 +97,9 @@ void truncate_log(const std::string& path, int64_t step) {
 }
 
 // Loads the weights of the native model folder `folder` into `model` (continued training) with the
-// loader `load_model` uses: every parameter present with its shape (or matched by --reinit), no unknown tensor. The folder's
-// tokenizer (if any) must be the run's, so ids mean the same words.
+// loader `load_model` uses: every parameter present with its shape (or drawn afresh by --reinit, so
+// it may be missing), no unknown tensor. The folder's tokenizer (if any) must be the run's, so ids
+// mean the same words.
 void init_from_folder(Transformer& model, const std::string& folder, const std::string& tokenizer_json,
                       const std::vector<std::string>& reinit_patterns) {
   const fs::path folder_tokenizer = fs::path(folder) / "tokenizer.json";
@@ -108,12 +108,8 @@ void init_from_folder(Transformer& model, const std::string& folder, const std::
     throw std::runtime_error(folder + ": --init model was trained with another tokenizer than " + tokenizer_json);
   try {
     // What --reinit draws afresh need not be in the folder (a deeper model from a shallower one).
-    auto reinit = [&](const std::string& name) {
-      for (const auto& glob : reinit_patterns)
-        if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
-      return false;
-    };
-    load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()), reinit);
+    load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()),
+                        [&](const std::string& name) { return matches_any(reinit_patterns, name); });
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("--init: ") + e.what());
   }
@@ -233,6 +229,8 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   }
   // After a resume's load: the checkpoint holds the rows as they were at the start.
   const FrozenWeights frozen(*model, cfg, o.frozen_patterns, o.frozen_heads);
+  if (o.progress && !frozen.empty())
+    std::fprintf(stderr, "%lld weights stay fixed\n", static_cast<long long>(frozen.frozen_values()));
 
   std::ofstream log(log_path, std::ios::app);
   const auto start = Clock::now();
