@@ -43,8 +43,8 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
   torch::NoGradGuard no_grad;
   for (const auto& pattern : patterns) {
     for (auto& [name, param] : parameters_matching(model, pattern, "--freeze")) {
-      param.set_requires_grad(false);  // no gradient: backward stops below it
-      slices_.push_back({param, param.clone(), 0});
+      if (param.requires_grad()) whole_values_ += param.numel();  // two globs may match it
+      param.set_requires_grad(false);  // no gradient: backward stops below it, AdamW skips it
     }
   }
   if (heads.empty()) return;
@@ -76,7 +76,7 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
 }
 
 int64_t FrozenWeights::frozen_values() const {
-  int64_t n = 0;
+  int64_t n = whole_values_;
   for (const auto& s : slices_) n += s.saved.numel();
   return n;
 }

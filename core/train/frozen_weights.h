@@ -1,15 +1,17 @@
 // Weights that keep their starting values while the rest of a model trains (`train --freeze`,
 // `train --freeze-heads`), typically in a second phase started with --init:
 //   - parameters by name pattern (fnmatch globs over the native weight names, e.g. "tokens.*",
-//     "encoder.[0-2].*"): they get no gradient at all, so backward stops below them;
+//     "encoder.[0-2].*"): they stop requiring a gradient, so backward stops below them and AdamW
+//     (which skips parameters without one) neither steps nor decays them;
 //   - heads of the main stack (the encoder, or the decoder of a decoder-only model): the rows of
 //     their query and key projections (and biases; additive scoring's v_h). A head's attention
-//     pattern comes from those rows and its input, so with RoPE and query/key biases a positional
-//     head keeps its pattern while every other weight trains. Needs one key head per query head and
-//     per-head projections (MHA, talking-heads' logit heads, additive); not MQA/GQA or collaborative
-//     attention, whose projections are shared across heads.
-// Frozen rows are zeroed in the gradient before clipping and written back after every optimizer
-// step, so neither AdamW's moments nor its weight decay move them.
+//     pattern comes from those rows and its input, so it is kept only as far as the input stays
+//     alike (the README's session-8 pilots: two positional heads stayed at 92–93% while the rest of
+//     the model retrained, but fell to 62–89% in a re-initialised model). Needs one key head per
+//     query head and per-head projections (MHA, talking-heads' logit heads, additive); not MQA/GQA
+//     or collaborative attention, whose projections are shared across heads. These rows share a
+//     tensor with trained rows, so they are zeroed in the gradient before clipping and written back
+//     after every optimizer step (undoing AdamW's step and decay).
 #pragma once
 
 #include "core/config.h"
@@ -51,20 +53,21 @@ class FrozenWeights {
   FrozenWeights(TransformerImpl& model, const ModelConfig& config, const std::vector<std::string>& patterns,
                 const std::vector<HeadRef>& heads);
 
-  bool empty() const { return slices_.empty(); }
+  bool empty() const { return frozen_values() == 0; }
   int64_t frozen_values() const;  // how many numbers stay fixed
-  // Before clipping: the frozen rows contribute nothing to the gradient norm.
+  // Before clipping: the frozen head rows contribute nothing to the gradient norm.
   void zero_grads() const;
-  // After the optimizer step: puts the captured values back.
+  // After the optimizer step: puts the captured head rows back.
   void restore() const;
 
  private:
   struct Slice {
-    torch::Tensor param;  // e.g. a q/k weight [H·d, D] or bias [H·d]
-    torch::Tensor saved;  // its frozen rows: one head's [d, D] / [d], or the whole tensor
+    torch::Tensor param;  // a q/k weight [H·d, D] or bias [H·d], or score_v [H, d]
+    torch::Tensor saved;  // one head's rows of it: [d, D] / [d] / [1, d]
     int64_t begin = 0;
   };
-  std::vector<Slice> slices_;
+  std::vector<Slice> slices_;     // head rows
+  int64_t whole_values_ = 0;      // numbers in parameters frozen whole (no gradient)
 };
 
 }  // namespace headlab::core::train
