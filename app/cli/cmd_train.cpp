@@ -81,6 +81,9 @@ int train_command(TrainCliOptions& options) {
     std::cout << "checkpoint saved; continue with the same command plus --resume\n";
     return 130;
   }
+  if (result.stopped)
+    std::cout << "stopped at step " << result.step << " of " << o.steps
+              << " (--stop-at); continue with the same command plus --resume, without --stop-at\n";
   return 0;
 }
 
@@ -98,6 +101,9 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json (copied into the folder)");
   cmd->add_option("--steps", o.steps, "Optimizer steps (the schedule's length)");
   cmd->add_option("--minutes", o.minutes, "Time budget of this run (alone: the schedule's length)");
+  cmd->add_option("--stop-at", o.stop_at,
+                  "Stop after this step; the schedule stays --steps long (continue with --resume)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
   cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt");
   cmd->add_option("--init", o.init_from,

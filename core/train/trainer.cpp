@@ -286,6 +286,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
       result.finished = true;
       break;
     }
+    if (o.stop_at > 0 && step >= o.stop_at) {
+      result.stopped = true;
+      break;
+    }
     const double secs = run_seconds();
     if (o.minutes > 0 && secs >= o.minutes * 60) {
       result.finished = o.steps <= 0;

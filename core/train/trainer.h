@@ -17,6 +17,9 @@ struct TrainOptions {
   Objective objective = Objective::Mlm;
   int64_t steps = 0;        // total optimizer steps (the schedule's length); 0 = use `minutes`
   double minutes = 0;       // wall-clock budget of this invocation (0 = none)
+  // Stop this invocation after this step (0 = none) while the schedule stays `steps` long: a
+  // phase's weights at a chosen step of a longer schedule, reproducibly; --resume continues it.
+  int64_t stop_at = 0;
   uint64_t seed = 0;
   int64_t seq_len = 128;
   int64_t batch_tokens = 4096;  // batch size = batch_tokens / seq_len sequences
@@ -65,6 +68,7 @@ struct TrainResult {
   int64_t step = 0;       // optimizer steps done in total
   bool interrupted = false;
   bool finished = false;  // reached `steps` (or the minute budget without `steps`)
+  bool stopped = false;   // reached `stop_at` before the schedule's end
   EvalResult last_eval;
   int64_t last_eval_step = 0;  // the step last_eval was measured at
   double tokens_per_second = 0;

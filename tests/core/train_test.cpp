@@ -165,6 +165,40 @@ TEST_CASE("resume continues exactly where an uninterrupted run would be", "[trai
   }
 }
 
+TEST_CASE("--stop-at ends a run mid-schedule and --resume finishes it as one run", "[train]") {
+  auto config = example_config("mha");
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  std::map<int64_t, double> full, parts;
+
+  test::TempDir a("stop_full");
+  auto o = quick_options(a.str(), Objective::Mlm, 20);
+  o.eval_every = 5;
+  o.on_step = [&](int64_t step, double loss) { return full[step] = loss, true; };
+  train_model(config, data, synthetic_specials(), o);
+
+  test::TempDir b("stop_parts");
+  o.out = b.str();
+  o.stop_at = 7;  // between evaluations; the learning rate still follows the 20-step schedule
+  o.on_step = [&](int64_t step, double loss) { return parts[step] = loss, true; };
+  auto first = train_model(config, data, synthetic_specials(), o);
+  CHECK(first.stopped);
+  CHECK_FALSE(first.finished);
+  CHECK_FALSE(first.interrupted);
+  CHECK(first.step == 7);
+  CHECK(first.last_eval_step == 7);  // the stopped folder is evaluated where it stands
+  CHECK(std::filesystem::exists(b.str("model.safetensors")));
+  o.stop_at = 0;
+  o.resume = true;
+  auto second = train_model(config, data, synthetic_specials(), o);
+  CHECK(second.finished);
+  REQUIRE(full.size() == 20);
+  REQUIRE(parts.size() == 20);
+  for (int64_t s = 1; s <= 20; ++s) {
+    INFO("step " << s);
+    CHECK(parts[s] == Approx(full[s]).margin(1e-6));
+  }
+}
+
 TEST_CASE("the same seed trains the same model; resume refuses other settings", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
