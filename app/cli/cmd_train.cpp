@@ -82,7 +82,7 @@ int train_command(TrainCliOptions& options) {
     return 130;
   }
   if (result.stopped)
-    std::cout << "stopped at step " << result.step << " of " << o.steps
+    std::cout << "stopped at step " << result.step << (o.steps > 0 ? " of " + std::to_string(o.steps) : std::string())
               << " (--stop-at); continue with the same command plus --resume, without --stop-at\n";
   return 0;
 }

@@ -93,6 +93,16 @@ std::vector<nlohmann::json> read_log(const std::string& path) {
   return lines;
 }
 
+// Two runs' training losses agree at every step 1..steps.
+void check_same_losses(const std::map<int64_t, double>& expected, const std::map<int64_t, double>& actual, int64_t steps) {
+  REQUIRE(expected.size() == size_t(steps));
+  REQUIRE(actual.size() == size_t(steps));
+  for (int64_t s = 1; s <= steps; ++s) {
+    INFO("step " << s);
+    CHECK(actual.at(s) == Approx(expected.at(s)).margin(1e-6));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("training lowers the held-out loss for every example config", "[train]") {
@@ -146,12 +156,7 @@ TEST_CASE("resume continues exactly where an uninterrupted run would be", "[trai
       o.on_step = [&](int64_t step, double loss) { return resumed[step] = loss, true; };
       auto second = train_model(config, data, synthetic_specials(), o);
       CHECK(second.finished);
-      REQUIRE(full.size() == 24);
-      REQUIRE(resumed.size() == 24);
-      for (int64_t s = 1; s <= 24; ++s) {
-        INFO("step " << s);
-        CHECK(resumed[s] == Approx(full[s]).margin(1e-6));
-      }
+      check_same_losses(full, resumed, 24);
       // The evaluations logged by both runs agree too.
       auto la = read_log(a.str("train_log.jsonl")), lb = read_log(b.str("train_log.jsonl"));
       REQUIRE(la.size() == lb.size());
@@ -191,12 +196,7 @@ TEST_CASE("--stop-at ends a run mid-schedule and --resume finishes it as one run
   o.resume = true;
   auto second = train_model(config, data, synthetic_specials(), o);
   CHECK(second.finished);
-  REQUIRE(full.size() == 20);
-  REQUIRE(parts.size() == 20);
-  for (int64_t s = 1; s <= 20; ++s) {
-    INFO("step " << s);
-    CHECK(parts[s] == Approx(full[s]).margin(1e-6));
-  }
+  check_same_losses(full, parts, 20);
 }
 
 TEST_CASE("the same seed trains the same model; resume refuses other settings", "[train]") {
