@@ -170,7 +170,7 @@ TEST_CASE("resume continues exactly where an uninterrupted run would be", "[trai
   }
 }
 
-TEST_CASE("--stop-at ends a run mid-schedule and --resume finishes it as one run", "[train]") {
+TEST_CASE("a run stopped mid-schedule (stop_at) and resumed equals one uninterrupted run", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   std::map<int64_t, double> full, parts;
