@@ -21,9 +21,13 @@ HeadRef parse_head_ref(const std::string& text) {
 
 std::string to_string(const HeadRef& head) { return std::to_string(head.layer) + "." + std::to_string(head.head); }
 
+namespace {
+bool matches(const std::string& glob, const std::string& name) { return fnmatch(glob.c_str(), name.c_str(), 0) == 0; }
+}  // namespace
+
 bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
   for (const auto& glob : globs)
-    if (fnmatch(glob.c_str(), name.c_str(), 0) == 0) return true;
+    if (matches(glob, name)) return true;
   return false;
 }
 
@@ -31,7 +35,7 @@ std::vector<std::pair<std::string, torch::Tensor>> parameters_matching(Transform
                                                                        const std::string& option) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& item : model.named_parameters())
-    if (matches_any({glob}, item.key())) out.emplace_back(item.key(), item.value());
+    if (matches(glob, item.key())) out.emplace_back(item.key(), item.value());
   if (out.empty())
     throw std::invalid_argument(option + ": '" + glob + "' names no parameter (names look like tokens.weight, " +
                                 "encoder.0.attn.q.weight; see README § Model folder format)");
