@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# train_role_chain.sh PHASE… : the phased recipe that builds a rare-word head and positional heads
+# in one masked-LM encoder (README, "Shipped models"). Each phase is one `headlab train` run that
+# starts from the previous phase's folder; run them in order (A B C D E), or name one to redo it.
+#
+#   A  rare-word recipe: 4 layers, 256-token sequences, 15% targets without random replacement
+#      (a layer-3 head attends to the sentence's rarest word).
+#   B  grow to 5 layers; embeddings, layers 0-2 and layer 3's attention norm frozen (so every
+#      layer-3 head sees exactly the input it saw in A), the rare-word head's query/key rows frozen
+#      ("locked"); all-[MASK] recipe at lr 3e-3; step 800 of a 2800-step schedule. A layer-3 head
+#      becomes positional (offset -1).
+#   C, D  same, with the positional head locked as well: another layer-3 head moves towards +1.
+#   E  only that head's query/key rows train (the twin: all of layer 3's query/key and logit mix),
+#      weight decay off.
+#
+# Environment: HEADLAB (binary, default build/app/headlab), DATA (books folder), OUT (run root),
+# TWIN=1 for the talking-heads twin (same phases; talking heads mix all heads, so no head locks),
+# SEED_B (phase B's seed, default 1), RARE (the rare-word head, default 3.5), POS1 / POS2 (the
+# positional heads B and C/D form, default 3.7 / 3.2).
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+HEADLAB="${HEADLAB:-$here/build/app/headlab}"
+DATA="${DATA:-$here/../shared/data/text/gutenberg}"
+OUT="${OUT:-$here/runs/roles}"
+TWIN="${TWIN:-0}"
+SEED_B="${SEED_B:-1}"
+RARE="${RARE:-3.5}"; POS1="${POS1:-3.7}"; POS2="${POS2:-3.2}"
+mkdir -p "$OUT"
+
+base_config="$here/assets/models/default/config.json"
+[[ "$TWIN" == 1 ]] && base_config="$here/assets/models/talking-heads/config.json"
+tag=mha; [[ "$TWIN" == 1 ]] && tag=th
+cfg4="$OUT/config_${tag}_4.json"; cfg5="$OUT/config_${tag}_5.json"
+python3 - "$base_config" "$cfg4" "$cfg5" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+for layers, path in ((4, sys.argv[2]), (5, sys.argv[3])):
+    c["encoder"]["layers"] = layers
+    json.dump(c, open(path, "w"), indent=2)
+EOF
+
+tok="$OUT/tokenizer.json"
+[[ -f "$tok" ]] || "$HEADLAB" train-tokenizer --data "$DATA"/*.txt --vocab-size 8000 --kind wordlevel \
+  --no-cls-sep --out "$tok"
+
+common=(--data "$DATA"/*.txt --tokenizer "$tok" --objective mlm --batch-tokens 2048 --warmup 0.03
+        --eval-every 200 --eval-batches 10 --threads 1)
+all_mask=(--mlm-rate 0.4 --mlm-mask 1.0 --mlm-random 0 --seq-len 128)
+# Everything below layer 3's heads: their input stays exactly what phase A trained.
+below=('tokens.*' 'encoder.[0-2].*' 'encoder.3.attn_norm.*')
+lock() { [[ "$TWIN" == 1 ]] && return; echo --freeze-heads "$@"; }
+
+for phase in "$@"; do
+  d="$OUT/${tag}_$phase"
+  case "$phase" in
+    A) "$HEADLAB" train --config "$cfg4" "${common[@]}" --out "$d" --seed 1 --seq-len 256 --steps 1400 \
+         --mlm-random 0 ;;
+    B) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed "$SEED_B" --init "$OUT/${tag}_A" \
+         --reinit 'encoder.4.*' --freeze "${below[@]}" $(lock "$RARE") "${all_mask[@]}" --lr 3e-3 \
+         --steps 2800 --stop-at 800 ;;
+    C) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed 1 --init "$OUT/${tag}_B" \
+         --freeze "${below[@]}" $(lock "$RARE" "$POS1") "${all_mask[@]}" --lr 3e-3 --steps 1200 ;;
+    D) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed 1 --init "$OUT/${tag}_C" \
+         --freeze "${below[@]}" $(lock "$RARE" "$POS1") "${all_mask[@]}" --lr 3e-3 --steps 1200 ;;
+    E) others=(); scores_only=('encoder.3.attn.v.*' 'encoder.3.attn.o.*')
+       # Talking heads: the logit mix (pre_mix) shapes the patterns and trains; the output mix is frozen.
+       [[ "$TWIN" == 1 ]] && scores_only+=('encoder.3.attn.post_mix')
+       for h in 0 1 2 3 4 5 6 7; do [[ "3.$h" != "$POS2" ]] && others+=("3.$h"); done
+       "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed 1 --init "$OUT/${tag}_D" \
+         --freeze "${below[@]}" 'encoder.4.*' "${scores_only[@]}" 'encoder.3.ffn*' \
+           'encoder_norm.*' 'head_*' $(lock "${others[@]}") "${all_mask[@]}" --lr 1e-2 --weight-decay 0 \
+         --steps 800 ;;
+    *) echo "unknown phase '$phase' (A B C D E)" >&2; exit 2 ;;
+  esac
+done
