@@ -58,9 +58,8 @@ for phase in "$@"; do
     B) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed "$SEED_B" --init "$OUT/${tag}_A" \
          --reinit 'encoder.4.*' --freeze "${below[@]}" $(lock "$RARE") "${all_mask[@]}" --lr 3e-3 \
          --steps 2800 --stop-at 800 ;;
-    C) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed 1 --init "$OUT/${tag}_B" \
-         --freeze "${below[@]}" $(lock "$RARE" "$POS1") "${all_mask[@]}" --lr 3e-3 --steps 1200 ;;
-    D) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed 1 --init "$OUT/${tag}_C" \
+    C|D) previous=B; [[ "$phase" == D ]] && previous=C
+       "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed 1 --init "$OUT/${tag}_$previous" \
          --freeze "${below[@]}" $(lock "$RARE" "$POS1") "${all_mask[@]}" --lr 3e-3 --steps 1200 ;;
     E) others=(); scores_only=('encoder.3.attn.v.*' 'encoder.3.attn.o.*')
        # Talking heads: the logit mix (pre_mix) shapes the patterns and trains; the output mix is frozen.
