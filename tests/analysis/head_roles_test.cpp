@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -198,4 +199,33 @@ TEST_CASE("positional and rare-word shares equal a direct count over the attenti
     some_rare |= rare[i] > 0;
   }
   CHECK(some_rare);  // the comparison saw hits, not only zeros
+}
+
+// The README's claim about the shipped default (issue 4): on UD EWT dev, with Voita et al.'s
+// definitions, at least two positional heads and one rare-word head. Needs ../shared beside the
+// checkout (the treebank and the books for token frequencies); without it the test only warns.
+TEST_CASE("the shipped default has two positional heads and a rare-word head on UD EWT dev",
+          "[analysis][assets]") {
+  namespace fs = std::filesystem;
+  const fs::path source(HEADLAB_SOURCE_DIR);
+  const fs::path dev = source / ".." / "shared" / "data" / "ud" / "en_ewt-ud-dev.conllu";
+  const fs::path books = source / ".." / "shared" / "data" / "text" / "gutenberg";
+  if (!fs::exists(dev) || !fs::exists(books)) {
+    WARN("../shared/data not found: the shipped default's head roles are not checked");
+    return;
+  }
+  std::vector<std::string> paths, texts;
+  for (const auto& e : fs::directory_iterator(books))
+    if (e.path().extension() == ".txt") paths.push_back(e.path().string());
+  std::sort(paths.begin(), paths.end());
+  for (const auto& p : paths) texts.push_back(core::train::read_text_file(p));
+  auto model = core::load_model((source / "assets" / "models" / "default").string());
+  REQUIRE(model->tokenizer);
+  // All of dev (sentences of 3–128 tokens; ~25 s on one core), as the README reports it.
+  const auto report = analysis::measure_head_roles(*model, analysis::read_conllu(dev.string()),
+                                                   analysis::token_frequencies(*model->tokenizer, texts), {});
+  INFO(report.summary());
+  CHECK(report.sentences > 1500);  // of 2001; shorter ones have no neighbours to measure
+  CHECK(report.positional_heads >= 2);
+  CHECK(report.rare_heads >= 1);
 }
