@@ -106,9 +106,10 @@ int main(int argc, char** argv) {
   if (threads > 0) torch::set_num_threads(threads);  // to compare with the worker's setting
   const auto info = core::system_info(true);
   std::printf("BLAS %s, GEMM %.0f GFLOP/s, %d intra-op thread(s)\n", info.blas_kind.c_str(), info.gemm_gflops, info.torch_threads);
-  bench("default-shaped", 4, 8, 256, 8000, 32, repeats);
-  bench("default-shaped", 4, 8, 256, 8000, 128, repeats);
-  bench("default-shaped", 4, 8, 256, 8000, 512, repeats);
+  // As deep as the shipped default (5 layers since session 11).
+  std::ifstream shipped(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default/config.json");
+  const int layers = nlohmann::json::parse(shipped).at("encoder").at("layers").get<int>();
+  for (int tokens : {32, 128, 512}) bench("default-shaped", layers, 8, 256, 8000, tokens, repeats);
   bench("bert-base-shaped", 12, 12, 768, 30522, 128, repeats);
   return 0;
 }
