@@ -1,4 +1,4 @@
-// Tokenizer throughput: ~1 MB of English (Gutenberg texts from /work/shared/data/text/gutenberg
+// Tokenizer throughput: ~1 MB of English (Gutenberg texts from ../shared/data/text/gutenberg beside the checkout
 // when present, else generated) encoded line by line with each test tokenizer; prints MB/s.
 // Standalone (no Catch2). Usage: bench_tokenizer [tokenizer-dir ...]
 #include <algorithm>
@@ -23,7 +23,7 @@ constexpr size_t kTargetBytes = 1 << 20;
 std::vector<std::string> load_text() {
   std::vector<std::string> lines;
   size_t total = 0;
-  const fs::path dir = "/work/shared/data/text/gutenberg";
+  const fs::path dir = fs::path(HEADLAB_SOURCE_DIR) / ".." / "shared" / "data" / "text" / "gutenberg";
   std::error_code ec;
   if (fs::is_directory(dir, ec)) {
     std::vector<fs::path> files;

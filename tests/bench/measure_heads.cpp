@@ -14,7 +14,9 @@
 int main(int argc, char** argv) {
   headlab::core::use_passive_openmp(argv);  // as headlab does
   CLI::App app{"Measure positional, rare-word and syntactic heads over a UD treebank"};
-  std::string model_dir, conllu = "/work/shared/data/ud/en_ewt-ud-dev.conllu", json_out;
+  // Defaults: ../shared/data beside the checkout.
+  const std::string shared = std::string(HEADLAB_SOURCE_DIR) + "/../shared/data";
+  std::string model_dir, conllu = shared + "/ud/en_ewt-ud-dev.conllu", json_out;
   std::vector<std::string> corpus;
   headlab::analysis::HeadRoleOptions options;
   app.add_option("--model", model_dir, "Model folder")->required();
@@ -25,7 +27,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (corpus.empty())
-      for (const auto& e : std::filesystem::directory_iterator("/work/shared/data/text/gutenberg"))
+      for (const auto& e : std::filesystem::directory_iterator(shared + "/text/gutenberg"))
         if (e.path().extension() == ".txt") corpus.push_back(e.path().string());
     std::sort(corpus.begin(), corpus.end());
     headlab::core::use_batch_threads();
