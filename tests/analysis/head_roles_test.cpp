@@ -1,5 +1,6 @@
 // CoNLL-U reading and the head-role measurement (positional / rare-word / syntactic heads).
 #include "test_common.h"
+#include "shared_data.h"
 
 #include "analysis/conllu.h"
 #include "analysis/head_roles.h"
@@ -10,7 +11,6 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -207,19 +207,15 @@ TEST_CASE("positional and rare-word shares equal a direct count over the attenti
 TEST_CASE("the shipped default has two positional heads and a rare-word head on UD EWT dev",
           "[analysis][assets]") {
   namespace fs = std::filesystem;
-  const fs::path source(HEADLAB_SOURCE_DIR);
-  const fs::path dev = source / ".." / "shared" / "data" / "ud" / "en_ewt-ud-dev.conllu";
-  const fs::path books = source / ".." / "shared" / "data" / "text" / "gutenberg";
-  if (!fs::exists(dev) || !fs::exists(books)) {
+  const fs::path dev = test::shared_data_dir() / "ud" / "en_ewt-ud-dev.conllu";
+  const auto books = test::gutenberg_books();
+  if (!fs::exists(dev) || books.empty()) {
     WARN("../shared/data not found: the shipped default's head roles are not checked");
     return;
   }
-  std::vector<std::string> paths, texts;
-  for (const auto& e : fs::directory_iterator(books))
-    if (e.path().extension() == ".txt") paths.push_back(e.path().string());
-  std::sort(paths.begin(), paths.end());
-  for (const auto& p : paths) texts.push_back(core::train::read_text_file(p));
-  auto model = core::load_model((source / "assets" / "models" / "default").string());
+  std::vector<std::string> texts;
+  for (const auto& p : books) texts.push_back(core::train::read_text_file(p));
+  auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
   REQUIRE(model->tokenizer);
   // All of dev (sentences of 3–128 tokens; ~25 s on one core), as the README reports it.
   const auto report = analysis::measure_head_roles(*model, analysis::read_conllu(dev.string()),

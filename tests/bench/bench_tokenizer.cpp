@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/tokenizer.h"
+#include "shared_data.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -23,19 +24,12 @@ constexpr size_t kTargetBytes = 1 << 20;
 std::vector<std::string> load_text() {
   std::vector<std::string> lines;
   size_t total = 0;
-  const fs::path dir = fs::path(HEADLAB_SOURCE_DIR) / ".." / "shared" / "data" / "text" / "gutenberg";
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) {
-    std::vector<fs::path> files;
-    for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
-      std::ifstream in(f);
-      std::string line;
-      while (total < kTargetBytes && std::getline(in, line)) {
-        total += line.size() + 1;
-        lines.push_back(line);
-      }
+  for (const auto& f : headlab::test::gutenberg_books()) {
+    std::ifstream in(f);
+    std::string line;
+    while (total < kTargetBytes && std::getline(in, line)) {
+      total += line.size() + 1;
+      lines.push_back(line);
     }
   }
   if (total < kTargetBytes) {  // deterministic pseudo-English

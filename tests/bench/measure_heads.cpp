@@ -4,6 +4,7 @@
 #include "core/model.h"
 #include "core/system_info.h"
 #include "core/train/tokenizer_trainer.h"
+#include "shared_data.h"
 
 #include <CLI/CLI.hpp>
 
@@ -15,8 +16,7 @@ int main(int argc, char** argv) {
   headlab::core::use_passive_openmp(argv);  // as headlab does
   CLI::App app{"Measure positional, rare-word and syntactic heads over a UD treebank"};
   // Defaults: ../shared/data beside the checkout.
-  const std::string shared = std::string(HEADLAB_SOURCE_DIR) + "/../shared/data";
-  std::string model_dir, conllu = shared + "/ud/en_ewt-ud-dev.conllu", json_out;
+  std::string model_dir, conllu = (headlab::test::shared_data_dir() / "ud" / "en_ewt-ud-dev.conllu").string(), json_out;
   std::vector<std::string> corpus;
   headlab::analysis::HeadRoleOptions options;
   app.add_option("--model", model_dir, "Model folder")->required();
@@ -26,9 +26,7 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_out, "Write the report as JSON");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (corpus.empty())
-      for (const auto& e : std::filesystem::directory_iterator(shared + "/text/gutenberg"))
-        if (e.path().extension() == ".txt") corpus.push_back(e.path().string());
+    if (corpus.empty()) corpus = headlab::test::gutenberg_books();
     std::sort(corpus.begin(), corpus.end());
     headlab::core::use_batch_threads();
     auto model = headlab::core::load_model(model_dir);
