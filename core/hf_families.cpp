@@ -4,7 +4,10 @@
 // with an independent transcription in tests/data/hf/make_fixtures.py.
 #include "core/hf_families.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace headlab::core::hf {
@@ -301,21 +304,102 @@ Layout gpt2_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
 
 // modeling_llama.py / modeling_qwen2.py: pre-RMSNorm decoder, RoPE in the rotate-half layout
 // (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases.
-Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, bool qwen2) {
-  if (const json* scaling = c.find("rope_scaling")) {
-    std::string type = "?";
-    if (scaling->is_object()) {
-      for (const char* key : {"rope_type", "type"})
-        if (scaling->contains(key) && (*scaling)[key].is_string()) {
-          type = (*scaling)[key].get<std::string>();
-          break;
-        }
-    }
-    if (type != "default")
-      c.fail("rope_scaling type '" + type + "' is not supported (HeadLab implements plain RoPE; rope_scaling " +
-             scaling->dump() + ")");
+// RoPE settings as transformers writes them: 4.x puts `rope_theta` (and `rope_scaling`, `partial_rotary_factor`)
+// at the top level; 5.x puts everything into `rope_parameters` ({"rope_type", "rope_theta", …}), or one
+// such object per layer type. Every key that changes the rotation is read or refused, never ignored: a
+// folder whose θ went unread would run with θ = 10⁴ and give wrong maps without a word.
+struct RopeSettings {
+  double theta = 10000.0;
+  double rotary_fraction = 1.0;
+};
+
+// One rope_parameters / rope_scaling object: its type must be plain RoPE and every key known.
+void read_rope_object(const HfConfig& c, const json& object, const std::string& key, RopeSettings& out,
+                      bool& theta_seen) {
+  if (!object.is_object()) c.fail("'" + key + "' must be an object, got " + object.dump());
+  std::string type = "default";
+  for (const char* type_key : {"rope_type", "type"}) {
+    if (!object.contains(type_key)) continue;
+    if (!object[type_key].is_string()) c.fail("'" + key + "." + type_key + "' must be a string, got " + object[type_key].dump());
+    type = object[type_key].get<std::string>();
   }
-  const double rotary_fraction = c.number("partial_rotary_factor", 1.0);
+  if (type != "default")
+    c.fail(key + " type '" + type + "' is not supported (HeadLab implements plain RoPE; " + key + " " + object.dump() + ")");
+  for (const auto& [name, value] : object.items()) {
+    if (name == "rope_type" || name == "type") continue;
+    if (name == "rope_theta") {
+      if (!value.is_number()) c.fail("'" + key + ".rope_theta' must be a number, got " + value.dump());
+      out.theta = value.get<double>();
+      theta_seen = true;
+    } else if (name == "partial_rotary_factor") {
+      if (!value.is_number()) c.fail("'" + key + ".partial_rotary_factor' must be a number, got " + value.dump());
+      out.rotary_fraction = value.get<double>();
+    } else {
+      c.fail("'" + key + "." + name + "' is not supported (plain RoPE reads only rope_type, rope_theta and "
+             "partial_rotary_factor; " + key + " " + object.dump() + ")");
+    }
+  }
+}
+
+RopeSettings read_rope(const HfConfig& c) {
+  RopeSettings rope;
+  rope.theta = c.number("rope_theta", 10000.0);
+  rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
+  const bool top_level_theta = c.find("rope_theta") != nullptr;
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const json* value = c.find(key);
+    if (!value) continue;
+    if (!value->is_object()) c.fail(std::string("'") + key + "' must be an object, got " + value->dump());
+    // transformers 5 keys the parameters by layer type when layers differ ({"full_attention": {…},
+    // "sliding_attention": {…}}); one plain-RoPE model has one set, so every entry must agree.
+    const bool per_layer_type = !value->empty() && std::all_of(value->begin(), value->end(),
+                                                               [](const json& v) { return v.is_object(); });
+    std::vector<std::pair<std::string, json>> objects;
+    if (per_layer_type) {
+      for (const auto& [type, object] : value->items()) objects.emplace_back(std::string(key) + "." + type, object);
+    } else {
+      objects.emplace_back(key, *value);
+    }
+    std::optional<double> first_theta;
+    for (const auto& [where, object] : objects) {
+      RopeSettings one = rope;
+      bool theta_seen = false;
+      read_rope_object(c, object, where, one, theta_seen);
+      if (theta_seen && top_level_theta && one.theta != c.number("rope_theta", 0.0))
+        c.fail("rope_theta " + json(c.number("rope_theta", 0.0)).dump() + " and '" + where + ".rope_theta' " +
+               json(one.theta).dump() + " disagree");
+      if (first_theta && *first_theta != one.theta)
+        c.fail("'" + std::string(key) + "' gives different rope_theta per layer type (" + value->dump() +
+               "); HeadLab runs one RoPE for every layer");
+      first_theta = one.theta;
+      rope = one;
+    }
+  }
+  if (!(rope.theta > 0) || !std::isfinite(rope.theta)) c.fail("rope_theta must be a positive number, got " + json(rope.theta).dump());
+  return rope;
+}
+
+// transformers 5 lists every layer's attention type; HeadLab runs these families with full attention
+// in every layer, so a sliding layer is refused rather than run as a full one.
+void require_full_attention_layers(const HfConfig& c) {
+  const json* types = c.find("layer_types");
+  if (!types) return;
+  if (!types->is_array()) c.fail("'layer_types' must be a list, got " + types->dump());
+  for (size_t l = 0; l < types->size(); ++l) {
+    const json& t = (*types)[l];
+    if (!t.is_string()) c.fail("'layer_types[" + std::to_string(l) + "]' must be a string, got " + t.dump());
+    if (t.get<std::string>() != "full_attention")
+      c.fail("layer_types[" + std::to_string(l) + "] '" + t.get<std::string>() +
+             "' is not supported (a per-layer sliding window; only full_attention)");
+  }
+}
+
+// modeling_llama.py / modeling_qwen2.py: pre-RMSNorm decoder, RoPE in the rotate-half layout
+// (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases.
+Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, bool qwen2) {
+  const RopeSettings rope = read_rope(c);
+  require_full_attention_layers(c);
+  const double rotary_fraction = rope.rotary_fraction;
   if (rotary_fraction != 1.0) c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported");
   const std::string act = c.string("hidden_act", "silu");
   if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
@@ -332,7 +416,7 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   m.hidden_size = D;
   m.max_positions = c.integer("max_position_embeddings", qwen2 ? 32768 : 2048);
   m.positions = PositionKind::Rope;
-  m.rope_theta = static_cast<float>(c.number("rope_theta", 10000.0));
+  m.rope_theta = static_cast<float>(rope.theta);
   m.rope_dim = 0;  // the whole head
   m.norm = NormKind::RMSNorm;
   m.norm_eps = static_cast<float>(c.number("rms_norm_eps", 1e-6));

@@ -186,6 +186,79 @@ TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
   }
 }
 
+// transformers 5 writes RoPE settings into `rope_parameters` (and lists `layer_types`); a folder
+// written that way must give the same numbers as the 4.x spelling, or be refused — never run with
+// the default θ = 10⁴.
+TEST_CASE("hf import: transformers 5 config spellings are read or refused", "[hf_import]") {
+  TempDir dir("hf-v5");
+  auto v4 = read_json(fixture("qwen2/config.json"));
+  Tensors weights;
+  for (const char* shard : {"qwen2/model-00001-of-00002.safetensors", "qwen2/model-00002-of-00002.safetensors"})
+    for (auto& named : read_all(fixture(shard))) weights.push_back(named);
+  const Expected expected = read_expected(fixture("qwen2"));
+  auto v5 = v4;
+  v5.erase("rope_theta");
+  v5.erase("torch_dtype");
+  v5["dtype"] = "float32";
+  v5["transformers_version"] = "5.0.0";
+  v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000000.0}};
+  v5["layer_types"] = {"full_attention", "full_attention"};
+
+  SECTION("rope_parameters.rope_theta is the θ the model runs with") {
+    write_variant(dir, v5, weights);
+    auto model = load_model(dir.str());
+    CHECK(model->config.rope_theta == Approx(1e6));
+    const Errors errors = compare(*model, expected);
+    CHECK(errors.attention <= 2e-4);
+    CHECK(errors.logits <= 1e-3);
+  }
+  SECTION("the same folder with θ = 10⁴ differs from the reference: the comparison can fail") {
+    auto wrong = v5;
+    wrong["rope_parameters"]["rope_theta"] = 10000.0;
+    write_variant(dir, wrong, weights);
+    const Errors errors = compare(*load_model(dir.str()), expected);
+    CHECK(errors.attention > 1e-2);
+  }
+  SECTION("per-layer-type parameters that agree are read") {
+    auto typed = v5;
+    typed["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1000000.0}}}};
+    write_variant(dir, typed, weights);
+    CHECK(load_model(dir.str())->config.rope_theta == Approx(1e6));
+  }
+  SECTION("refused: scaled RoPE, unknown keys, disagreeing θ, sliding layers") {
+    auto scaled = v5;
+    scaled["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}};
+    write_variant(dir, scaled, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("rope_parameters type 'yarn'") && Contains("not supported"));
+
+    auto unknown = v5;
+    unknown["rope_parameters"]["factor"] = 2.0;
+    write_variant(dir, unknown, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("'rope_parameters.factor'") && Contains("not supported"));
+
+    auto both = v5;
+    both["rope_theta"] = 10000.0;
+    write_variant(dir, both, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("disagree"));
+
+    auto per_type = v5;
+    per_type["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
+                                   {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+    write_variant(dir, per_type, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("different rope_theta per layer type"));
+
+    auto sliding = v5;
+    sliding["layer_types"] = {"full_attention", "sliding_attention"};
+    write_variant(dir, sliding, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("layer_types[1] 'sliding_attention'") && Contains("not supported"));
+
+    auto partial = v5;
+    partial["rope_parameters"]["partial_rotary_factor"] = 0.5;
+    write_variant(dir, partial, weights);
+    CHECK_THAT(load_error(dir.str()), Contains("partial_rotary_factor") && Contains("not supported"));
+  }
+}
+
 TEST_CASE("hf import: BertModel without an MLM head, weight/bias names, no prefix", "[hf_import]") {
   TempDir dir("hf-bertmodel");
   auto config = read_json(fixture("bert/config.json"));

@@ -1,0 +1,63 @@
+// Eigen-spectra of attention's key-query forms (Cordonnier et al. 2020, Fig. 1; Bhojanapalli et
+// al. 2020, the low-rank bottleneck): head i's scores are x_tᵀ B_i x_s with B_i = W_Q^i W_K^iᵀ
+// ([D, D], the effective bilinear form), whose singular values say how many directions the head
+// really uses. No data needed: the spectra come from the weights.
+//
+// Per variant, the form of softmax head h:
+//   MHA/MQA/GQA:    W_Q^h W_K^{g(h)}ᵀ with g(h) the kv head it reads (h / (heads / kv_heads));
+//   decoupled key size: the same, with d_k columns;
+//   talking heads:  Σ_k P_l[k, h] W_Q^k W_K^kᵀ over the h_k key heads (the pre-softmax mix);
+//   collaborative:  W̃_Q diag(m_h) W̃_Kᵀ;
+//   additive scoring has no bilinear form: its heads get no spectrum (`applicable` false).
+// RoPE models: the rotation depends on the offset t − s; the form computed is the one at offset 0
+// (no rotation), which is what the spectrum means there. The logit scale is left out (it scales
+// every singular value alike).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace at {
+class Tensor;
+}
+
+namespace headlab::core {
+struct Model;
+struct AttentionStages;
+}  // namespace headlab::core
+
+namespace headlab::analysis {
+
+struct Spectrum {
+  std::vector<double> singular_values;    // descending
+  std::vector<double> cumulative_energy;  // Σ_{j≤k} σ_j² / Σ σ², same length
+  int rank90 = 0, rank95 = 0, rank99 = 0;  // smallest k with cumulative energy ≥ 0.90 / 0.95 / 0.99
+  bool applicable = true;                  // false where the form does not exist (additive scoring)
+};
+
+// Singular values of a 2-D tensor (computed in float64) and their energy ranks.
+Spectrum spectrum_of(const at::Tensor& matrix);
+
+// The energy ranks of given singular values (any order; sorted descending in the result).
+Spectrum spectrum_from_singular_values(std::vector<double> singular_values);
+
+struct LayerSpectra {
+  std::string stack;           // "encoder", "decoder" or "cross"
+  int layer = 0;
+  std::vector<Spectrum> heads;  // one per softmax head
+  // The layer as a whole, as the paper's figure: the concatenated W_Q [D, h·d_k], W_K [D, h_kv·d_k]
+  // and their product W_Q W_Kᵀ over the heads (kv heads repeated as the queries read them).
+  Spectrum query, key, product;
+};
+
+// Every attention layer of the model (self-attention of each stack, then cross-attention).
+std::vector<LayerSpectra> key_query_spectra(core::Model& model);
+
+// The effective key-query form B of one softmax head: [D, D] (float64), undefined for additive scoring.
+at::Tensor key_query_form(core::Model& model, const std::string& stack, int layer, int head);
+
+// For one input: the singular values of each softmax head's T×S logit matrix (the mixed logits L
+// when captured, else J; mask not applied). With key size d_k < T the rank is at most d_k.
+std::vector<Spectrum> logit_spectra(const core::AttentionStages& stages);
+
+}  // namespace headlab::analysis
