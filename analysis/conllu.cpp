@@ -1,50 +1,92 @@
 #include "analysis/conllu.h"
 
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 namespace headlab::analysis {
+namespace {
 
-std::vector<UdSentence> read_conllu(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  std::vector<UdSentence> out;
-  UdSentence current;
+int parse_int(const std::string& text, const std::string& where, const char* what) {
+  try {
+    size_t used = 0;
+    const int value = std::stoi(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return value;
+  } catch (const std::exception&) {
+    throw std::runtime_error(where + ": " + what + " '" + text + "' is not a number");
+  }
+}
+
+}  // namespace
+
+ConlluReader::ConlluReader(const std::string& path) : path_(path), in_(path) {
+  if (!in_) throw std::runtime_error(path + ": cannot open");
+}
+
+bool ConlluReader::next(UdSentence& sentence) {
+  sentence = UdSentence{};
   std::string line;
-  size_t line_no = 0;
-  auto flush = [&] {
-    if (!current.words.empty()) out.push_back(std::move(current));
-    current = UdSentence{};
-  };
-  while (std::getline(in, line)) {
-    ++line_no;
+  int mwt_last = 0;             // last word id covered by the current multi-word token
+  bool mwt_space_after = true;  // that token's own SpaceAfter
+  while (std::getline(in_, line)) {
+    ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string where = path_ + ":" + std::to_string(line_no_);
     if (line.empty()) {
-      flush();
+      if (!sentence.words.empty()) break;
       continue;
     }
     if (line[0] == '#') {
-      if (line.rfind("# sent_id = ", 0) == 0) current.id = line.substr(12);
+      if (line.rfind("# sent_id = ", 0) == 0) sentence.id = line.substr(12);
       continue;
     }
     std::vector<std::string> cols;
     std::stringstream s(line);
     for (std::string c; std::getline(s, c, '\t');) cols.push_back(c);
-    if (cols.size() < 8) throw std::runtime_error(path + ":" + std::to_string(line_no) + ": expected 10 columns");
-    if (cols[0].find_first_of("-.") != std::string::npos) continue;
+    if (cols.size() != 10)
+      throw std::runtime_error(where + ": expected 10 tab-separated columns, found " + std::to_string(cols.size()));
+    const bool space_after = cols[9].find("SpaceAfter=No") == std::string::npos;
+    if (cols[0].find('.') != std::string::npos) continue;  // empty node
+    if (const auto dash = cols[0].find('-'); dash != std::string::npos) {
+      mwt_last = parse_int(cols[0].substr(dash + 1), where, "multi-word token range end");
+      mwt_space_after = space_after;
+      continue;
+    }
+    const int id = parse_int(cols[0], where, "word id");
+    if (id != static_cast<int>(sentence.words.size()) + 1)
+      throw std::runtime_error(where + ": word id " + cols[0] + " out of order (expected " +
+                               std::to_string(sentence.words.size() + 1) + ")");
+    if (sentence.words.empty()) sentence.source = where;
     UdWord w;
     w.form = cols[1];
-    try {
-      w.head = cols[6] == "_" ? 0 : std::stoi(cols[6]);
-    } catch (const std::exception&) {
-      throw std::runtime_error(path + ":" + std::to_string(line_no) + ": bad head '" + cols[6] + "'");
-    }
-    w.relation = cols[7].substr(0, cols[7].find(':'));
-    current.words.push_back(std::move(w));
+    w.head = cols[6] == "_" ? 0 : parse_int(cols[6], where, "head");
+    if (w.head < 0) throw std::runtime_error(where + ": head " + cols[6] + " is negative");
+    w.relation = cols[7] == "_" ? "" : cols[7];
+    // Words inside a multi-word token are written together ("do" + "n't" = "don't"); the token's
+    // own SpaceAfter applies after its last word.
+    w.space_after = id < mwt_last ? false : id == mwt_last ? mwt_space_after : space_after;
+    sentence.words.push_back(std::move(w));
   }
-  flush();
+  if (sentence.words.empty()) return false;
+  const int n = static_cast<int>(sentence.words.size());
+  for (int i = 0; i < n; ++i)
+    if (sentence.words[i].head > n)
+      throw std::runtime_error(sentence.source + ": sentence has " + std::to_string(n) + " words, but word " +
+                               std::to_string(i + 1) + "'s head is " + std::to_string(sentence.words[i].head));
+  return true;
+}
+
+std::vector<UdSentence> read_conllu(const std::string& path) {
+  ConlluReader reader(path);
+  std::vector<UdSentence> out;
+  for (UdSentence s; reader.next(s);) out.push_back(std::move(s));
   return out;
+}
+
+std::string normalize_relation(const std::string& relation, bool strip_subtypes) {
+  std::string r = strip_subtypes ? relation.substr(0, relation.find(':')) : relation;
+  if (r == "dobj" || r.rfind("dobj:", 0) == 0) r = "obj" + r.substr(4);
+  return r;
 }
 
 }  // namespace headlab::analysis

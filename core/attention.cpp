@@ -151,7 +151,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (call.key_padding.defined()) blocked = blocked.logical_or(call.key_padding.view({B, 1, 1, S}));
   // The lowest finite value, not -inf: a fully blocked row gives a uniform row instead of NaN.
   auto W = torch::softmax(L.masked_fill(blocked, std::numeric_limits<float>::lowest()), -1);  // [B, h, T, S]
-  auto W_used = call.lrp ? W.detach() : W;  // LRP.md rule 1
+  auto W_used = call.lrp ? W.detach() : W;  // analysis/LRP.md rule 1
 
   auto U = c.talking_heads ? mix_heads(W_used, post_mix) : W_used;  // [B, h_v, T, S]
   if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix"));

@@ -49,7 +49,7 @@ struct AttentionCall {
   const HeadControls* controls = nullptr;
   unsigned capture = kCaptureNone;
   RopeTables rope;             // empty = no rotary positions
-  bool lrp = false;            // LRP.md rule 1: attention weights are constants
+  bool lrp = false;            // analysis/LRP.md rule 1: attention weights are constants
 };
 
 // [T, S] bool, true where query t may attend to key s.

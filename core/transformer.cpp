@@ -17,11 +17,11 @@ torch::Tensor NormImpl::forward(const torch::Tensor& x, bool lrp) {
   if (kind_ == NormKind::LayerNorm) {
     if (!lrp) return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps_);
     auto centred = x - x.mean(-1, true);
-    auto std = (centred.pow(2).mean(-1, true) + eps_).sqrt().detach();  // LRP.md rule 2
+    auto std = (centred.pow(2).mean(-1, true) + eps_).sqrt().detach();  // analysis/LRP.md rule 2
     return centred / std * weight + bias;
   }
   auto rms = (x.pow(2).mean(-1, true) + eps_).sqrt();
-  if (lrp) rms = rms.detach();  // LRP.md rule 2
+  if (lrp) rms = rms.detach();  // analysis/LRP.md rule 2
   return x / rms * weight;
 }
 
@@ -34,7 +34,7 @@ torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp) 
     case Activation::Silu: a = torch::silu(z); break;
   }
   if (!lrp) return a;
-  // LRP.md rule 3: z · [act(z) / z] with the bracket constant; at z = 0 the ratio is act'(0).
+  // analysis/LRP.md rule 3: z · [act(z) / z] with the bracket constant; at z = 0 the ratio is act'(0).
   const double slope_at_zero = activation == Activation::Relu ? 0.0 : 0.5;
   auto ratio = torch::where(z.eq(0), torch::full_like(z, slope_at_zero), a / z).detach();
   return z * ratio;
@@ -52,7 +52,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
   if (config_.kind == FfnKind::Mlp) return down(activate(up(x), config_.activation, lrp));
   auto a = activate(gate(x), config_.activation, lrp);
   auto b = up(x);
-  // LRP.md rule 4: a product of two branches splits relevance equally.
+  // analysis/LRP.md rule 4: a product of two branches splits relevance equally.
   auto product = lrp ? 0.5 * (a * b.detach()) + 0.5 * (a.detach() * b) : a * b;
   return down(product);
 }

@@ -17,7 +17,7 @@
 
 namespace headlab::core {
 
-// LayerNorm or RMSNorm; with `lrp` the denominator is a constant (LRP.md rule 2).
+// LayerNorm or RMSNorm; with `lrp` the denominator is a constant (analysis/LRP.md rule 2).
 class NormImpl : public torch::nn::Module {
  public:
   NormImpl(NormKind kind, int64_t size, float eps);
@@ -30,7 +30,7 @@ class NormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Norm);
 
-// Element-wise activation; with `lrp` it passes relevance unchanged (LRP.md rule 3).
+// Element-wise activation; with `lrp` it passes relevance unchanged (analysis/LRP.md rule 3).
 torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp);
 
 // GELU/ReLU MLP or SwiGLU (Shazeer 2020): down(act(gate(x)) ⊙ up(x)).

@@ -1,6 +1,7 @@
 // `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
 #include "app/cli/cli.h"
 #include "core/model.h"
+#include "core/token_counts.h"
 #include "core/tokenizer.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
@@ -73,6 +74,10 @@ int train_command(TrainCliOptions& options) {
     throw;
   }
   std::signal(SIGINT, previous);
+  // The model carries the token counts of its training text: the frequency corpus the rare-word
+  // measure ranks tokens by (headlab analyze).
+  core::save_token_counts(core::count_tokens_in_files(*tokenizer, options.data),
+                          (std::filesystem::path(options.out) / "token_counts.json").string());
   std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
             << result.last_eval_step << "): loss "
             << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("

@@ -1,0 +1,142 @@
+#include "analysis/dataset.h"
+
+#include "core/tokenizer.h"
+#include "core/tokenizer/unicode.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace headlab::analysis {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool has_extension(const fs::path& p, const char* ext) { return p.extension() == ext; }
+
+// Word spans of a plain-text line: maximal runs of non-whitespace code points.
+std::vector<std::pair<int64_t, int64_t>> whitespace_words(const std::string& text) {
+  const std::u32string cps = core::tok::utf8_to_u32(text);
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  int64_t start = -1;
+  for (int64_t i = 0; i <= static_cast<int64_t>(cps.size()); ++i) {
+    const bool space = i == static_cast<int64_t>(cps.size()) || core::tok::is_whitespace(cps[size_t(i)]);
+    if (!space && start < 0) start = i;
+    if (space && start >= 0) {
+      spans.emplace_back(start, i);
+      start = -1;
+    }
+  }
+  return spans;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_dataset_paths(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      std::vector<std::string> conllu, text;
+      for (const auto& entry : fs::directory_iterator(path)) {
+        if (!entry.is_regular_file()) continue;
+        if (has_extension(entry.path(), ".conllu")) conllu.push_back(entry.path().string());
+        if (has_extension(entry.path(), ".txt")) text.push_back(entry.path().string());
+      }
+      auto& chosen = conllu.empty() ? text : conllu;
+      if (chosen.empty()) throw std::runtime_error(path + ": the folder holds no .conllu or .txt file");
+      std::sort(chosen.begin(), chosen.end());
+      files.insert(files.end(), chosen.begin(), chosen.end());
+    } else if (fs::exists(path, ec)) {
+      files.push_back(path);
+    } else {
+      throw std::runtime_error(path + ": no such file or folder");
+    }
+  }
+  if (files.empty()) throw std::runtime_error("no data files given");
+  return files;
+}
+
+struct DatasetReader::Impl {
+  size_t file = 0;
+  std::unique_ptr<ConlluReader> conllu;
+  std::unique_ptr<std::ifstream> text;
+  size_t line_no = 0;
+};
+
+DatasetReader::DatasetReader(std::vector<std::string> files) : files_(std::move(files)), impl_(std::make_unique<Impl>()) {}
+DatasetReader::~DatasetReader() = default;
+
+bool DatasetReader::next(DatasetSentence& out) {
+  auto& s = *impl_;
+  while (s.file < files_.size()) {
+    const std::string& path = files_[s.file];
+    if (has_extension(path, ".conllu")) {
+      if (!s.conllu) s.conllu = std::make_unique<ConlluReader>(path);
+      UdSentence ud;
+      if (s.conllu->next(ud)) {
+        out = DatasetSentence{};
+        out.source = ud.source;
+        for (size_t w = 0; w < ud.words.size(); ++w) {
+          const auto& word = ud.words[w];
+          const int64_t start = static_cast<int64_t>(core::tok::utf8_to_u32(out.text).size());
+          out.text += word.form;
+          out.word_spans.emplace_back(start, start + static_cast<int64_t>(core::tok::utf8_to_u32(word.form).size()));
+          if (word.space_after && w + 1 < ud.words.size()) out.text += ' ';
+          out.heads.push_back(word.head - 1);
+          out.relations.push_back(word.relation);
+        }
+        return true;
+      }
+      s.conllu.reset();
+    } else {
+      if (!s.text) {
+        s.text = std::make_unique<std::ifstream>(path);
+        if (!*s.text) throw std::runtime_error(path + ": cannot open");
+        s.line_no = 0;
+      }
+      std::string line;
+      while (std::getline(*s.text, line)) {
+        ++s.line_no;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        auto spans = whitespace_words(line);
+        if (spans.empty()) continue;
+        out = DatasetSentence{};
+        out.source = path + ":" + std::to_string(s.line_no);
+        out.text = std::move(line);
+        out.word_spans = std::move(spans);
+        return true;
+      }
+      if (s.text->bad()) throw std::runtime_error(path + ": read error");
+      s.text.reset();
+    }
+    ++s.file;
+  }
+  return false;
+}
+
+TokenizedSentence tokenize_sentence(const core::Tokenizer& tokenizer, const DatasetSentence& sentence) {
+  const auto encoding = tokenizer.encode(sentence.text, /*add_special_tokens=*/true);
+  const std::u32string cps = core::tok::utf8_to_u32(sentence.text);
+  TokenizedSentence out;
+  out.ids = encoding.ids;
+  out.tokens = encoding.tokens;
+  out.words = static_cast<int>(sentence.word_spans.size());
+  out.word_of.assign(encoding.ids.size(), -1);
+  for (size_t t = 0; t < encoding.ids.size(); ++t) {
+    auto [start, end] = encoding.offsets[t];
+    if (start >= end) continue;  // no character span: a special token
+    while (start < end && start < static_cast<int64_t>(cps.size()) && core::tok::is_whitespace(cps[size_t(start)])) ++start;
+    if (start >= end) continue;
+    // Word spans are sorted: the last span starting at or before `start`.
+    auto it = std::upper_bound(sentence.word_spans.begin(), sentence.word_spans.end(), start,
+                               [](int64_t value, const std::pair<int64_t, int64_t>& span) { return value < span.first; });
+    if (it == sentence.word_spans.begin()) continue;
+    --it;
+    if (start < it->second) out.word_of[t] = static_cast<int>(it - sentence.word_spans.begin());
+  }
+  return out;
+}
+
+}  // namespace headlab::analysis

@@ -1,0 +1,64 @@
+// Datasets for the head analyses, streamed one sentence at a time so memory does not grow with the
+// corpus: plain text (a sentence a line), CoNLL-U (gold words, heads and relations), or a folder or
+// list of such files. Sentences are tokenized by the model's tokenizer and tokens are tied to words
+// through the tokenizer's character offsets.
+#pragma once
+
+#include "analysis/conllu.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace headlab::core {
+class Tokenizer;
+}
+
+namespace headlab::analysis {
+
+struct DatasetSentence {
+  std::string source;  // "file:line"
+  std::string text;    // the sentence as text (CoNLL-U: its words, spaced as SpaceAfter says)
+  std::vector<std::pair<int64_t, int64_t>> word_spans;  // [start, end) in code points of `text`
+  // Gold tree (CoNLL-U only; empty for plain text): per word its head word (0-based, −1 = root)
+  // and its relation as written.
+  std::vector<int> heads;
+  std::vector<std::string> relations;
+  bool has_tree() const { return !heads.empty(); }
+};
+
+// Paths to files: a folder gives its *.conllu files (sorted), or its *.txt files when it has no
+// .conllu; files are taken as given. Throws naming a path that does not exist or a folder with neither.
+std::vector<std::string> expand_dataset_paths(const std::vector<std::string>& paths);
+
+// Streams the sentences of the files in order (.conllu as CoNLL-U, anything else as plain text,
+// one sentence a line; blank lines skipped).
+class DatasetReader {
+ public:
+  explicit DatasetReader(std::vector<std::string> files);
+  ~DatasetReader();
+  bool next(DatasetSentence& sentence);
+  const std::vector<std::string>& files() const { return files_; }
+
+ private:
+  struct Impl;
+  std::vector<std::string> files_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A sentence as the model sees it.
+struct TokenizedSentence {
+  std::vector<int64_t> ids;
+  std::vector<std::string> tokens;
+  std::vector<int> word_of;  // per token: its word, −1 for special tokens (those without a character span)
+  int words = 0;
+};
+
+// Tokenizes with the tokenizer's own framing (add_special_tokens: [CLS] … [SEP], <s> …). A token
+// belongs to the word whose span holds its first non-space character; a token outside every word
+// span (possible only for odd offsets) is treated as special.
+TokenizedSentence tokenize_sentence(const core::Tokenizer& tokenizer, const DatasetSentence& sentence);
+
+}  // namespace headlab::analysis

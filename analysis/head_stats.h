@@ -1,0 +1,62 @@
+// Accumulating the per-head statistics of a head report from one sentence's attention maps: the
+// confidence, positional, rare-word and syntactic measures (definitions in analysis/head_report.h).
+// Plain loops over [heads, T, S] maps: a sentence costs O(heads · T · S) per layer, far less than
+// the forward pass that made the maps.
+#pragma once
+
+#include "analysis/head_report.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace at {
+class Tensor;
+}
+
+namespace headlab::analysis {
+
+// What the measures need to know about one sentence.
+struct SentenceLayout {
+  std::vector<int> query_word;  // per query token: its word, −1 for special tokens
+  std::vector<int> key_word;    // per key token (cross-attention: the encoder's tokens)
+  int words = 0;
+  // Rare word (Voita et al.): the key positions of the sentence's rarest and second-rarest
+  // non-special tokens (−1 when none), and whether the sentence counts (rarest rank > rare_min_rank).
+  int rarest = -1, second_rarest = -1;
+  bool rare_counted = false;
+  // Gold arcs scored for the syntactic measure (root and punct already left out), relations normalised.
+  struct Arc {
+    int dependent = 0, head = 0;
+    std::string relation;
+  };
+  std::vector<Arc> arcs;
+};
+
+// Finds the rarest and second-rarest non-special positions by frequency rank (largest rank; ties:
+// the first position) and whether the sentence counts for the rare-word measure.
+void set_rare_positions(SentenceLayout& layout, const std::vector<int64_t>& token_ranks, int64_t rare_min_rank);
+
+// The gold arcs of a sentence: every word with a head in the sentence, except the relations root and
+// punct; relations normalised (normalize_relation).
+std::vector<SentenceLayout::Arc> scored_arcs(const std::vector<int>& heads, const std::vector<std::string>& relations,
+                                             bool strip_subtypes);
+
+// Word-level attention (Clark et al. 2019): attention to a word is the sum over its tokens, from a
+// word the mean over its tokens; special tokens dropped. maps [heads, T, S] → [heads, W, W] (float64).
+at::Tensor word_level_maps(const at::Tensor& maps, const SentenceLayout& layout);
+
+// The word each word's row points to (self excluded; a row with nothing above 0 predicts −1; ties:
+// the lowest index). word_maps [heads, W, W] → [heads][W].
+std::vector<std::vector<int>> word_argmax(const at::Tensor& word_maps);
+
+// Adds one layer's maps ([heads, T, S], the weights that multiply the values) of one sentence to the
+// entries of (stack, layer) in `report` (which must hold them) — every measure in the settings.
+void accumulate_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer,
+                      const at::Tensor& maps, const SentenceLayout& layout);
+
+// Adds the sentence's arcs to the relation counts and the fixed-offset baselines of `stack` (once
+// per sentence and stack, not per layer).
+void accumulate_arcs(HeadReport& report, const std::string& stack, int heads_in_stack, const SentenceLayout& layout);
+
+}  // namespace headlab::analysis

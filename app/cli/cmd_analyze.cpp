@@ -1,0 +1,249 @@
+// `headlab analyze --model DIR --data FILE… [--metrics …] [--limit N] [--freq FILE…] [--shard I/N] --out DIR`
+// and `headlab merge DIR… --out DIR`: what each head does, measured over a dataset, as a report
+// (head_report.json/.csv/.md and figures/).
+#include "analysis/analyze.h"
+#include "analysis/report_figures.h"
+#include "app/cli/cli.h"
+#include "core/model.h"
+#include "core/system_info.h"
+#include "core/token_counts.h"
+#include "core/tokenizer.h"
+
+#include <CLI/CLI.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+namespace {
+
+struct AnalyzeCliOptions {
+  std::string model, out, shard;
+  std::vector<std::string> data, metrics, freq;
+  int64_t limit = 0, max_tokens = 0;
+  bool strip_subtypes = false;
+  double positional = 0.9, rare = 0.5, margin = 0.10;
+  int64_t min_relation = 100;
+};
+
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int) { g_interrupted = true; }
+
+// A progress bar with ETA on a terminal; a plain line every 10% otherwise.
+class ProgressPrinter {
+ public:
+  ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0), start_(std::chrono::steady_clock::now()) {}
+  bool operator()(int64_t done, int64_t total) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double fraction = total > 0 ? double(done) / double(total) : 1.0;
+    const double eta = done > 0 ? seconds / double(done) * double(total - done) : 0.0;
+    if (tty_) {
+      if (done != total && seconds - last_ < 0.1) return true;
+      last_ = seconds;
+      const int width = 30, filled = static_cast<int>(fraction * width);
+      std::fprintf(stderr, "\r[%s%s] %lld/%lld sentences  %.0fs, ETA %.0fs   ", std::string(filled, '#').c_str(),
+                   std::string(width - filled, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total),
+                   seconds, eta);
+      if (done == total) std::fprintf(stderr, "\n");
+    } else {
+      const int decile = static_cast<int>(fraction * 10);
+      if (decile > printed_ || done == total) {
+        printed_ = decile;
+        std::fprintf(stderr, "%lld/%lld sentences (%.0f%%), %.0fs, ETA %.0fs\n", static_cast<long long>(done),
+                     static_cast<long long>(total), 100 * fraction, seconds, eta);
+      }
+    }
+    return true;
+  }
+  void finish() {
+    if (tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool tty_;
+  std::chrono::steady_clock::time_point start_;
+  double last_ = -1;
+  int printed_ = -1;
+};
+
+void write_all(const analysis::HeadReport& report, const std::vector<analysis::ExampleMap>& examples,
+               const std::string& folder) {
+  analysis::write_report_files(report, folder);
+  analysis::write_report_figures(report, examples, folder + "/figures");
+}
+
+void print_roles(const analysis::HeadReport& report) {
+  int positional = 0, rare = 0, syntactic = 0;
+  for (const auto& h : report.heads) {
+    positional += h.positional;
+    rare += h.rare;
+    syntactic += std::any_of(h.syntactic.begin(), h.syntactic.end(), [](const auto& s) { return s.is_role; });
+    if (!h.roles.empty()) {
+      std::cout << "  " << h.stack << " L" << h.layer << " H" << h.head << ":";
+      for (const auto& role : h.roles) std::cout << " " << role;
+      std::cout << "\n";
+    }
+  }
+  std::cout << report.sentences << " sentences (" << report.skipped << " skipped); positional heads: " << positional
+            << ", rare-word heads: " << rare << ", syntactic heads: " << syntactic
+            << (report.partial ? "  [partial: stopped before the end]" : "") << "\n";
+}
+
+int analyze_command(const AnalyzeCliOptions& c) {
+  core::use_batch_threads();
+  analysis::AnalyzeOptions o;
+  o.data = c.data;
+  o.freq_files = c.freq;
+  o.max_tokens = c.max_tokens;
+  auto& s = o.settings;
+  s.metrics = c.metrics;
+  s.limit = c.limit;
+  s.strip_subtypes = c.strip_subtypes;
+  s.positional_threshold = c.positional;
+  s.rare_threshold = c.rare;
+  s.syntactic_margin = c.margin;
+  s.min_relation_count = c.min_relation;
+  try {
+    std::tie(s.shard_index, s.shard_count) = analysis::shard_from(c.shard);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  for (const auto& m : c.metrics)
+    if (std::find(analysis::all_metrics().begin(), analysis::all_metrics().end(), m) == analysis::all_metrics().end())
+      throw UsageError("--metrics: unknown metric '" + m +
+                       "' (confidence, positional, rare, syntactic, lrp, importance, spectra)");
+  auto model = core::load_model(c.model);
+  // Sharded runs write each shard beside the others; `headlab merge OUT --out OUT` joins them.
+  std::string folder = c.out;
+  if (s.shard_count > 1)
+    folder = c.out + "/shard-" + std::to_string(s.shard_index) + "-of-" + std::to_string(s.shard_count);
+  ProgressPrinter progress;
+  o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
+  g_interrupted = false;
+  o.cancel = &g_interrupted;
+  auto previous = std::signal(SIGINT, on_sigint);
+  analysis::AnalyzeResult result;
+  try {
+    result = analysis::analyze(*model, o);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  if (result.report.partial) progress.finish();
+  write_all(result.report, result.examples, folder);
+  print_roles(result.report);
+  std::cout << "wrote " << folder << "/head_report.json, .csv, .md and figures/\n";
+  return result.report.partial ? 130 : 0;
+}
+
+struct MergeCliOptions {
+  std::vector<std::string> inputs;
+  std::string out;
+};
+
+int merge_command(const MergeCliOptions& c) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> reports;
+  for (const auto& input : c.inputs) {
+    if (fs::is_regular_file(input) || fs::exists(fs::path(input) / "head_report.json")) {
+      reports.push_back(input);
+      continue;
+    }
+    // A folder of shard-I-of-N folders, as sharded `headlab analyze --out` writes them.
+    std::vector<std::string> shards;
+    if (fs::is_directory(input))
+      for (const auto& entry : fs::directory_iterator(input))
+        if (entry.is_directory() && entry.path().filename().string().rfind("shard-", 0) == 0 &&
+            fs::exists(entry.path() / "head_report.json"))
+          shards.push_back(entry.path().string());
+    if (shards.empty()) throw UsageError(input + ": no head_report.json there, nor shard-*/head_report.json");
+    std::sort(shards.begin(), shards.end());
+    reports.insert(reports.end(), shards.begin(), shards.end());
+  }
+  analysis::HeadReport merged = analysis::read_head_report(reports.front());
+  const int expected_shards = merged.settings.shard_count;
+  for (size_t i = 1; i < reports.size(); ++i) {
+    try {
+      analysis::merge_into(merged, analysis::read_head_report(reports[i]));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(reports[i] + ": " + e.what());
+    }
+  }
+  if (static_cast<int>(reports.size()) != expected_shards)
+    std::cerr << "headlab merge: note: merged " << reports.size() << " report(s); the first says it is one of "
+              << expected_shards << " shards\n";
+  merged.finalize();
+  write_all(merged, {}, c.out);
+  print_roles(merged);
+  std::cout << "wrote " << c.out << "/head_report.json, .csv, .md and figures/ (" << reports.size() << " reports)\n";
+  return 0;
+}
+
+struct CountCliOptions {
+  std::string model, out;
+  std::vector<std::string> data;
+};
+
+// Gives a model folder the token counts of a corpus (its training text, usually): the frequency
+// ranks `analyze` uses for the rare-word measure when no --freq is given.
+int count_tokens_command(const CountCliOptions& c) {
+  auto tokenizer = core::load_folder_tokenizer(c.model);
+  if (!tokenizer) throw UsageError(c.model + " has no tokenizer");
+  const auto counts = core::count_tokens_in_files(*tokenizer, c.data);
+  const std::string out = c.out.empty() ? c.model + "/token_counts.json" : c.out;
+  core::save_token_counts(counts, out);
+  std::cout << "counted " << counts.total << " tokens in " << c.data.size() << " file(s); wrote " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_analyze_command(CLI::App& app, Action& action) {
+  auto c = std::make_shared<AnalyzeCliOptions>();
+  auto* cmd = app.add_subcommand("analyze", "Measure every head over a dataset: confidence, roles, LRP, importance, spectra");
+  cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer")->required();
+  cmd->add_option("--data", c->data, "Plain text (a sentence a line), CoNLL-U files, or folders of them")->required();
+  cmd->add_option("--out", c->out, "Report folder (head_report.json/.csv/.md, figures/)")->required();
+  cmd->add_option("--metrics", c->metrics,
+                  "Comma-separated: confidence,positional,rare,syntactic,lrp,importance,spectra (default: all)")
+      ->delimiter(',');
+  cmd->add_option("--limit", c->limit, "Analyse only the first N sentences")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--freq", c->freq, "Frequency corpus for rare-word ranks (plain text; default: the model folder's "
+                                     "token_counts.json, else the dataset)");
+  cmd->add_option("--shard", c->shard,
+                  "I/N: analyse every N-th sentence from the I-th (default: Slurm array or mpirun environment)");
+  cmd->add_option("--max-tokens", c->max_tokens, "Skip longer sentences (default: the model's positions)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--strip-subtypes", c->strip_subtypes, "Score nsubj:pass as nsubj (subtypes are kept by default)");
+  cmd->add_option("--positional-threshold", c->positional, "Positional head: share at one offset >= this")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--rare-threshold", c->rare, "Rare-word head: share on the rarest token > this")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--syntactic-margin", c->margin, "Syntactic head: accuracy >= baseline + this")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--min-relation-count", c->min_relation,
+                  "Score relations with at least this many arcs (nsubj, obj, amod, advmod always)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([c, &action] { action = [c] { return analyze_command(*c); }; });
+
+  auto m = std::make_shared<MergeCliOptions>();
+  auto* merge = app.add_subcommand("merge", "Join sharded head reports into the report of one pass");
+  merge->add_option("reports", m->inputs, "Report folders (or a folder of shard-* folders)")->required();
+  merge->add_option("--out", m->out, "Merged report folder")->required();
+  merge->callback([m, &action] { action = [m] { return merge_command(*m); }; });
+
+  auto t = std::make_shared<CountCliOptions>();
+  auto* count = app.add_subcommand("count-tokens", "Count a corpus's tokens into a model folder (rare-word ranks)");
+  count->add_option("--model", t->model, "Model folder with a tokenizer")->required()->check(CLI::ExistingDirectory);
+  count->add_option("--data", t->data, "Plain-text files (a model's training text)")->required()->check(CLI::ExistingFile);
+  count->add_option("--out", t->out, "Where to write (default: MODEL/token_counts.json)");
+  count->callback([t, &action] { action = [t] { return count_tokens_command(*t); }; });
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,415 @@
+// Datasets (CoNLL-U and plain text, words ↔ tokens through offsets), token frequency ranks, the
+// whole `analyze` pass (recounted independently from the traces), shards that merge into one pass,
+// stopping early, and the `headlab analyze` / `merge` / `count-tokens` commands.
+#include "test_common.h"
+#include "shared_data.h"
+
+#include "analysis/analyze.h"
+#include "analysis/dataset.h"
+#include "analysis/head_report.h"
+#include "core/model.h"
+#include "core/run.h"
+#include "core/token_counts.h"
+#include "core/tokenizer.h"
+#include "core/train/tokenizer_trainer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+using namespace headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kConllu =
+    "# sent_id = s1\n"
+    "# text = The cat sat.\n"
+    "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+    "2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n"
+    "3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\tSpaceAfter=No\n"
+    "4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_\n"
+    "\n"
+    "# sent_id = s2\n"
+    "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+    "1\tdo\tdo\tAUX\tVBP\t_\t3\taux\t_\t_\n"
+    "2\tn't\tnot\tPART\tRB\t_\t3\tadvmod\t_\t_\n"
+    "3\tgo\tgo\tVERB\tVB\t_\t0\troot\t_\t_\n"
+    "3.1\tgone\tgo\tVERB\tVB\t_\t_\t_\t_\t_\n"
+    "4\thome\thome\tADV\tRB\t_\t3\tdobj\t_\t_\n";
+
+// A small WordPiece model (random weights) whose vocabulary splits rare words into pieces.
+struct TinyModel {
+  test::TempDir dir{"analyze-model"};
+  std::shared_ptr<core::Model> model;
+  std::string text;
+  TinyModel() {
+    const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+    for (size_t i = 0; i < words.size(); ++i)
+      for (size_t n = 0; n < 10 + 3 * i; ++n) text += words[i] + (n % 9 == 8 ? "\n" : " ");
+    text += "\nunbelievable things happen .\n";
+    core::train::TokenizerTrainOptions to;
+    to.vocab_size = 120;
+    std::ofstream(dir.str("tokenizer.json")) << core::train::train_tokenizer({text}, to).dump();
+    auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
+    config.vocab_size = static_cast<int>(core::Tokenizer::load(dir.str("tokenizer.json"))->vocab_size());
+    config.encoder->layers = 2;
+    auto random = core::make_random_model(config, 3);
+    core::save_model(*random, dir.str("model"), "F32", dir.str("tokenizer.json"));
+    model = core::load_model(dir.str("model"));
+  }
+};
+
+// Sentences of one-token words with a tree: every word attaches to the first.
+std::string tree_file(const std::vector<std::string>& words, int sentences) {
+  std::string conllu;
+  for (int s = 0; s < sentences; ++s) {
+    const int W = 3 + s % 7;
+    conllu += "# sent_id = s" + std::to_string(s) + "\n";
+    for (int w = 0; w < W; ++w) {
+      const std::string& form = words[(s * 5 + w * 7) % words.size()];
+      conllu += std::to_string(w + 1) + "\t" + form + "\t" + form + "\tX\tX\t_\t" + (w == 0 ? "0" : "1") + "\t" +
+                (w == 0 ? "root" : w % 2 ? "nsubj" : "obj") + "\t_\t_\n";
+    }
+    conllu += "\n";
+  }
+  return conllu;
+}
+
+nlohmann::json without_shard(nlohmann::json j) {
+  j["settings"].erase("shard");
+  return j;
+}
+
+// Equal JSON, where floating-point numbers may differ by summation order (relative 1e-12); integers,
+// strings and structure exactly.
+bool json_near(const nlohmann::json& a, const nlohmann::json& b, const std::string& path = "") {
+  if (a.is_number_float() || b.is_number_float()) {
+    if (!a.is_number() || !b.is_number()) return false;
+    const double x = a.get<double>(), y = b.get<double>();
+    if (std::abs(x - y) <= 1e-12 * std::max({1.0, std::abs(x), std::abs(y)})) return true;
+    UNSCOPED_INFO(path << ": " << x << " vs " << y);
+    return false;
+  }
+  if (a.type() != b.type() || a.size() != b.size()) {
+    UNSCOPED_INFO(path << ": " << a.dump().substr(0, 200) << " vs " << b.dump().substr(0, 200));
+    return false;
+  }
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key()) || !json_near(it.value(), b.at(it.key()), path + "/" + it.key())) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!json_near(a[i], b[i], path + "/" + std::to_string(i))) return false;
+    return true;
+  }
+  if (a != b) UNSCOPED_INFO(path << ": " << a.dump() << " vs " << b.dump());
+  return a == b;
+}
+
+}  // namespace
+
+TEST_CASE("CoNLL-U sentences keep gold words, spacing and relations", "[analysis][dataset]") {
+  test::TempDir dir("conllu");
+  const std::string path = dir.str("x.conllu");
+  std::ofstream(path) << kConllu;
+  auto sentences = analysis::read_conllu(path);
+  REQUIRE(sentences.size() == 2);
+  CHECK(sentences[0].id == "s1");
+  CHECK(sentences[0].source == path + ":3");
+  CHECK(sentences[1].words[3].relation == "dobj");  // as written; normalize_relation reads it as obj
+  CHECK(analysis::normalize_relation("dobj", false) == "obj");
+  CHECK(analysis::normalize_relation("obl:npmod", true) == "obl");
+
+  analysis::DatasetReader reader({path});
+  analysis::DatasetSentence s;
+  REQUIRE(reader.next(s));
+  CHECK(s.text == "The cat sat.");  // SpaceAfter=No joins "sat" and "."
+  CHECK(s.word_spans == std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {4, 7}, {8, 11}, {11, 12}});
+  CHECK(s.heads == std::vector<int>{1, 2, -1, 2});
+  REQUIRE(reader.next(s));
+  CHECK(s.text == "don't go home");  // the multi-word token's words are written together
+  CHECK(s.word_spans[1] == std::pair<int64_t, int64_t>{2, 5});
+  CHECK(s.relations[3] == "dobj");
+  CHECK_FALSE(reader.next(s));
+
+  SECTION("malformed files name the file and line") {
+    std::ofstream(dir.str("bad.conllu")) << "1\tThe\tthe\tDET\n";
+    CHECK_THROWS_WITH(analysis::read_conllu(dir.str("bad.conllu")),
+                      Catch::Contains("bad.conllu:1") && Catch::Contains("10 tab-separated columns"));
+    std::ofstream(dir.str("head.conllu")) << "1\tThe\tthe\tDET\tDT\t_\tx\tdet\t_\t_\n";
+    CHECK_THROWS_WITH(analysis::read_conllu(dir.str("head.conllu")), Catch::Contains("head.conllu:1") && Catch::Contains("'x'"));
+    std::ofstream(dir.str("range.conllu")) << "1\tThe\tthe\tDET\tDT\t_\t7\tdet\t_\t_\n\n";
+    CHECK_THROWS_WITH(analysis::read_conllu(dir.str("range.conllu")), Catch::Contains("head is 7"));
+    CHECK_THROWS_WITH(analysis::read_conllu(dir.str("none.conllu")), Catch::Contains("none.conllu"));
+  }
+}
+
+TEST_CASE("plain text and folders are read as datasets", "[analysis][dataset]") {
+  test::TempDir dir("plain");
+  std::ofstream(dir.str("b.txt")) << "second file\n";
+  std::ofstream(dir.str("a.txt")) << "  two  words \n\nthird line here\n";
+  std::ofstream(dir.str("notes.md")) << "not data\n";
+  const auto files = analysis::expand_dataset_paths({dir.str()});
+  CHECK(files == std::vector<std::string>{dir.str("a.txt"), dir.str("b.txt")});
+  analysis::DatasetReader reader(files);
+  std::vector<std::string> sources;
+  for (analysis::DatasetSentence s; reader.next(s);) {
+    sources.push_back(s.source);
+    CHECK_FALSE(s.has_tree());
+    if (sources.size() == 1) CHECK(s.word_spans == std::vector<std::pair<int64_t, int64_t>>{{2, 5}, {7, 12}});
+  }
+  CHECK(sources == std::vector<std::string>{dir.str("a.txt") + ":1", dir.str("a.txt") + ":3", dir.str("b.txt") + ":1"});
+  CHECK_THROWS_WITH(analysis::expand_dataset_paths({dir.str("missing.txt")}), Catch::Contains("missing.txt"));
+}
+
+TEST_CASE("subword tokens belong to the word that holds their first character", "[analysis][dataset]") {
+  TinyModel tiny;
+  const auto& tok = *tiny.model->tokenizer;
+  analysis::DatasetSentence s;
+  s.text = "the unbelievable dog";
+  s.word_spans = {{0, 3}, {4, 16}, {17, 20}};
+  const auto ts = analysis::tokenize_sentence(tok, s);
+  REQUIRE(ts.ids.size() > 5);  // [CLS] the un… pieces dog [SEP]
+  CHECK(ts.word_of.front() == -1);
+  CHECK(ts.word_of.back() == -1);
+  CHECK(ts.word_of[1] == 0);
+  for (size_t t = 2; t + 2 < ts.ids.size(); ++t) CHECK(ts.word_of[t] == 1);
+  CHECK(ts.word_of[ts.ids.size() - 2] == 2);
+}
+
+TEST_CASE("frequency ranks are competition ranks; unseen ids rank last", "[analysis][dataset]") {
+  TinyModel tiny;
+  const auto& tok = *tiny.model->tokenizer;
+  core::TokenCounts counts;
+  counts.counts.assign(static_cast<size_t>(tok.vocab_size()), 0);
+  const int64_t the = *tok.token_to_id("the"), cat = *tok.token_to_id("cat"), dog = *tok.token_to_id("dog");
+  counts.counts[the] = 5;
+  counts.counts[cat] = 3;
+  counts.counts[dog] = 3;
+  const auto ranks = core::frequency_ranks(counts, tok);
+  CHECK(ranks[the] == 1);
+  CHECK(ranks[cat] == 2);
+  CHECK(ranks[dog] == 2);
+  CHECK(ranks[*tok.token_to_id("red")] == 4);  // three ids are more frequent
+  CHECK(ranks[*tok.cls_id()] == 0);            // special: not ranked
+  core::TokenCounts text_counts;
+  core::count_tokens(tok, "the cat the", text_counts);
+  CHECK(text_counts.total == 3);
+  CHECK(text_counts.counts[the] == 2);
+}
+
+TEST_CASE("analyze matches a direct count over the traces", "[analysis][analyze]") {
+  // Voita et al. 2019: recounted with plain loops from core::run's maps on sentences of one-token words.
+  TinyModel tiny;
+  auto& model = *tiny.model;
+  const auto& tok = *model.tokenizer;
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  test::TempDir data("analyze-data");
+  std::ofstream(data.str("x.conllu")) << tree_file(words, 12);
+  std::ofstream(data.str("freq.txt")) << tiny.text;
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.freq_files = {data.str("freq.txt")};
+  o.settings.metrics = {"confidence", "positional", "rare", "syntactic"};
+  o.settings.rare_min_rank = 0;  // a tiny vocabulary: every sentence counts
+  const auto result = analysis::analyze(model, o);
+  const auto& r = result.report;
+  CHECK(r.sentences == 12);
+  CHECK(r.settings.frequency_source == "freq-files");
+
+  const auto ranks = core::frequency_ranks(core::count_tokens_in_files(tok, {data.str("freq.txt")}), tok);
+  const int layers = 2, heads = model.config.encoder->attention.heads;
+  std::vector<std::map<int, int>> offsets(layers * heads);
+  std::vector<int> rare(layers * heads, 0);
+  std::vector<double> confidence(layers * heads, 0);
+  std::vector<int> nsubj_hits(layers * heads, 0);
+  int queries = 0, nsubj = 0;
+  analysis::DatasetReader reader({data.str("x.conllu")});
+  for (analysis::DatasetSentence s; reader.next(s);) {
+    const auto ids = tok.encode(s.text, true).ids;
+    const int T = static_cast<int>(ids.size());
+    REQUIRE(T == static_cast<int>(s.word_spans.size()) + 2);  // [CLS] words [SEP]
+    core::RunRequest request;
+    request.ids = ids;
+    request.capture = core::kCaptureWeights;
+    auto trace = core::run(model, request);
+    int rarest = 1;
+    for (int t = 2; t < T - 1; ++t)
+      if (ranks[ids[t]] > ranks[ids[rarest]]) rarest = t;
+    for (int l = 0; l < layers; ++l) {
+      auto W = trace->encoder.layers[l].self.weights.to(torch::kFloat64).contiguous();
+      auto a = W.accessor<double, 3>();
+      for (int h = 0; h < heads; ++h) {
+        const int i = l * heads + h;
+        for (int q = 1; q < T - 1; ++q) {
+          int top = 1;
+          for (int k = 2; k < T - 1; ++k)
+            if (a[h][q][k] > a[h][q][top]) top = k;
+          ++offsets[i][top - q];
+          rare[i] += top == rarest;
+          confidence[i] += a[h][q][top];
+        }
+        // nsubj arcs: word w (odd) → word 0; dependent→head reads word w's row, self excluded.
+        for (int w = 1; w < T - 2; w += 2) {
+          int top = -1;
+          double best = 0;
+          for (int k = 1; k < T - 1; ++k)
+            if (k != w + 1 && a[h][w + 1][k] > best) best = a[h][w + 1][k], top = k - 1;
+          nsubj_hits[i] += top == 0;
+        }
+      }
+    }
+    queries += T - 2;
+    nsubj += (T - 2) / 2;
+  }
+  bool some_rare = false;
+  for (int i = 0; i < layers * heads; ++i) {
+    INFO("head " << i);
+    const auto& h = *r.find("encoder", i / heads, i % heads);
+    CHECK(h.queries == queries);
+    CHECK(h.confidence == Approx(confidence[i] / queries).epsilon(1e-5));
+    CHECK(h.offsets == std::map<int, int64_t>(offsets[i].begin(), offsets[i].end()));
+    CHECK(h.rare_share == Approx(double(rare[i]) / queries));
+    some_rare |= rare[i] > 0;
+    for (const auto& s : h.syntactic)
+      if (s.relation == "nsubj" && s.direction == "dependent->head") {
+        CHECK(s.count == nsubj);
+        CHECK(s.accuracy == Approx(double(nsubj_hits[i]) / nsubj));
+      }
+  }
+  CHECK(some_rare);
+}
+
+TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]") {
+  TinyModel tiny;
+  test::TempDir data("analyze-shards");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::ofstream(data.str("x.conllu")) << tree_file(words, 15);
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.settings.metrics = {"confidence", "positional", "rare", "syntactic"};
+  o.settings.rare_min_rank = 3;
+  o.settings.min_relation_count = 1;
+  const auto one = analysis::analyze(*tiny.model, o).report;
+  CHECK(one.settings.frequency_source == "dataset");  // the folder has no token_counts.json
+  std::vector<analysis::HeadReport> shards;
+  for (int i = 0; i < 3; ++i) {
+    o.settings.shard_index = i;
+    o.settings.shard_count = 3;
+    shards.push_back(analysis::analyze(*tiny.model, o).report);
+    CHECK(shards.back().sentences == 5);
+  }
+  // Through JSON, as `headlab merge` reads them.
+  auto merged = analysis::head_report_from_json(analysis::to_json(shards[0]));
+  for (int i = 1; i < 3; ++i) analysis::merge_into(merged, analysis::head_report_from_json(analysis::to_json(shards[i])));
+  CHECK(json_near(without_shard(analysis::to_json(merged)), without_shard(analysis::to_json(one))));
+  CHECK(analysis::to_json(one)["heads"][3]["stats"]["queries"].get<int64_t>() > 0);
+
+  SECTION("stopping early keeps what is complete, marked partial") {
+    o.settings.shard_index = 0;
+    o.settings.shard_count = 1;
+    o.progress = [](int64_t done, int64_t) { return done < 4; };
+    const auto partial = analysis::analyze(*tiny.model, o).report;
+    CHECK(partial.partial);
+    CHECK(partial.sentences == 4);
+  }
+  SECTION("sentences longer than allowed are skipped and counted") {
+    o.max_tokens = 6;
+    const auto r = analysis::analyze(*tiny.model, o).report;
+    CHECK(r.skipped > 0);
+    CHECK(r.sentences + r.skipped == 15);
+    CHECK(r.skipped_reasons.at("longer than 6 tokens") == r.skipped);
+  }
+  SECTION("merging reports of different models is refused") {
+    auto other = shards[1];
+    other.model = "elsewhere";
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("model"));
+  }
+}
+
+TEST_CASE("the shard comes from --shard, a Slurm array or mpirun", "[analysis][analyze]") {
+  CHECK(analysis::shard_from("2/5") == std::pair<int, int>{2, 5});
+  CHECK_THROWS_WITH(analysis::shard_from("5/5"), Catch::Contains("0 <= I < N"));
+  CHECK_THROWS_WITH(analysis::shard_from("x"), Catch::Contains("I/N"));
+  unsetenv("SLURM_ARRAY_TASK_ID");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  CHECK(analysis::shard_from("") == std::pair<int, int>{0, 1});
+  setenv("SLURM_ARRAY_TASK_ID", "3", 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", "4", 1);
+  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
+  CHECK(analysis::shard_from("") == std::pair<int, int>{2, 4});
+  unsetenv("SLURM_ARRAY_TASK_ID");
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  CHECK(analysis::shard_from("") == std::pair<int, int>{1, 2});
+  CHECK(analysis::shard_from("0/3") == std::pair<int, int>{0, 3});  // the flag wins
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("SLURM_ARRAY_TASK_COUNT");
+  unsetenv("SLURM_ARRAY_TASK_MIN");
+}
+
+TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[analysis][cli]") {
+  TinyModel tiny;
+  test::TempDir out("analyze-cli");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::ofstream(out.str("x.conllu")) << tree_file(words, 8);
+  std::ofstream(out.str("books.txt")) << tiny.text;
+  const std::string bin = HEADLAB_BINARY;
+  const std::string model = tiny.dir.str("model");
+  std::string output;
+
+  REQUIRE(test::run_command(bin + " count-tokens --model " + model + " --data " + out.str("books.txt"), output) == 0);
+  const auto counts = core::load_token_counts(model + "/token_counts.json");
+  CHECK(counts.total > 100);
+
+  const std::string metrics = " --metrics confidence,positional,rare,syntactic,lrp,importance,spectra";
+  REQUIRE(test::run_command(bin + " analyze --model " + model + " --data " + out.str("x.conllu") + metrics +
+                                " --out " + out.str("one"),
+                            output) == 0);
+  INFO(output);
+  CHECK_THAT(output, Catch::Contains("8 sentences"));
+  for (const char* file : {"head_report.json", "head_report.csv", "head_report.md"})
+    CHECK(fs::exists(out.str("one") + "/" + file));
+  const auto one = analysis::read_head_report(out.str("one"));
+  CHECK(one.settings.frequency_source == "model-folder");
+  CHECK(one.heads.size() == 16);
+  CHECK(one.heads[0].spectrum.has_value());
+  CHECK(one.heads[0].lrp_sentences == 8);
+  CHECK(one.lrp_sentences_over_tolerance == 0);
+
+  // Two shards from the mpirun environment, then merged: the one-pass report.
+  for (int rank = 0; rank < 2; ++rank)
+    REQUIRE(test::run_command("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + " OMPI_COMM_WORLD_SIZE=2 " + bin +
+                                  " analyze --model " + model + " --data " + out.str("x.conllu") + metrics +
+                                  " --out " + out.str("sharded"),
+                              output) == 0);
+  CHECK(fs::exists(out.str("sharded") + "/shard-1-of-2/head_report.json"));
+  REQUIRE(test::run_command(bin + " merge " + out.str("sharded") + " --out " + out.str("merged"), output) == 0);
+  auto merged = analysis::to_json(analysis::read_head_report(out.str("merged")));
+  auto single = analysis::to_json(one);
+  CHECK(json_near(without_shard(merged), without_shard(single)));
+
+  SECTION("bad input: one line, exit 2 for arguments and 1 for files") {
+    CHECK(test::run_command(bin + " analyze --model " + model + " --data " + out.str("x.conllu") +
+                                " --metrics confidence,nonsense --out " + out.str("bad"),
+                            output) == 2);
+    CHECK_THAT(output, Catch::Contains("unknown metric 'nonsense'"));
+    CHECK(test::run_command(bin + " analyze --model " + model + " --data " + out.str("x.conllu") + " --shard 3/2 --out " +
+                                out.str("bad"),
+                            output) == 2);
+    std::ofstream(out.str("broken.conllu")) << "1\tword\n";
+    CHECK(test::run_command(bin + " analyze --model " + model + " --data " + out.str("broken.conllu") + " --out " +
+                                out.str("bad"),
+                            output) == 1);
+    CHECK_THAT(output, Catch::Contains("broken.conllu:1"));
+  }
+}

@@ -1,0 +1,39 @@
+// The README's claim about the shipped default: on UD EWT dev, with the analyses' own measures and
+// the frequency corpus the model folder carries (token_counts.json, its training books), at least two
+// positional heads and a rare-word head. Needs ../shared beside the checkout: tagged [shared], which
+// ctest runs as its own test that reports "skipped" when the data is absent (tests/CMakeLists.txt).
+#include "test_common.h"
+#include "shared_data.h"
+
+#include "analysis/analyze.h"
+#include "core/model.h"
+
+#include <filesystem>
+
+using namespace headlab;
+
+TEST_CASE("the shipped default has two positional heads and a rare-word head on UD EWT dev", "[shared]") {
+  namespace fs = std::filesystem;
+  const fs::path dev = test::shared_data_dir() / "ud" / "en_ewt-ud-dev.conllu";
+  REQUIRE(fs::exists(dev));
+  auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
+  analysis::AnalyzeOptions o;
+  o.data = {dev.string()};
+  o.settings.metrics = {"confidence", "positional", "rare", "syntactic"};
+  o.examples = 0;
+  const auto r = analysis::analyze(*model, o).report;
+  CHECK(r.settings.frequency_source == "model-folder");
+  CHECK(r.sentences > 1900);  // of 2001: none is longer than the model's 512 positions
+  int positional = 0, rare = 0;
+  for (const auto& h : r.heads) {
+    positional += h.positional;
+    rare += h.rare;
+  }
+  INFO("positional heads " << positional << ", rare-word heads " << rare);
+  CHECK(positional >= 2);
+  CHECK(rare >= 1);
+  // The heads the README names: L3 H2 at +1, L3 H7 at −1, L3 H5 on the rarest word.
+  CHECK(r.find("encoder", 3, 2)->positional_offset == 1);
+  CHECK(r.find("encoder", 3, 7)->positional_offset == -1);
+  CHECK(r.find("encoder", 3, 5)->rare);
+}
