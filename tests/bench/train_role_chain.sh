@@ -13,7 +13,7 @@
 #   E  only that head's query/key rows train, with weight decay 16 (AdamW's decay reaches the
 #      weights, not the biases): the content part of its scores decays unless the loss needs it, and
 #      what stays (biases under RoPE) depends on the relative offset alone, so the +1 pattern holds
-#      on words the all-[MASK] loss never queries (session 11: 94.1% at +1; weight decay 0: 88.8%).
+#      on words the all-[MASK] loss never queries (94.1% at +1; weight decay 0: 88.8%).
 #      The twin trains all of layer 3's query/key and logit mix there, weight decay off (a decay
 #      would reach all eight heads). Weights are stored as F16 (the shipped form).
 #
