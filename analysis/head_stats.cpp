@@ -1,5 +1,7 @@
 #include "analysis/head_stats.h"
 
+#include "analysis/conllu.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
