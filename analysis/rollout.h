@@ -1,7 +1,7 @@
 // Attention rollout and attention flow (Abnar & Zuidema 2020, "Quantifying Attention Flow in
 // Transformers"): how much each input token reaches each position through the layers, with the
 // residual connection modelled as they define it: per layer the raw attention A (averaged over the
-// heads) becomes 0.5·A + 0.5·I, rows renormalised to sum to 1.
+// heads) becomes 0.5·A + 0.5·I, rows renormalised to sum to 1. Self-attention only (T × T maps).
 #pragma once
 
 #include <vector>
@@ -21,7 +21,19 @@ at::Tensor residual_attention(const at::Tensor& maps);
 at::Tensor attention_rollout(const std::vector<at::Tensor>& layers);
 
 // Flow: the maximum flow from each input token (layer-0 node) to `position` at the last layer, in
-// the layered graph whose edge capacities are the residual_attention weights. [T] (float64).
+// the layered graph whose edge capacities are the residual_attention weights: nodes (l, i) for
+// l = 0 … L (layer 0 = the inputs), an edge (l, j) → (l + 1, i) of capacity Ã_l[i, j]. [T] (float64).
+// Each value is at most 1 (the position's incoming capacities sum to 1).
 std::vector<double> attention_flow(const std::vector<at::Tensor>& layers, int position);
+
+// A directed edge of a flow network.
+struct FlowEdge {
+  int from = 0, to = 0;
+  double capacity = 0;  // ≥ 0
+};
+
+// The maximum flow from `source` to `sink` over `nodes` nodes (Dinic's algorithm, float64);
+// attention_flow runs the same solver. Throws std::invalid_argument for a bad node or capacity.
+double max_flow(int nodes, const std::vector<FlowEdge>& edges, int source, int sink);
 
 }  // namespace headlab::analysis

@@ -11,7 +11,11 @@
 //   additive scoring has no bilinear form: its heads get no spectrum (`applicable` false).
 // RoPE models: the rotation depends on the offset t − s; the form computed is the one at offset 0
 // (no rotation), which is what the spectrum means there. The logit scale is left out (it scales
-// every singular value alike).
+// every singular value alike), and so are the biases (query/key biases, the collaborative content
+// bias r_i): they add terms linear in x_t or x_s, not part of the bilinear form.
+// Every form is a product A Cᵀ of two [D, r] factors (r = d_k, h_k·d_k or D̃_k); when r < D the
+// singular values come from the r×r core R_A R_Cᵀ of their QR factorisations (the other D − r are
+// exactly 0), which is far cheaper than an SVD of the [D, D] form.
 #pragma once
 
 #include <string>
@@ -38,7 +42,9 @@ struct Spectrum {
 // Singular values of a 2-D tensor (computed in float64) and their energy ranks.
 Spectrum spectrum_of(const at::Tensor& matrix);
 
-// The energy ranks of given singular values (any order; sorted descending in the result).
+// The energy ranks of given singular values (any order; sorted descending in the result). Values
+// must be finite and ≥ 0 (std::invalid_argument otherwise). All zero (or none): every cumulative
+// energy is 1 and every rank 0 — nothing to explain.
 Spectrum spectrum_from_singular_values(std::vector<double> singular_values);
 
 struct LayerSpectra {
@@ -46,18 +52,25 @@ struct LayerSpectra {
   int layer = 0;
   std::vector<Spectrum> heads;  // one per softmax head
   // The layer as a whole, as the paper's figure: the concatenated W_Q [D, h·d_k], W_K [D, h_kv·d_k]
-  // and their product W_Q W_Kᵀ over the heads (kv heads repeated as the queries read them).
+  // and their product W_Q W_Kᵀ = Σ_i W_Q^i W_K^{g(i)}ᵀ over the heads (kv heads repeated as the
+  // queries read them). Talking heads: the h_k key heads, unmixed. Collaborative: the shared
+  // W̃_Q, W̃_K [D, D̃_k] and W̃_Q W̃_Kᵀ. Additive scoring: `product` is not applicable.
   Spectrum query, key, product;
 };
 
-// Every attention layer of the model (self-attention of each stack, then cross-attention).
+// Every attention layer of the model: the encoder's self-attention layers, then the decoder's, then
+// the decoder's cross-attention layers (stack "cross").
 std::vector<LayerSpectra> key_query_spectra(core::Model& model);
 
 // The effective key-query form B of one softmax head: [D, D] (float64), undefined for additive scoring.
+// `stack` is "encoder", "decoder" or "cross" (the decoder's cross-attention). Throws
+// std::out_of_range for a layer or head that does not exist, std::invalid_argument for a stack.
 at::Tensor key_query_form(core::Model& model, const std::string& stack, int layer, int head);
 
 // For one input: the singular values of each softmax head's T×S logit matrix (the mixed logits L
 // when captured, else J; mask not applied). With key size d_k < T the rank is at most d_k.
+// Takes core::run's stages ([heads, T, S]; a leading batch of 1 is accepted too); throws
+// std::invalid_argument when neither L nor J was captured.
 std::vector<Spectrum> logit_spectra(const core::AttentionStages& stages);
 
 }  // namespace headlab::analysis

@@ -1,0 +1,176 @@
+#include "analysis/spectra.h"
+
+#include "core/attention.h"
+#include "core/model.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace headlab::analysis {
+namespace {
+
+
+torch::Tensor f64(const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat64); }
+
+// The layer's attention module: self-attention of "encoder"/"decoder", cross-attention for "cross".
+core::Attention attention_of(core::Model& model, const std::string& stack, int layer) {
+  if (stack != "encoder" && stack != "decoder" && stack != "cross")
+    throw std::invalid_argument("unknown stack '" + stack + "' (encoder, decoder or cross)");
+  const bool cross = stack == "cross";
+  auto block = model.module->block(cross ? "decoder" : stack, layer);
+  auto attention = cross ? block->cross_attn : block->attn;
+  if (!attention) throw std::invalid_argument("decoder layer " + std::to_string(layer) + " has no cross-attention");
+  return attention;
+}
+
+// A projection's weight [out, in] as the paper's W [in, out] (D × width), float64.
+torch::Tensor as_columns(const torch::nn::Linear& projection) { return f64(projection->weight).t(); }
+
+// The two factors of head h's form B_h = A Cᵀ (each [D, r]); undefined for additive scoring.
+std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int head) {
+  const auto& c = a.config();
+  if (head < 0 || head >= c.softmax_heads())
+    throw std::out_of_range("head " + std::to_string(head) + " does not exist (" + std::to_string(c.softmax_heads()) +
+                            " softmax heads)");
+  if (c.scoring == core::Scoring::Additive) return {};  // no bilinear form
+  const auto WQ = as_columns(a.q), WK = as_columns(a.k);  // [D, width]
+  if (c.collaborative) {
+    // Cordonnier et al. 2020: B_h = W̃_Q diag(m_h) W̃_Kᵀ.
+    return {WQ * f64(a.mix[head]).unsqueeze(0), WK};
+  }
+  const int64_t dk = c.key_size;
+  if (c.talking_heads) {
+    // Shazeer et al. 2020: L_h = Σ_k P_l[k, h] J_k, so B_h = Σ_k P_l[k, h] W_Q^k W_K^kᵀ = (W_Q · diag(P_l[:, h] ⊗ 1_{d_k})) W_Kᵀ.
+    auto weights = f64(a.pre_mix).select(1, head).repeat_interleave(dk);  // [h_k·d_k]
+    return {WQ * weights.unsqueeze(0), WK};
+  }
+  const int group = c.heads / c.kv_heads;  // GQA/MQA: query head h reads kv head h / group
+  return {WQ.narrow(1, head * dk, dk), WK.narrow(1, (head / group) * dk, dk)};
+}
+
+// Singular values of A Cᵀ ([D, D]) from its factors. With r < D: A = Q_A R_A, C = Q_C R_C, so
+// A Cᵀ = Q_A (R_A R_Cᵀ) Q_Cᵀ has the singular values of the r×r core, plus D − r zeros.
+Spectrum factored_spectrum(const torch::Tensor& A, const torch::Tensor& C) {
+  const int64_t D = A.size(0), r = A.size(1);
+  if (r >= D) return spectrum_of(torch::matmul(A, C.t()));
+  auto RA = std::get<1>(torch::linalg::qr(A, "reduced"));  // [r, r]
+  auto RC = std::get<1>(torch::linalg::qr(C, "reduced"));
+  auto core_values = torch::linalg::svdvals(torch::matmul(RA, RC.t()), c10::nullopt).contiguous();
+  std::vector<double> values(core_values.data_ptr<double>(), core_values.data_ptr<double>() + r);
+  values.resize(D, 0.0);
+  return spectrum_from_singular_values(std::move(values));
+}
+
+Spectrum not_applicable() {
+  Spectrum s;
+  s.applicable = false;
+  return s;
+}
+
+LayerSpectra layer_spectra(core::AttentionImpl& a, const std::string& stack, int layer) {
+  const auto& c = a.config();
+  LayerSpectra out;
+  out.stack = stack;
+  out.layer = layer;
+  for (int h = 0; h < c.softmax_heads(); ++h) {
+    auto [A, C] = head_factors(a, h);
+    out.heads.push_back(A.defined() ? factored_spectrum(A, C) : not_applicable());
+  }
+  const auto WQ = as_columns(a.q), WK = as_columns(a.k);
+  out.query = spectrum_of(WQ);
+  out.key = spectrum_of(WK);
+  if (c.scoring == core::Scoring::Additive) {
+    out.product = not_applicable();
+  } else {
+    // Kv heads repeated as the queries read them (GQA/MQA); otherwise the widths already match.
+    const bool shared_kv = !c.collaborative && !c.talking_heads && c.kv_heads != c.heads;
+    auto K = shared_kv ? WK.view({WK.size(0), c.kv_heads, c.key_size})
+                             .repeat_interleave(c.heads / c.kv_heads, 1)
+                             .reshape({WK.size(0), int64_t(c.heads) * c.key_size})
+                       : WK;
+    out.product = factored_spectrum(WQ, K);
+  }
+  return out;
+}
+
+}  // namespace
+
+Spectrum spectrum_from_singular_values(std::vector<double> singular_values) {
+  for (double v : singular_values)
+    if (!std::isfinite(v) || v < 0) throw std::invalid_argument("singular values must be finite and >= 0");
+  std::sort(singular_values.begin(), singular_values.end(), std::greater<double>());
+  Spectrum s;
+  s.singular_values = std::move(singular_values);
+  const size_t n = s.singular_values.size();
+  double total = 0;
+  for (double v : s.singular_values) total += v * v;
+  s.cumulative_energy.assign(n, 1.0);
+  if (total <= 0) return s;  // zero matrix: every rank 0
+  double running = 0;
+  for (size_t k = 0; k < n; ++k) {
+    running += s.singular_values[k] * s.singular_values[k];
+    s.cumulative_energy[k] = running / total;
+  }
+  // Smallest k (1-based) whose cumulative energy reaches p; a hair of slack for rounding.
+  auto rank_at = [&](double p) {
+    for (size_t k = 0; k < n; ++k)
+      if (s.cumulative_energy[k] >= p - 1e-12) return static_cast<int>(k + 1);
+    return static_cast<int>(n);
+  };
+  s.rank90 = rank_at(0.90);
+  s.rank95 = rank_at(0.95);
+  s.rank99 = rank_at(0.99);
+  return s;
+}
+
+Spectrum spectrum_of(const at::Tensor& matrix) {
+  if (!matrix.defined() || matrix.dim() != 2) throw std::invalid_argument("spectrum_of: expected a 2-D tensor");
+  if (matrix.numel() == 0) return spectrum_from_singular_values({});
+  auto values = torch::linalg::svdvals(f64(matrix), c10::nullopt).contiguous();
+  return spectrum_from_singular_values(
+      std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel()));
+}
+
+at::Tensor key_query_form(core::Model& model, const std::string& stack, int layer, int head) {
+  torch::NoGradGuard no_grad;
+  auto attention = attention_of(model, stack, layer);
+  auto [A, C] = head_factors(*attention, head);
+  if (!A.defined()) return {};
+  return torch::matmul(A, C.t());
+}
+
+std::vector<LayerSpectra> key_query_spectra(core::Model& model) {
+  torch::NoGradGuard no_grad;
+  std::vector<LayerSpectra> out;
+  for (const char* stack : {"encoder", "decoder"})
+    for (int l = 0; l < model.module->layer_count(stack); ++l)
+      out.push_back(layer_spectra(*model.module->block(stack, l)->attn, stack, l));
+  for (int l = 0; l < model.module->layer_count("decoder"); ++l)
+    if (auto cross = model.module->block("decoder", l)->cross_attn) out.push_back(layer_spectra(*cross, "cross", l));
+  return out;
+}
+
+std::vector<Spectrum> logit_spectra(const core::AttentionStages& stages) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor logits = stages.mixed_logits.defined() ? stages.mixed_logits : stages.logits;
+  if (!logits.defined())
+    throw std::invalid_argument("logit_spectra: neither mixed logits nor logits were captured "
+                                "(capture kCaptureLogits or kCaptureMixedLogits)");
+  if (logits.dim() == 4 && logits.size(0) == 1) logits = logits.squeeze(0);
+  if (logits.dim() != 3) throw std::invalid_argument("logit_spectra: expected logits [heads, T, S]");
+  auto values = torch::linalg::svdvals(f64(logits), c10::nullopt).contiguous();  // [heads, min(T, S)]
+  std::vector<Spectrum> out;
+  const int64_t n = values.size(1);
+  for (int64_t h = 0; h < values.size(0); ++h) {
+    const double* row = values.data_ptr<double>() + h * n;
+    out.push_back(spectrum_from_singular_values(std::vector<double>(row, row + n)));
+  }
+  return out;
+}
+
+}  // namespace headlab::analysis
