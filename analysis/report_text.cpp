@@ -1,0 +1,366 @@
+// head_report.csv and head_report.md: the report as a table for pandas and as a page for a reader.
+#include "analysis/head_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+namespace headlab::analysis {
+namespace {
+
+// The shortest of %.15g / %.17g that reads back as the same double: full precision without the
+// noise digits of 0.1 printed as 0.10000000000000001.
+std::string number(double v) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  char s[40];
+  std::snprintf(s, sizeof s, "%.15g", v);
+  if (std::strtod(s, nullptr) != v) std::snprintf(s, sizeof s, "%.17g", v);
+  return s;
+}
+
+std::string number(int64_t v) { return std::to_string(v); }
+
+// RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled.
+std::string csv_field(const std::string& s, bool always_quote = false) {
+  const bool needs = always_quote || s.find_first_of(",\"\r\n") != std::string::npos;
+  if (!needs) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string percent(double share) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f%%", 100.0 * share);
+  return s;
+}
+
+std::string fixed(double v, int digits) {
+  char s[40];
+  std::snprintf(s, sizeof s, "%.*f", digits, v);
+  return s;
+}
+
+std::string general(double v) {
+  char s[40];
+  std::snprintf(s, sizeof s, "%.4g", v);
+  return s;
+}
+
+std::string signed_offset(int offset) { return (offset > 0 ? "+" : "") + std::to_string(offset); }
+
+// A Markdown table cell: pipes escaped, line breaks flattened.
+std::string cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string row(const std::vector<std::string>& cells) {
+  std::string out = "|";
+  for (const auto& c : cells) out += " " + cell(c) + " |";
+  return out + "\n";
+}
+
+std::string table_header(const std::vector<std::string>& names) {
+  std::string out = row(names) + "|";
+  for (size_t i = 0; i < names.size(); ++i) out += " --- |";
+  return out + "\n";
+}
+
+bool has_syntactic_role(const HeadEntry& h) {
+  return std::any_of(h.syntactic.begin(), h.syntactic.end(), [](const SyntacticScore& s) { return s.is_role; });
+}
+
+bool spectrum_usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable; }
+
+}  // namespace
+
+// ---- CSV -----------------------------------------------------------------------------------------
+
+std::string to_csv(const HeadReport& report) {
+  const auto& s = report.settings;
+  std::vector<std::string> header{"stack", "layer", "head"};
+  if (s.has("confidence")) header.insert(header.end(), {"confidence", "confidence_all_keys"});
+  if (s.has("positional")) header.insert(header.end(), {"positional_offset", "positional_share", "positional"});
+  if (s.has("rare")) header.insert(header.end(), {"rare_share", "rare_share_two_rarest", "rare_queries", "rare_word"});
+  if (s.has("syntactic"))
+    header.insert(header.end(), {"best_relation", "best_relation_direction", "best_relation_accuracy",
+                                 "best_relation_baseline", "syntactic"});
+  if (s.has("lrp")) header.insert(header.end(), {"lrp_raw", "lrp_normalized"});
+  if (s.has("importance")) header.push_back("importance");
+  if (s.has("spectra")) header.insert(header.end(), {"spectrum_rank90", "spectrum_rank95", "spectrum_rank99"});
+  header.push_back("roles");
+
+  std::string out;
+  for (size_t i = 0; i < header.size(); ++i) out += (i ? "," : "") + header[i];
+  out += "\n";
+  for (const auto& h : report.heads) {
+    std::vector<std::string> f{csv_field(h.stack), std::to_string(h.layer), std::to_string(h.head)};
+    // A measure with nothing measured (no queries, no sentences) is an empty cell, not a zero.
+    const bool queried = h.queries > 0;
+    if (s.has("confidence")) {
+      f.push_back(queried ? number(h.confidence) : "");
+      f.push_back(queried ? number(h.confidence_all_keys) : "");
+    }
+    if (s.has("positional")) {
+      f.push_back(queried ? std::to_string(h.positional_offset) : "");
+      f.push_back(queried ? number(h.positional_share) : "");
+      f.push_back(h.positional ? "1" : "0");
+    }
+    if (s.has("rare")) {
+      const bool rare_seen = h.rare_queries > 0;
+      f.push_back(rare_seen ? number(h.rare_share) : "");
+      f.push_back(rare_seen ? number(h.rare_share_two) : "");
+      f.push_back(number(h.rare_queries));
+      f.push_back(h.rare ? "1" : "0");
+    }
+    if (s.has("syntactic")) {
+      const auto& b = h.best_relation;
+      f.push_back(b ? csv_field(b->relation) : "");
+      f.push_back(b ? csv_field(b->direction) : "");
+      f.push_back(b ? number(b->accuracy) : "");
+      f.push_back(b ? number(b->baseline) : "");
+      f.push_back(has_syntactic_role(h) ? "1" : "0");
+    }
+    if (s.has("lrp")) {
+      f.push_back(h.lrp_sentences > 0 ? number(h.lrp_raw) : "");
+      f.push_back(h.lrp_sentences > 0 ? number(h.lrp_normalized) : "");
+    }
+    if (s.has("importance")) f.push_back(h.importance_sentences > 0 ? number(h.importance) : "");
+    if (s.has("spectra")) {
+      const bool ok = spectrum_usable(h);
+      f.push_back(ok ? std::to_string(h.spectrum->rank90) : "");
+      f.push_back(ok ? std::to_string(h.spectrum->rank95) : "");
+      f.push_back(ok ? std::to_string(h.spectrum->rank99) : "");
+    }
+    f.push_back(csv_field(join(h.roles, ";"), true));
+    out += join(f, ",") + "\n";
+  }
+  return out;
+}
+
+// ---- Markdown ------------------------------------------------------------------------------------
+
+namespace {
+
+std::string head_name(const HeadEntry& h) { return "L" + std::to_string(h.layer) + " H" + std::to_string(h.head); }
+
+// One line per role: which head, which role, and the number behind it.
+std::vector<std::string> role_lines(const HeadReport& report) {
+  std::vector<std::string> lines;
+  for (const auto& h : report.heads) {
+    const std::string who = "- " + head_name(h) + " (" + h.stack + "): ";
+    if (h.positional)
+      lines.push_back(who + "positional(" + signed_offset(h.positional_offset) + ") — " + percent(h.positional_share) +
+                      " of queries");
+    if (h.rare)
+      lines.push_back(who + "rare-word — " + percent(h.rare_share) + " of " + std::to_string(h.rare_queries) +
+                      " queries on the sentence's rarest token");
+    for (const auto& sc : h.syntactic)
+      if (sc.is_role)
+        lines.push_back(who + "syntactic(" + sc.relation + " " + sc.direction + ") — " + percent(sc.accuracy) +
+                        " of " + std::to_string(sc.count) + " arcs vs baseline " + percent(sc.baseline) +
+                        " (offset " + signed_offset(sc.baseline_offset) + ")");
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::string to_markdown(const HeadReport& report) {
+  const auto& s = report.settings;
+  std::ostringstream md;
+  md << "# Head report: " << (report.model.empty() ? "(unnamed model)" : report.model) << "\n\n";
+  if (report.partial)
+    md << "**Partial report:** the measurement stopped before the end of the data; every number below covers only "
+          "the sentences measured.\n\n";
+
+  md << "## Roles\n\n";
+  const auto roles = role_lines(report);
+  if (roles.empty())
+    md << "No head reaches a role threshold.\n";
+  for (const auto& line : roles) md << line << "\n";
+  md << "\n";
+
+  md << "## Data\n\n";
+  md << "- model: " << report.model << "\n";
+  md << "- files: " << (report.files.empty() ? "(none)" : join(report.files, ", ")) << "\n";
+  md << "- sentences: " << report.sentences << ", tokens: " << report.tokens << ", skipped: " << report.skipped;
+  if (!report.skipped_reasons.empty()) {
+    std::vector<std::string> reasons;
+    for (const auto& [why, n] : report.skipped_reasons) reasons.push_back(why + ": " + std::to_string(n));
+    md << " (" << join(reasons, "; ") << ")";
+  }
+  md << "\n";
+  if (s.has("rare")) {
+    md << "- frequency source: " << (s.frequency_source.empty() ? "(none)" : s.frequency_source);
+    if (!s.frequency_files.empty()) md << " (" << join(s.frequency_files, ", ") << ")";
+    md << "\n";
+  }
+  if (s.limit > 0) md << "- limit: first " << s.limit << " sentences\n";
+  if (s.shard_count > 1) md << "- shard " << s.shard_index << " of " << s.shard_count << "\n";
+  md << "- partial: " << (report.partial ? "yes — stopped before the end" : "no") << "\n";
+  md << "- measures: " << (s.metrics.empty() ? "(none)" : join(s.metrics, ", ")) << "\n\n";
+
+  md << "## Thresholds\n\n";
+  if (s.has("positional"))
+    md << "- positional head: ≥ " << percent(s.positional_threshold)
+       << " of queries put their maximum attention at one relative offset (Voita et al. 2019)\n";
+  if (s.has("rare"))
+    md << "- rare-word head: > " << percent(s.rare_threshold)
+       << " of queries put their maximum attention on the sentence's rarest token, over sentences whose rarest "
+          "token's frequency rank is > "
+       << s.rare_min_rank << "; this threshold is HeadLab's (Voita et al. 2019 give none)\n";
+  if (s.has("syntactic"))
+    md << "- syntactic head: accuracy ≥ baseline + " << fixed(100.0 * s.syntactic_margin, 0)
+       << " points; baseline: the best fixed offset −" << s.baseline_max_offset << "…+" << s.baseline_max_offset
+       << " on the same arcs; relations scored: " << join(s.always_relations, ", ") << " always, others with ≥ "
+       << s.min_relation_count << " arcs; subtypes " << (s.strip_subtypes ? "stripped (nsubj:pass → nsubj)" : "kept")
+       << "\n";
+  if (s.has("lrp")) md << "- LRP conservation tolerance: residual ≤ " << general(s.lrp_tolerance) << " · |f|\n";
+  md << "\n";
+
+  // Per-head measures.
+  md << "## Per-head measures\n\n";
+  {
+    std::vector<std::string> names{"stack", "layer", "head"};
+    if (s.has("confidence")) names.insert(names.end(), {"confidence", "confidence (all keys)"});
+    if (s.has("positional")) names.insert(names.end(), {"top offset", "share at offset"});
+    if (s.has("rare")) names.insert(names.end(), {"rare share", "rare share (two rarest)"});
+    if (s.has("syntactic")) names.insert(names.end(), {"best relation", "accuracy", "baseline"});
+    if (s.has("lrp")) names.insert(names.end(), {"LRP raw", "LRP normalised"});
+    if (s.has("importance")) names.push_back("importance");
+    names.push_back("roles");
+    md << table_header(names);
+    for (const auto& h : report.heads) {
+      std::vector<std::string> c{h.stack, std::to_string(h.layer), std::to_string(h.head)};
+      const bool q = h.queries > 0;
+      if (s.has("confidence")) {
+        c.push_back(q ? fixed(h.confidence, 3) : "");
+        c.push_back(q ? fixed(h.confidence_all_keys, 3) : "");
+      }
+      if (s.has("positional")) {
+        c.push_back(q ? signed_offset(h.positional_offset) : "");
+        c.push_back(q ? percent(h.positional_share) : "");
+      }
+      if (s.has("rare")) {
+        c.push_back(h.rare_queries > 0 ? percent(h.rare_share) : "");
+        c.push_back(h.rare_queries > 0 ? percent(h.rare_share_two) : "");
+      }
+      if (s.has("syntactic")) {
+        const auto& b = h.best_relation;
+        c.push_back(b ? b->relation + " " + b->direction : "");
+        c.push_back(b ? percent(b->accuracy) : "");
+        c.push_back(b ? percent(b->baseline) : "");
+      }
+      if (s.has("lrp")) {
+        c.push_back(h.lrp_sentences > 0 ? general(h.lrp_raw) : "");
+        c.push_back(h.lrp_sentences > 0 ? fixed(h.lrp_normalized, 3) : "");
+      }
+      if (s.has("importance")) c.push_back(h.importance_sentences > 0 ? general(h.importance) : "");
+      c.push_back(join(h.roles, ", "));
+      md << row(c);
+    }
+    md << "\n";
+  }
+
+  // Syntactic heads against their baselines: per relation and direction, the best head.
+  if (s.has("syntactic")) {
+    md << "## Syntactic heads against baselines\n\n";
+    std::vector<std::vector<std::string>> rows;
+    std::set<std::string> stacks;
+    for (const auto& h : report.heads) stacks.insert(h.stack);
+    for (const auto& stack : stacks) {
+      // (relation, direction) in the order the heads hold them.
+      std::vector<std::pair<std::string, std::string>> keys;
+      for (const auto& h : report.heads)
+        if (h.stack == stack)
+          for (const auto& sc : h.syntactic)
+            if (std::find(keys.begin(), keys.end(), std::make_pair(sc.relation, sc.direction)) == keys.end())
+              keys.emplace_back(sc.relation, sc.direction);
+      for (const auto& [relation, direction] : keys) {
+        const HeadEntry* best = nullptr;
+        const SyntacticScore* best_score = nullptr;
+        for (const auto& h : report.heads)
+          if (h.stack == stack)
+            for (const auto& sc : h.syntactic)
+              if (sc.relation == relation && sc.direction == direction &&
+                  (!best_score || sc.accuracy > best_score->accuracy))
+                best = &h, best_score = &sc;
+        if (!best_score) continue;
+        rows.push_back({stack, relation, direction, head_name(*best), percent(best_score->accuracy),
+                        percent(best_score->baseline), signed_offset(best_score->baseline_offset),
+                        std::to_string(best_score->count), best_score->is_role ? "yes" : "no"});
+      }
+    }
+    if (rows.empty()) {
+      md << "No relation was scored.\n\n";
+    } else {
+      md << table_header({"stack", "relation", "direction", "best head", "accuracy", "baseline", "baseline offset",
+                          "count", "syntactic head"});
+      for (const auto& r : rows) md << row(r);
+      md << "\n";
+    }
+  }
+
+  if (s.has("spectra")) {
+    md << "## Key-query spectra\n\n";
+    md << "Energy ranks: the smallest k whose singular values hold 90 / 95 / 99% of Σσ² of W_Q W_Kᵀ.\n\n";
+    md << "Per head:\n\n";
+    md << table_header({"stack", "layer", "head", "rank90", "rank95", "rank99", "singular values"});
+    for (const auto& h : report.heads) {
+      if (!h.spectrum) continue;
+      if (!h.spectrum->applicable) {
+        md << row({h.stack, std::to_string(h.layer), std::to_string(h.head), "", "", "", "no bilinear form"});
+        continue;
+      }
+      md << row({h.stack, std::to_string(h.layer), std::to_string(h.head), std::to_string(h.spectrum->rank90),
+                 std::to_string(h.spectrum->rank95), std::to_string(h.spectrum->rank99),
+                 std::to_string(h.spectrum->singular_values.size())});
+    }
+    md << "\n";
+    if (!report.layers.empty()) {
+      md << "Per layer (W_Q, W_K and W_Q W_Kᵀ over the layer's heads; ranks 90 / 95 / 99):\n\n";
+      md << table_header({"stack", "layer", "query", "key", "product"});
+      auto ranks = [](const Spectrum& sp) {
+        return std::to_string(sp.rank90) + " / " + std::to_string(sp.rank95) + " / " + std::to_string(sp.rank99);
+      };
+      for (const auto& l : report.layers)
+        md << row({l.stack, std::to_string(l.layer), ranks(l.query), ranks(l.key), ranks(l.product)});
+      md << "\n";
+    }
+  }
+
+  if (s.has("lrp")) {
+    md << "## LRP conservation\n\n";
+    md << "- max relative residual: " << general(report.lrp_max_relative_residual) << "\n";
+    md << "- sentences over tolerance (" << general(s.lrp_tolerance) << " · |f|): " << report.lrp_sentences_over_tolerance
+       << "\n";
+    if (!report.lrp_failures.empty()) md << "- examples: " << join(report.lrp_failures, ", ") << "\n";
+    md << "\n";
+  }
+
+  md << "## Notes\n\n";
+  if (report.notes.empty()) md << "None.\n";
+  for (const auto& n : report.notes) md << "- " << n << "\n";
+  return md.str();
+}
+
+}  // namespace headlab::analysis
