@@ -84,7 +84,7 @@ void HeadReport::finalize() {
     h.best_relation.reset();
     const size_t index = size_t(h.layer) * size_t(heads_per_layer[h.stack]) + size_t(h.head);
     auto rel_stack = relations.find(h.stack);
-    if (rel_stack != relations.end())
+    if (s.has("syntactic") && rel_stack != relations.end())
       for (const auto& name : scored[h.stack]) {
         const RelationStats& r = rel_stack->second.at(name);
         const auto [base_offset, base_hits] = best_offset(r.baseline_hits);

@@ -54,7 +54,7 @@ struct TinyModel {
       for (size_t n = 0; n < 10 + 3 * i; ++n) text += words[i] + (n % 9 == 8 ? "\n" : " ");
     text += "\nunbelievable things happen .\n";
     core::train::TokenizerTrainOptions to;
-    to.vocab_size = 120;
+    to.vocab_size = 300;
     std::ofstream(dir.str("tokenizer.json")) << core::train::train_tokenizer({text}, to).dump();
     auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
     config.vocab_size = static_cast<int>(core::Tokenizer::load(dir.str("tokenizer.json"))->vocab_size());
@@ -322,6 +322,8 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     CHECK(partial.sentences == 4);
   }
   SECTION("sentences longer than allowed are skipped and counted") {
+    o.settings.shard_index = 0;
+    o.settings.shard_count = 1;
     o.max_tokens = 6;
     const auto r = analysis::analyze(*tiny.model, o).report;
     CHECK(r.skipped > 0);
