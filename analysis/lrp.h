@@ -43,10 +43,19 @@ struct LrpResult {
 };
 
 // Runs the LRP forward and backward pass for one input. `ids` are the (encoder) input ids;
-// `decoder_ids` only for an encoder-decoder. Thread-safe for distinct models. Throws
+// `decoder_ids` only for an encoder-decoder. "Input" relevance is taken at the token embedding rows
+// E[id_t] (summed over features); positions, token types, the sinusoid table, every *bias parameter
+// and the constant (1 − g_i)·mean_i of a head ablated towards a dataset mean are the additive
+// constants in `bias`. Thread-safe for distinct models. Throws
 // std::invalid_argument for a target outside the input or the vocabulary.
 LrpResult lrp_relevance(core::Model& model, const std::vector<int64_t>& ids, const LrpTarget& target = {},
                         const core::ModelControls& controls = {}, const std::vector<int64_t>& decoder_ids = {});
+
+// The same pass and bookkeeping on the unmodified forward: plain gradient × input, no LRP rules.
+// Its conservation residual is generally far from 0 (the softmax, norms and activations are not
+// linear); it exists to show what the rules fix.
+LrpResult gradient_x_input(core::Model& model, const std::vector<int64_t>& ids, const LrpTarget& target = {},
+                           const core::ModelControls& controls = {}, const std::vector<int64_t>& decoder_ids = {});
 
 // Voita et al. 2019 §5: R_i / Σ_j |R_j| within each layer (a layer whose relevances are all 0 stays 0).
 HeadValues normalize_per_layer(const HeadValues& raw);

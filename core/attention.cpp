@@ -175,7 +175,9 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
                                       std::to_string(h_v * c.value_size) + " values");
         mean = torch::tensor(controls->mean_outputs, torch::kFloat32).view({1, h_v, 1, c.value_size});
       } else {
-        mean = O.mean(2, /*keepdim=*/true).detach();
+        // Kept in the graph: the mean is linear in O, so gradients through an ablated layer (head
+        // importance, LRP) follow it exactly as the forward pass does.
+        mean = O.mean(2, /*keepdim=*/true);
       }
       gated = O * gate + mean * (1 - gate);
     }
@@ -188,7 +190,10 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     if (cap & kCaptureMixedLogits) stages->mixed_logits = L;
     if (cap & kCaptureWeights) stages->weights = W;
     if (cap & kCaptureMixedWeights) stages->mixed_weights = U;
-    if (cap & kCaptureHeadOutputs) stages->head_outputs = O;
+    if (cap & kCaptureHeadOutputs) {
+      stages->head_outputs = O;
+      stages->gated_outputs = gated;
+    }
   }
   return out;
 }

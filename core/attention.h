@@ -31,6 +31,10 @@ struct AttentionStages {
   torch::Tensor weights;        // W [B, h, T, S]   — softmax over keys
   torch::Tensor mixed_weights;  // U [B, h_v, T, S] — after P_w and the user's post-softmax mix (== W when none)
   torch::Tensor head_outputs;   // O [B, h_v, T, d_v] — U·V per head, before gates and W_O
+  // What W_O reads [B, h_v, T, d_v]: O after the gates and ablation (the same tensor as O when the
+  // controls set no gates). Captured with kCaptureHeadOutputs; analysis/lrp.cpp differentiates the
+  // loss with respect to it to get ∂L/∂g_i exactly, even at g_i = 0.
+  torch::Tensor gated_outputs;
 };
 
 // Rotary position tables for the query and key positions (Hugging Face rotate-half layout).

@@ -12,7 +12,7 @@ torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
 AttentionStages squeeze_batch(const AttentionStages& s) {
   auto squeeze = [](const torch::Tensor& t) { return t.defined() ? t.squeeze(0) : t; };
   return {squeeze(s.logits), squeeze(s.mixed_logits), squeeze(s.weights), squeeze(s.mixed_weights),
-          squeeze(s.head_outputs)};
+          squeeze(s.head_outputs), squeeze(s.gated_outputs)};
 }
 
 // First layer of `stack` whose controls differ between two control sets; `layers` if none.

@@ -1,4 +1,6 @@
-// `headlab run --model DIR (--ids 1,2,3 | --text "…") [--gate L.H=V …] --out DUMP.safetensors`
+// `headlab run --model DIR (--ids 1,2,3 | --text "…") [--gate L.H=V …] [--lrp [--lrp-target POS[:TOKEN]]]
+//  --out DUMP.safetensors`
+#include "analysis/lrp.h"
 #include "app/cli/cli.h"
 #include "core/controls.h"
 #include "core/run.h"
@@ -8,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -19,6 +22,8 @@ struct RunOptions {
   std::string model, ids, decoder_ids, text, out, capture = "weights";
   std::vector<std::string> gates;
   bool add_special = true;
+  bool lrp = false;
+  std::string lrp_target;  // "POS" or "POS:TOKEN"; implies --lrp
 };
 
 std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
@@ -36,6 +41,41 @@ std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
   }
   if (ids.empty()) throw UsageError(std::string(what) + ": no ids");
   return ids;
+}
+
+// --lrp-target POS[:TOKEN], checked against the output length and the vocabulary.
+analysis::LrpTarget parse_lrp_target(const std::string& text, int64_t positions, int64_t vocab) {
+  if (text.empty()) return {};
+  auto number = [&](const std::string& item) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used == item.size() && v >= 0) return static_cast<int64_t>(v);
+    } catch (const std::exception&) {
+    }
+    throw UsageError("--lrp-target: '" + text + "' is not POS or POS:TOKEN (non-negative integers, e.g. 3 or 3:17)");
+  };
+  analysis::LrpTarget target;
+  const auto colon = text.find(':');
+  target.position = number(text.substr(0, colon));
+  if (colon != std::string::npos) target.token = number(text.substr(colon + 1));
+  if (target.position >= positions)
+    throw UsageError("--lrp-target: position " + std::to_string(target.position) + " is outside the input (0.." +
+                     std::to_string(positions - 1) + ")");
+  if (target.token >= vocab)
+    throw UsageError("--lrp-target: token " + std::to_string(target.token) + " is outside the vocabulary (size " +
+                     std::to_string(vocab) + ")");
+  return target;
+}
+
+std::string format_number(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", v);
+  return buffer;
+}
+
+torch::Tensor float_tensor(const std::vector<double>& values) {
+  return torch::tensor(std::vector<float>(values.begin(), values.end()), torch::kFloat32);
 }
 
 // Adds one attention call's stages to the dump under `prefix` ("" for the main stack).
@@ -83,6 +123,12 @@ int run_command(const RunOptions& options) {
     controls.gates.resize(attention.output_heads(), 1.0f);
     controls.gates[spec.head] = spec.value;
   }
+  const bool lrp = options.lrp || !options.lrp_target.empty();
+  analysis::LrpTarget lrp_target;
+  if (lrp)
+    lrp_target = parse_lrp_target(options.lrp_target,
+                                  static_cast<int64_t>(enc_dec ? request.decoder_ids.size() : request.ids.size()),
+                                  model->config.vocab_size);
   const bool all = options.capture == "all";
   request.capture = all ? core::kCaptureAll : core::kCaptureWeights | core::kCaptureMixedWeights;
   auto trace = core::run(*model, request);
@@ -106,7 +152,40 @@ int run_command(const RunOptions& options) {
   }
   std::string ids_text;
   for (size_t i = 0; i < request.ids.size(); ++i) ids_text += (i ? "," : "") + std::to_string(request.ids[i]);
-  core::save_safetensors(options.out, dump, core::DType::F32, {{"model", options.model}, {"ids", ids_text}});
+  std::map<std::string, std::string> metadata{{"model", options.model}, {"ids", ids_text}};
+  if (lrp) {
+    // LRP.md: raw head relevance per layer, input relevance per position, and the conservation check.
+    const auto result = analysis::lrp_relevance(*model, request.ids, lrp_target, request.controls, request.decoder_ids);
+    auto add_heads = [&](const std::string& key, const std::string& prefix) {
+      auto it = result.heads.find(key);
+      if (it == result.heads.end()) return;
+      for (size_t l = 0; l < it->second.size(); ++l)
+        dump.emplace_back(prefix + "lrp." + std::to_string(l), float_tensor(it->second[l]));
+    };
+    if (enc_dec) {
+      add_heads("encoder", "encoder_");
+      add_heads("decoder", "decoder_");
+      add_heads("cross", "cross_");
+      dump.emplace_back("encoder_lrp_input", float_tensor(result.input));
+      dump.emplace_back("decoder_lrp_input", float_tensor(result.decoder_input));
+    } else {
+      add_heads(main_stack, "");
+      dump.emplace_back("lrp_input", float_tensor(result.input));
+    }
+    double input_total = 0;
+    for (double v : result.input) input_total += v;
+    for (double v : result.decoder_input) input_total += v;
+    metadata["lrp_position"] = std::to_string(result.position);
+    metadata["lrp_token"] = std::to_string(result.token);
+    metadata["lrp_target"] = format_number(result.target);
+    metadata["lrp_bias"] = format_number(result.bias);
+    metadata["lrp_residual"] = format_number(result.residual);
+    std::cout << "lrp: f = " << format_number(result.target) << " (logit of token " << result.token << " at position "
+              << result.position << "); input " << format_number(input_total) << " + bias "
+              << format_number(result.bias) << ", conservation residual " << format_number(result.residual) << " ("
+              << format_number(result.relative_residual()) << " of |f|)\n";
+  }
+  core::save_safetensors(options.out, dump, core::DType::F32, metadata);
   std::cout << "wrote " << options.out << ": " << request.ids.size() << " tokens, " << dump.size() << " tensors\n";
   return 0;
 }
@@ -124,6 +203,10 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--gate", options->gates, "Gate of a head, LAYER.HEAD=VALUE in [0,1] (repeatable)");
   cmd->add_option("--capture", options->capture, "weights (default) or all stages")
       ->check(CLI::IsMember({"weights", "all"}));
+  cmd->add_flag("--lrp", options->lrp,
+                 "Add LRP relevance (analysis/LRP.md): lrp.{l} [H] per layer and lrp_input [T]");
+  cmd->add_option("--lrp-target", options->lrp_target,
+                  "Logit to explain, POS[:TOKEN] (default: first [MASK] or last position, top-1 token); implies --lrp");
   cmd->add_flag("!--no-special-tokens", options->add_special, "Do not add [CLS]/[SEP]/BOS around --text");
   cmd->add_option("--out", options->out, "Output .safetensors dump")->required();
   cmd->callback([options, &action] {
