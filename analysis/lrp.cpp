@@ -167,7 +167,7 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
   const int64_t T_out = static_cast<int64_t>(out_ids.size());
 
   LrpResult result;
-  // Target position (LRP.md "Target").
+  // Target position (analysis/LRP.md "Target").
   if (target.position >= 0) {
     if (target.position >= T_out)
       throw std::invalid_argument("lrp: target position " + std::to_string(target.position) + " is outside 0.." +

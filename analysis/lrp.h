@@ -18,7 +18,7 @@ struct Model;
 
 namespace headlab::analysis {
 
-// What f is: a logit at one position. position < 0: the default (LRP.md): the first masked position
+// What f is: a logit at one position. position < 0: the default (analysis/LRP.md): the first masked position
 // of a masked LM (the last position when the input has no mask token), the last position of a causal
 // model or of an encoder-decoder's decoder. token < 0: the top-1 token at that position.
 struct LrpTarget {
@@ -34,7 +34,7 @@ struct LrpResult {
   int64_t position = 0;  // resolved target position (decoder position for an encoder-decoder)
   int64_t token = 0;     // resolved target token id
   double target = 0;     // f, the logit explained
-  HeadValues heads;      // raw R_i = Σ_{t,d} O_i[t,d] · ∂f/∂O_i[t,d] (LRP.md "Head relevance")
+  HeadValues heads;      // raw R_i = Σ_{t,d} O_i[t,d] · ∂f/∂O_i[t,d] (analysis/LRP.md "Head relevance")
   std::vector<double> input;          // [T] relevance of each input position (encoder input for enc-dec)
   std::vector<double> decoder_input;  // [T_dec] encoder-decoder only
   double bias = 0;                    // Σ over every additive bias b of ⟨b, ∂f/∂b⟩

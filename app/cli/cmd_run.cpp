@@ -1,6 +1,8 @@
 // `headlab run --model DIR (--ids 1,2,3 | --text "…") [--gate L.H=V …] [--lrp [--lrp-target POS[:TOKEN]]]
-//  --out DUMP.safetensors`
+//  [--rollout] [--logit-spectra] --out DUMP.safetensors`
 #include "analysis/lrp.h"
+#include "analysis/rollout.h"
+#include "analysis/spectra.h"
 #include "app/cli/cli.h"
 #include "core/controls.h"
 #include "core/run.h"
@@ -24,6 +26,8 @@ struct RunOptions {
   bool add_special = true;
   bool lrp = false;
   std::string lrp_target;  // "POS" or "POS:TOKEN"; implies --lrp
+  bool rollout = false;        // attention rollout [T, T] and flow [T] (Abnar & Zuidema 2020)
+  bool logit_spectra = false;  // singular values of each head's T×S logit matrix
 };
 
 std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
@@ -131,6 +135,7 @@ int run_command(const RunOptions& options) {
                                   model->config.vocab_size);
   const bool all = options.capture == "all";
   request.capture = all ? core::kCaptureAll : core::kCaptureWeights | core::kCaptureMixedWeights;
+  if (options.logit_spectra) request.capture |= core::kCaptureLogits | core::kCaptureMixedLogits;
   auto trace = core::run(*model, request);
 
   std::vector<std::pair<std::string, torch::Tensor>> dump;
@@ -153,8 +158,9 @@ int run_command(const RunOptions& options) {
   std::string ids_text;
   for (size_t i = 0; i < request.ids.size(); ++i) ids_text += (i ? "," : "") + std::to_string(request.ids[i]);
   std::map<std::string, std::string> metadata{{"model", options.model}, {"ids", ids_text}};
+  int64_t lrp_position = -1;  // the position LRP explained, once resolved
   if (lrp) {
-    // LRP.md: raw head relevance per layer, input relevance per position, and the conservation check.
+    // analysis/LRP.md: raw head relevance per layer, input relevance per position, and the conservation check.
     const auto result = analysis::lrp_relevance(*model, request.ids, lrp_target, request.controls, request.decoder_ids);
     auto add_heads = [&](const std::string& key, const std::string& prefix) {
       auto it = result.heads.find(key);
@@ -176,6 +182,7 @@ int run_command(const RunOptions& options) {
     for (double v : result.input) input_total += v;
     for (double v : result.decoder_input) input_total += v;
     metadata["lrp_position"] = std::to_string(result.position);
+    lrp_position = result.position;
     metadata["lrp_token"] = std::to_string(result.token);
     metadata["lrp_target"] = format_number(result.target);
     metadata["lrp_bias"] = format_number(result.bias);
@@ -184,6 +191,44 @@ int run_command(const RunOptions& options) {
               << result.position << "); input " << format_number(input_total) << " + bias "
               << format_number(result.bias) << ", conservation residual " << format_number(result.residual) << " ("
               << format_number(result.relative_residual()) << " of |f|)\n";
+  }
+  if (options.rollout) {
+    // Abnar & Zuidema 2020, per self-attention stack: rollout [T, T] and the flow into one position
+    // (the LRP target's when --lrp is given, else the last), so both explanations sit side by side.
+    auto add_rollout = [&](const core::StackTrace& stack, const std::string& prefix, int64_t position) {
+      std::vector<torch::Tensor> maps;
+      for (const auto& layer : stack.layers) maps.push_back(core::value_weights(layer.self));
+      dump.emplace_back(prefix + "rollout", analysis::attention_rollout(maps).to(torch::kFloat32).contiguous());
+      dump.emplace_back(prefix + "flow", float_tensor(analysis::attention_flow(maps, static_cast<int>(position))));
+    };
+    const int64_t last = static_cast<int64_t>((enc_dec ? request.decoder_ids : request.ids).size()) - 1;
+    const int64_t position = lrp_position >= 0 ? lrp_position : last;
+    metadata["flow_position"] = std::to_string(position);
+    if (enc_dec) {
+      add_rollout(trace->encoder, "encoder_", static_cast<int64_t>(request.ids.size()) - 1);
+      add_rollout(trace->decoder, "decoder_", position);
+    } else {
+      add_rollout(trace->main_stack(), "", position);
+    }
+  }
+  if (options.logit_spectra) {
+    // Bhojanapalli et al. 2020: a head's T×S logit matrix has rank ≤ its key size.
+    auto add_spectra = [&](const core::StackTrace& stack, const std::string& prefix, bool cross) {
+      for (size_t l = 0; l < stack.layers.size(); ++l) {
+        const auto& stages = cross ? stack.layers[l].cross : stack.layers[l].self;
+        std::vector<torch::Tensor> rows;
+        for (const auto& spectrum : analysis::logit_spectra(stages))
+          rows.push_back(torch::tensor(spectrum.singular_values, torch::kFloat64).to(torch::kFloat32));
+        dump.emplace_back(prefix + "logit_singular_values." + std::to_string(l), torch::stack(rows));
+      }
+    };
+    if (enc_dec) {
+      add_spectra(trace->encoder, "encoder_", false);
+      add_spectra(trace->decoder, "decoder_", false);
+      add_spectra(trace->decoder, "cross_", true);
+    } else {
+      add_spectra(trace->main_stack(), "", false);
+    }
   }
   core::save_safetensors(options.out, dump, core::DType::F32, metadata);
   std::cout << "wrote " << options.out << ": " << request.ids.size() << " tokens, " << dump.size() << " tensors\n";
@@ -207,6 +252,10 @@ void add_run_command(CLI::App& app, Action& action) {
                  "Add LRP relevance (analysis/LRP.md): lrp.{l} [H] per layer and lrp_input [T]");
   cmd->add_option("--lrp-target", options->lrp_target,
                   "Logit to explain, POS[:TOKEN] (default: first [MASK] or last position, top-1 token); implies --lrp");
+  cmd->add_flag("--rollout", options->rollout,
+                 "Add attention rollout [T, T] and flow [T] into the LRP target (or last) position (Abnar & Zuidema 2020)");
+  cmd->add_flag("--logit-spectra", options->logit_spectra,
+                 "Add logit_singular_values.{l} [H, min(T, S)]: each head's T×S logit matrix's singular values");
   cmd->add_flag("!--no-special-tokens", options->add_special, "Do not add [CLS]/[SEP]/BOS around --text");
   cmd->add_option("--out", options->out, "Output .safetensors dump")->required();
   cmd->callback([options, &action] {

@@ -12,7 +12,7 @@
 
 using namespace headlab;
 
-TEST_CASE("the shipped default has two positional heads and a rare-word head on UD EWT dev", "[shared]") {
+TEST_CASE("the shipped default has two positional heads and a rare-word head on UD EWT dev", "[.][shared]") {
   namespace fs = std::filesystem;
   const fs::path dev = test::shared_data_dir() / "ud" / "en_ewt-ud-dev.conllu";
   REQUIRE(fs::exists(dev));

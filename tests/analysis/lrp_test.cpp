@@ -259,7 +259,7 @@ namespace {
 // An independent reference for a pre-LN MHA encoder with learned positions, GELU MLP and a tied LM
 // head with bias, written from the equations with plain tensor algebra in float64 (nothing from the
 // engine's modules): the forward pass records the attention weights, LayerNorm denominators and
-// GELU ratios; then, with those held fixed (LRP.md rules 1–3) the network is linear, and the share
+// GELU ratios; then, with those held fixed (analysis/LRP.md rules 1–3) the network is linear, and the share
 // of f that comes from one source (one head's output, one position's token embedding) is found by
 // propagating that source alone forward, without biases. By Euler's theorem this share equals the
 // backward gradient × input at the source, which is what lrp_relevance computes.
