@@ -25,11 +25,14 @@ struct StackInfo {
 
 std::vector<StackInfo> stacks_of(const core::Model& model) {
   const auto& c = model.config;
+  // A report entry per head of either count: U and the LRP/importance measures have the output
+  // heads h_v, W and the spectra the softmax heads h (they differ only for talking heads).
+  auto entries = [](const core::AttentionConfig& a) { return std::max(a.output_heads(), a.softmax_heads()); };
   std::vector<StackInfo> out;
-  if (c.encoder) out.push_back({"encoder", c.encoder->layers, c.encoder->attention.output_heads()});
-  if (c.decoder) out.push_back({"decoder", c.decoder->layers, c.decoder->attention.output_heads()});
+  if (c.encoder) out.push_back({"encoder", c.encoder->layers, entries(c.encoder->attention)});
+  if (c.decoder) out.push_back({"decoder", c.decoder->layers, entries(c.decoder->attention)});
   if (c.decoder && c.decoder->cross_attention)
-    out.push_back({"cross", c.decoder->layers, c.decoder->cross_attention->output_heads()});
+    out.push_back({"cross", c.decoder->layers, entries(*c.decoder->cross_attention)});
   return out;
 }
 
@@ -106,6 +109,8 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     if (std::find(all_metrics().begin(), all_metrics().end(), m) == all_metrics().end())
       throw std::invalid_argument("unknown metric '" + m +
                                   "' (confidence, positional, rare, syntactic, lrp, importance, spectra)");
+  if (s.stage != "values" && s.stage != "softmax")
+    throw std::invalid_argument("unknown stage '" + s.stage + "' (values: U, the weights that multiply the values; softmax: W)");
   if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count)
     throw std::invalid_argument("shard " + std::to_string(s.shard_index) + "/" + std::to_string(s.shard_count) +
                                 " is not 0 <= I < N");
@@ -184,6 +189,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
 
   const int64_t max_tokens = o.max_tokens > 0 ? std::min<int64_t>(o.max_tokens, model.config.max_positions)
                                               : model.config.max_positions;
+  const bool softmax_stage = s.stage == "softmax";
   const bool maps_needed = s.has("confidence") || s.has("positional") || rare || s.has("syntactic");
   bool trees_seen = false;
   std::optional<TokenizedSentence> first;  // for the example maps
@@ -226,12 +232,14 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
         core::RunRequest request;
         request.ids = ts.ids;
         if (enc_dec) request.decoder_ids = ts.ids;
-        request.capture = core::kCaptureMixedWeights;
+        request.capture = softmax_stage ? core::kCaptureWeights : core::kCaptureMixedWeights;
         request.logit_positions = {0};  // the measures need the maps, not the LM head
         auto trace = core::run(model, request);
         for (const auto& st : stacks) {
-          for (int l = 0; l < st.layers; ++l)
-            accumulate_layer(r, st.name, l, st.heads, core::value_weights(stages_of(*trace, st.name, l)), layout);
+          for (int l = 0; l < st.layers; ++l) {
+            const auto& stages = stages_of(*trace, st.name, l);
+            accumulate_layer(r, st.name, l, st.heads, softmax_stage ? stages.weights : core::value_weights(stages), layout);
+          }
           accumulate_arcs(r, st.name, st.layers * st.heads, layout);
         }
       }
@@ -257,7 +265,13 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
         }
       }
       if (s.has("importance")) {
-        const ImportanceResult imp = head_importance(model, ts.ids, {}, {}, decoder_ids);
+        // A masked LM's loss masks every 7th word token from the 3rd (head_importance's rule); a
+        // sentence shorter than that masks its last word token instead of being left out.
+        std::vector<int64_t> masked;
+        for (int64_t t = 0, k = 0; t < T; ++t)
+          if (ts.word_of[size_t(t)] >= 0 && k++ % 7 == 2) masked.push_back(t);
+        if (masked.empty()) masked.push_back(lrp_position(ts));
+        const ImportanceResult imp = head_importance(model, ts.ids, {}, masked, decoder_ids);
         for (const auto& [stack, layers] : imp.heads)
           for (size_t l = 0; l < layers.size(); ++l)
             for (size_t h = 0; h < layers[l].size(); ++h)

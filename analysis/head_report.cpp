@@ -173,6 +173,7 @@ json to_json(const HeadReport& r) {
                    {"frequency_source", s.frequency_source},
                    {"frequency_files", s.frequency_files},
                    {"limit", s.limit},
+                   {"stage", s.stage},
                    {"shard", {{"index", s.shard_index}, {"count", s.shard_count}}}};
   json heads = json::array();
   for (const auto& h : r.heads) {
@@ -272,6 +273,7 @@ HeadReport head_report_from_json(const json& j) {
     o.frequency_source = s.at("frequency_source").get<std::string>();
     o.frequency_files = s.at("frequency_files").get<std::vector<std::string>>();
     o.limit = s.at("limit").get<int64_t>();
+    o.stage = s.value("stage", "values");
     o.shard_index = s.at("shard").at("index").get<int>();
     o.shard_count = s.at("shard").at("count").get<int>();
     r.partial = j.at("partial").get<bool>();
@@ -344,7 +346,7 @@ void merge_into(HeadReport& into, const HeadReport& other) {
   if (a.metrics != b.metrics) differ("metrics");
   if (a.frequency_source != b.frequency_source || a.frequency_files != b.frequency_files) differ("frequency source");
   if (a.rare_min_rank != b.rare_min_rank || a.strip_subtypes != b.strip_subtypes ||
-      a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit)
+      a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit || a.stage != b.stage)
     differ("settings");
   if (into.heads.size() != other.heads.size()) differ("heads");
   for (size_t i = 0; i < into.heads.size(); ++i) {

@@ -48,6 +48,9 @@ struct ReportSettings {
   std::string frequency_source;         // "freq-files", "model-folder" or "dataset"
   std::vector<std::string> frequency_files;
   int64_t limit = 0;                    // 0 = every sentence
+  // Which maps the attention measures read: "values" (U, the weights that multiply the values; the
+  // default) or "softmax" (W, the softmax output — differs from U only for talking heads and mixing).
+  std::string stage = "values";
   int shard_index = 0, shard_count = 1;  // this report holds sentences with index % count == index
   bool has(const std::string& metric) const;
 };

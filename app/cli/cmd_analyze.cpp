@@ -25,7 +25,7 @@ namespace headlab::app {
 namespace {
 
 struct AnalyzeCliOptions {
-  std::string model, out, shard;
+  std::string model, out, shard, stage = "values";
   std::vector<std::string> data, metrics, freq;
   int64_t limit = 0, max_tokens = 0;
   bool strip_subtypes = false;
@@ -105,6 +105,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   auto& s = o.settings;
   s.metrics = c.metrics;
   s.limit = c.limit;
+  s.stage = c.stage;
   s.strip_subtypes = c.strip_subtypes;
   s.positional_threshold = c.positional;
   s.rare_threshold = c.rare;
@@ -222,6 +223,9 @@ void add_analyze_command(CLI::App& app, Action& action) {
                   "I/N: analyse every N-th sentence from the I-th (default: Slurm array or mpirun environment)");
   cmd->add_option("--max-tokens", c->max_tokens, "Skip longer sentences (default: the model's positions)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--stage", c->stage,
+                  "Maps the attention measures read: values (U, what multiplies the values) or softmax (W)")
+      ->check(CLI::IsMember({"values", "softmax"}));
   cmd->add_flag("--strip-subtypes", c->strip_subtypes, "Score nsubj:pass as nsubj (subtypes are kept by default)");
   cmd->add_option("--positional-threshold", c->positional, "Positional head: share at one offset >= this")
       ->check(CLI::Range(0.0, 1.0));

@@ -454,3 +454,42 @@ TEST_CASE("headlab run --rollout --logit-spectra adds rollout, flow and logit sp
     }
   }
 }
+
+TEST_CASE("the measures read U by default and W on request; they differ under a post-softmax mix", "[analysis][analyze]") {
+  // Talking heads (Shazeer et al. 2020) mix the softmax weights W into U = W·P_w: the roles of the
+  // maps that multiply the values are not those of the softmax output.
+  TinyModel tiny;
+  test::TempDir data("analyze-stage");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::ofstream(data.str("x.conllu")) << tree_file(words, 6);
+  auto config = tiny.model->config;
+  config.encoder->attention.talking_heads = core::TalkingHeads{4, 4, 4};
+  auto model = core::make_random_model(config, 5);
+  model->tokenizer = tiny.model->tokenizer;
+  {
+    torch::NoGradGuard no_grad;
+    // P_w: a cyclic permutation of the heads, so U's head h is W's head h+1.
+    for (int l = 0; l < config.encoder->layers; ++l) {
+      auto& post = model->module->block("encoder", l)->attn->post_mix;
+      post.zero_();
+      for (int h = 0; h < 4; ++h) post[(h + 1) % 4][h] = 1.0f;
+    }
+  }
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.settings.metrics = {"confidence", "positional"};
+  const auto values = analysis::analyze(*model, o).report;
+  o.settings.stage = "softmax";
+  const auto softmax = analysis::analyze(*model, o).report;
+  CHECK(analysis::to_json(softmax)["settings"]["stage"] == "softmax");
+  for (int l = 0; l < config.encoder->layers; ++l)
+    for (int h = 0; h < 4; ++h) {
+      const auto& u = *values.find("encoder", l, h);
+      const auto& w = *softmax.find("encoder", l, (h + 1) % 4);
+      CHECK(u.confidence == Approx(w.confidence));
+      CHECK(u.offsets == w.offsets);
+    }
+  CHECK(values.find("encoder", 0, 0)->confidence != Approx(softmax.find("encoder", 0, 0)->confidence));
+  o.settings.stage = "logits";
+  CHECK_THROWS_WITH(analysis::analyze(*model, o), Catch::Contains("unknown stage 'logits'"));
+}
