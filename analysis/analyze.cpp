@@ -181,6 +181,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     int64_t index = 0;
     for (DatasetSentence sentence; reader.next(sentence); ++index) {
       if (s.limit > 0 && index >= s.limit) break;
+      if (o.cancel && o.cancel->load()) break;  // the main loop below stops at once, marked partial
       if (index % s.shard_count == s.shard_index) ++total_sentences;
       if (count_dataset) core::count_tokens(tok, sentence.text, counts);
     }

@@ -493,3 +493,54 @@ TEST_CASE("the measures read U by default and W on request; they differ under a 
   o.settings.stage = "logits";
   CHECK_THROWS_WITH(analysis::analyze(*model, o), Catch::Contains("unknown stage 'logits'"));
 }
+
+TEST_CASE("an encoder-decoder is measured on every stack: encoder, decoder and cross-attention", "[analysis][analyze]") {
+  TinyModel tiny;
+  test::TempDir data("analyze-encdec");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::ofstream(data.str("x.conllu")) << tree_file(words, 5);
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/encoder-decoder.json");
+  config.vocab_size = static_cast<int>(tiny.model->tokenizer->vocab_size());
+  auto model = core::make_random_model(config, 7);
+  model->tokenizer = tiny.model->tokenizer;
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.settings.min_relation_count = 1;
+  const auto r = analysis::analyze(*model, o).report;  // every measure
+  CHECK(r.sentences == 5);
+  for (const char* stack : {"encoder", "decoder", "cross"}) {
+    INFO(stack);
+    const auto* h = r.find(stack, 1, 1);
+    REQUIRE(h);
+    CHECK(h->queries > 0);
+    CHECK(h->lrp_sentences == 5);
+    CHECK(h->importance_sentences == 5);
+    CHECK(h->spectrum.has_value());
+    CHECK(r.relations.count(stack) == 1);
+  }
+  CHECK(r.lrp_sentences_over_tolerance == 0);
+  CHECK(std::any_of(r.notes.begin(), r.notes.end(),
+                    [](const std::string& n) { return n.find("encoder-decoder") != std::string::npos; }));
+}
+
+TEST_CASE("Ctrl-C during headlab analyze writes what is complete, marked partial", "[analysis][cli]") {
+  TinyModel tiny;
+  test::TempDir out("analyze-sigint");
+  {
+    std::ofstream text(out.str("long.txt"));
+    for (int i = 0; i < 200000; ++i) text << "the cat sat on the mat and the dog ate a red bone at home\n";
+  }
+  std::string output;
+  // SIGINT after two seconds; the whole file would take far longer.
+  const int code = test::run_command("timeout --preserve-status -s INT 2 " + std::string(HEADLAB_BINARY) + " analyze --model " +
+                                         tiny.dir.str("model") + " --data " + out.str("long.txt") +
+                                         " --metrics confidence,positional --out " + out.str("report"),
+                                     output);
+  INFO(output);
+  CHECK(code == 130);
+  const auto report = analysis::read_head_report(out.str("report"));
+  CHECK(report.partial);
+  CHECK(report.sentences > 0);
+  CHECK(report.sentences < 200000);
+  CHECK(report.heads[0].queries == report.tokens - 2 * report.sentences);  // [CLS]/[SEP] are not queries
+}
