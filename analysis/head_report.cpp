@@ -117,6 +117,31 @@ void HeadReport::finalize() {
 // head − dependent; one fixed offset per relation serves both directions (the same arcs, read from
 // either end), which is how Clark et al.'s baseline is defined.
 
+std::vector<BestRelationHead> best_heads_per_relation(const HeadReport& report) {
+  std::vector<std::string> stacks;
+  for (const auto& h : report.heads)
+    if (std::find(stacks.begin(), stacks.end(), h.stack) == stacks.end()) stacks.push_back(h.stack);
+  std::vector<BestRelationHead> out;
+  for (const auto& stack : stacks) {
+    std::vector<std::pair<std::string, std::string>> keys;  // (relation, direction)
+    for (const auto& h : report.heads)
+      if (h.stack == stack)
+        for (const auto& sc : h.syntactic)
+          if (std::find(keys.begin(), keys.end(), std::make_pair(sc.relation, sc.direction)) == keys.end())
+            keys.emplace_back(sc.relation, sc.direction);
+    for (const auto& [relation, direction] : keys) {
+      BestRelationHead best{stack, nullptr, nullptr};
+      for (const auto& h : report.heads)
+        if (h.stack == stack)
+          for (const auto& sc : h.syntactic)
+            if (sc.relation == relation && sc.direction == direction && (!best.score || sc.accuracy > best.score->accuracy))
+              best.head = &h, best.score = &sc;
+      if (best.score) out.push_back(best);
+    }
+  }
+  return out;
+}
+
 // ---- JSON ----------------------------------------------------------------------------------------
 
 namespace {

@@ -132,6 +132,15 @@ struct HeadReport {
   const HeadEntry* find(const std::string& stack, int layer, int head) const;
 };
 
+// The head with the best accuracy for each relation and direction of each stack (stacks in the
+// order the heads list them; relations in the order the heads hold them) — the syntactic table.
+struct BestRelationHead {
+  std::string stack;
+  const HeadEntry* head = nullptr;
+  const SyntacticScore* score = nullptr;
+};
+std::vector<BestRelationHead> best_heads_per_relation(const HeadReport& report);
+
 nlohmann::json to_json(const HeadReport& report);
 // Reads a report written by to_json; throws std::runtime_error naming the key on a malformed one.
 HeadReport head_report_from_json(const nlohmann::json& json);

@@ -3,6 +3,8 @@
 // files show the same thing.
 #include "analysis/report_figures.h"
 
+#include "analysis/viridis.h"
+
 #include <cairo-svg.h>
 #include <cairo.h>
 
@@ -30,23 +32,9 @@ struct Colour {
   double r = 0, g = 0, b = 0;
 };
 
-// matplotlib's viridis as a degree-6 polynomial per channel (fit by Matt Zucker, CC0; max error under
-// one 8-bit step): viridis(0) = #440154, viridis(1) = #fde725.
+// matplotlib's viridis (analysis/viridis.h): viridis(0) = #440154, viridis(1) = #fde725.
 Colour viridis(double t) {
-  t = std::isfinite(t) ? std::clamp(t, 0.0, 1.0) : 0.0;
-  static const double c[7][3] = {{0.2777273272234177, 0.005407344544966578, 0.3340998053353061},
-                                 {0.1050930431085774, 1.404613529898575, 1.384590162594685},
-                                 {-0.3308618287255563, 0.214847559468213, 0.09509516302823659},
-                                 {-4.634230498983486, -5.799100973351585, -19.33244095627987},
-                                 {6.228269936347081, 14.17993336680509, 56.69055260068105},
-                                 {4.776384997670288, -13.74514537774601, -65.35303263337234},
-                                 {-5.435455855934631, 4.645852612178535, 26.3124352495832}};
-  double v[3];
-  for (int ch = 0; ch < 3; ++ch) {
-    double acc = c[6][ch];
-    for (int i = 5; i >= 0; --i) acc = acc * t + c[i][ch];
-    v[ch] = std::clamp(acc, 0.0, 1.0);
-  }
+  const auto v = analysis::viridis(t);
   return {v[0], v[1], v[2]};
 }
 
@@ -514,32 +502,17 @@ struct RelationBar {
 
 std::vector<RelationBar> relation_bars(const HeadReport& report) {
   std::vector<RelationBar> bars;
-  const auto stacks = stacks_of(report);
-  for (const auto& stack : stacks) {
-    std::vector<std::pair<std::string, std::string>> keys;
-    for (const auto& h : report.heads)
-      if (h.stack == stack)
-        for (const auto& sc : h.syntactic)
-          if (std::find(keys.begin(), keys.end(), std::make_pair(sc.relation, sc.direction)) == keys.end())
-            keys.emplace_back(sc.relation, sc.direction);
-    for (const auto& [relation, direction] : keys) {
-      const HeadEntry* best = nullptr;
-      const SyntacticScore* score = nullptr;
-      for (const auto& h : report.heads)
-        if (h.stack == stack)
-          for (const auto& sc : h.syntactic)
-            if (sc.relation == relation && sc.direction == direction && (!score || sc.accuracy > score->accuracy))
-              best = &h, score = &sc;
-      if (!score) continue;
-      RelationBar b;
-      b.label = (stacks.size() > 1 ? stack + ": " : "") + relation + " " + short_direction(direction);
-      b.head = "L" + std::to_string(best->layer) + " H" + std::to_string(best->head);
-      b.accuracy = score->accuracy;
-      b.baseline = score->baseline;
-      b.baseline_offset = score->baseline_offset;
-      b.role = score->is_role;
-      bars.push_back(b);
-    }
+  const bool several_stacks = stacks_of(report).size() > 1;
+  for (const auto& best : best_heads_per_relation(report)) {
+    const SyntacticScore& score = *best.score;
+    RelationBar b;
+    b.label = (several_stacks ? best.stack + ": " : "") + score.relation + " " + short_direction(score.direction);
+    b.head = "L" + std::to_string(best.head->layer) + " H" + std::to_string(best.head->head);
+    b.accuracy = score.accuracy;
+    b.baseline = score.baseline;
+    b.baseline_offset = score.baseline_offset;
+    b.role = score.is_role;
+    bars.push_back(b);
   }
   return bars;
 }

@@ -285,30 +285,11 @@ std::string to_markdown(const HeadReport& report) {
   if (s.has("syntactic")) {
     md << "## Syntactic heads against baselines\n\n";
     std::vector<std::vector<std::string>> rows;
-    std::set<std::string> stacks;
-    for (const auto& h : report.heads) stacks.insert(h.stack);
-    for (const auto& stack : stacks) {
-      // (relation, direction) in the order the heads hold them.
-      std::vector<std::pair<std::string, std::string>> keys;
-      for (const auto& h : report.heads)
-        if (h.stack == stack)
-          for (const auto& sc : h.syntactic)
-            if (std::find(keys.begin(), keys.end(), std::make_pair(sc.relation, sc.direction)) == keys.end())
-              keys.emplace_back(sc.relation, sc.direction);
-      for (const auto& [relation, direction] : keys) {
-        const HeadEntry* best = nullptr;
-        const SyntacticScore* best_score = nullptr;
-        for (const auto& h : report.heads)
-          if (h.stack == stack)
-            for (const auto& sc : h.syntactic)
-              if (sc.relation == relation && sc.direction == direction &&
-                  (!best_score || sc.accuracy > best_score->accuracy))
-                best = &h, best_score = &sc;
-        if (!best_score) continue;
-        rows.push_back({stack, relation, direction, head_name(*best), percent(best_score->accuracy),
-                        percent(best_score->baseline), signed_offset(best_score->baseline_offset),
-                        std::to_string(best_score->count), best_score->is_role ? "yes" : "no"});
-      }
+    for (const auto& best : best_heads_per_relation(report)) {
+      const SyntacticScore& sc = *best.score;
+      rows.push_back({best.stack, sc.relation, sc.direction, head_name(*best.head), percent(sc.accuracy),
+                      percent(sc.baseline), signed_offset(sc.baseline_offset), std::to_string(sc.count),
+                      sc.is_role ? "yes" : "no"});
     }
     if (rows.empty()) {
       md << "No relation was scored.\n\n";

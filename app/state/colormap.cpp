@@ -1,5 +1,7 @@
 #include "app/state/colormap.h"
 
+#include "analysis/viridis.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,20 +15,7 @@ Rgb colormap_rgb(Colormap map, float t) {
   t = std::isfinite(t) ? std::min(1.0f, std::max(0.0f, t)) : 0.0f;
   auto byte = [](double v) { return static_cast<uint8_t>(std::lround(std::min(1.0, std::max(0.0, v)) * 255.0)); };
   if (map == Colormap::Gray) return {byte(t), byte(t), byte(t)};
-  // Polynomial fit of matplotlib's viridis (Matt Zucker, CC0), max error well under one 8-bit step.
-  static const double c[7][3] = {{0.2777273272234177, 0.005407344544966578, 0.3340998053353061},
-                                 {0.1050930431085774, 1.404613529898575, 1.384590162594685},
-                                 {-0.3308618287255563, 0.214847559468213, 0.09509516302823659},
-                                 {-4.634230498983486, -5.799100973351585, -19.33244095627987},
-                                 {6.228269936347081, 14.17993336680509, 56.69055260068105},
-                                 {4.776384997670288, -13.74514537774601, -65.35303263337234},
-                                 {-5.435455855934631, 4.645852612178535, 26.3124352495832}};
-  double v[3];
-  for (int ch = 0; ch < 3; ++ch) {
-    double acc = c[6][ch];
-    for (int i = 5; i >= 0; --i) acc = acc * t + c[i][ch];
-    v[ch] = acc;
-  }
+  const auto v = analysis::viridis(t);
   return {byte(v[0]), byte(v[1]), byte(v[2])};
 }
 

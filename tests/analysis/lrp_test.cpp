@@ -4,6 +4,7 @@
 // propagation of each head's contribution, the failure of plain gradient × input, finite differences
 // of the loss in the gates, and the `headlab run --lrp` dump.
 #include "test_common.h"
+#include "small_models.h"
 
 #include "analysis/lrp.h"
 #include "core/model.h"
@@ -22,32 +23,11 @@ using headlab::test::TempDir;
 
 namespace {
 
-core::AttentionConfig attention(int heads, int kv_heads, int key_size, int value_size) {
-  core::AttentionConfig a;
-  a.heads = heads;
-  a.kv_heads = kv_heads;
-  a.key_size = key_size;
-  a.value_size = value_size;
-  return a;
-}
+using headlab::test::attention;
 
 core::ModelConfig small_model(core::StackKind kind, const core::AttentionConfig& a, int layers = 2) {
-  core::ModelConfig c;
-  c.kind = kind;
-  c.vocab_size = 29;
-  c.hidden_size = 16;
-  c.max_positions = 32;
-  c.ffn.inner_size = 24;
+  auto c = headlab::test::small_model(kind, a, layers, 29);
   c.lm_head.bias = true;
-  core::StackConfig stack;
-  stack.layers = layers;
-  stack.attention = a;
-  if (kind != core::StackKind::Decoder) c.encoder = stack;
-  if (kind != core::StackKind::Encoder) {
-    c.decoder = stack;
-    if (kind == core::StackKind::EncoderDecoder) c.decoder->cross_attention = attention(2, 2, 8, 8);
-    c.objective = kind == core::StackKind::Decoder ? "causal" : "seq2seq";
-  }
   return c;
 }
 

@@ -2,6 +2,7 @@
 // cancellation and progress, and the pieces a stack adds around attention (RoPE, sinusoidal
 // positions, pre-/post-LN blocks) against independent transcriptions.
 #include "test_common.h"
+#include "small_models.h"
 
 #include "core/model.h"
 #include "core/run.h"
@@ -22,30 +23,10 @@ namespace {
 
 constexpr double kTol = 1e-5;
 
-core::AttentionConfig attention(int heads, int kv_heads, int key_size, int value_size) {
-  core::AttentionConfig a;
-  a.heads = heads;
-  a.kv_heads = kv_heads;
-  a.key_size = key_size;
-  a.value_size = value_size;
-  return a;
-}
+using headlab::test::attention;
 
 core::ModelConfig small_model(core::StackKind kind, const core::AttentionConfig& a, int layers = 3) {
-  core::ModelConfig c;
-  c.kind = kind;
-  c.vocab_size = 23;
-  c.hidden_size = 16;
-  c.max_positions = 32;
-  c.ffn.inner_size = 24;
-  core::StackConfig stack{layers, a, std::nullopt};
-  if (kind != core::StackKind::Decoder) c.encoder = stack;
-  if (kind != core::StackKind::Encoder) {
-    c.decoder = stack;
-    if (kind == core::StackKind::EncoderDecoder) c.decoder->cross_attention = attention(2, 2, 8, 8);
-    c.objective = kind == core::StackKind::Decoder ? "causal" : "seq2seq";
-  }
-  return c;
+  return headlab::test::small_model(kind, a, layers, 23);
 }
 
 std::vector<std::pair<std::string, core::ModelConfig>> model_zoo() {

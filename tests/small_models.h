@@ -1,0 +1,38 @@
+// Tiny model configs the engine and analysis tests build on: one attention config and a model of
+// any stack kind around it (16 wide, 32 positions). Header-only; torch-free.
+#pragma once
+
+#include "core/config.h"
+
+#include <optional>
+
+namespace headlab::test {
+
+inline core::AttentionConfig attention(int heads, int kv_heads, int key_size, int value_size) {
+  core::AttentionConfig a;
+  a.heads = heads;
+  a.kv_heads = kv_heads;
+  a.key_size = key_size;
+  a.value_size = value_size;
+  return a;
+}
+
+// An encoder, decoder or encoder-decoder (cross-attention: 2 heads of 8) of `layers` layers.
+inline core::ModelConfig small_model(core::StackKind kind, const core::AttentionConfig& a, int layers, int vocab_size) {
+  core::ModelConfig c;
+  c.kind = kind;
+  c.vocab_size = vocab_size;
+  c.hidden_size = 16;
+  c.max_positions = 32;
+  c.ffn.inner_size = 24;
+  core::StackConfig stack{layers, a, std::nullopt, {}};
+  if (kind != core::StackKind::Decoder) c.encoder = stack;
+  if (kind != core::StackKind::Encoder) {
+    c.decoder = stack;
+    if (kind == core::StackKind::EncoderDecoder) c.decoder->cross_attention = attention(2, 2, 8, 8);
+    c.objective = kind == core::StackKind::Decoder ? "causal" : "seq2seq";
+  }
+  return c;
+}
+
+}  // namespace headlab::test
