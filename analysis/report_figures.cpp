@@ -3,6 +3,7 @@
 // files show the same thing.
 #include "analysis/report_figures.h"
 
+#include "analysis/cairo_image.h"
 #include "analysis/viridis.h"
 
 #include <cairo-svg.h>
@@ -166,27 +167,14 @@ std::string tick_label(double v, int decimals) {
 // An image of the colormap (or a map) embedded once and scaled with nearest-neighbour sampling.
 void draw_image(cairo_t* cr, int cols, int rows, const std::function<Colour(int, int)>& colour, double x, double y,
                 double w, double h) {
-  cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
-  cairo_surface_flush(img);
-  unsigned char* px = cairo_image_surface_get_data(img);
-  const int stride = cairo_image_surface_get_stride(img);
   auto byte = [](double v) { return uint32_t(std::lround(std::clamp(v, 0.0, 1.0) * 255.0)); };
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) {
-      const Colour k = colour(r, c);
-      reinterpret_cast<uint32_t*>(px + size_t(r) * stride)[c] =
-          (0xFFu << 24) | (byte(k.r) << 16) | (byte(k.g) << 8) | byte(k.b);
-    }
-  cairo_surface_mark_dirty(img);
-  cairo_save(cr);
-  cairo_translate(cr, x, y);
-  cairo_scale(cr, w / cols, h / rows);
-  cairo_set_source_surface(cr, img, 0, 0);
-  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
-  cairo_rectangle(cr, 0, 0, cols, rows);
-  cairo_fill(cr);
-  cairo_restore(cr);
-  cairo_surface_destroy(img);
+  draw_pixels(
+      cr, cols, rows,
+      [&](int r, int c) {
+        const Colour k = colour(r, c);
+        return (byte(k.r) << 16) | (byte(k.g) << 8) | byte(k.b);
+      },
+      x, y, w, h);
 }
 
 constexpr double kBarWidth = 12, kTickSize = 8;

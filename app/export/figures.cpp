@@ -1,5 +1,7 @@
 #include "app/export/figures.h"
 
+#include "analysis/cairo_image.h"
+
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -79,26 +81,13 @@ double text_width(cairo_t* cr, const std::string& s, double size) {
 
 // Draws a map as one embedded image (not a rectangle per cell) scaled with nearest-neighbour.
 void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap colormap, double x, double y, double w, double h) {
-  cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
-  cairo_surface_flush(img);
-  unsigned char* px = cairo_image_surface_get_data(img);
-  const int stride = cairo_image_surface_get_stride(img);
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) {
-      const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.data[static_cast<size_t>(r) * cols + c]));
-      auto* p = reinterpret_cast<uint32_t*>(px + r * stride) + c;
-      *p = (0xFFu << 24) | (uint32_t(rgb.r) << 16) | (uint32_t(rgb.g) << 8) | rgb.b;
-    }
-  cairo_surface_mark_dirty(img);
-  cairo_save(cr);
-  cairo_translate(cr, x, y);
-  cairo_scale(cr, w / cols, h / rows);
-  cairo_set_source_surface(cr, img, 0, 0);
-  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
-  cairo_rectangle(cr, 0, 0, cols, rows);
-  cairo_fill(cr);
-  cairo_restore(cr);
-  cairo_surface_destroy(img);
+  analysis::draw_pixels(
+      cr, cols, rows,
+      [&](int r, int c) {
+        const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.data[static_cast<size_t>(r) * cols + c]));
+        return (uint32_t(rgb.r) << 16) | (uint32_t(rgb.g) << 8) | rgb.b;
+      },
+      x, y, w, h);
   if (map.gate < 1.0f) {
     cairo_set_source_rgba(cr, 0.1, 0.1, 0.1, 0.75 * (1.0 - map.gate));
     cairo_rectangle(cr, x, y, w, h);
