@@ -144,6 +144,10 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       for (size_t h = 0; h < layer.heads.size(); ++h)
         if (HeadEntry* e = r.find(layer.stack, layer.layer, static_cast<int>(h))) e->spectrum = layer.heads[h];
     }
+    const auto pos = model.config.positions;
+    if (pos == core::PositionKind::Rope || pos == core::PositionKind::RopeLearned)
+      r.notes.push_back("spectra: with RoPE a head's scores are x_tᵀ W_Q R(s − t) W_Kᵀ x_s; the spectrum is the "
+                        "form at offset 0 (no rotation), W_Q W_Kᵀ");
     for (const auto& h : r.heads)
       if (h.spectrum && !h.spectrum->applicable) {
         r.notes.push_back("spectra: additive scoring has no bilinear key-query form; its heads have no spectrum");

@@ -544,3 +544,29 @@ TEST_CASE("Ctrl-C during headlab analyze writes what is complete, marked partial
   CHECK(report.sentences < 200000);
   CHECK(report.heads[0].queries == report.tokens - 2 * report.sentences);  // [CLS]/[SEP] are not queries
 }
+
+TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and rare-word heads show", "[analysis][assets]") {
+  // The sample ships in tests/data/ud (CC BY-SA 4.0); the full dev set is checked by the [shared] test.
+  auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
+  analysis::AnalyzeOptions o;
+  o.data = {std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu"};
+  o.settings.metrics = {"confidence", "positional", "rare", "syntactic", "spectra"};
+  const auto r = analysis::analyze(*model, o).report;
+  CHECK(r.sentences == 100);
+  CHECK(r.settings.frequency_source == "model-folder");
+  const auto& plus_one = *r.find("encoder", 3, 2);
+  const auto& minus_one = *r.find("encoder", 3, 7);
+  const auto& rare = *r.find("encoder", 3, 5);
+  CHECK(plus_one.positional_offset == 1);
+  CHECK(plus_one.positional_share > 0.85);
+  CHECK(minus_one.positional_offset == -1);
+  CHECK(minus_one.positional_share > 0.85);
+  CHECK(rare.rare_share > 0.4);
+  // Rare-word evidence against the other heads of its layer.
+  for (int h = 0; h < 8; ++h)
+    if (h != 5) CHECK(r.find("encoder", 3, h)->rare_share < rare.rare_share);
+  CHECK(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("RoPE") != std::string::npos; }));
+  REQUIRE(plus_one.spectrum);
+  CHECK(plus_one.spectrum->singular_values.size() == 256);
+  CHECK(plus_one.spectrum->rank99 <= 32);  // a head's form has rank ≤ d_k = 32
+}

@@ -3,9 +3,12 @@
 
 #include "core/model.h"
 #include "core/run.h"
+#include "core/token_counts.h"
+#include "core/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -44,6 +47,13 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
   REQUIRE(loaded->tokenizer);
   CHECK(loaded->config.vocab_size == loaded->tokenizer->vocab_size());
   CHECK(std::filesystem::exists(model + "/train_log.jsonl"));
+  // The folder carries its training text's token counts (the rare-word measure's frequency corpus):
+  // 300 lines of 7–10 tokens; "the" is the most frequent word.
+  const auto counts = core::load_token_counts(model + "/token_counts.json");
+  CHECK(counts.total == core::count_tokens_in_files(*loaded->tokenizer, {corpus}).total);
+  CHECK(counts.total > 2000);
+  const auto the = *loaded->tokenizer->token_to_id("the");
+  CHECK(*std::max_element(counts.counts.begin(), counts.counts.end()) == counts.counts[the]);
   // Resume to a longer schedule is refused only for data-shaping options; the same command resumes.
   REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
   CHECK(out.find("trained at step 40; held-out (step 40)") != std::string::npos);
