@@ -98,7 +98,7 @@ struct LmHeadConfig {
 struct ModelConfig {
   std::string name = "model";
   std::string description;  // free text shown by `headlab info`
-  std::string family = "native";  // native | bert | gpt2 | llama | qwen2 (imported folders)
+  std::string family = "native";  // native | bert | gpt2 | llama | qwen2 | mistral (imported folders)
   StackKind kind = StackKind::Encoder;
   int vocab_size = 0;
   int hidden_size = 256;

@@ -145,12 +145,13 @@ std::string family_of(const std::string& arch) {
   if (arch == "GPT2Model" || arch == "GPT2LMHeadModel") return "gpt2";
   if (arch == "LlamaModel" || arch == "LlamaForCausalLM") return "llama";
   if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
+  if (arch == "MistralModel" || arch == "MistralForCausalLM") return "mistral";
   return "";
 }
 
 std::string supported_architectures() {
   return "BertModel, BertForMaskedLM, BertForPreTraining, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
-         "Qwen2Model, Qwen2ForCausalLM";
+         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM";
 }
 
 // modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).
@@ -379,26 +380,36 @@ RopeSettings read_rope(const HfConfig& c) {
   return rope;
 }
 
-// transformers 5 lists every layer's attention type; HeadLab runs these families with full attention
-// in every layer, so a sliding layer is refused rather than run as a full one.
-void require_full_attention_layers(const HfConfig& c) {
+// transformers 5 lists every layer's attention type; HeadLab runs one attention pattern in every
+// layer, so a layer of another type is refused rather than run with the wrong mask.
+void require_layer_types(const HfConfig& c, const std::string& allowed) {
   const json* types = c.find("layer_types");
   if (!types) return;
   if (!types->is_array()) c.fail("'layer_types' must be a list, got " + types->dump());
   for (size_t l = 0; l < types->size(); ++l) {
     const json& t = (*types)[l];
     if (!t.is_string()) c.fail("'layer_types[" + std::to_string(l) + "]' must be a string, got " + t.dump());
-    if (t.get<std::string>() != "full_attention")
+    if (t.get<std::string>() != allowed)
       c.fail("layer_types[" + std::to_string(l) + "] '" + t.get<std::string>() +
-             "' is not supported (a per-layer sliding window; only full_attention)");
+             "' is not supported (HeadLab runs every layer of this folder as " + allowed + ")");
   }
 }
 
-// modeling_llama.py / modeling_qwen2.py: pre-RMSNorm decoder, RoPE in the rotate-half layout
-// (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases.
-Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, bool qwen2) {
+// modeling_llama.py / modeling_qwen2.py / modeling_mistral.py: pre-RMSNorm decoder, RoPE in the
+// rotate-half layout (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases;
+// Mistral a sliding window over the keys.
+Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const std::string& family) {
+  const bool qwen2 = family == "qwen2", mistral = family == "mistral";
   const RopeSettings rope = read_rope(c);
-  require_full_attention_layers(c);
+  // Mistral's sliding_window (null = none): query i sees keys j with i − sliding_window < j ≤ i, i.e.
+  // sliding_window keys counting itself; HeadLab's pattern.window w lets a causal query see its w
+  // predecessors and itself, so w = sliding_window − 1.
+  int sliding_window = 0;
+  if (mistral && c.find("sliding_window")) {
+    sliding_window = c.integer("sliding_window");
+    if (sliding_window < 1) c.fail("sliding_window must be >= 1 (or null), got " + std::to_string(sliding_window));
+  }
+  require_layer_types(c, sliding_window > 0 ? "sliding_attention" : "full_attention");
   const double rotary_fraction = rope.rotary_fraction;
   if (rotary_fraction != 1.0) c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported");
   const std::string act = c.string("hidden_act", "silu");
@@ -408,7 +419,7 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
 
   Layout layout;
   ModelConfig& m = layout.config;
-  m.family = qwen2 ? "qwen2" : "llama";
+  m.family = family;
   m.kind = StackKind::Decoder;
   m.objective = "causal";
   m.vocab_size = c.integer("vocab_size");
@@ -432,6 +443,7 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   StackConfig stack;
   stack.layers = c.integer("num_hidden_layers");
   stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
+  if (sliding_window > 0) stack.attention.pattern.window = sliding_window - 1;
   m.decoder = stack;
 
   Sources s(has);

@@ -58,9 +58,10 @@ using HasTensor = std::function<bool(const std::string&)>;
 // `arch` is config.json's architectures[0]; the family functions throw for unsupported options.
 Layout bert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 Layout gpt2_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
-Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, bool qwen2);
+// family: "llama", "qwen2" or "mistral".
+Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);
 
-// The family of a supported architecture name ("bert", "gpt2", "llama", "qwen2"), "" otherwise.
+// The family of a supported architecture name ("bert", "gpt2", "llama", "qwen2", "mistral"), "" otherwise.
 std::string family_of(const std::string& arch);
 // The supported architecture names, comma-separated, for error messages.
 std::string supported_architectures();

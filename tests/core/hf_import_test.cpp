@@ -120,7 +120,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
     const char* dtype;
   };
   for (const Case& c : {Case{"bert", "bert", "F32"}, Case{"gpt2", "gpt2", "F32"}, Case{"llama", "llama", "F32"},
-                        Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"}}) {
+                        Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"},
+                        Case{"mistral", "mistral", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -177,6 +178,13 @@ TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
     CHECK(c.decoder->attention.key_size == 16);
     CHECK((c.decoder->attention.qkv_bias && c.decoder->attention.out_bias));
     CHECK(c.lm_head.tied);
+  }
+  SECTION("Mistral: Llama's layout with a sliding window of 4 keys (3 before the query)") {
+    const auto c = load_model(fixture("mistral"))->config;
+    CHECK(c.family == "mistral");
+    CHECK(c.decoder->attention.pattern.window == 3);
+    CHECK_FALSE(c.decoder->attention.qkv_bias);
+    CHECK(c.decoder->attention.key_size == 8);
   }
   SECTION("Qwen2: q/k/v biases, no o_proj bias, sharded checkpoint") {
     const auto c = load_model(fixture("qwen2"))->config;
@@ -251,6 +259,20 @@ TEST_CASE("hf import: transformers 5 config spellings are read or refused", "[hf
     sliding["layer_types"] = {"full_attention", "sliding_attention"};
     write_variant(dir, sliding, weights);
     CHECK_THAT(load_error(dir.str()), Contains("layer_types[1] 'sliding_attention'") && Contains("not supported"));
+
+    // Mistral's layers all slide: layer_types must agree with sliding_window.
+    auto mistral = read_json(fixture("mistral/config.json"));
+    const Tensors mistral_weights = read_all(fixture("mistral/model.safetensors"));
+    mistral["layer_types"] = {"sliding_attention", "sliding_attention"};
+    write_variant(dir, mistral, mistral_weights);
+    CHECK(load_model(dir.str())->config.decoder->attention.pattern.window == 3);
+    mistral["layer_types"] = {"sliding_attention", "full_attention"};
+    write_variant(dir, mistral, mistral_weights);
+    CHECK_THAT(load_error(dir.str()), Contains("layer_types[1] 'full_attention'"));
+    mistral.erase("layer_types");
+    mistral["sliding_window"] = 0;
+    write_variant(dir, mistral, mistral_weights);
+    CHECK_THAT(load_error(dir.str()), Contains("sliding_window must be >= 1"));
 
     auto partial = v5;
     partial["rope_parameters"]["partial_rotary_factor"] = 0.5;

@@ -11,7 +11,8 @@ For each folder under tests/data/hf/ it writes
                         "logits" [T, V] and "attentions.<layer>" [heads, T, T]
 
 The reference forward passes below are independent transcriptions of the eager code paths of
-transformers' modeling_bert.py, modeling_gpt2.py, modeling_llama.py and modeling_qwen2.py
+transformers' modeling_bert.py, modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py and
+modeling_mistral.py
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -295,6 +296,10 @@ def llama_reference(W, cfg, ids, qwen2):
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos().double(), emb.sin().double()
     mask = torch.triu(torch.full((T, T), torch.finfo(torch.float64).min, dtype=torch.float64), diagonal=1)
+    if cfg.get("sliding_window") and cfg.get("model_type") == "mistral":
+        # modeling_mistral.py: query i sees keys j with i - sliding_window < j <= i.
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        mask = mask.masked_fill(j <= i - cfg["sliding_window"], torch.finfo(torch.float64).min)
     x = W[p + "embed_tokens.weight"][torch.tensor(ids)]
     out = {}
     for l in range(cfg["num_hidden_layers"]):
@@ -395,9 +400,20 @@ def make_qwen2(g):
     write_folder("qwen2", cfg, w, llama_reference(as_f64(w), cfg, IDS, True), IDS, shards=2)
 
 
+def make_mistral(g):
+    # Mistral: Llama's layout with a sliding window of 4 keys (the query and the 3 before it), so the
+    # window cuts into the 12-token input.
+    cfg = dict(LLAMA_BASE, architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=4,
+               rope_theta=10000.0, head_dim=8)
+    for key in ("attention_bias", "mlp_bias", "pretraining_tp"):
+        cfg.pop(key)
+    w = llama_weights(g, cfg, False)
+    write_folder("mistral", cfg, w, llama_reference(as_f64(w), cfg, IDS, False), IDS)
+
+
 def main():
     torch.manual_seed(0)
-    for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2]):
+    for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral]):
         make(torch.Generator().manual_seed(1000 + i))
 
 
