@@ -44,13 +44,17 @@ std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int
     return {WQ * f64(a.mix[head]).unsqueeze(0), WK};
   }
   const int64_t dk = c.key_size;
+  // qk_norm: q̂ᵀk̂ = qᵀ diag(w_q ⊙ w_k) k / (rms(q) rms(k)); up to that positive per-pair factor the
+  // form is W_Q diag(w_q ⊙ w_k) W_Kᵀ.
+  torch::Tensor WQ_scaled = WQ;
+  if (c.qk_norm) WQ_scaled = WQ * (f64(a.q_norm) * f64(a.k_norm)).repeat({c.heads}).unsqueeze(0);
   if (c.talking_heads) {
     // Shazeer et al. 2020: L_h = Σ_k P_l[k, h] J_k, so B_h = Σ_k P_l[k, h] W_Q^k W_K^kᵀ = (W_Q · diag(P_l[:, h] ⊗ 1_{d_k})) W_Kᵀ.
     auto weights = f64(a.pre_mix).select(1, head).repeat_interleave(dk);  // [h_k·d_k]
-    return {WQ * weights.unsqueeze(0), WK};
+    return {WQ_scaled * weights.unsqueeze(0), WK};
   }
   const int group = c.heads / c.kv_heads;  // GQA/MQA: query head h reads kv head h / group
-  return {WQ.narrow(1, head * dk, dk), WK.narrow(1, (head / group) * dk, dk)};
+  return {WQ_scaled.narrow(1, head * dk, dk), WK.narrow(1, (head / group) * dk, dk)};
 }
 
 // Singular values of A Cᵀ ([D, D]) from its factors. With r < D: A = Q_A R_A, C = Q_C R_C, so

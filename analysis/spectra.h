@@ -8,7 +8,9 @@
 //   decoupled key size: the same, with d_k columns;
 //   talking heads:  Σ_k P_l[k, h] W_Q^k W_K^kᵀ over the h_k key heads (the pre-softmax mix);
 //   collaborative:  W̃_Q diag(m_h) W̃_Kᵀ;
-//   additive scoring has no bilinear form: its heads get no spectrum (`applicable` false).
+//   additive scoring has no bilinear form: its heads get no spectrum (`applicable` false);
+//   qk_norm (per-head RMSNorm of q and k, Qwen3): W_Q diag(w_q ⊙ w_k) W_Kᵀ, the form up to the
+//   positive factor 1 / (rms(q) rms(k)) of each query-key pair.
 // RoPE models: the rotation depends on the offset t − s; the form computed is the one at offset 0
 // (no rotation), which is what the spectrum means there. The logit scale is left out (it scales
 // every singular value alike), and so are the biases (query/key biases, the collaborative content

@@ -84,6 +84,10 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
     post_mix = register_parameter("post_mix", torch::eye(c.softmax_heads(), c.output_heads()));
   }
   if (c.scoring == Scoring::Additive) score_v = register_parameter("score_v", torch::ones({c.heads, c.key_size}));
+  if (c.qk_norm) {
+    q_norm = register_parameter("q_norm", torch::ones({c.key_size}));
+    k_norm = register_parameter("k_norm", torch::ones({c.key_size}));
+  }
 }
 
 torch::Tensor AttentionImpl::scores(const torch::Tensor& q_heads, const torch::Tensor& k_heads) const {
@@ -124,6 +128,16 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   } else {
     q_heads = q(x).view({B, T, c.heads, c.key_size}).transpose(1, 2);
     k_heads = k(y).view({B, S, c.kv_heads, c.key_size}).transpose(1, 2);
+    if (c.qk_norm) {
+      // Per-head RMSNorm over d_k before RoPE (Qwen3); with LRP the root-mean-square is a constant
+      // (analysis/LRP.md rule 2).
+      auto rms_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
+        auto rms = (t.pow(2).mean(-1, true) + c.qk_norm_eps).sqrt();
+        return t / (call.lrp ? rms.detach() : rms) * w;
+      };
+      q_heads = rms_norm(q_heads, q_norm);
+      k_heads = rms_norm(k_heads, k_norm);
+    }
     if (call.rope.defined()) {
       q_heads = apply_rope(q_heads, call.rope);
       k_heads = apply_rope(k_heads, call.rope);

@@ -78,6 +78,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor pre_mix;    // talking-heads P_l: [h_k, h]
   torch::Tensor post_mix;   // talking-heads P_w: [h, h_v]
   torch::Tensor score_v;    // additive scoring v: [h, d_k]
+  torch::Tensor q_norm, k_norm;  // qk_norm RMSNorm weights: [d_k] each
 
  private:
   torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k) const;  // J

@@ -108,6 +108,8 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   }
   if (a.collaborative && a.collaborative->shared_key_size < 1) problem("collaborative: shared_key_size must be >= 1");
   if (a.scoring == Scoring::Additive && a.collaborative) problem("additive scoring cannot be collaborative");
+  if (a.qk_norm && a.collaborative) problem("qk_norm cannot be combined with collaborative heads (no per-head keys)");
+  if (a.qk_norm && !(a.qk_norm_eps > 0)) problem("qk_norm_eps must be > 0");
   if (a.pattern.window < 0) problem("pattern.window must be >= 0");
   if (a.pattern.dilation < 1) problem("pattern.dilation must be >= 1");
   for (int g : a.pattern.global_tokens)
@@ -152,6 +154,7 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
   } else {
     n += D * a.heads * a.key_size + D * a.kv_heads * a.key_size;
     if (a.qkv_bias) n += int64_t(a.heads + a.kv_heads) * a.key_size;
+    if (a.qk_norm) n += 2 * int64_t(a.key_size);  // q_norm, k_norm weights
   }
   n += D * a.value_heads_stored() * a.value_size + (a.qkv_bias ? int64_t(a.value_heads_stored()) * a.value_size : 0);
   n += int64_t(a.output_heads()) * a.value_size * D + (a.out_bias ? D : 0);
@@ -303,6 +306,10 @@ json to_json(const AttentionConfig& a) {
          {"out_bias", a.out_bias},
          {"pattern", pattern_to_json(a.pattern)}};
   if (a.scale) j["scale"] = *a.scale;
+  if (a.qk_norm) {
+    j["qk_norm"] = true;
+    j["qk_norm_eps"] = a.qk_norm_eps;
+  }
   if (a.talking_heads)
     j["talking_heads"] = {{"key_heads", a.talking_heads->key_heads},
                           {"softmax_heads", a.talking_heads->softmax_heads},
@@ -314,7 +321,7 @@ json to_json(const AttentionConfig& a) {
 AttentionConfig attention_config_from_json(const json& j, const std::string& where) {
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
-                       "talking_heads", "collaborative", "pattern"},
+                       "qk_norm", "qk_norm_eps", "talking_heads", "collaborative", "pattern"},
                    where);
   AttentionConfig a;
   read(j, "heads", a.heads, where);
@@ -331,6 +338,8 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   }
   read(j, "qkv_bias", a.qkv_bias, where);
   read(j, "out_bias", a.out_bias, where);
+  read(j, "qk_norm", a.qk_norm, where);
+  read(j, "qk_norm_eps", a.qk_norm_eps, where);
   if (j.contains("talking_heads") && !j["talking_heads"].is_null()) {
     const std::string w = where + ".talking_heads";
     const json& t = j["talking_heads"];

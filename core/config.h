@@ -60,6 +60,10 @@ struct AttentionConfig {
   std::optional<float> scale;  // logit scale; default 1/sqrt(key_size) (dot), 1 (additive)
   bool qkv_bias = true;
   bool out_bias = true;
+  // Per-head RMSNorm of queries and keys over d_k, with learned weights [d_k], before RoPE (Qwen3's
+  // q_norm/k_norm): q_h ← q_h / sqrt(mean(q_h²) + eps) ⊙ w_q, likewise k. Not with collaborative heads.
+  bool qk_norm = false;
+  float qk_norm_eps = 1e-6f;
   std::optional<TalkingHeads> talking_heads;
   std::optional<Collaborative> collaborative;
   AttentionPattern pattern;
@@ -98,7 +102,7 @@ struct LmHeadConfig {
 struct ModelConfig {
   std::string name = "model";
   std::string description;  // free text shown by `headlab info`
-  std::string family = "native";  // native | bert | gpt2 | llama | qwen2 | mistral (imported folders)
+  std::string family = "native";  // native | bert | gpt2 | llama | qwen2 | mistral | qwen3 (imported folders)
   StackKind kind = StackKind::Encoder;
   int vocab_size = 0;
   int hidden_size = 256;

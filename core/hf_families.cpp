@@ -146,12 +146,13 @@ std::string family_of(const std::string& arch) {
   if (arch == "LlamaModel" || arch == "LlamaForCausalLM") return "llama";
   if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
   if (arch == "MistralModel" || arch == "MistralForCausalLM") return "mistral";
+  if (arch == "Qwen3Model" || arch == "Qwen3ForCausalLM") return "qwen3";
   return "";
 }
 
 std::string supported_architectures() {
   return "BertModel, BertForMaskedLM, BertForPreTraining, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
-         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM";
+         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM";
 }
 
 // modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).
@@ -397,9 +398,10 @@ void require_layer_types(const HfConfig& c, const std::string& allowed) {
 
 // modeling_llama.py / modeling_qwen2.py / modeling_mistral.py: pre-RMSNorm decoder, RoPE in the
 // rotate-half layout (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases;
-// Mistral a sliding window over the keys.
+// Mistral a sliding window over the keys; Qwen3 (modeling_qwen3.py) a per-head RMSNorm of queries
+// and keys before RoPE.
 Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const std::string& family) {
-  const bool qwen2 = family == "qwen2", mistral = family == "mistral";
+  const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3";
   const RopeSettings rope = read_rope(c);
   // Mistral's sliding_window (null = none): query i sees keys j with i − sliding_window < j ≤ i, i.e.
   // sliding_window keys counting itself; HeadLab's pattern.window w lets a causal query see its w
@@ -414,7 +416,7 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   if (rotary_fraction != 1.0) c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported");
   const std::string act = c.string("hidden_act", "silu");
   if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
-  if (qwen2 && c.boolean("use_sliding_window", false))
+  if ((qwen2 || qwen3) && c.boolean("use_sliding_window", false))
     c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
 
   Layout layout;
@@ -444,6 +446,10 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   stack.layers = c.integer("num_hidden_layers");
   stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
   if (sliding_window > 0) stack.attention.pattern.window = sliding_window - 1;
+  if (qwen3) {
+    stack.attention.qk_norm = true;
+    stack.attention.qk_norm_eps = m.norm_eps;  // Qwen3RMSNorm(head_dim, eps=rms_norm_eps)
+  }
   m.decoder = stack;
 
   Sources s(has);
@@ -457,6 +463,10 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
     s.linear(n + "attn.k", h + "self_attn.k_proj", stack.attention.qkv_bias);
     s.linear(n + "attn.v", h + "self_attn.v_proj", stack.attention.qkv_bias);
     s.linear(n + "attn.o", h + "self_attn.o_proj", stack.attention.out_bias);
+    if (qwen3) {
+      s.copy(n + "attn.q_norm", h + "self_attn.q_norm.weight");
+      s.copy(n + "attn.k_norm", h + "self_attn.k_norm.weight");
+    }
     s.norm(n + "ffn_norm", h + "post_attention_layernorm", false);
     s.linear(n + "ffn.gate", h + "mlp.gate_proj", mlp_bias);
     s.linear(n + "ffn.up", h + "mlp.up_proj", mlp_bias);

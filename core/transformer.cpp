@@ -211,7 +211,7 @@ void initialize_weights(Transformer& model, uint64_t seed) {
     auto ends_with = [&](const std::string& suffix) {
       return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (ends_with("norm.weight")) {
+    if (ends_with("norm.weight") || ends_with(".q_norm") || ends_with(".k_norm")) {
       p.fill_(1.0);
     } else if (ends_with(".bias") || ends_with("head_bias")) {
       p.zero_();

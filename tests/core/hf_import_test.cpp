@@ -121,7 +121,7 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
   };
   for (const Case& c : {Case{"bert", "bert", "F32"}, Case{"gpt2", "gpt2", "F32"}, Case{"llama", "llama", "F32"},
                         Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"},
-                        Case{"mistral", "mistral", "F32"}}) {
+                        Case{"mistral", "mistral", "F32"}, Case{"qwen3", "qwen3", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -185,6 +185,16 @@ TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
     CHECK(c.decoder->attention.pattern.window == 3);
     CHECK_FALSE(c.decoder->attention.qkv_bias);
     CHECK(c.decoder->attention.key_size == 8);
+  }
+  SECTION("Qwen3 (a transformers 5 config): q/k RMSNorm, head_dim unlike hidden/heads, tied, no biases") {
+    const auto c = load_model(fixture("qwen3"))->config;
+    CHECK(c.family == "qwen3");
+    CHECK(c.decoder->attention.qk_norm);
+    CHECK(c.decoder->attention.qk_norm_eps == Approx(1e-6));
+    CHECK(c.decoder->attention.key_size == 12);
+    CHECK(c.rope_theta == Approx(1e6));  // from rope_parameters
+    CHECK_FALSE(c.decoder->attention.qkv_bias);
+    CHECK(c.lm_head.tied);
   }
   SECTION("Qwen2: q/k/v biases, no o_proj bias, sharded checkpoint") {
     const auto c = load_model(fixture("qwen2"))->config;

@@ -11,8 +11,8 @@ For each folder under tests/data/hf/ it writes
                         "logits" [T, V] and "attentions.<layer>" [heads, T, T]
 
 The reference forward passes below are independent transcriptions of the eager code paths of
-transformers' modeling_bert.py, modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py and
-modeling_mistral.py
+transformers' modeling_bert.py, modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py,
+modeling_mistral.py and modeling_qwen3.py
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -308,6 +308,9 @@ def llama_reference(W, cfg, ids, qwen2):
         q = linear(a, W, h + "self_attn.q_proj", q_bias).view(T, H, hd).transpose(0, 1)
         k = linear(a, W, h + "self_attn.k_proj", q_bias).view(T, KV, hd).transpose(0, 1)
         v = linear(a, W, h + "self_attn.v_proj", q_bias).view(T, KV, hd).transpose(0, 1)
+        if cfg.get("model_type") == "qwen3":  # modeling_qwen3.py: q_norm/k_norm over head_dim, before RoPE
+            q = rms_norm(q, W[h + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, W[h + "self_attn.k_norm.weight"], eps)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin  # apply_rotary_pos_emb
         n_rep = H // KV  # repeat_kv
         k = k[:, None].expand(KV, n_rep, T, hd).reshape(KV * n_rep, T, hd)
@@ -350,6 +353,9 @@ def llama_weights(g, cfg, qwen2, inv_freq_buffer=False):
         lin(h + "self_attn.k_proj", KV * hd, D, q_bias, 0.3)
         lin(h + "self_attn.v_proj", KV * hd, D, q_bias)
         lin(h + "self_attn.o_proj", D, H * hd, o_bias)
+        if cfg.get("model_type") == "qwen3":
+            w[h + "self_attn.q_norm.weight"] = 1 + rnd(hd, std=0.3)
+            w[h + "self_attn.k_norm.weight"] = 1 + rnd(hd, std=0.3)
         if inv_freq_buffer:  # older Llama checkpoints saved the rotary buffer
             w[h + "self_attn.rotary_emb.inv_freq"] = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2).float() / hd))
         w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
@@ -411,9 +417,24 @@ def make_mistral(g):
     write_folder("mistral", cfg, w, llama_reference(as_f64(w), cfg, IDS, False), IDS)
 
 
+def make_qwen3(g):
+    # Qwen3: per-head RMSNorm of queries and keys (q_norm, k_norm) before RoPE, head_dim (12) unlike
+    # hidden/heads (8), no biases, tied embeddings; written as transformers 5 writes configs.
+    cfg = dict(LLAMA_BASE, architectures=["Qwen3ForCausalLM"], model_type="qwen3", head_dim=12,
+               tie_word_embeddings=True, rms_norm_eps=1e-06, use_sliding_window=False, sliding_window=None,
+               max_window_layers=2, layer_types=["full_attention", "full_attention"], dtype="float32",
+               rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, transformers_version="5.0.0")
+    for key in ("mlp_bias", "pretraining_tp", "rope_theta", "rope_scaling", "torch_dtype"):
+        cfg.pop(key)
+    cfg_ref = dict(cfg, rope_theta=1000000.0)
+    w = llama_weights(g, cfg_ref, False)
+    write_folder("qwen3", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
+
+
 def main():
     torch.manual_seed(0)
-    for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral]):
+    for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral,
+                              make_qwen3]):
         make(torch.Generator().manual_seed(1000 + i))
 
 
