@@ -389,6 +389,33 @@ TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[ana
   CHECK(one.heads[0].spectrum.has_value());
   CHECK(one.heads[0].lrp_sentences == 8);
   CHECK(one.lrp_sentences_over_tolerance == 0);
+  {
+    // The schema a paper's scripts rely on: every field, as written to disk.
+    std::ifstream in(out.str("one") + "/head_report.json");
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j["format"] == "headlab-head-report");
+    CHECK(j["format_version"] == 1);
+    for (const char* key : {"model", "data", "settings", "partial", "heads", "layers", "lrp_conservation"})
+      CHECK(j.contains(key));
+    for (const char* key : {"files", "sentences", "tokens", "skipped"}) CHECK(j["data"].contains(key));
+    for (const char* key : {"max_relative_residual", "sentences_over_tolerance"}) CHECK(j["lrp_conservation"].contains(key));
+    for (const char* key : {"positional_threshold", "rare_threshold", "rare_min_rank", "syntactic_margin",
+                            "min_relation_count", "frequency_source", "metrics"})
+      CHECK(j["settings"].contains(key));
+    const auto& h = j["heads"][0];
+    for (const char* key : {"stack", "layer", "head", "confidence", "confidence_all_keys", "positional", "rare",
+                            "syntactic", "lrp", "importance", "spectrum", "roles"})
+      CHECK(h.contains(key));
+    for (const char* key : {"offset", "share", "is_role"}) CHECK(h["positional"].contains(key));
+    for (const char* key : {"share", "share_two_rarest", "queries", "is_role"}) CHECK(h["rare"].contains(key));
+    for (const char* key : {"raw", "normalized"}) CHECK(h["lrp"].contains(key));
+    for (const char* key : {"singular_values", "rank90", "rank95", "rank99"}) CHECK(h["spectrum"].contains(key));
+    REQUIRE(h["syntactic"].size() > 0);
+    for (const char* key : {"relation", "direction", "accuracy", "baseline", "baseline_offset", "count", "is_role"})
+      CHECK(h["syntactic"][0].contains(key));
+    REQUIRE(j["layers"].size() == 2);
+    CHECK(j["layers"][0]["spectrum"].contains("product"));
+  }
 
   // Two shards from the mpirun environment, then merged: the one-pass report.
   for (int rank = 0; rank < 2; ++rank)
