@@ -57,7 +57,7 @@ int parse_nonnegative(const std::string& text, const std::string& what) {
 // LM's default (the first [MASK]) does not exist in plain sentences, and its last token is [SEP].
 int64_t lrp_position(const TokenizedSentence& ts) {
   for (int64_t t = static_cast<int64_t>(ts.word_of.size()) - 1; t >= 0; --t)
-    if (ts.word_of[size_t(t)] >= 0) return t;
+    if (!ts.special[size_t(t)]) return t;
   return static_cast<int64_t>(ts.ids.size()) - 1;
 }
 
@@ -81,11 +81,13 @@ std::pair<int, int> shard_from(const std::string& text) {
   if (env("SLURM_ARRAY_TASK_ID") && env("SLURM_ARRAY_TASK_COUNT")) {
     const int id = parse_nonnegative(env("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID");
     const int min = env("SLURM_ARRAY_TASK_MIN") ? parse_nonnegative(env("SLURM_ARRAY_TASK_MIN"), "SLURM_ARRAY_TASK_MIN") : 0;
+    const int step = env("SLURM_ARRAY_TASK_STEP") ? parse_nonnegative(env("SLURM_ARRAY_TASK_STEP"), "SLURM_ARRAY_TASK_STEP") : 1;
     const int count = parse_nonnegative(env("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_COUNT");
-    if (count < 1 || id < min || id - min >= count)
-      throw std::invalid_argument("Slurm array task " + std::to_string(id) + " is outside the array's " +
-                                  std::to_string(count) + " tasks from " + std::to_string(min));
-    return {id - min, count};
+    if (count < 1 || step < 1 || id < min || (id - min) % step != 0 || (id - min) / step >= count)
+      throw std::invalid_argument("Slurm array task " + std::to_string(id) + " is not one of the array's " +
+                                  std::to_string(count) + " tasks from " + std::to_string(min) + " in steps of " +
+                                  std::to_string(step));
+    return {(id - min) / step, count};
   }
   // Open MPI's mpirun -np N.
   if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
@@ -194,9 +196,9 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
 
   const int64_t max_tokens = o.max_tokens > 0 ? std::min<int64_t>(o.max_tokens, model.config.max_positions)
                                               : model.config.max_positions;
+  s.max_tokens = max_tokens;
   const bool softmax_stage = s.stage == "softmax";
   const bool maps_needed = s.has("confidence") || s.has("positional") || rare || s.has("syntactic");
-  bool trees_seen = false;
   std::optional<TokenizedSentence> first;  // for the example maps
   int64_t done = 0;
   DatasetReader reader(r.files);
@@ -211,10 +213,10 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     }
     TokenizedSentence ts = tokenize_sentence(tok, sentence);
     const int64_t T = static_cast<int64_t>(ts.ids.size());
-    const bool any_word = std::any_of(ts.word_of.begin(), ts.word_of.end(), [](int w) { return w >= 0; });
+    const bool any_word = std::any_of(ts.special.begin(), ts.special.end(), [](bool special) { return !special; });
     std::string skip;
     if (T > max_tokens) skip = "longer than " + std::to_string(max_tokens) + " tokens";
-    else if (!any_word) skip = "no word tokens";
+    else if (!any_word) skip = "no tokens but special ones";
     if (!skip.empty()) {
       ++r.skipped;
       ++r.skipped_reasons[skip];
@@ -222,6 +224,8 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       SentenceLayout layout;
       layout.query_word = ts.word_of;
       layout.key_word = ts.word_of;
+      layout.query_special = ts.special;
+      layout.key_special = ts.special;
       layout.words = ts.words;
       if (rare) {
         std::vector<int64_t> token_ranks(ts.ids.size(), 0);
@@ -230,7 +234,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
         set_rare_positions(layout, token_ranks, s.rare_min_rank);
       }
       if (s.has("syntactic") && sentence.has_tree()) {
-        trees_seen = true;
+        ++r.tree_sentences;
         layout.arcs = scored_arcs(sentence.heads, sentence.relations, s.strip_subtypes);
       }
       if (maps_needed) {
@@ -274,7 +278,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
         // sentence shorter than that masks its last word token instead of being left out.
         std::vector<int64_t> masked;
         for (int64_t t = 0, k = 0; t < T; ++t)
-          if (ts.word_of[size_t(t)] >= 0 && k++ % 7 == 2) masked.push_back(t);
+          if (!ts.special[size_t(t)] && k++ % 7 == 2) masked.push_back(t);
         if (masked.empty()) masked.push_back(lrp_position(ts));
         const ImportanceResult imp = head_importance(model, ts.ids, {}, masked, decoder_ids);
         for (const auto& [stack, layers] : imp.heads)
@@ -296,8 +300,6 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     }
   }
   if (o.cancel && o.cancel->load() && done < total_sentences) r.partial = true;
-  if (s.has("syntactic") && !trees_seen)
-    r.notes.push_back("syntactic: the data has no dependency trees (give CoNLL-U files); not measured");
   if (rare && s.frequency_source == "dataset")
     r.notes.push_back("rare-word ranks come from the dataset itself; on a small dataset most tokens tie, so give "
                       "--freq FILE… (or a model folder with token_counts.json) for ranks from a larger corpus");
@@ -315,16 +317,19 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     core::RunRequest request;
     request.ids = first->ids;
     if (enc_dec) request.decoder_ids = first->ids;
-    request.capture = core::kCaptureMixedWeights;
+    request.capture = softmax_stage ? core::kCaptureWeights : core::kCaptureMixedWeights;
     request.logit_positions = {0};
     auto trace = core::run(model, request);
     for (const HeadEntry* h : order) {
+      const auto& stages = stages_of(*trace, h->stack, h->layer);
+      const auto& maps = softmax_stage ? stages.weights : core::value_weights(stages);  // [heads, T, S]
+      if (h->head >= maps.size(0)) continue;  // an entry of the other head count (talking heads)
       ExampleMap m;
       m.stack = h->stack;
       m.layer = h->layer;
       m.head = h->head;
       m.tokens = first->tokens;
-      auto map = core::value_weights(stages_of(*trace, h->stack, h->layer))[h->head].to(torch::kFloat32).contiguous();
+      auto map = maps[h->head].to(torch::kFloat32).contiguous();
       m.weights.assign(map.data_ptr<float>(), map.data_ptr<float>() + map.numel());
       m.why = by_lrp ? "high normalised LRP relevance" : "high confidence";
       result.examples.push_back(std::move(m));

@@ -26,11 +26,13 @@ ConlluReader::ConlluReader(const std::string& path) : path_(path), in_(path) {
 bool ConlluReader::next(UdSentence& sentence) {
   sentence = UdSentence{};
   std::string line;
-  int mwt_last = 0;             // last word id covered by the current multi-word token
-  bool mwt_space_after = true;  // that token's own SpaceAfter
+  int mwt_first = 0, mwt_last = 0;  // the word ids the current multi-word token covers
+  std::string mwt_form;             // its surface form
+  bool mwt_space_after = true;      // its own SpaceAfter
   while (std::getline(in_, line)) {
     ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line_no_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
     const std::string where = path_ + ":" + std::to_string(line_no_);
     if (line.empty()) {
       if (!sentence.words.empty()) break;
@@ -48,7 +50,9 @@ bool ConlluReader::next(UdSentence& sentence) {
     const bool space_after = cols[9].find("SpaceAfter=No") == std::string::npos;
     if (cols[0].find('.') != std::string::npos) continue;  // empty node
     if (const auto dash = cols[0].find('-'); dash != std::string::npos) {
+      mwt_first = parse_int(cols[0].substr(0, dash), where, "multi-word token range start");
       mwt_last = parse_int(cols[0].substr(dash + 1), where, "multi-word token range end");
+      mwt_form = cols[1];
       mwt_space_after = space_after;
       continue;
     }
@@ -66,6 +70,14 @@ bool ConlluReader::next(UdSentence& sentence) {
     // own SpaceAfter applies after its last word.
     w.space_after = id < mwt_last ? false : id == mwt_last ? mwt_space_after : space_after;
     sentence.words.push_back(std::move(w));
+    if (id == mwt_last && mwt_first >= 1 && mwt_first < mwt_last) {
+      // "do" + "n't" spell "don't", but Spanish "del" is "de" + "el": where the words do not spell the
+      // token, they are written apart so each keeps its own tokens.
+      std::string joined;
+      for (int i = mwt_first; i <= mwt_last; ++i) joined += sentence.words[size_t(i - 1)].form;
+      if (joined != mwt_form)
+        for (int i = mwt_first; i < mwt_last; ++i) sentence.words[size_t(i - 1)].space_after = true;
+    }
   }
   if (sentence.words.empty()) return false;
   const int n = static_cast<int>(sentence.words.size());

@@ -4,6 +4,7 @@
 #include "core/tokenizer/unicode.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -14,6 +15,13 @@ namespace fs = std::filesystem;
 namespace {
 
 bool has_extension(const fs::path& p, const char* ext) { return p.extension() == ext; }
+
+// CoNLL-U by name: .conllu, .conll or .conllx, any case.
+bool is_conllu(const fs::path& p) {
+  std::string ext = p.extension().string();
+  for (auto& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext == ".conllu" || ext == ".conll" || ext == ".conllx";
+}
 
 // Word spans of a plain-text line: maximal runs of non-whitespace code points.
 std::vector<std::pair<int64_t, int64_t>> whitespace_words(const std::string& text) {
@@ -41,7 +49,7 @@ std::vector<std::string> expand_dataset_paths(const std::vector<std::string>& pa
       std::vector<std::string> conllu, text;
       for (const auto& entry : fs::directory_iterator(path)) {
         if (!entry.is_regular_file()) continue;
-        if (has_extension(entry.path(), ".conllu")) conllu.push_back(entry.path().string());
+        if (is_conllu(entry.path())) conllu.push_back(entry.path().string());
         if (has_extension(entry.path(), ".txt")) text.push_back(entry.path().string());
       }
       auto& chosen = conllu.empty() ? text : conllu;
@@ -72,7 +80,7 @@ bool DatasetReader::next(DatasetSentence& out) {
   auto& s = *impl_;
   while (s.file < files_.size()) {
     const std::string& path = files_[s.file];
-    if (has_extension(path, ".conllu")) {
+    if (is_conllu(path)) {
       if (!s.conllu) s.conllu = std::make_unique<ConlluReader>(path);
       UdSentence ud;
       if (s.conllu->next(ud)) {
@@ -100,6 +108,7 @@ bool DatasetReader::next(DatasetSentence& out) {
       while (std::getline(*s.text, line)) {
         ++s.line_no;
         if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (s.line_no == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // byte-order mark
         auto spans = whitespace_words(line);
         if (spans.empty()) continue;
         out = DatasetSentence{};
@@ -124,9 +133,13 @@ TokenizedSentence tokenize_sentence(const core::Tokenizer& tokenizer, const Data
   out.tokens = encoding.tokens;
   out.words = static_cast<int>(sentence.word_spans.size());
   out.word_of.assign(encoding.ids.size(), -1);
+  out.special.assign(encoding.ids.size(), false);
   for (size_t t = 0; t < encoding.ids.size(); ++t) {
     auto [start, end] = encoding.offsets[t];
-    if (start >= end) continue;  // no character span: a special token
+    if (start >= end) {  // no character span: a special token
+      out.special[t] = true;
+      continue;
+    }
     while (start < end && start < static_cast<int64_t>(cps.size()) && core::tok::is_whitespace(cps[size_t(start)])) ++start;
     if (start >= end) continue;
     // Word spans are sorted: the last span starting at or before `start`.

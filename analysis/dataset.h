@@ -29,12 +29,12 @@ struct DatasetSentence {
   bool has_tree() const { return !heads.empty(); }
 };
 
-// Paths to files: a folder gives its *.conllu files (sorted), or its *.txt files when it has no
-// .conllu; files are taken as given. Throws naming a path that does not exist or a folder with neither.
+// Paths to files: a folder gives its CoNLL-U files (*.conllu, *.conll, *.conllx; sorted), or its
+// *.txt files when it has none; files are taken as given. Throws naming a path that does not exist or a folder with neither.
 std::vector<std::string> expand_dataset_paths(const std::vector<std::string>& paths);
 
-// Streams the sentences of the files in order (.conllu as CoNLL-U, anything else as plain text,
-// one sentence a line; blank lines skipped).
+// Streams the sentences of the files in order (.conllu/.conll/.conllx as CoNLL-U, anything else as
+// plain text, one sentence a line; blank lines skipped; a UTF-8 byte-order mark ignored).
 class DatasetReader {
  public:
   explicit DatasetReader(std::vector<std::string> files);
@@ -52,13 +52,14 @@ class DatasetReader {
 struct TokenizedSentence {
   std::vector<int64_t> ids;
   std::vector<std::string> tokens;
-  std::vector<int> word_of;  // per token: its word, −1 for special tokens (those without a character span)
+  std::vector<int> word_of;   // per token: its word, −1 for special tokens and tokens in no word
+  std::vector<bool> special;  // per token: no character span ([CLS], [SEP], BOS/EOS)
   int words = 0;
 };
 
 // Tokenizes with the tokenizer's own framing (add_special_tokens: [CLS] … [SEP], <s> …). A token
-// belongs to the word whose span holds its first non-space character; a token outside every word
-// span (possible only for odd offsets) is treated as special.
+// belongs to the word whose span holds its first non-space character; a token of whitespace only
+// (GPT-2's lone "Ġ") or outside every word span is not special but belongs to no word.
 TokenizedSentence tokenize_sentence(const core::Tokenizer& tokenizer, const DatasetSentence& sentence);
 
 }  // namespace headlab::analysis

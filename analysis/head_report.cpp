@@ -62,6 +62,9 @@ void HeadReport::finalize() {
       const bool always = std::count(s.always_relations.begin(), s.always_relations.end(), name) > 0;
       if (stats.count > 0 && (always || stats.count >= s.min_relation_count)) scored[stack].push_back(name);
     }
+  const std::string no_trees = "syntactic: the data has no dependency trees (give CoNLL-U files); not measured";
+  notes.erase(std::remove(notes.begin(), notes.end(), no_trees), notes.end());
+  if (s.has("syntactic") && tree_sentences == 0) notes.push_back(no_trees);
   // Heads are indexed within their stack as layer · heads + head.
   std::map<std::string, int> heads_per_layer;
   for (const auto& h : heads) heads_per_layer[h.stack] = std::max(heads_per_layer[h.stack], h.head + 1);
@@ -198,6 +201,7 @@ json to_json(const HeadReport& r) {
                    {"frequency_source", s.frequency_source},
                    {"frequency_files", s.frequency_files},
                    {"limit", s.limit},
+                   {"max_tokens", s.max_tokens},
                    {"stage", s.stage},
                    {"shard", {{"index", s.shard_index}, {"count", s.shard_count}}}};
   json heads = json::array();
@@ -252,7 +256,7 @@ json to_json(const HeadReport& r) {
           {"format_version", kHeadReportFormatVersion},
           {"model", r.model},
           {"data", {{"files", r.files}, {"sentences", r.sentences}, {"tokens", r.tokens}, {"skipped", r.skipped},
-                    {"skipped_reasons", r.skipped_reasons}}},
+                    {"skipped_reasons", r.skipped_reasons}, {"tree_sentences", r.tree_sentences}}},
           {"settings", settings},
           {"partial", r.partial},
           {"heads", heads},
@@ -282,6 +286,7 @@ HeadReport head_report_from_json(const json& j) {
     r.tokens = data.at("tokens").get<int64_t>();
     r.skipped = data.at("skipped").get<int64_t>();
     if (data.contains("skipped_reasons")) r.skipped_reasons = data["skipped_reasons"].get<std::map<std::string, int64_t>>();
+    r.tree_sentences = data.value("tree_sentences", int64_t{0});
     where = "settings";
     const json& s = j.at("settings");
     auto& o = r.settings;
@@ -298,6 +303,7 @@ HeadReport head_report_from_json(const json& j) {
     o.frequency_source = s.at("frequency_source").get<std::string>();
     o.frequency_files = s.at("frequency_files").get<std::vector<std::string>>();
     o.limit = s.at("limit").get<int64_t>();
+    o.max_tokens = s.value("max_tokens", int64_t{0});
     o.stage = s.value("stage", "values");
     o.shard_index = s.at("shard").at("index").get<int>();
     o.shard_count = s.at("shard").at("count").get<int>();
@@ -371,8 +377,15 @@ void merge_into(HeadReport& into, const HeadReport& other) {
   if (a.metrics != b.metrics) differ("metrics");
   if (a.frequency_source != b.frequency_source || a.frequency_files != b.frequency_files) differ("frequency source");
   if (a.rare_min_rank != b.rare_min_rank || a.strip_subtypes != b.strip_subtypes ||
-      a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit || a.stage != b.stage)
+      a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit || a.stage != b.stage ||
+      a.max_tokens != b.max_tokens)
     differ("settings");
+  if (into.files != other.files) differ("data files");
+  if (a.shard_count != b.shard_count)
+    differ("shard count (" + std::to_string(a.shard_count) + " vs " + std::to_string(b.shard_count) + ")");
+  if (a.shard_count > 1 && a.shard_index == b.shard_index)
+    differ("nothing: both are shard " + std::to_string(a.shard_index) + " of " + std::to_string(a.shard_count) +
+           " (merging it twice would count its sentences twice)");
   if (into.heads.size() != other.heads.size()) differ("heads");
   for (size_t i = 0; i < into.heads.size(); ++i) {
     HeadEntry& h = into.heads[i];
@@ -405,9 +418,8 @@ void merge_into(HeadReport& into, const HeadReport& other) {
       add(r.dependent_to_head, st.dependent_to_head);
       add(r.head_to_dependent, st.head_to_dependent);
     }
-  for (const auto& f : other.files)
-    if (std::find(into.files.begin(), into.files.end(), f) == into.files.end()) into.files.push_back(f);
   into.sentences += other.sentences;
+  into.tree_sentences += other.tree_sentences;
   into.tokens += other.tokens;
   into.skipped += other.skipped;
   for (const auto& [k, v] : other.skipped_reasons) into.skipped_reasons[k] += v;
@@ -418,10 +430,35 @@ void merge_into(HeadReport& into, const HeadReport& other) {
     if (into.lrp_failures.size() < 10) into.lrp_failures.push_back(f);
   for (const auto& n : other.notes)
     if (std::find(into.notes.begin(), into.notes.end(), n) == into.notes.end()) into.notes.push_back(n);
-  // The merged report covers every shard.
-  into.settings.shard_index = 0;
-  into.settings.shard_count = 1;
   into.finalize();
+}
+
+HeadReport merge_shards(const std::vector<HeadReport>& shards, bool allow_missing) {
+  if (shards.empty()) throw std::runtime_error("no reports to merge");
+  const int n = shards.front().settings.shard_count;
+  std::vector<int> seen(static_cast<size_t>(std::max(n, 1)), 0);
+  for (const auto& r : shards) {
+    const auto& s = r.settings;
+    if (s.shard_count != n)
+      throw std::runtime_error("cannot merge: the reports differ in shard count (" + std::to_string(n) + " vs " +
+                               std::to_string(s.shard_count) + ")");
+    if (s.shard_index < 0 || s.shard_index >= n) throw std::runtime_error("cannot merge: a shard index is out of range");
+    if (seen[size_t(s.shard_index)]++)
+      throw std::runtime_error("cannot merge: shard " + std::to_string(s.shard_index) + " of " + std::to_string(n) +
+                               " is given twice");
+  }
+  std::string missing;
+  for (int i = 0; i < n; ++i)
+    if (!seen[size_t(i)]) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  if (!missing.empty() && !allow_missing)
+    throw std::runtime_error("cannot merge: shard(s) " + missing + " of " + std::to_string(n) + " are missing");
+  HeadReport merged = shards.front();
+  for (size_t i = 1; i < shards.size(); ++i) merge_into(merged, shards[i]);
+  if (!missing.empty()) merged.notes.push_back("merged without shard(s) " + missing + " of " + std::to_string(n));
+  merged.settings.shard_index = 0;
+  merged.settings.shard_count = 1;
+  merged.finalize();
+  return merged;
 }
 
 // ---- files ---------------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ struct ReportSettings {
   std::string frequency_source;         // "freq-files", "model-folder" or "dataset"
   std::vector<std::string> frequency_files;
   int64_t limit = 0;                    // 0 = every sentence
+  int64_t max_tokens = 0;               // longer sentences were skipped (the model's positions by default)
   // Which maps the attention measures read: "values" (U, the weights that multiply the values; the
   // default) or "softmax" (W, the softmax output — differs from U only for talking heads and mixing).
   std::string stage = "values";
@@ -111,6 +112,7 @@ struct HeadReport {
   int64_t sentences = 0;  // measured
   int64_t tokens = 0;     // tokens of the measured sentences (special ones included)
   int64_t skipped = 0;    // longer than the model's positions (or empty after tokenization)
+  int64_t tree_sentences = 0;  // measured sentences with a dependency tree (CoNLL-U)
   std::map<std::string, int64_t> skipped_reasons;
   ReportSettings settings;
   bool partial = false;  // stopped before the end (Ctrl-C, Stop)
@@ -145,9 +147,14 @@ nlohmann::json to_json(const HeadReport& report);
 // Reads a report written by to_json; throws std::runtime_error naming the key on a malformed one.
 HeadReport head_report_from_json(const nlohmann::json& json);
 
-// Adds `other`'s statistics to `into` (same model, settings and heads; throws std::runtime_error
-// naming the difference otherwise) and finalizes. Merging every shard gives the one-pass report.
+// Adds `other`'s statistics to `into` (same model, files, settings, shard count and heads, another
+// shard; throws std::runtime_error naming the difference otherwise) and finalizes.
 void merge_into(HeadReport& into, const HeadReport& other);
+
+// Merges the shards of one sharded run: every report of the same N, each index once. The result
+// covers every shard (shard 0 of 1) and equals the one-pass report; a missing shard is an error
+// unless `allow_missing` (the result then says which shards it holds in its notes).
+HeadReport merge_shards(const std::vector<HeadReport>& shards, bool allow_missing = false);
 
 // head_report.csv: one row per head (pandas-ready: a header row, plain numbers, empty for absent).
 std::string to_csv(const HeadReport& report);

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace headlab::analysis {
@@ -13,7 +14,7 @@ void set_rare_positions(SentenceLayout& layout, const std::vector<int64_t>& rank
   layout.rarest = layout.second_rarest = -1;
   const int S = static_cast<int>(layout.key_word.size());
   for (int s = 0; s < S; ++s) {
-    if (layout.key_word[s] < 0) continue;
+    if (layout.special_key(size_t(s))) continue;
     if (layout.rarest < 0 || ranks[s] > ranks[layout.rarest]) {
       layout.second_rarest = layout.rarest;
       layout.rarest = s;
@@ -98,14 +99,15 @@ void accumulate_layer(HeadReport& report, const std::string& stack, int layer, i
     HeadEntry* e = report.find(stack, layer, static_cast<int>(h));
     if (!e) throw std::logic_error("accumulate_layer: no entry for " + stack + " " + std::to_string(layer) + "." + std::to_string(h));
     for (int64_t t = 0; t < T; ++t) {
-      if (layout.query_word[t] < 0) continue;
+      if (layout.special_query(size_t(t))) continue;
       const float* row = a + (h * T + t) * S;
-      // Maxima and argmaxes over non-special keys; ties go to the lowest index.
+      // Maxima and argmaxes over non-special keys; ties go to the lowest index. (Mixed weights U may
+      // be negative: the maxima start below every value.)
       int best = -1;
-      float best_value = 0, all_max = 0;
+      float best_value = 0, all_max = std::numeric_limits<float>::lowest();
       for (int64_t s = 0; s < S; ++s) {
         all_max = std::max(all_max, row[s]);
-        if (layout.key_word[s] >= 0 && (best < 0 || row[s] > best_value)) {
+        if (!layout.special_key(size_t(s)) && (best < 0 || row[s] > best_value)) {
           best = static_cast<int>(s);
           best_value = row[s];
         }

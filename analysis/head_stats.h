@@ -18,8 +18,12 @@ namespace headlab::analysis {
 
 // What the measures need to know about one sentence.
 struct SentenceLayout {
-  std::vector<int> query_word;  // per query token: its word, −1 for special tokens
+  std::vector<int> query_word;  // per query token: its word, −1 for special tokens and tokens in no word
   std::vector<int> key_word;    // per key token (cross-attention: the encoder's tokens)
+  // Special tokens (no character span) per query / key; empty: the tokens whose word is −1.
+  std::vector<bool> query_special, key_special;
+  bool special_query(size_t t) const { return query_special.empty() ? query_word[t] < 0 : bool(query_special[t]); }
+  bool special_key(size_t s) const { return key_special.empty() ? key_word[s] < 0 : bool(key_special[s]); }
   int words = 0;
   // Rare word (Voita et al.): the key positions of the sentence's rarest and second-rarest
   // non-special tokens (−1 when none), and whether the sentence counts (rarest rank > rare_min_rank).

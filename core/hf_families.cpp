@@ -370,9 +370,9 @@ RopeSettings read_rope(const HfConfig& c) {
       if (theta_seen && top_level_theta && one.theta != c.number("rope_theta", 0.0))
         c.fail("rope_theta " + json(c.number("rope_theta", 0.0)).dump() + " and '" + where + ".rope_theta' " +
                json(one.theta).dump() + " disagree");
-      if (first_theta && *first_theta != one.theta)
-        c.fail("'" + std::string(key) + "' gives different rope_theta per layer type (" + value->dump() +
-               "); HeadLab runs one RoPE for every layer");
+      if (first_theta && (*first_theta != one.theta || rope.rotary_fraction != one.rotary_fraction))
+        c.fail("'" + std::string(key) + "' gives different rope_theta or partial_rotary_factor per layer type (" +
+               value->dump() + "); HeadLab runs one RoPE for every layer");
       first_theta = one.theta;
       rope = one;
     }

@@ -14,8 +14,11 @@ namespace headlab::core {
 void count_tokens(const Tokenizer& tokenizer, const std::string& text, TokenCounts& counts) {
   if (counts.counts.size() < static_cast<size_t>(tokenizer.vocab_size()))
     counts.counts.resize(static_cast<size_t>(tokenizer.vocab_size()), 0);
+  // Every token the text spells, [UNK] and added tokens typed in the text included: each has a
+  // character span, so it can be a sentence's rarest token. The framing ([CLS], [SEP], BOS) is not
+  // added here and is never a candidate.
   for (int64_t id : tokenizer.encode(text, /*add_special_tokens=*/false).ids) {
-    if (id < 0 || id >= static_cast<int64_t>(counts.counts.size()) || tokenizer.is_special(id)) continue;
+    if (id < 0 || id >= static_cast<int64_t>(counts.counts.size())) continue;
     ++counts.counts[static_cast<size_t>(id)];
     ++counts.total;
   }
@@ -40,14 +43,11 @@ TokenCounts count_tokens_in_files(const Tokenizer& tokenizer, const std::vector<
 std::vector<int64_t> frequency_ranks(const TokenCounts& counts, const Tokenizer& tokenizer) {
   const size_t V = std::max(counts.counts.size(), static_cast<size_t>(tokenizer.vocab_size()));
   auto count_of = [&](size_t id) { return id < counts.counts.size() ? counts.counts[id] : 0; };
-  std::vector<int64_t> sorted;  // counts of the ranked (non-special) ids, descending
-  sorted.reserve(V);
-  for (size_t id = 0; id < V; ++id)
-    if (!tokenizer.is_special(static_cast<int64_t>(id))) sorted.push_back(count_of(id));
+  std::vector<int64_t> sorted(V);  // counts, descending
+  for (size_t id = 0; id < V; ++id) sorted[id] = count_of(id);
   std::sort(sorted.begin(), sorted.end(), std::greater<>());
   std::vector<int64_t> ranks(V, 0);
   for (size_t id = 0; id < V; ++id) {
-    if (tokenizer.is_special(static_cast<int64_t>(id))) continue;
     // Ids strictly more frequent: the prefix of `sorted` greater than this count.
     const auto more = std::lower_bound(sorted.begin(), sorted.end(), count_of(id), std::greater<>()) - sorted.begin();
     ranks[id] = 1 + static_cast<int64_t>(more);

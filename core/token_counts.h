@@ -13,7 +13,7 @@ namespace headlab::core {
 class Tokenizer;
 
 struct TokenCounts {
-  std::vector<int64_t> counts;      // [vocab size] occurrences per id (special tokens never counted)
+  std::vector<int64_t> counts;      // [vocab size] occurrences per id in the text (no framing tokens added)
   int64_t total = 0;                // tokens counted
   std::vector<std::string> files;   // what was counted (file names)
 };
@@ -26,7 +26,8 @@ TokenCounts count_tokens_in_files(const Tokenizer& tokenizer, const std::vector<
 void count_tokens(const Tokenizer& tokenizer, const std::string& text, TokenCounts& counts);
 
 // Frequency ranks by competition ranking: rank(id) = 1 + the number of ids strictly more frequent;
-// ids never seen share the largest rank (the rarest). Special ids get rank 0 (not ranked).
+// ids never seen share the largest rank (the rarest). Which positions compete is the caller's choice
+// (the analyses: tokens with a character span).
 std::vector<int64_t> frequency_ranks(const TokenCounts& counts, const Tokenizer& tokenizer);
 
 // token_counts.json: {"format": "headlab-token-counts", "format_version": 1, "files", "total", "counts"}.

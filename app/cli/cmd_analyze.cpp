@@ -148,40 +148,33 @@ int analyze_command(const AnalyzeCliOptions& c) {
 struct MergeCliOptions {
   std::vector<std::string> inputs;
   std::string out;
+  bool allow_missing = false;
 };
 
 int merge_command(const MergeCliOptions& c) {
   namespace fs = std::filesystem;
   std::vector<std::string> reports;
   for (const auto& input : c.inputs) {
-    if (fs::is_regular_file(input) || fs::exists(fs::path(input) / "head_report.json")) {
-      reports.push_back(input);
-      continue;
-    }
-    // A folder of shard-I-of-N folders, as sharded `headlab analyze --out` writes them.
+    // A folder of shard-I-of-N folders, as sharded `headlab analyze --out` writes them: the shards
+    // are read even when the folder also holds an earlier merge's head_report.json.
     std::vector<std::string> shards;
     if (fs::is_directory(input))
       for (const auto& entry : fs::directory_iterator(input))
         if (entry.is_directory() && entry.path().filename().string().rfind("shard-", 0) == 0 &&
             fs::exists(entry.path() / "head_report.json"))
           shards.push_back(entry.path().string());
-    if (shards.empty()) throw UsageError(input + ": no head_report.json there, nor shard-*/head_report.json");
-    std::sort(shards.begin(), shards.end());
-    reports.insert(reports.end(), shards.begin(), shards.end());
-  }
-  analysis::HeadReport merged = analysis::read_head_report(reports.front());
-  const int expected_shards = merged.settings.shard_count;
-  for (size_t i = 1; i < reports.size(); ++i) {
-    try {
-      analysis::merge_into(merged, analysis::read_head_report(reports[i]));
-    } catch (const std::runtime_error& e) {
-      throw std::runtime_error(reports[i] + ": " + e.what());
+    if (!shards.empty()) {
+      std::sort(shards.begin(), shards.end());
+      reports.insert(reports.end(), shards.begin(), shards.end());
+    } else if (fs::is_regular_file(input) || fs::exists(fs::path(input) / "head_report.json")) {
+      reports.push_back(input);
+    } else {
+      throw UsageError(input + ": no head_report.json there, nor shard-*/head_report.json");
     }
   }
-  if (static_cast<int>(reports.size()) != expected_shards)
-    std::cerr << "headlab merge: note: merged " << reports.size() << " report(s); the first says it is one of "
-              << expected_shards << " shards\n";
-  merged.finalize();
+  std::vector<analysis::HeadReport> loaded;
+  for (const auto& path : reports) loaded.push_back(analysis::read_head_report(path));
+  const analysis::HeadReport merged = analysis::merge_shards(loaded, c.allow_missing);
   write_all(merged, {}, c.out);
   print_roles(merged);
   std::cout << "wrote " << c.out << "/head_report.json, .csv, .md and figures/ (" << reports.size() << " reports)\n";
@@ -240,6 +233,7 @@ void add_analyze_command(CLI::App& app, Action& action) {
   auto* merge = app.add_subcommand("merge", "Join sharded head reports into the report of one pass");
   merge->add_option("reports", m->inputs, "Report folders (or a folder of shard-* folders)")->required();
   merge->add_option("--out", m->out, "Merged report folder")->required();
+  merge->add_flag("--allow-missing", m->allow_missing, "Merge even when shards are missing (the report says which)");
   merge->callback([m, &action] { action = [m] { return merge_command(*m); }; });
 
   auto t = std::make_shared<CountCliOptions>();

@@ -142,6 +142,20 @@ TEST_CASE("CoNLL-U sentences keep gold words, spacing and relations", "[analysis
   CHECK(s.relations[3] == "dobj");
   CHECK_FALSE(reader.next(s));
 
+  SECTION("words that do not spell their multi-word token are written apart; .conll files and a BOM") {
+    std::ofstream(dir.str("es.conll")) << "\xEF\xBB\xBF# sent_id = es1\n"
+                                           "1\tVino\tvenir\tVERB\t_\t_\t0\troot\t_\t_\n"
+                                           "2-3\tdel\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                                           "2\tde\tde\tADP\t_\t_\t4\tcase\t_\t_\n"
+                                           "3\tel\tel\tDET\t_\t_\t4\tdet\t_\t_\n"
+                                           "4\tpueblo\tpueblo\tNOUN\t_\t_\t1\tobl\t_\t_\n\n";
+    analysis::DatasetReader es({dir.str("es.conll")});
+    analysis::DatasetSentence e;
+    REQUIRE(es.next(e));
+    CHECK(e.text == "Vino de el pueblo");
+    CHECK(e.heads == std::vector<int>{-1, 3, 3, 0});
+    CHECK(analysis::expand_dataset_paths({dir.str()}).size() == 2);  // x.conllu and es.conll
+  }
   SECTION("malformed files name the file and line") {
     std::ofstream(dir.str("bad.conllu")) << "1\tThe\tthe\tDET\n";
     CHECK_THROWS_WITH(analysis::read_conllu(dir.str("bad.conllu")),
@@ -187,6 +201,17 @@ TEST_CASE("subword tokens belong to the word that holds their first character", 
   CHECK(ts.word_of[ts.ids.size() - 2] == 2);
 }
 
+TEST_CASE("a token of whitespace only is not special but belongs to no word", "[analysis][dataset]") {
+  auto gpt2 = core::Tokenizer::load(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/tokenizers/gpt2/tokenizer.json");
+  analysis::DatasetSentence s;
+  s.text = "a  b";  // GPT-2 splits the double space into a lone "Ġ" and "Ġb"
+  s.word_spans = {{0, 1}, {3, 4}};
+  const auto ts = analysis::tokenize_sentence(*gpt2, s);
+  REQUIRE(ts.ids.size() == 3);
+  CHECK(ts.word_of == std::vector<int>{0, -1, 1});
+  CHECK(ts.special == std::vector<bool>{false, false, false});
+}
+
 TEST_CASE("frequency ranks are competition ranks; unseen ids rank last", "[analysis][dataset]") {
   TinyModel tiny;
   const auto& tok = *tiny.model->tokenizer;
@@ -201,7 +226,7 @@ TEST_CASE("frequency ranks are competition ranks; unseen ids rank last", "[analy
   CHECK(ranks[cat] == 2);
   CHECK(ranks[dog] == 2);
   CHECK(ranks[*tok.token_to_id("red")] == 4);  // three ids are more frequent
-  CHECK(ranks[*tok.cls_id()] == 0);            // special: not ranked
+  CHECK(ranks[*tok.cls_id()] == ranks[*tok.token_to_id("red")]);  // never in text: as rare as any unseen id
   core::TokenCounts text_counts;
   core::count_tokens(tok, "the cat the", text_counts);
   CHECK(text_counts.total == 3);
@@ -337,6 +362,16 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     other.model = "elsewhere";
     CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("model"));
   }
+  SECTION("a shard given twice, a missing shard or another shard count is refused") {
+    CHECK_THROWS_WITH(analysis::merge_shards({shards[0], shards[1], shards[1]}), Catch::Contains("given twice"));
+    CHECK_THROWS_WITH(analysis::merge_shards({shards[0], shards[2]}), Catch::Contains("shard(s) 1 of 3 are missing"));
+    const auto partial = analysis::merge_shards({shards[0], shards[2]}, /*allow_missing=*/true);
+    CHECK(partial.sentences == 10);
+    CHECK(std::count(partial.notes.begin(), partial.notes.end(), "merged without shard(s) 1 of 3") == 1);
+    auto whole = analysis::merge_shards(shards);
+    CHECK(whole.settings.shard_count == 1);
+    CHECK_THROWS_WITH(analysis::merge_shards({shards[0], one}), Catch::Contains("shard count"));
+  }
 }
 
 TEST_CASE("the shard comes from --shard, a Slurm array or mpirun", "[analysis][analyze]") {
@@ -424,7 +459,10 @@ TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[ana
                                   " --out " + out.str("sharded"),
                               output) == 0);
   CHECK(fs::exists(out.str("sharded") + "/shard-1-of-2/head_report.json"));
+  // A merge into the same folder, then again: the second reads the shards, not the first merge.
+  REQUIRE(test::run_command(bin + " merge " + out.str("sharded") + " --out " + out.str("sharded"), output) == 0);
   REQUIRE(test::run_command(bin + " merge " + out.str("sharded") + " --out " + out.str("merged"), output) == 0);
+  CHECK_THAT(output, Catch::Contains("(2 reports)"));
   auto merged = analysis::to_json(analysis::read_head_report(out.str("merged")));
   auto single = analysis::to_json(one);
   CHECK(json_near(without_shard(merged), without_shard(single)));

@@ -263,7 +263,7 @@ TEST_CASE("hf import: transformers 5 config spellings are read or refused", "[hf
     per_type["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
                                    {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
     write_variant(dir, per_type, weights);
-    CHECK_THAT(load_error(dir.str()), Contains("different rope_theta per layer type"));
+    CHECK_THAT(load_error(dir.str()), Contains("different rope_theta or partial_rotary_factor per layer type"));
 
     auto sliding = v5;
     sliding["layer_types"] = {"full_attention", "sliding_attention"};
