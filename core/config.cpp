@@ -190,6 +190,7 @@ std::string AttentionConfig::variant_name() const {
     out << "GQA(" << heads << "q/" << kv_heads << "kv)";
   }
   if (scoring == Scoring::Additive) out << " additive";
+  if (qk_norm) out << " qk-norm";
   if (pattern.window > 0) {
     out << " window=" << pattern.window;
     if (pattern.dilation > 1) out << " dilation=" << pattern.dilation;

@@ -195,6 +195,7 @@ TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
     CHECK(c.rope_theta == Approx(1e6));  // from rope_parameters
     CHECK_FALSE(c.decoder->attention.qkv_bias);
     CHECK(c.lm_head.tied);
+    CHECK_THAT(c.summary(), Contains("GQA(4q/2kv) qk-norm") && Contains("(qwen3)"));
   }
   SECTION("Qwen2: q/k/v biases, no o_proj bias, sharded checkpoint") {
     const auto c = load_model(fixture("qwen2"))->config;
