@@ -1,7 +1,7 @@
 // Workbench live-path benchmark (not a test): a Mixer slider move re-runs the model from the changed
 // layer (WorkbenchEngine, 1 intra-op thread as beside the GUI) and re-colours the recomputed maps
 // for upload (the CPU half of HeadTextures::sync; the GL upload itself is measured in the window,
-// HEADLAB_FRAME_STATS=1). Targets (issue 5): slider move → maps uploaded ≤ 16 ms median on the
+// HEADLAB_FRAME_STATS=1). Targets: slider move → maps uploaded ≤ 16 ms median on the
 // default model. Shapes: the default model (4 layers × 8 heads, 256 wide, 8000 vocab) at 32/128/512
 // tokens, and BERT-base (12 × 12, 768 wide, 30522 vocab) at 128 tokens.
 // Run: build/tests/bench_gui_live [--repeats N] [--threads N (default: the worker's)]
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   if (threads > 0) torch::set_num_threads(threads);  // to compare with the worker's setting
   const auto info = core::system_info(true);
   std::printf("BLAS %s, GEMM %.0f GFLOP/s, %d intra-op thread(s)\n", info.blas_kind.c_str(), info.gemm_gflops, info.torch_threads);
-  // As deep as the shipped default (5 layers since session 11).
+  // As deep as the shipped default (5 layers).
   std::ifstream shipped(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default/config.json");
   const int layers = nlohmann::json::parse(shipped).at("encoder").at("layers").get<int>();
   for (int tokens : {32, 128, 512}) bench("default-shaped", layers, 8, 256, 8000, tokens, repeats);
