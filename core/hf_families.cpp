@@ -142,6 +142,7 @@ std::string HfConfig::string(const char* key, const std::string& fallback) const
 
 std::string family_of(const std::string& arch) {
   if (arch == "BertModel" || arch == "BertForMaskedLM" || arch == "BertForPreTraining") return "bert";
+  if (arch == "RobertaModel" || arch == "RobertaForMaskedLM") return "roberta";
   if (arch == "GPT2Model" || arch == "GPT2LMHeadModel") return "gpt2";
   if (arch == "LlamaModel" || arch == "LlamaForCausalLM") return "llama";
   if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
@@ -151,12 +152,16 @@ std::string family_of(const std::string& arch) {
 }
 
 std::string supported_architectures() {
-  return "BertModel, BertForMaskedLM, BertForPreTraining, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
+  return "BertModel, BertForMaskedLM, BertForPreTraining, RobertaModel, RobertaForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
          "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM";
 }
 
 // modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).
+// modeling_roberta.py: the same encoder under "roberta."; positions count from padding_idx + 1 (an
+// input without padding reads rows pad+1, pad+2, …: the importer keeps the table from that row, so
+// position t reads row t); the LM head is lm_head.{dense, layer_norm, decoder (tied), bias}.
 Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+  const bool roberta = family_of(arch) == "roberta";
   const std::string position_type = c.string("position_embedding_type", "absolute");
   if (position_type != "absolute")
     c.fail("position_embedding_type '" + position_type + "' is not supported (only 'absolute')");
@@ -165,13 +170,18 @@ Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
 
   Layout layout;
   ModelConfig& m = layout.config;
-  m.family = "bert";
+  m.family = roberta ? "roberta" : "bert";
   m.kind = StackKind::Encoder;
   m.objective = "mlm";
   m.vocab_size = c.integer("vocab_size");
   m.hidden_size = c.integer("hidden_size");
-  m.max_positions = c.integer("max_position_embeddings", 512);
-  m.type_vocab_size = c.integer("type_vocab_size", 2);
+  const int position_rows = c.integer("max_position_embeddings", roberta ? 514 : 512);
+  const int position_offset = roberta ? c.integer("pad_token_id", 1) + 1 : 0;
+  if (position_offset < 0 || position_offset >= position_rows)
+    c.fail("pad_token_id " + std::to_string(position_offset - 1) + " leaves no position rows of " +
+           std::to_string(position_rows));
+  m.max_positions = position_rows - position_offset;
+  m.type_vocab_size = c.integer("type_vocab_size", roberta ? 1 : 2);
   m.positions = PositionKind::Learned;
   m.norm = NormKind::LayerNorm;
   m.norm_eps = static_cast<float>(c.number("layer_norm_eps", 1e-12));
@@ -187,10 +197,18 @@ Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   m.encoder = stack;
 
   Sources s(has);
-  // BertForMaskedLM/BertForPreTraining prefix the encoder with "bert."; a bare BertModel does not.
-  const std::string p = has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  // BertForMaskedLM/BertForPreTraining prefix the encoder with "bert." (Roberta: "roberta."); a bare
+  // BertModel/RobertaModel does not.
+  const std::string prefix = roberta ? "roberta." : "bert.";
+  const std::string p = has(prefix + "embeddings.word_embeddings.weight") ? prefix : "";
   s.copy("tokens.weight", p + "embeddings.word_embeddings.weight");
-  s.copy("positions.weight", p + "embeddings.position_embeddings.weight");
+  if (position_offset == 0) {
+    s.copy("positions.weight", p + "embeddings.position_embeddings.weight");
+  } else {
+    TensorSource positions{p + "embeddings.position_embeddings.weight", {position_rows, m.hidden_size}, 0,
+                           position_offset, m.max_positions, false};
+    s.add("positions.weight", positions);
+  }
   if (m.type_vocab_size > 0) s.copy("token_types.weight", p + "embeddings.token_type_embeddings.weight");
   s.norm("embed_norm", p + "embeddings.LayerNorm", true);
   for (int l = 0; l < stack.layers; ++l) {
@@ -207,10 +225,16 @@ Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   }
   // BertLMPredictionHead: decoder(LayerNorm(act(dense(h)))) with the decoder tied to the word
   // embeddings and its own bias.
-  const bool mlm = arch == "BertForMaskedLM" || arch == "BertForPreTraining" ||
-                   has("cls.predictions.transform.dense.weight");
+  const bool mlm = arch == "BertForMaskedLM" || arch == "BertForPreTraining" || arch == "RobertaForMaskedLM" ||
+                   has("cls.predictions.transform.dense.weight") || has("lm_head.dense.weight");
   const bool tied = c.boolean("tie_word_embeddings", true);
-  if (mlm) {
+  if (mlm && roberta) {
+    m.lm_head = LmHeadConfig{true, tied, true};
+    s.linear("head_transform", "lm_head.dense", true);
+    s.norm("head_norm", "lm_head.layer_norm", true);
+    s.copy("head_bias", s.first_present({"lm_head.bias", "lm_head.decoder.bias"}));
+    if (!tied) s.copy("head_weight", "lm_head.decoder.weight");
+  } else if (mlm) {
     m.lm_head = LmHeadConfig{true, tied, true};
     s.linear("head_transform", "cls.predictions.transform.dense", true);
     s.norm("head_norm", "cls.predictions.transform.LayerNorm", true);
@@ -226,10 +250,12 @@ Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   }
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
-    // The pooler and the next-sentence head feed no logits; decoder.bias aliases predictions.bias.
-    return starts_with(name, "bert.pooler.") || starts_with(name, "pooler.") || ends_with(name, "position_ids") ||
-           starts_with(name, "cls.seq_relationship.") || name == "cls.predictions.decoder.bias" ||
-           (tied && name == "cls.predictions.decoder.weight");
+    // The pooler and the next-sentence head feed no logits; decoder.bias aliases predictions.bias
+    // (RoBERTa: lm_head.decoder.bias aliases lm_head.bias).
+    return starts_with(name, "bert.pooler.") || starts_with(name, "roberta.pooler.") || starts_with(name, "pooler.") ||
+           ends_with(name, "position_ids") || starts_with(name, "cls.seq_relationship.") ||
+           name == "cls.predictions.decoder.bias" || name == "lm_head.decoder.bias" ||
+           (tied && (name == "cls.predictions.decoder.weight" || name == "lm_head.decoder.weight"));
   };
   return layout;
 }

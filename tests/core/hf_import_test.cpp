@@ -121,7 +121,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
   };
   for (const Case& c : {Case{"bert", "bert", "F32"}, Case{"gpt2", "gpt2", "F32"}, Case{"llama", "llama", "F32"},
                         Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"},
-                        Case{"mistral", "mistral", "F32"}, Case{"qwen3", "qwen3", "F32"}}) {
+                        Case{"mistral", "mistral", "F32"}, Case{"qwen3", "qwen3", "F32"},
+                        Case{"roberta", "roberta", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -148,6 +149,14 @@ TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
     CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
     CHECK(c.encoder->attention.heads == 4);
     CHECK(c.name == "bert");
+  }
+  SECTION("RoBERTa: BERT's encoder, positions from padding_idx + 1, one token type, lm_head") {
+    const auto c = load_model(fixture("roberta"))->config;
+    CHECK(c.family == "roberta");
+    CHECK(c.max_positions == 32);  // 34 rows, the first two (up to the padding index) never read
+    CHECK(c.type_vocab_size == 1);
+    CHECK(c.norm_eps == Approx(1e-5));
+    CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
   }
   SECTION("GPT-2: pre-LN causal decoder, gelu_new, n_inner = 4·n_embd") {
     const auto c = load_model(fixture("gpt2"))->config;

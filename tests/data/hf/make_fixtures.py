@@ -11,8 +11,8 @@ For each folder under tests/data/hf/ it writes
                         "logits" [T, V] and "attentions.<layer>" [heads, T, T]
 
 The reference forward passes below are independent transcriptions of the eager code paths of
-transformers' modeling_bert.py, modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py,
-modeling_mistral.py and modeling_qwen3.py
+transformers' modeling_bert.py, modeling_roberta.py, modeling_gpt2.py, modeling_llama.py,
+modeling_qwen2.py, modeling_mistral.py and modeling_qwen3.py
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -210,6 +210,82 @@ def make_bert(g):
     types = [0] * 6 + [1] * 6
     expected = bert_reference(as_f64(w), cfg, IDS, types)
     write_folder("bert", cfg, w, expected, IDS, extra_metadata={"token_types": ",".join(map(str, types))})
+
+
+# ---- RoBERTa (modeling_roberta.py) --------------------------------------------------------------
+
+ROBERTA_IDS = [0, 17, 42, 99, 5, 63, 3, 88, 31, 7, 54, 2]  # <s> … </s>; no padding id (1)
+
+
+def roberta_reference(W, cfg, ids):
+    p, eps, pad = "roberta.", cfg["layer_norm_eps"], cfg["pad_token_id"]
+    H, D = cfg["num_attention_heads"], cfg["hidden_size"]
+    d, T = D // H, len(ids)
+    ln = lambda x, name: layer_norm(x, W[name + ".weight"], W[name + ".bias"], eps)
+    ids_t = torch.tensor(ids)
+    mask = (ids_t != pad).long()
+    pos = torch.cumsum(mask, 0) * mask + pad  # create_position_ids_from_input_ids: pad + 1, pad + 2, …
+    x = (W[p + "embeddings.word_embeddings.weight"][ids_t] + W[p + "embeddings.token_type_embeddings.weight"][0]
+         + W[p + "embeddings.position_embeddings.weight"][pos])
+    x = ln(x, p + "embeddings.LayerNorm")
+    out = {}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%sencoder.layer.%d." % (p, l)
+        split = lambda t: t.view(T, H, d).permute(1, 0, 2)
+        q = split(linear(x, W, h + "attention.self.query"))
+        k = split(linear(x, W, h + "attention.self.key"))
+        v = split(linear(x, W, h + "attention.self.value"))
+        probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), dim=-1)
+        out["attentions.%d" % l] = probs
+        context = (probs @ v).permute(1, 0, 2).reshape(T, D)
+        a = ln(linear(context, W, h + "attention.output.dense") + x, h + "attention.output.LayerNorm")
+        i = gelu_erf(linear(a, W, h + "intermediate.dense"))
+        x = ln(linear(i, W, h + "output.dense") + a, h + "output.LayerNorm")
+    # RobertaLMHead: decoder(layer_norm(gelu(dense(x)))) + bias, the decoder tied to the word embeddings.
+    t = ln(gelu_erf(linear(x, W, "lm_head.dense")), "lm_head.layer_norm")
+    out["logits"] = t @ W[p + "embeddings.word_embeddings.weight"].T + W["lm_head.bias"]
+    return out
+
+
+def make_roberta(g):
+    cfg = {"architectures": ["RobertaForMaskedLM"], "model_type": "roberta", "attention_probs_dropout_prob": 0.1,
+           "bos_token_id": 0, "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+           "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64, "layer_norm_eps": 1e-05,
+           "max_position_embeddings": 34, "num_attention_heads": 4, "num_hidden_layers": 2, "pad_token_id": 1,
+           "position_embedding_type": "absolute", "torch_dtype": "float32", "transformers_version": "4.44.0",
+           "type_vocab_size": 1, "use_cache": True, "vocab_size": 100}
+    D, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    w = {}
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+
+    def norm(name):
+        w[name + ".weight"] = 1 + rnd(D, std=0.1)
+        w[name + ".bias"] = rnd(D, std=0.1)
+
+    def lin(name, n_out, n_in, std=0.15):
+        w[name + ".weight"] = rnd(n_out, n_in, std=std)
+        w[name + ".bias"] = rnd(n_out, std=0.1)
+
+    p = "roberta."
+    w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
+    w[p + "embeddings.position_embeddings.weight"] = rnd(cfg["max_position_embeddings"], D, std=0.5)
+    w[p + "embeddings.token_type_embeddings.weight"] = rnd(1, D, std=0.5)
+    norm(p + "embeddings.LayerNorm")
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%sencoder.layer.%d." % (p, l)
+        lin(h + "attention.self.query", D, D, 0.3)
+        lin(h + "attention.self.key", D, D, 0.3)
+        lin(h + "attention.self.value", D, D)
+        lin(h + "attention.output.dense", D, D)
+        norm(h + "attention.output.LayerNorm")
+        lin(h + "intermediate.dense", I, D)
+        lin(h + "output.dense", D, I)
+        norm(h + "output.LayerNorm")
+    lin("lm_head.dense", D, D)
+    norm("lm_head.layer_norm")
+    w["lm_head.bias"] = rnd(V, std=0.1)
+    w["lm_head.decoder.weight"] = w[p + "embeddings.word_embeddings.weight"]  # saved tied, as released files are
+    write_folder("roberta", cfg, w, roberta_reference(as_f64(w), cfg, ROBERTA_IDS), ROBERTA_IDS)
 
 
 # ---- GPT-2 (modeling_gpt2.py) -------------------------------------------------------------------
@@ -434,7 +510,7 @@ def make_qwen3(g):
 def main():
     torch.manual_seed(0)
     for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral,
-                              make_qwen3]):
+                              make_qwen3, make_roberta]):
         make(torch.Generator().manual_seed(1000 + i))
 
 
