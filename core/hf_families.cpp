@@ -143,6 +143,7 @@ std::string HfConfig::string(const char* key, const std::string& fallback) const
 std::string family_of(const std::string& arch) {
   if (arch == "BertModel" || arch == "BertForMaskedLM" || arch == "BertForPreTraining") return "bert";
   if (arch == "RobertaModel" || arch == "RobertaForMaskedLM") return "roberta";
+  if (arch == "DistilBertModel" || arch == "DistilBertForMaskedLM") return "distilbert";
   if (arch == "GPT2Model" || arch == "GPT2LMHeadModel") return "gpt2";
   if (arch == "LlamaModel" || arch == "LlamaForCausalLM") return "llama";
   if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
@@ -152,7 +153,7 @@ std::string family_of(const std::string& arch) {
 }
 
 std::string supported_architectures() {
-  return "BertModel, BertForMaskedLM, BertForPreTraining, RobertaModel, RobertaForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
+  return "BertModel, BertForMaskedLM, BertForPreTraining, RobertaModel, RobertaForMaskedLM, DistilBertModel, DistilBertForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
          "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM";
 }
 
@@ -256,6 +257,69 @@ Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
            ends_with(name, "position_ids") || starts_with(name, "cls.seq_relationship.") ||
            name == "cls.predictions.decoder.bias" || name == "lm_head.decoder.bias" ||
            (tied && (name == "cls.predictions.decoder.weight" || name == "lm_head.decoder.weight"));
+  };
+  return layout;
+}
+
+// modeling_distilbert.py: BERT's post-LN encoder with other names, no token types, every LayerNorm at
+// eps 1e-12; queries scaled by 1/√d before the product (the same logits). The MLM head is
+// vocab_projector(vocab_layer_norm(act(vocab_transform(h)))), the projector tied to the word embeddings.
+Layout distilbert_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = "distilbert";
+  m.kind = StackKind::Encoder;
+  m.objective = "mlm";
+  m.vocab_size = c.integer("vocab_size");
+  m.hidden_size = c.integer("dim", 768);
+  m.max_positions = c.integer("max_position_embeddings", 512);
+  m.type_vocab_size = 0;
+  m.positions = PositionKind::Learned;  // sinusoidal_pos_embds: the fixed table is in the file all the same
+  m.norm = NormKind::LayerNorm;
+  m.norm_eps = 1e-12f;
+  m.norm_placement = NormPlacement::Post;
+  m.embedding_norm = true;
+  m.final_norm = false;
+  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("hidden_dim", 3072), activation_from(c, "activation", "gelu"), true};
+  const int heads = c.integer("n_heads", 12);
+  StackConfig stack;
+  stack.layers = c.integer("n_layers", 6);
+  stack.attention = attention(heads, heads, head_dim_of(c, m.hidden_size, heads, "dim", "n_heads"), true, true);
+  m.encoder = stack;
+
+  Sources s(has);
+  const std::string p = has("distilbert.embeddings.word_embeddings.weight") ? "distilbert." : "";
+  s.copy("tokens.weight", p + "embeddings.word_embeddings.weight");
+  s.copy("positions.weight", p + "embeddings.position_embeddings.weight");
+  s.norm("embed_norm", p + "embeddings.LayerNorm", true);
+  for (int l = 0; l < stack.layers; ++l) {
+    const std::string n = "encoder." + std::to_string(l) + ".";
+    const std::string h = p + "transformer.layer." + std::to_string(l) + ".";
+    s.linear(n + "attn.q", h + "attention.q_lin", true);
+    s.linear(n + "attn.k", h + "attention.k_lin", true);
+    s.linear(n + "attn.v", h + "attention.v_lin", true);
+    s.linear(n + "attn.o", h + "attention.out_lin", true);
+    s.norm(n + "attn_norm", h + "sa_layer_norm", true);
+    s.linear(n + "ffn.up", h + "ffn.lin1", true);
+    s.linear(n + "ffn.down", h + "ffn.lin2", true);
+    s.norm(n + "ffn_norm", h + "output_layer_norm", true);
+  }
+  const bool mlm = arch == "DistilBertForMaskedLM" || has("vocab_transform.weight");
+  const bool tied = c.boolean("tie_word_embeddings", true);
+  if (mlm) {
+    m.lm_head = LmHeadConfig{true, tied, true};
+    s.linear("head_transform", "vocab_transform", true);
+    s.norm("head_norm", "vocab_layer_norm", true);
+    s.copy("head_bias", "vocab_projector.bias");
+    if (!tied) s.copy("head_weight", "vocab_projector.weight");
+  } else {
+    m.lm_head = LmHeadConfig{false, true, false};
+    m.objective = "none";
+    layout.note = "no MLM head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  layout.sources = s.take();
+  layout.ignorable = [tied](const std::string& name) {
+    return ends_with(name, "position_ids") || (tied && name == "vocab_projector.weight");
   };
   return layout;
 }

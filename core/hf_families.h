@@ -57,6 +57,7 @@ using HasTensor = std::function<bool(const std::string&)>;
 
 // `arch` is config.json's architectures[0]; the family functions throw for unsupported options.
 Layout bert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
+Layout distilbert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 Layout gpt2_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 // family: "llama", "qwen2" or "mistral".
 Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);

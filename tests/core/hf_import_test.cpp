@@ -122,7 +122,7 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
   for (const Case& c : {Case{"bert", "bert", "F32"}, Case{"gpt2", "gpt2", "F32"}, Case{"llama", "llama", "F32"},
                         Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"},
                         Case{"mistral", "mistral", "F32"}, Case{"qwen3", "qwen3", "F32"},
-                        Case{"roberta", "roberta", "F32"}}) {
+                        Case{"roberta", "roberta", "F32"}, Case{"distilbert", "distilbert", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -157,6 +157,15 @@ TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
     CHECK(c.type_vocab_size == 1);
     CHECK(c.norm_eps == Approx(1e-5));
     CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
+  }
+  SECTION("DistilBERT: post-LN encoder without token types, LayerNorms at 1e-12, vocab_* MLM head") {
+    const auto c = load_model(fixture("distilbert"))->config;
+    CHECK(c.family == "distilbert");
+    CHECK(c.type_vocab_size == 0);
+    CHECK(c.norm_placement == NormPlacement::Post);
+    CHECK(c.norm_eps == Approx(1e-12));
+    CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
+    CHECK(c.encoder->layers == 2);
   }
   SECTION("GPT-2: pre-LN causal decoder, gelu_new, n_inner = 4·n_embd") {
     const auto c = load_model(fixture("gpt2"))->config;

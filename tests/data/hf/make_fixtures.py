@@ -11,7 +11,7 @@ For each folder under tests/data/hf/ it writes
                         "logits" [T, V] and "attentions.<layer>" [heads, T, T]
 
 The reference forward passes below are independent transcriptions of the eager code paths of
-transformers' modeling_bert.py, modeling_roberta.py, modeling_gpt2.py, modeling_llama.py,
+transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, modeling_gpt2.py, modeling_llama.py,
 modeling_qwen2.py, modeling_mistral.py and modeling_qwen3.py
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
@@ -288,6 +288,71 @@ def make_roberta(g):
     write_folder("roberta", cfg, w, roberta_reference(as_f64(w), cfg, ROBERTA_IDS), ROBERTA_IDS)
 
 
+# ---- DistilBERT (modeling_distilbert.py) --------------------------------------------------------
+
+def distilbert_reference(W, cfg, ids):
+    p, eps = "distilbert.", 1e-12  # every DistilBERT LayerNorm uses eps=1e-12
+    H, D = cfg["n_heads"], cfg["dim"]
+    d, T = D // H, len(ids)
+    ln = lambda x, name: layer_norm(x, W[name + ".weight"], W[name + ".bias"], eps)
+    x = W[p + "embeddings.word_embeddings.weight"][torch.tensor(ids)] + W[p + "embeddings.position_embeddings.weight"][:T]
+    x = ln(x, p + "embeddings.LayerNorm")
+    out = {}
+    for l in range(cfg["n_layers"]):
+        h = "%stransformer.layer.%d." % (p, l)
+        split = lambda t: t.view(T, H, d).transpose(0, 1)
+        q = split(linear(x, W, h + "attention.q_lin")) / math.sqrt(d)  # MultiHeadSelfAttention scales q first
+        k = split(linear(x, W, h + "attention.k_lin"))
+        v = split(linear(x, W, h + "attention.v_lin"))
+        probs = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
+        out["attentions.%d" % l] = probs
+        context = (probs @ v).transpose(0, 1).reshape(T, D)
+        sa = ln(linear(context, W, h + "attention.out_lin") + x, h + "sa_layer_norm")
+        f = linear(gelu_erf(linear(sa, W, h + "ffn.lin1")), W, h + "ffn.lin2")
+        x = ln(f + sa, h + "output_layer_norm")
+    t = ln(gelu_erf(linear(x, W, "vocab_transform")), "vocab_layer_norm")
+    out["logits"] = t @ W[p + "embeddings.word_embeddings.weight"].T + W["vocab_projector.bias"]
+    return out
+
+
+def make_distilbert(g):
+    cfg = {"architectures": ["DistilBertForMaskedLM"], "model_type": "distilbert", "activation": "gelu",
+           "attention_dropout": 0.1, "dim": 32, "dropout": 0.1, "hidden_dim": 64, "initializer_range": 0.02,
+           "max_position_embeddings": 64, "n_heads": 4, "n_layers": 2, "pad_token_id": 0, "qa_dropout": 0.1,
+           "seq_classif_dropout": 0.2, "sinusoidal_pos_embds": False, "tie_weights_": True,
+           "torch_dtype": "float32", "transformers_version": "4.44.0", "vocab_size": 100}
+    D, I, V = cfg["dim"], cfg["hidden_dim"], cfg["vocab_size"]
+    w = {}
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+
+    def norm(name):
+        w[name + ".weight"] = 1 + rnd(D, std=0.1)
+        w[name + ".bias"] = rnd(D, std=0.1)
+
+    def lin(name, n_out, n_in, std=0.15):
+        w[name + ".weight"] = rnd(n_out, n_in, std=std)
+        w[name + ".bias"] = rnd(n_out, std=0.1)
+
+    p = "distilbert."
+    w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
+    w[p + "embeddings.position_embeddings.weight"] = rnd(cfg["max_position_embeddings"], D, std=0.5)
+    norm(p + "embeddings.LayerNorm")
+    for l in range(cfg["n_layers"]):
+        h = "%stransformer.layer.%d." % (p, l)
+        lin(h + "attention.q_lin", D, D, 0.3)
+        lin(h + "attention.k_lin", D, D, 0.3)
+        lin(h + "attention.v_lin", D, D)
+        lin(h + "attention.out_lin", D, D)
+        norm(h + "sa_layer_norm")
+        lin(h + "ffn.lin1", I, D)
+        lin(h + "ffn.lin2", D, I)
+        norm(h + "output_layer_norm")
+    lin("vocab_transform", D, D)
+    norm("vocab_layer_norm")
+    w["vocab_projector.bias"] = rnd(V, std=0.1)
+    write_folder("distilbert", cfg, w, distilbert_reference(as_f64(w), cfg, IDS), IDS)
+
+
 # ---- GPT-2 (modeling_gpt2.py) -------------------------------------------------------------------
 
 def gpt2_reference(W, cfg, ids):
@@ -510,7 +575,7 @@ def make_qwen3(g):
 def main():
     torch.manual_seed(0)
     for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral,
-                              make_qwen3, make_roberta]):
+                              make_qwen3, make_roberta, make_distilbert]):
         make(torch.Generator().manual_seed(1000 + i))
 
 
