@@ -136,13 +136,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   // Spectra need no data.
   if (s.has("spectra")) {
     for (const auto& layer : key_query_spectra(model)) {
-      LayerEntry le;
-      le.stack = layer.stack;
-      le.layer = layer.layer;
-      le.query = layer.query;
-      le.key = layer.key;
-      le.product = layer.product;
-      r.layers.push_back(le);
+      r.layers.push_back(LayerEntry{layer.stack, layer.layer, layer.query, layer.key, layer.product});
       for (size_t h = 0; h < layer.heads.size(); ++h)
         if (HeadEntry* e = r.find(layer.stack, layer.layer, static_cast<int>(h))) e->spectrum = layer.heads[h];
     }

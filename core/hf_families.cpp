@@ -93,6 +93,48 @@ class Sources {
   std::map<std::string, TensorSource> map_;
 };
 
+// A post-LN encoder layer's Hugging Face weight names (each with .weight and .bias), relative to
+// the layer's prefix: BERT/RoBERTa and DistilBERT name the same eight pieces differently.
+struct EncoderLayerNames {
+  const char *q, *k, *v, *o, *attn_norm, *up, *down, *ffn_norm;
+};
+
+// Maps `layers` encoder layers, each at `prefix` + l + ".", onto encoder.{l}.*.
+void add_encoder_layers(Sources& s, int layers, const std::string& prefix, const EncoderLayerNames& names) {
+  for (int l = 0; l < layers; ++l) {
+    const std::string n = "encoder." + std::to_string(l) + ".";
+    const std::string h = prefix + std::to_string(l) + ".";
+    s.linear(n + "attn.q", h + names.q, true);
+    s.linear(n + "attn.k", h + names.k, true);
+    s.linear(n + "attn.v", h + names.v, true);
+    s.linear(n + "attn.o", h + names.o, true);
+    s.norm(n + "attn_norm", h + names.attn_norm, true);
+    s.linear(n + "ffn.up", h + names.up, true);
+    s.linear(n + "ffn.down", h + names.down, true);
+    s.norm(n + "ffn_norm", h + names.ffn_norm, true);
+  }
+}
+
+// Maps a BERT-style MLM head — decoder(LayerNorm(act(dense(h)))) + bias, the decoder tied to the word
+// embeddings unless `tied` is false — from its Hugging Face names.
+void add_mlm_head(Layout& layout, Sources& s, bool tied, const std::string& dense, const std::string& norm,
+                  const std::string& bias, const std::string& decoder_weight) {
+  layout.config.lm_head = LmHeadConfig{true, tied, true};
+  s.linear("head_transform", dense, true);
+  s.norm("head_norm", norm, true);
+  s.copy("head_bias", bias);
+  if (!tied) s.copy("head_weight", decoder_weight);
+}
+
+// A bare encoder file has no MLM head. Rather than inventing one, the logits are the final hidden
+// states scored against the (tied) token embeddings with no transform and no bias: h · Eᵀ, which ranks
+// tokens by embedding similarity but is not a trained MLM prediction.
+void no_mlm_head(Layout& layout) {
+  layout.config.lm_head = LmHeadConfig{false, true, false};
+  layout.config.objective = "none";
+  layout.note = "no MLM head in the file: logits = final hidden · token embeddingsᵀ";
+}
+
 }  // namespace
 
 // ---- HfConfig ----------------------------------------------------------------------------------
@@ -212,42 +254,23 @@ Layout bert_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   }
   if (m.type_vocab_size > 0) s.copy("token_types.weight", p + "embeddings.token_type_embeddings.weight");
   s.norm("embed_norm", p + "embeddings.LayerNorm", true);
-  for (int l = 0; l < stack.layers; ++l) {
-    const std::string n = "encoder." + std::to_string(l) + ".";
-    const std::string h = p + "encoder.layer." + std::to_string(l) + ".";
-    s.linear(n + "attn.q", h + "attention.self.query", true);
-    s.linear(n + "attn.k", h + "attention.self.key", true);
-    s.linear(n + "attn.v", h + "attention.self.value", true);
-    s.linear(n + "attn.o", h + "attention.output.dense", true);
-    s.norm(n + "attn_norm", h + "attention.output.LayerNorm", true);
-    s.linear(n + "ffn.up", h + "intermediate.dense", true);
-    s.linear(n + "ffn.down", h + "output.dense", true);
-    s.norm(n + "ffn_norm", h + "output.LayerNorm", true);
-  }
+  add_encoder_layers(s, stack.layers, p + "encoder.layer.",
+                     {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                      "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"});
   // BertLMPredictionHead: decoder(LayerNorm(act(dense(h)))) with the decoder tied to the word
   // embeddings and its own bias.
   const bool mlm = arch == "BertForMaskedLM" || arch == "BertForPreTraining" || arch == "RobertaForMaskedLM" ||
                    has("cls.predictions.transform.dense.weight") || has("lm_head.dense.weight");
   const bool tied = c.boolean("tie_word_embeddings", true);
   if (mlm && roberta) {
-    m.lm_head = LmHeadConfig{true, tied, true};
-    s.linear("head_transform", "lm_head.dense", true);
-    s.norm("head_norm", "lm_head.layer_norm", true);
-    s.copy("head_bias", s.first_present({"lm_head.bias", "lm_head.decoder.bias"}));
-    if (!tied) s.copy("head_weight", "lm_head.decoder.weight");
+    add_mlm_head(layout, s, tied, "lm_head.dense", "lm_head.layer_norm",
+                 s.first_present({"lm_head.bias", "lm_head.decoder.bias"}), "lm_head.decoder.weight");
   } else if (mlm) {
-    m.lm_head = LmHeadConfig{true, tied, true};
-    s.linear("head_transform", "cls.predictions.transform.dense", true);
-    s.norm("head_norm", "cls.predictions.transform.LayerNorm", true);
-    s.copy("head_bias", s.first_present({"cls.predictions.bias", "cls.predictions.decoder.bias"}));
-    if (!tied) s.copy("head_weight", "cls.predictions.decoder.weight");
+    add_mlm_head(layout, s, tied, "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+                 s.first_present({"cls.predictions.bias", "cls.predictions.decoder.bias"}),
+                 "cls.predictions.decoder.weight");
   } else {
-    // A bare BertModel file has no MLM head. Rather than inventing one, the logits are the final
-    // hidden states scored against the (tied) token embeddings with no transform and no bias:
-    // h · Eᵀ, which ranks tokens by embedding similarity but is not a trained MLM prediction.
-    m.lm_head = LmHeadConfig{false, true, false};
-    m.objective = "none";
-    layout.note = "no MLM head in the file: logits = final hidden · token embeddingsᵀ";
+    no_mlm_head(layout);
   }
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
@@ -292,31 +315,15 @@ Layout distilbert_layout(const HfConfig& c, const std::string& arch, const HasTe
   s.copy("tokens.weight", p + "embeddings.word_embeddings.weight");
   s.copy("positions.weight", p + "embeddings.position_embeddings.weight");
   s.norm("embed_norm", p + "embeddings.LayerNorm", true);
-  for (int l = 0; l < stack.layers; ++l) {
-    const std::string n = "encoder." + std::to_string(l) + ".";
-    const std::string h = p + "transformer.layer." + std::to_string(l) + ".";
-    s.linear(n + "attn.q", h + "attention.q_lin", true);
-    s.linear(n + "attn.k", h + "attention.k_lin", true);
-    s.linear(n + "attn.v", h + "attention.v_lin", true);
-    s.linear(n + "attn.o", h + "attention.out_lin", true);
-    s.norm(n + "attn_norm", h + "sa_layer_norm", true);
-    s.linear(n + "ffn.up", h + "ffn.lin1", true);
-    s.linear(n + "ffn.down", h + "ffn.lin2", true);
-    s.norm(n + "ffn_norm", h + "output_layer_norm", true);
-  }
+  add_encoder_layers(s, stack.layers, p + "transformer.layer.",
+                     {"attention.q_lin", "attention.k_lin", "attention.v_lin", "attention.out_lin", "sa_layer_norm",
+                      "ffn.lin1", "ffn.lin2", "output_layer_norm"});
   const bool mlm = arch == "DistilBertForMaskedLM" || has("vocab_transform.weight");
   const bool tied = c.boolean("tie_word_embeddings", true);
-  if (mlm) {
-    m.lm_head = LmHeadConfig{true, tied, true};
-    s.linear("head_transform", "vocab_transform", true);
-    s.norm("head_norm", "vocab_layer_norm", true);
-    s.copy("head_bias", "vocab_projector.bias");
-    if (!tied) s.copy("head_weight", "vocab_projector.weight");
-  } else {
-    m.lm_head = LmHeadConfig{false, true, false};
-    m.objective = "none";
-    layout.note = "no MLM head in the file: logits = final hidden · token embeddingsᵀ";
-  }
+  if (mlm)
+    add_mlm_head(layout, s, tied, "vocab_transform", "vocab_layer_norm", "vocab_projector.bias", "vocab_projector.weight");
+  else
+    no_mlm_head(layout);
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
     return ends_with(name, "position_ids") || (tied && name == "vocab_projector.weight");

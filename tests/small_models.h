@@ -35,4 +35,20 @@ inline core::ModelConfig small_model(core::StackKind kind, const core::Attention
   return c;
 }
 
+// Turns a config into a Llama-shaped one: RoPE, RMSNorm, SwiGLU without biases, no q/k/v/o biases in
+// the decoder, an untied head.
+inline core::ModelConfig llama_like(core::ModelConfig c) {
+  c.positions = core::PositionKind::Rope;
+  c.norm = core::NormKind::RMSNorm;
+  c.ffn.kind = core::FfnKind::SwiGLU;
+  c.ffn.activation = core::Activation::Silu;
+  c.ffn.bias = false;
+  if (c.decoder) {
+    c.decoder->attention.qkv_bias = false;
+    c.decoder->attention.out_bias = false;
+  }
+  c.lm_head.tied = false;
+  return c;
+}
+
 }  // namespace headlab::test

@@ -83,15 +83,7 @@ std::vector<Variant> variants() {
 
   out.push_back({"decoupled key size (d_k 6, d_v 3)", small_model(K::Encoder, attention(4, 4, 6, 3)), {}});
 
-  auto llama = small_model(K::Decoder, attention(4, 2, 4, 4));
-  llama.positions = core::PositionKind::Rope;
-  llama.norm = core::NormKind::RMSNorm;
-  llama.ffn.kind = core::FfnKind::SwiGLU;
-  llama.ffn.activation = core::Activation::Silu;
-  llama.ffn.bias = false;
-  llama.decoder->attention.qkv_bias = false;
-  llama.decoder->attention.out_bias = false;
-  llama.lm_head.tied = false;
+  auto llama = headlab::test::llama_like(small_model(K::Decoder, attention(4, 2, 4, 4)));
   llama.lm_head.bias = false;
   out.push_back({"SwiGLU + RMSNorm pre-norm, RoPE, GQA, untied head", llama, {}});
 

@@ -3,6 +3,7 @@
 // heads, collaborative with block-indicator m_i are all MHA), and each user control must equal its
 // hand-made counterpart on the weights (a closed gate = W_O columns zeroed, a mix = a permutation).
 #include "test_common.h"
+#include "small_models.h"
 
 #include "core/attention.h"
 #include "core/attention_test_util.h"
@@ -17,13 +18,9 @@ namespace {
 constexpr double kTol = 1e-5;
 constexpr int64_t kHidden = 12;
 
+// One attention config of the given head counts and sizes (tests/small_models.h).
 core::AttentionConfig make_config(int heads, int kv_heads, int key_size, int value_size) {
-  core::AttentionConfig c;
-  c.heads = heads;
-  c.kv_heads = kv_heads;
-  c.key_size = key_size;
-  c.value_size = value_size;
-  return c;
+  return headlab::test::attention(heads, kv_heads, key_size, value_size);
 }
 
 void randomize(torch::nn::Module& m, double scale = 0.5) {

@@ -2,6 +2,7 @@
 // over small random tensors (or the paper's own einsums for talking-heads), in float64, never through
 // the engine's code paths. Tolerance 1e-5.
 #include "test_common.h"
+#include "small_models.h"
 
 #include "core/attention.h"
 #include "core/attention_test_util.h"
@@ -177,13 +178,9 @@ void check_against(const EngineResult& e, int64_t b, const Reference& r) {
   CHECK(max_abs_diff(e.out[b], to_tensor({r.out})[0]) < kTol);
 }
 
+// One attention config of the given head counts and sizes (tests/small_models.h).
 core::AttentionConfig make_config(int heads, int kv_heads, int key_size, int value_size) {
-  core::AttentionConfig c;
-  c.heads = heads;
-  c.kv_heads = kv_heads;
-  c.key_size = key_size;
-  c.value_size = value_size;
-  return c;
+  return headlab::test::attention(heads, kv_heads, key_size, value_size);
 }
 
 }  // namespace

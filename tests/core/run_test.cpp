@@ -40,14 +40,8 @@ std::vector<std::pair<std::string, core::ModelConfig>> model_zoo() {
   bert.lm_head.bias = true;
   zoo.emplace_back("encoder, post-LN LayerNorm, learned positions, GELU", bert);
 
-  auto llama = small_model(core::StackKind::Decoder, attention(4, 2, 4, 4));
-  llama.positions = core::PositionKind::Rope;
-  llama.norm = core::NormKind::RMSNorm;
-  llama.ffn.kind = core::FfnKind::SwiGLU;
-  llama.ffn.activation = core::Activation::Silu;
-  llama.ffn.bias = false;
-  llama.decoder->attention.qkv_bias = false;
-  llama.lm_head.tied = false;
+  auto llama = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 2, 4, 4)));
+  llama.decoder->attention.out_bias = true;
   zoo.emplace_back("decoder, pre-LN RMSNorm, RoPE, SwiGLU, GQA", llama);
 
   auto t5 = small_model(core::StackKind::EncoderDecoder, attention(4, 4, 4, 4));

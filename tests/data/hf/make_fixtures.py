@@ -135,10 +135,58 @@ def as_f64(weights):
 
 # ---- BERT (modeling_bert.py) --------------------------------------------------------------------
 
-def bert_reference(W, cfg, ids, types):
-    p, eps = "bert.", cfg["layer_norm_eps"]
+def bert_encoder(W, cfg, x, p, ln, out):
+    """modeling_bert.py's BertLayer stack (RoBERTa's is the same): post-LN self-attention and GELU MLP;
+    each layer's attention probabilities go into out["attentions.<l>"]."""
     H, D = cfg["num_attention_heads"], cfg["hidden_size"]
-    d, T = D // H, len(ids)
+    d, T = D // H, x.shape[0]
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%sencoder.layer.%d." % (p, l)
+        split = lambda t: t.view(T, H, d).permute(1, 0, 2)  # transpose_for_scores
+        q = split(linear(x, W, h + "attention.self.query"))
+        k = split(linear(x, W, h + "attention.self.key"))
+        v = split(linear(x, W, h + "attention.self.value"))
+        probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), dim=-1)
+        out["attentions.%d" % l] = probs
+        context = (probs @ v).permute(1, 0, 2).reshape(T, D)
+        a = ln(linear(context, W, h + "attention.output.dense") + x, h + "attention.output.LayerNorm")
+        i = gelu_erf(linear(a, W, h + "intermediate.dense"))
+        x = ln(linear(i, W, h + "output.dense") + a, h + "output.LayerNorm")
+    return x
+
+
+def encoder_weight_makers(g, w, D, norm_names=(".weight", ".bias")):
+    """Random-weight makers that fill `w`: rnd(*shape, std), norm(name) (a LayerNorm of width D) and
+    lin(name, n_out, n_in, std) (an nn.Linear with bias)."""
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+
+    def norm(name):
+        w[name + norm_names[0]] = 1 + rnd(D, std=0.1)
+        w[name + norm_names[1]] = rnd(D, std=0.1)
+
+    def lin(name, n_out, n_in, std=0.15):
+        w[name + ".weight"] = rnd(n_out, n_in, std=std)
+        w[name + ".bias"] = rnd(n_out, std=0.1)
+
+    return rnd, norm, lin
+
+
+def bert_layer_weights(lin, norm, p, layers, D, I):
+    """Random weights of BertLayer stacks under p + "encoder.layer.<l>." (BERT and RoBERTa)."""
+    for l in range(layers):
+        h = "%sencoder.layer.%d." % (p, l)
+        lin(h + "attention.self.query", D, D, 0.3)
+        lin(h + "attention.self.key", D, D, 0.3)
+        lin(h + "attention.self.value", D, D)
+        lin(h + "attention.output.dense", D, D)
+        norm(h + "attention.output.LayerNorm")
+        lin(h + "intermediate.dense", I, D)
+        lin(h + "output.dense", D, I)
+        norm(h + "output.LayerNorm")
+
+
+def bert_reference(W, cfg, ids, types):
+    p, eps, T = "bert.", cfg["layer_norm_eps"], len(ids)
 
     def ln(x, name):  # this fixture stores LayerNorms as gamma/beta, like bert-base-uncased
         return layer_norm(x, W[name + ".gamma"], W[name + ".beta"], eps)
@@ -148,19 +196,7 @@ def bert_reference(W, cfg, ids, types):
          + W[p + "embeddings.position_embeddings.weight"][pos])
     x = ln(x, p + "embeddings.LayerNorm")
     out = {}
-    for l in range(cfg["num_hidden_layers"]):
-        h = "%sencoder.layer.%d." % (p, l)
-        split = lambda t: t.view(T, H, d).permute(1, 0, 2)  # transpose_for_scores
-        q = split(linear(x, W, h + "attention.self.query"))
-        k = split(linear(x, W, h + "attention.self.key"))
-        v = split(linear(x, W, h + "attention.self.value"))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d)
-        probs = torch.softmax(scores, dim=-1)
-        out["attentions.%d" % l] = probs
-        context = (probs @ v).permute(1, 0, 2).reshape(T, D)
-        a = ln(linear(context, W, h + "attention.output.dense") + x, h + "attention.output.LayerNorm")
-        i = gelu_erf(linear(a, W, h + "intermediate.dense"))
-        x = ln(linear(i, W, h + "output.dense") + a, h + "output.LayerNorm")
+    x = bert_encoder(W, cfg, x, p, ln, out)
     t = gelu_erf(linear(x, W, "cls.predictions.transform.dense"))
     t = ln(t, "cls.predictions.transform.LayerNorm")
     out["logits"] = t @ W[p + "embeddings.word_embeddings.weight"].T + W["cls.predictions.bias"]
@@ -176,15 +212,7 @@ def make_bert(g):
            "type_vocab_size": 2, "use_cache": True, "vocab_size": 100}
     D, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     w = {}
-    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
-
-    def norm(name):
-        w[name + ".gamma"] = 1 + rnd(D, std=0.1)
-        w[name + ".beta"] = rnd(D, std=0.1)
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.1)
+    rnd, norm, lin = encoder_weight_makers(g, w, D, (".gamma", ".beta"))  # gamma/beta, like bert-base-uncased
 
     p = "bert."
     w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
@@ -192,16 +220,7 @@ def make_bert(g):
     w[p + "embeddings.token_type_embeddings.weight"] = rnd(2, D, std=0.5)
     w[p + "embeddings.position_ids"] = torch.arange(cfg["max_position_embeddings"]).unsqueeze(0)  # old buffer
     norm(p + "embeddings.LayerNorm")
-    for l in range(cfg["num_hidden_layers"]):
-        h = "%sencoder.layer.%d." % (p, l)
-        lin(h + "attention.self.query", D, D, 0.3)
-        lin(h + "attention.self.key", D, D, 0.3)
-        lin(h + "attention.self.value", D, D)
-        lin(h + "attention.output.dense", D, D)
-        norm(h + "attention.output.LayerNorm")
-        lin(h + "intermediate.dense", I, D)
-        lin(h + "output.dense", D, I)
-        norm(h + "output.LayerNorm")
+    bert_layer_weights(lin, norm, p, cfg["num_hidden_layers"], D, I)
     lin(p + "pooler.dense", D, D)  # unused by the MLM logits (checkpoints from BertForPreTraining have it)
     lin("cls.predictions.transform.dense", D, D)
     norm("cls.predictions.transform.LayerNorm")
@@ -219,8 +238,6 @@ ROBERTA_IDS = [0, 17, 42, 99, 5, 63, 3, 88, 31, 7, 54, 2]  # <s> … </s>; no pa
 
 def roberta_reference(W, cfg, ids):
     p, eps, pad = "roberta.", cfg["layer_norm_eps"], cfg["pad_token_id"]
-    H, D = cfg["num_attention_heads"], cfg["hidden_size"]
-    d, T = D // H, len(ids)
     ln = lambda x, name: layer_norm(x, W[name + ".weight"], W[name + ".bias"], eps)
     ids_t = torch.tensor(ids)
     mask = (ids_t != pad).long()
@@ -229,18 +246,7 @@ def roberta_reference(W, cfg, ids):
          + W[p + "embeddings.position_embeddings.weight"][pos])
     x = ln(x, p + "embeddings.LayerNorm")
     out = {}
-    for l in range(cfg["num_hidden_layers"]):
-        h = "%sencoder.layer.%d." % (p, l)
-        split = lambda t: t.view(T, H, d).permute(1, 0, 2)
-        q = split(linear(x, W, h + "attention.self.query"))
-        k = split(linear(x, W, h + "attention.self.key"))
-        v = split(linear(x, W, h + "attention.self.value"))
-        probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d), dim=-1)
-        out["attentions.%d" % l] = probs
-        context = (probs @ v).permute(1, 0, 2).reshape(T, D)
-        a = ln(linear(context, W, h + "attention.output.dense") + x, h + "attention.output.LayerNorm")
-        i = gelu_erf(linear(a, W, h + "intermediate.dense"))
-        x = ln(linear(i, W, h + "output.dense") + a, h + "output.LayerNorm")
+    x = bert_encoder(W, cfg, x, p, ln, out)
     # RobertaLMHead: decoder(layer_norm(gelu(dense(x)))) + bias, the decoder tied to the word embeddings.
     t = ln(gelu_erf(linear(x, W, "lm_head.dense")), "lm_head.layer_norm")
     out["logits"] = t @ W[p + "embeddings.word_embeddings.weight"].T + W["lm_head.bias"]
@@ -256,31 +262,14 @@ def make_roberta(g):
            "type_vocab_size": 1, "use_cache": True, "vocab_size": 100}
     D, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     w = {}
-    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
-
-    def norm(name):
-        w[name + ".weight"] = 1 + rnd(D, std=0.1)
-        w[name + ".bias"] = rnd(D, std=0.1)
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.1)
+    rnd, norm, lin = encoder_weight_makers(g, w, D)
 
     p = "roberta."
     w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
     w[p + "embeddings.position_embeddings.weight"] = rnd(cfg["max_position_embeddings"], D, std=0.5)
     w[p + "embeddings.token_type_embeddings.weight"] = rnd(1, D, std=0.5)
     norm(p + "embeddings.LayerNorm")
-    for l in range(cfg["num_hidden_layers"]):
-        h = "%sencoder.layer.%d." % (p, l)
-        lin(h + "attention.self.query", D, D, 0.3)
-        lin(h + "attention.self.key", D, D, 0.3)
-        lin(h + "attention.self.value", D, D)
-        lin(h + "attention.output.dense", D, D)
-        norm(h + "attention.output.LayerNorm")
-        lin(h + "intermediate.dense", I, D)
-        lin(h + "output.dense", D, I)
-        norm(h + "output.LayerNorm")
+    bert_layer_weights(lin, norm, p, cfg["num_hidden_layers"], D, I)
     lin("lm_head.dense", D, D)
     norm("lm_head.layer_norm")
     w["lm_head.bias"] = rnd(V, std=0.1)
@@ -323,15 +312,7 @@ def make_distilbert(g):
            "torch_dtype": "float32", "transformers_version": "4.44.0", "vocab_size": 100}
     D, I, V = cfg["dim"], cfg["hidden_dim"], cfg["vocab_size"]
     w = {}
-    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
-
-    def norm(name):
-        w[name + ".weight"] = 1 + rnd(D, std=0.1)
-        w[name + ".bias"] = rnd(D, std=0.1)
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.1)
+    rnd, norm, lin = encoder_weight_makers(g, w, D)
 
     p = "distilbert."
     w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
