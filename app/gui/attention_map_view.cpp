@@ -4,6 +4,8 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -11,37 +13,40 @@
 namespace headlab::app {
 
 void scale_controls(Workbench& wb) {
-  auto& v = wb.session.view;
+  const auto& v = wb.doc().session.view;
+  cmd::SetView change;
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
   if (ImGui::BeginCombo("##colormap", v.colormap.c_str())) {
     for (const char* name : {"viridis", "gray"})
-      if (ImGui::Selectable(name, v.colormap == name)) v.colormap = name;
+      if (ImGui::Selectable(name, v.colormap == name)) change.colormap = name;
     ImGui::EndCombo();
   }
   ImGui::SameLine();
-  ImGui::Checkbox("log", &v.log_scale);
+  bool log_scale = v.log_scale, fixed_range = v.fixed_range;
+  if (ImGui::Checkbox("log", &log_scale)) change.log_scale = log_scale;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("weights on a log scale over four decades (logits stay linear)");
   ImGui::SameLine();
-  ImGui::Checkbox("0–1", &v.fixed_range);
+  if (ImGui::Checkbox("0–1", &fixed_range)) change.fixed_range = fixed_range;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("weights over [0, 1] instead of each map's maximum");
+  if (change.colormap || change.log_scale || change.fixed_range) wb.apply(change);
 }
 
 void AttentionMapView::drawContent(Workbench& wb) {
-  if (!wb.model || !wb.snapshot) {
+  if (!wb.doc().model || !wb.doc().snapshot) {
     ImGui::TextDisabled("running…");
     return;
   }
   wb.sync_textures();
-  auto& sel = wb.session.selection;
-  const AttentionMaps* maps = wb.snapshot->find(sel.stack);
+  const auto& sel = wb.doc().session.selection;
+  const AttentionMaps* maps = wb.doc().snapshot->find(sel.stack);
   if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) return;
   const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(sel.stage)];
   if (sm.empty() || sel.head >= sm.heads) {
     ImGui::TextDisabled("capturing stage %s…", stage_name(sel.stage));
     return;
   }
-  const auto& qt = wb.snapshot->query_tokens(sel.stack);
-  const auto& kt = wb.snapshot->key_tokens(sel.stack);
+  const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
+  const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
   ImGui::Text("%s · layer %d · head %d · %s", sel.stack.c_str(), sel.layer, sel.head, stage_name(sel.stage));
   ImGui::SameLine();
   scale_controls(wb);
@@ -77,7 +82,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
     const bool hover = window_hovered && mouse.x >= p0.x - left && mouse.x < p0.x && mouse.y >= p0.y + q * cell &&
                        mouse.y < p0.y + (q + stride) * cell;
     dl->AddText(pos, q == sel.query ? IM_COL32(255, 64, 160, 255) : hover ? IM_COL32(255, 255, 255, 255) : text, label.c_str());
-    if (hover && ImGui::IsMouseClicked(0)) sel.query = sel.query == q ? -1 : q;
+    if (hover && ImGui::IsMouseClicked(0)) wb.apply(cmd::SelectToken{sel.query == q ? -1 : q, sel.key});
   }
   for (int k = 0; k < sm.cols; k += stride) {
     const std::string label = k < static_cast<int>(kt.tokens.size()) ? token_label(kt.tokens[k]) : "?";
@@ -85,7 +90,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
                        mouse.x < p0.x + (k + stride) * cell;
     text_vertical(dl, ImVec2(p0.x + (k + 0.5f) * cell - font / 2, p0.y - 4),
                   k == sel.key ? IM_COL32(255, 160, 0, 255) : hover ? IM_COL32(255, 255, 255, 255) : text, label);
-    if (hover && ImGui::IsMouseClicked(0)) sel.key = sel.key == k ? -1 : k;
+    if (hover && ImGui::IsMouseClicked(0)) wb.apply(cmd::SelectToken{sel.query, sel.key == k ? -1 : k});
   }
   if (sel.query >= 0 && sel.query < sm.rows)
     dl->AddRect(ImVec2(p0.x, p0.y + sel.query * cell), ImVec2(p1.x, p0.y + (sel.query + 1) * cell), IM_COL32(255, 64, 160, 255), 0, 0, 2);
@@ -105,15 +110,21 @@ void AttentionMapView::drawContent(Workbench& wb) {
     ImGui::EndTooltip();
     if (ImGui::IsMouseClicked(0)) {
       const bool same = sel.query == q && sel.key == k;
-      sel.query = same ? -1 : q;
-      sel.key = same ? -1 : k;
+      wb.apply(cmd::SelectToken{same ? -1 : q, same ? -1 : k});
     }
   }
   const float bar_w = std::min(font * 16, std::max(font * 6, p1.x - p0.x));
-  colour_bar(dl, ImVec2(p0.x, p1.y + font * 0.5f), ImVec2(bar_w, font * 0.8f), colormap_from_name(wb.session.view.colormap),
+  colour_bar(dl, ImVec2(p0.x, p1.y + font * 0.5f), ImVec2(bar_w, font * 0.8f), colormap_from_name(wb.doc().session.view.colormap),
              wb.textures.range(sel.layer, sel.head));
   ImGui::SetCursorScreenPos(origin);
   ImGui::Dummy(ImVec2(p1.x - origin.x, p1.y - origin.y + legend_h));
+}
+
+bool AttentionMapView::exportFile(Workbench& wb, const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".svg" && ext != ".pdf") return false;
+  export_figure(wb, "attention-map", "", path, 1);
+  return true;
 }
 
 }  // namespace headlab::app

@@ -2,6 +2,7 @@
 
 #include "app/export/figures.h"
 #include "app/gui/draw_util.h"
+#include "app/gui/view.h"
 #include "app/gui/workbench.h"
 #include "app/state/run_mapping.h"
 
@@ -29,10 +30,23 @@ FigureTokens labels(const RunSnapshot& s, const std::string& stack) {
 
 }  // namespace
 
+void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale) {
+  const std::string window = window_of(view);
+  if (extension(path) == ".png") {
+    if (!window.empty() && !wb.find_view(window)) throw std::runtime_error("no view '" + view + "'");
+    wb.captures.push_back({path, window, scale});
+    return;
+  }
+  View* v = window.empty() ? nullptr : wb.find_view(window);
+  if (!v) throw std::runtime_error("export " + path + ": no view '" + view + "' (only .png exports the whole window)");
+  if (!v->exportFile(wb, path))
+    throw std::runtime_error("export " + path + ": the " + v->title() + " view writes " + v->exportFormats() + " (and .png)");
+}
+
 std::string default_export_path(const Workbench& wb, const std::string& figure, const std::string& ext) {
-  const std::string name = figure_basename(wb.model ? wb.model->name : "model", figure, wb.session.selection);
-  const std::string scale = ext == "png" && wb.session.view.export_scale > 1 ? "@" + std::to_string(wb.session.view.export_scale) + "x" : "";
-  return (fs::path(wb.session.view.export_dir.empty() ? "." : wb.session.view.export_dir) / (name + scale + "." + ext)).string();
+  const std::string name = figure_basename(wb.doc().model ? wb.doc().model->name : "model", figure, wb.doc().session.selection);
+  const std::string scale = ext == "png" && wb.doc().session.view.export_scale > 1 ? "@" + std::to_string(wb.doc().session.view.export_scale) + "x" : "";
+  return (fs::path(wb.doc().session.view.export_dir.empty() ? "." : wb.doc().session.view.export_dir) / (name + scale + "." + ext)).string();
 }
 
 std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
@@ -42,13 +56,13 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     wb.captures.push_back({path, window_title, scale});
     return path;
   }
-  if (!wb.snapshot || !wb.model) throw std::runtime_error("export " + path + ": nothing has been run yet");
-  const auto& sel = wb.session.selection;
-  const AttentionMaps* maps = wb.snapshot->find(sel.stack);
+  if (!wb.doc().snapshot || !wb.doc().model) throw std::runtime_error("export " + path + ": nothing has been run yet");
+  const auto& sel = wb.doc().session.selection;
+  const AttentionMaps* maps = wb.doc().snapshot->find(sel.stack);
   if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) throw std::runtime_error("export " + path + ": no maps");
-  const Colormap cmap = colormap_from_name(wb.session.view.colormap);
+  const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
   const bool logits = sel.stage == Stage::J || sel.stage == Stage::L;
-  const std::string title = wb.model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) +
+  const std::string title = wb.doc().model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) +
                             (figure == "attention-map" ? ", head " + std::to_string(sel.head) : "") + " (" +
                             stage_name(sel.stage) + ")";
   if (figure == "attention-map") {
@@ -56,10 +70,10 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     if (sm.empty() || sel.head >= sm.heads) throw std::runtime_error("export " + path + ": stage not captured");
     FigureMap m;
     m.data = sm.head(sel.head);
-    m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.session.view.log_scale,
-                        wb.session.view.fixed_range);
-    m.gate = wb.session.controls.get(sel.stack, sel.layer).gate(sel.head);
-    write_attention_map(path, title, m, sm.rows, sm.cols, labels(*wb.snapshot, sel.stack), cmap);
+    m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
+                        wb.doc().session.view.fixed_range);
+    m.gate = wb.doc().session.controls.get(sel.stack, sel.layer).gate(sel.head);
+    write_attention_map(path, title, m, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack), cmap);
   } else if (figure == "heads-grid") {
     std::vector<std::vector<FigureMap>> grid;
     int rows = 0, cols = 0;
@@ -71,20 +85,20 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
       for (int h = 0; h < sm.heads; ++h) {
         FigureMap m;
         m.data = sm.head(h);
-        m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.session.view.log_scale,
-                            wb.session.view.fixed_range);
-        m.gate = sel.stage == Stage::U ? wb.session.controls.get(sel.stack, static_cast<int>(l)).gate(h) : 1.0f;
+        m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
+                            wb.doc().session.view.fixed_range);
+        m.gate = sel.stage == Stage::U ? wb.doc().session.controls.get(sel.stack, static_cast<int>(l)).gate(h) : 1.0f;
         grid.back().push_back(m);
       }
     }
-    write_heads_grid(path, wb.model->name + " — " + sel.stack + " attention, every head (" + stage_name(sel.stage) + ")",
+    write_heads_grid(path, wb.doc().model->name + " — " + sel.stack + " attention, every head (" + stage_name(sel.stage) + ")",
                      grid, rows, cols, cmap);
   } else if (figure == "head-view") {
     const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
     std::vector<const float*> heads;
     for (int h = 0; h < sm.heads; ++h) heads.push_back(sm.head(h));
-    write_head_view(path, wb.model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", heads by colour",
-                    heads, sm.rows, sm.cols, labels(*wb.snapshot, sel.stack));
+    write_head_view(path, wb.doc().model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", heads by colour",
+                    heads, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack));
   } else {
     throw std::runtime_error("export " + path + ": '" + figure + "' has no vector export (use .png)");
   }
@@ -98,17 +112,21 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
     ImGui::TextDisabled("PNG scale");
     for (int s : {1, 2, 4}) {
       ImGui::SameLine();
-      if (ImGui::RadioButton((std::to_string(s) + "×").c_str(), wb.session.view.export_scale == s)) wb.session.view.export_scale = s;
+      if (ImGui::RadioButton((std::to_string(s) + "×").c_str(), wb.doc().session.view.export_scale == s)) {
+        cmd::SetView v;
+        v.export_scale = s;
+        wb.apply(v);
+      }
     }
     for (const char* ext : {"png", "svg", "pdf"}) {
       const std::string path = default_export_path(wb, figure, ext);
       if (ImGui::Selectable(path.c_str())) {
         try {
           const bool png = std::string(ext) == "png";
-          export_figure(wb, figure, png ? window_title : "", path, wb.session.view.export_scale);
+          export_figure(wb, figure, png ? window_title : "", path, wb.doc().session.view.export_scale);
           wb.notice("exported " + path);
         } catch (const std::exception& e) {
-          wb.last_error = e.what();
+          wb.set_error(e.what());
         }
       }
     }

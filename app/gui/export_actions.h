@@ -17,6 +17,11 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
 std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
                           const std::string& path, int scale);
 
+// A script's or the menu's export of a view by its name ("attention_map", "Head table", "window"):
+// .png captures the view's window (or the whole window) at `scale`; other extensions go to the
+// view's own file export (View::exportFile). Throws naming the view when it has none for `path`.
+void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale);
+
 // The default path for an export: export_dir / "<model>_<figure>_<stack>_L<l>_H<h>_<stage>.<ext>".
 std::string default_export_path(const Workbench& wb, const std::string& figure, const std::string& ext);
 

@@ -97,7 +97,7 @@ int gui_main(const GuiOptions& options) {
     return 2;
   }
   if (!options.screenshot.empty()) {
-    actions.push_back({"screenshot", {{"action", "screenshot"}, {"path", options.screenshot}}, static_cast<int>(actions.size())});
+    actions.push_back({cmd::Screenshot{options.screenshot}, static_cast<int>(actions.size())});
     if (origin.empty()) origin = "--screenshot";
   }
   const bool scripted = !actions.empty();
@@ -143,8 +143,8 @@ int gui_main(const GuiOptions& options) {
 
   int exit_code = 0;
   {
-    Workbench wb;
     auto views = make_views();
+    Workbench wb(views);
     std::string recover;
     std::error_code ec;
     if (!scripted && fs::is_regular_file(autosave_path(), ec)) recover = autosave_path();
@@ -162,7 +162,7 @@ int gui_main(const GuiOptions& options) {
       // sleep while nothing changes.
       if (scripted)
         glfwPollEvents();
-      else if (!wb.worker.idle())
+      else if (!wb.worker_idle() || wb.doc().dataset.running)
         glfwWaitEventsTimeout(1.0 / 30);
       else if (wb.frames_since_change < 10)
         glfwPollEvents();
@@ -170,7 +170,7 @@ int gui_main(const GuiOptions& options) {
         glfwWaitEventsTimeout(0.25);
       const auto frame_start = std::chrono::steady_clock::now();
       wb.poll();
-      if (script) script->step(wb, views);
+      if (script) script->step(wb);
       // A 2×/4× capture is taken from a frame drawn with fonts rasterised at that scale; the
       // usual fonts come back the frame after.
       const int wanted_detail = capture_detail(wb.captures);
@@ -184,6 +184,7 @@ int gui_main(const GuiOptions& options) {
       menu.draw(wb, views);
       for (auto& v : views) v->draw(wb);
       menu.drawOverlays(wb);
+      wb.focus_view.clear();
       wb.apply_layout = false;
       wb.reset_layout = false;
       ImGui::Render();
@@ -201,7 +202,7 @@ int gui_main(const GuiOptions& options) {
         const ImVec2 pos = v ? v->last_pos() : ImVec2(0, 0);
         const ImVec2 size = v ? v->last_size() : io.DisplaySize;
         if (!capture_png(ImGui::GetDrawData(), c.path, c.scale, pos, size, error)) {
-          wb.last_error = error;
+          wb.set_error(error);
           if (scripted) std::cerr << "headlab gui: " << error << "\n", exit_code = 1;
         } else if (scripted) {
           std::cout << "wrote " << c.path << "\n";
@@ -211,15 +212,15 @@ int gui_main(const GuiOptions& options) {
       }
       if (captures_ready) wb.captures.clear();
       glfwSwapBuffers(window);
-      wb.autosave_if_due();
+      wb.autosave_if_due(ImGui::SaveIniSettingsToMemory());
       const auto now = std::chrono::steady_clock::now();
       // Shown: the frame's own work; stats: the time between frames (a script never waits).
       wb.frame_ms = std::chrono::duration<double, std::milli>(now - frame_start).count();
       frame_times.push_back(std::chrono::duration<double, std::milli>(now - last).count());
       last = now;
-      if (scripted && !wb.notices.empty()) {
-        for (const auto& n : wb.notices) std::cerr << "headlab gui: " << n << "\n";
-        wb.notices.clear();
+      if (scripted && !wb.doc().notices.empty()) {
+        for (const auto& n : wb.doc().notices) std::cerr << "headlab gui: " << n << "\n";
+        wb.clear_notices();
       }
     }
     if (script && script->exit_code() != 0) exit_code = script->exit_code();

@@ -4,6 +4,8 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -11,19 +13,21 @@
 namespace headlab::app {
 
 void HeadView::drawContent(Workbench& wb) {
-  if (!wb.snapshot || !wb.model) {
+  if (!wb.doc().snapshot || !wb.doc().model) {
     ImGui::TextDisabled("running…");
     return;
   }
-  auto& sel = wb.session.selection;
-  const AttentionMaps* maps = wb.snapshot->find(sel.stack);
+  const auto& sel = wb.doc().session.selection;
+  const AttentionMaps* maps = wb.doc().snapshot->find(sel.stack);
   if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) return;
   const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
   if (sm.empty()) return;
-  const auto& qt = wb.snapshot->query_tokens(sel.stack);
-  const auto& kt = wb.snapshot->key_tokens(sel.stack);
+  const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
+  const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
-  ImGui::SliderInt("layer", &sel.layer, 0, static_cast<int>(maps->layers.size()) - 1);
+  int layer = sel.layer;
+  if (ImGui::SliderInt("layer", &layer, 0, static_cast<int>(maps->layers.size()) - 1))
+    wb.apply(cmd::SelectHead{"", layer, sel.head});
   ImGui::SameLine();
   export_buttons(wb, "head-view", title());
   hidden_heads_.resize(sm.heads, 0);
@@ -112,6 +116,13 @@ void HeadView::drawContent(Workbench& wb) {
     }
   }
   ImGui::Dummy(ImVec2(avail.x, std::max(sm.rows, sm.cols) * row));
+}
+
+bool HeadView::exportFile(Workbench& wb, const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".svg" && ext != ".pdf") return false;
+  export_figure(wb, "head-view", "", path, 1);
+  return true;
 }
 
 }  // namespace headlab::app

@@ -14,6 +14,8 @@ class HeadView : public View {
 
  protected:
   void drawContent(Workbench& wb) override;
+  bool exportFile(Workbench& wb, const std::string& path) override;
+  std::string exportFormats() const override { return ".svg, .pdf"; }
   ImVec4 defaultRect() const override { return {0.64f, 0.52f, 0.36f, 0.48f}; }
 
  private:

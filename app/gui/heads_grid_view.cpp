@@ -1,7 +1,10 @@
 #include "app/gui/heads_grid_view.h"
 
 #include "app/gui/draw_util.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
+
+#include <filesystem>
 
 #include <algorithm>
 #include <string>
@@ -9,15 +12,15 @@
 namespace headlab::app {
 
 bool attention_selector(Workbench& wb) {
-  if (!wb.model) return false;
-  auto& sel = wb.session.selection;
+  if (!wb.doc().model) return false;
+  const auto& sel = wb.doc().session.selection;
   bool changed = false;
-  if (wb.model->attentions.size() > 1) {
+  if (wb.doc().model->attentions.size() > 1) {
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14);
-    const AttentionSummary* current = wb.model->find(sel.stack);
+    const AttentionSummary* current = wb.doc().model->find(sel.stack);
     if (ImGui::BeginCombo("##attention", current ? current->title.c_str() : "")) {
-      for (const auto& a : wb.model->attentions)
-        if (ImGui::Selectable(a.title.c_str(), a.stack == sel.stack)) sel.stack = a.stack, changed = true;
+      for (const auto& a : wb.doc().model->attentions)
+        if (ImGui::Selectable(a.title.c_str(), a.stack == sel.stack)) wb.apply(cmd::SelectAttention{a.stack}), changed = true;
       ImGui::EndCombo();
     }
     ImGui::SameLine();
@@ -28,10 +31,8 @@ bool attention_selector(Workbench& wb) {
   for (int s = 0; s < kStageCount; ++s) {
     ImGui::SameLine();
     if (ImGui::RadioButton(stage_name(static_cast<Stage>(s)), sel.stage == static_cast<Stage>(s))) {
-      const bool needs_run = (s <= 1) && !(sel.stage == Stage::J || sel.stage == Stage::L);
-      sel.stage = static_cast<Stage>(s);
+      wb.apply(cmd::SelectAttention{"", static_cast<Stage>(s)});
       changed = true;
-      if (needs_run) wb.request_run();  // J and L are captured only on demand
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tips[s]);
   }
@@ -39,20 +40,25 @@ bool attention_selector(Workbench& wb) {
 }
 
 void HeadsGridView::drawContent(Workbench& wb) {
-  if (!wb.model) {
+  if (!wb.doc().model) {
     ImGui::TextDisabled("loading a model…");
     return;
   }
   attention_selector(wb);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
-  ImGui::SliderFloat("size", &wb.session.view.thumbnail_size, 32.0f, 256.0f, "%.0f px");
+  float size = wb.doc().session.view.thumbnail_size;
+  if (ImGui::SliderFloat("size", &size, 32.0f, 256.0f, "%.0f px")) {
+    cmd::SetView v;
+    v.thumbnail_size = size;
+    wb.apply(v);
+  }
   wb.sync_textures();
-  auto& sel = wb.session.selection;
-  const AttentionSummary* att = wb.model->find(sel.stack);
-  const AttentionMaps* maps = wb.snapshot ? wb.snapshot->find(sel.stack) : nullptr;
+  const auto& sel = wb.doc().session.selection;
+  const AttentionSummary* att = wb.doc().model->find(sel.stack);
+  const AttentionMaps* maps = wb.doc().snapshot ? wb.doc().snapshot->find(sel.stack) : nullptr;
   if (!att || !maps) {
-    ImGui::TextDisabled(wb.snapshot ? "no maps for this attention" : "running…");
+    ImGui::TextDisabled(wb.doc().snapshot ? "no maps for this attention" : "running…");
     return;
   }
   const bool stage_missing = !maps->layers.empty() && maps->layers[0].stages[static_cast<int>(sel.stage)].empty();
@@ -66,7 +72,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
   const int heads = att->heads(sel.stage);
   // The size setting is an upper bound: thumbnails shrink to fit the window's width (not below 24 px).
   const float fit = (ImGui::GetContentRegionAvail().x - label_w) / std::max(1, heads) - pad;
-  const float cell = std::max(24.0f, std::min(wb.session.view.thumbnail_size, fit));
+  const float cell = std::max(24.0f, std::min(wb.doc().session.view.thumbnail_size, fit));
   const bool gated_stage = sel.stage == Stage::U || !att->talking_heads;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -83,7 +89,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
     const float y = top + l * (cell + pad);
     const std::string t = "L" + std::to_string(l);
     dl->AddText(ImVec2(origin.x + pad, y + cell / 2 - ImGui::GetFontSize() / 2), ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
-    const auto& controls = wb.session.controls.get(sel.stack, l);
+    const auto& controls = wb.doc().session.controls.get(sel.stack, l);
     for (int h = 0; h < heads; ++h) {
       // Keep the map's aspect (cross-attention is T×S) inside the square cell.
       const float aspect = cols_k > 0 && rows_q > 0 ? static_cast<float>(rows_q) / cols_k : 1.0f;
@@ -93,7 +99,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
       const ImVec2 p1(p0.x + iw, p0.y + ih);
       ImGui::SetCursorScreenPos(cell0);
       ImGui::PushID(l * 4096 + h);
-      if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) sel.layer = l, sel.head = h;
+      if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) wb.apply(cmd::SelectHead{"", l, h});
       const bool hovered = ImGui::IsItemHovered();
       ImGui::PopID();
       if (const unsigned tex = wb.textures.texture(l, h))
@@ -129,6 +135,13 @@ void HeadsGridView::drawContent(Workbench& wb) {
   ImGui::SetCursorScreenPos(ImVec2(origin.x, top + maps->layers.size() * (cell + pad)));
   ImGui::Dummy(ImVec2(label_w + heads * (cell + pad), 1));
   ImGui::EndChild();
+}
+
+bool HeadsGridView::exportFile(Workbench& wb, const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".svg" && ext != ".pdf") return false;
+  export_figure(wb, "heads-grid", "", path, 1);
+  return true;
 }
 
 }  // namespace headlab::app

@@ -11,6 +11,8 @@ class HeadsGridView : public View {
 
  protected:
   void drawContent(Workbench& wb) override;
+  bool exportFile(Workbench& wb, const std::string& path) override;
+  std::string exportFormats() const override { return ".svg, .pdf"; }
   ImVec4 defaultRect() const override { return {0.24f, 0.0f, 0.40f, 0.52f}; }
 };
 

@@ -10,7 +10,7 @@ namespace {
 
 // Tokens as chips: the token over its id; click highlights it as a query.
 void token_chips(Workbench& wb, const TokenizedText& t, bool query_side) {
-  auto& sel = wb.session.selection;
+  const auto& sel = wb.doc().session.selection;
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   for (size_t i = 0; i < t.ids.size(); ++i) {
     const std::string label = token_label(t.tokens[i], 16);
@@ -24,7 +24,8 @@ void token_chips(Workbench& wb, const TokenizedText& t, bool query_side) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float h = ImGui::GetTextLineHeight() * 2 + 4;
     const bool highlighted = query_side && sel.query == static_cast<int>(i);
-    if (ImGui::InvisibleButton("tok", ImVec2(w, h)) && query_side) sel.query = highlighted ? -1 : static_cast<int>(i);
+    if (ImGui::InvisibleButton("tok", ImVec2(w, h)) && query_side)
+      wb.apply(cmd::SelectToken{highlighted ? -1 : static_cast<int>(i), sel.key});
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImU32 bg = highlighted ? IM_COL32(140, 30, 90, 255)
                      : t.special[i] ? IM_COL32(60, 60, 70, 255)
@@ -40,22 +41,30 @@ void token_chips(Workbench& wb, const TokenizedText& t, bool query_side) {
 }  // namespace
 
 void InputView::drawContent(Workbench& wb) {
-  const bool enc_dec = wb.model && wb.model->kind == "encoder-decoder";
+  const bool enc_dec = wb.doc().model && wb.doc().model->kind == "encoder-decoder";
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 3);
-  if (ImGui::InputText("##text", &wb.session.text, ImGuiInputTextFlags_EnterReturnsTrue)) wb.request_run();
+  // The boxes edit a copy; every keystroke goes into the document (so a save keeps it), Enter runs.
+  std::string text = wb.doc().session.text, decoder_text = wb.doc().session.decoder_text;
+  bool edited = false, run = false;
+  ImGuiInputTextFlags flags = ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackEdit;
+  auto mark_edit = [](ImGuiInputTextCallbackData* data) {
+    *static_cast<bool*>(data->UserData) = true;
+    return 0;
+  };
+  run |= ImGui::InputText("##text", &text, flags, mark_edit, &edited);
   ImGui::SameLine();
-  if (ImGui::Button("Run")) wb.request_run();
+  run |= ImGui::Button("Run");
   if (enc_dec) {
     ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 3);
-    if (ImGui::InputTextWithHint("##dec", "decoder text (empty = same as the input)", &wb.session.decoder_text,
-                                 ImGuiInputTextFlags_EnterReturnsTrue))
-      wb.request_run();
+    run |= ImGui::InputTextWithHint("##dec", "decoder text (empty = same as the input)", &decoder_text, flags, mark_edit,
+                                    &edited);
   }
-  if (wb.model && wb.model->masked_lm) ImGui::TextDisabled("masked LM: write [MASK] where the model should predict");
-  if (!wb.snapshot) return;
+  if (edited || run) wb.apply(cmd::SetText{text, decoder_text, run});
+  if (wb.doc().model && wb.doc().model->masked_lm) ImGui::TextDisabled("masked LM: write [MASK] where the model should predict");
+  if (!wb.doc().snapshot) return;
   ImGui::Separator();
-  const auto& s = *wb.snapshot;
-  ImGui::TextDisabled("%zu tokens%s", s.tokens.ids.size(), wb.model && !wb.model->has_tokenizer ? " (no tokenizer: words hashed to ids)" : "");
+  const auto& s = *wb.doc().snapshot;
+  ImGui::TextDisabled("%zu tokens%s", s.tokens.ids.size(), wb.doc().model && !wb.doc().model->has_tokenizer ? " (no tokenizer: words hashed to ids)" : "");
   ImGui::BeginChild("tokens", ImVec2(0, 0), false);
   token_chips(wb, s.tokens, true);
   if (!s.decoder_tokens.ids.empty()) {

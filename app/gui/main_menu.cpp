@@ -23,10 +23,10 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
           prompt_ = "save", open_prompt = true;
         } else {
           try {
-            wb.save_session(session_path_);
+            wb.execute(cmd::SaveSession{session_path_});
             wb.notice("saved " + session_path_);
           } catch (const std::exception& e) {
-            wb.last_error = e.what();
+            wb.set_error(e.what());
           }
         }
       }
@@ -41,12 +41,12 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
                 export_figure(wb, figure, "", path, 1);
                 wb.notice("exported " + path);
               } catch (const std::exception& e) {
-                wb.last_error = e.what();
+                wb.set_error(e.what());
               }
             }
           }
         ImGui::Separator();
-        if (ImGui::MenuItem("Whole window (PNG)")) wb.captures.push_back({"headlab-window.png", "", wb.session.view.export_scale});
+        if (ImGui::MenuItem("Whole window (PNG)")) wb.captures.push_back({"headlab-window.png", "", wb.doc().session.view.export_scale});
         ImGui::EndMenu();
       }
       ImGui::Separator();
@@ -56,22 +56,29 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
     if (ImGui::BeginMenu("View")) {
       for (auto& v : views) ImGui::MenuItem(v->title().c_str(), nullptr, &v->open());
       ImGui::Separator();
-      ImGui::MenuItem("Log scale", nullptr, &wb.session.view.log_scale);
-      ImGui::MenuItem("Weights over 0–1", nullptr, &wb.session.view.fixed_range);
+      const auto& view = wb.doc().session.view;
+      cmd::SetView v;
+      if (ImGui::MenuItem("Log scale", nullptr, view.log_scale)) v.log_scale = !view.log_scale;
+      if (ImGui::MenuItem("Weights over 0–1", nullptr, view.fixed_range)) v.fixed_range = !view.fixed_range;
+      if (v.log_scale || v.fixed_range) wb.apply(v);
       if (ImGui::BeginMenu("Colormap")) {
         for (const char* name : {"viridis", "gray"})
-          if (ImGui::MenuItem(name, nullptr, wb.session.view.colormap == name)) wb.session.view.colormap = name;
+          if (ImGui::MenuItem(name, nullptr, view.colormap == name)) {
+            cmd::SetView c;
+            c.colormap = name;
+            wb.apply(c);
+          }
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Reset layout")) wb.reset_layout = true;
       ImGui::EndMenu();
     }
-    if (wb.model) {
-      ImGui::TextDisabled("  %s", wb.model->name.c_str());
+    if (wb.doc().model) {
+      ImGui::TextDisabled("  %s", wb.doc().model->name.c_str());
     }
-    if (!wb.banner.empty()) {
+    if (!wb.doc().banner.empty()) {
       ImGui::SameLine(0, 30);
-      ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.2f, 1.0f), "%s", wb.banner.c_str());
+      ImGui::TextColored(ImVec4(1.0f, 0.6f, 0.2f, 1.0f), "%s", wb.doc().banner.c_str());
     }
     ImGui::EndMainMenuBar();
   }
@@ -97,14 +104,14 @@ void MainMenu::drawPrompts(Workbench& wb) {
   if (ImGui::Button(prompt_ == "save" ? "Save" : "Open") || enter) {
     try {
       if (prompt_ == "save") {
-        wb.save_session(path_input_);
+        wb.execute(cmd::SaveSession{path_input_});
         wb.notice("saved " + path_input_);
       } else {
-        wb.open_session(path_input_);
+        wb.execute(cmd::OpenSession{path_input_});
       }
       session_path_ = path_input_;
     } catch (const std::exception& e) {
-      wb.last_error = e.what();
+      wb.set_error(e.what());
     }
     ImGui::CloseCurrentPopup();
   }
@@ -114,14 +121,14 @@ void MainMenu::drawPrompts(Workbench& wb) {
 }
 
 void MainMenu::drawMessages(Workbench& wb) {
-  if (wb.notices.empty()) return;
+  if (wb.doc().notices.empty()) return;
   // Plain confirmations ("saved …") go to the status line; anything else asks to be read.
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + 40), ImGuiCond_Always, ImVec2(0.5f, 0));
   ImGui::SetNextWindowBgAlpha(0.92f);
   ImGui::Begin("Messages", nullptr, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoCollapse);
-  for (const auto& n : wb.notices) ImGui::BulletText("%s", n.c_str());
-  if (ImGui::Button("OK")) wb.notices.clear();
+  for (const auto& n : wb.doc().notices) ImGui::BulletText("%s", n.c_str());
+  if (ImGui::Button("OK")) wb.clear_notices();
   ImGui::End();
 }
 
@@ -133,9 +140,9 @@ void MainMenu::drawRecovery(Workbench& wb) {
   ImGui::Text("Recover the autosaved session (%s)?", recover_.c_str());
   if (ImGui::Button("Recover")) {
     try {
-      wb.open_session(recover_);
+      wb.execute(cmd::OpenSession{recover_});
     } catch (const std::exception& e) {
-      wb.last_error = e.what();
+      wb.set_error(e.what());
     }
     recover_.clear();
     ImGui::CloseCurrentPopup();

@@ -7,7 +7,7 @@
 namespace headlab::app {
 
 bool MixerView::drawMatrix(Workbench& wb, const AttentionSummary& att, int layer, const char* which, int heads) {
-  const auto& c = wb.session.controls.get(att.stack, layer);
+  const auto& c = wb.doc().session.controls.get(att.stack, layer);
   std::vector<float> m = std::string(which) == "pre" ? c.pre_mix : c.post_mix;
   if (m.empty()) m = mix_preset(MixPreset::Identity, heads);
   bool changed = false;
@@ -32,33 +32,36 @@ bool MixerView::drawMatrix(Workbench& wb, const AttentionSummary& att, int layer
   ImGui::PopStyleVar();
   ImGui::PopID();
   if (changed) {
-    set_mix(wb.session.controls, att.stack, layer, which, m, heads);
-    wb.controls_changed();
+    cmd::SetMix c;
+    c.stack = att.stack, c.layer = layer, c.which = which, c.matrix = m;
+    wb.apply(c);
   }
   return changed;
 }
 
 void MixerView::drawContent(Workbench& wb) {
-  if (!wb.model) return;
-  auto& sel = wb.session.selection;
-  const AttentionSummary* att = wb.model->find(sel.stack);
+  if (!wb.doc().model) return;
+  const auto& sel = wb.doc().session.selection;
+  const AttentionSummary* att = wb.doc().model->find(sel.stack);
   if (!att) return;
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-  ImGui::SliderInt("layer", &sel.mixer_layer, 0, att->layers - 1);
-  const int layer = sel.mixer_layer;
+  int layer = sel.mixer_layer;
+  if (ImGui::SliderInt("layer", &layer, 0, att->layers - 1)) {
+    cmd::SelectAttention c;
+    c.mixer_layer = layer;
+    wb.apply(c);
+  }
   ImGui::SameLine();
   ImGui::TextDisabled("(%s)", att->title.c_str());
   ImGui::SameLine();
   if (ImGui::Button("Reset layer")) {
-    reset_layer(wb.session.controls, att->stack, layer);
-    wb.controls_changed();
+    wb.apply(cmd::Reset{att->stack, layer});
   }
   ImGui::SameLine();
   if (ImGui::Button("Reset all")) {
-    wb.session.controls = {};
-    wb.controls_changed();
+    wb.apply(cmd::Reset{});
   }
-  const auto& c = wb.session.controls.get(att->stack, layer);
+  const auto& c = wb.doc().session.controls.get(att->stack, layer);
   int ablation = c.ablation == core::Ablation::Mean ? 1 : 0;
   ImGui::TextUnformatted("ablation");
   ImGui::SameLine();
@@ -67,9 +70,7 @@ void MixerView::drawContent(Workbench& wb) {
   ab_changed |= ImGui::RadioButton("mean", &ablation, 1);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("a closed head outputs its mean over this input's positions");
   if (ab_changed) {
-    wb.session.controls.at(att->stack, layer).ablation = ablation ? core::Ablation::Mean : core::Ablation::Zero;
-    canonicalize(wb.session.controls);
-    wb.controls_changed();
+    wb.apply(cmd::SetAblation{att->stack, layer, ablation ? core::Ablation::Mean : core::Ablation::Zero});
   }
 
   ImGui::Separator();
@@ -80,17 +81,15 @@ void MixerView::drawContent(Workbench& wb) {
     for (int h = 0; h < h_out; ++h) {
       ImGui::TableNextColumn();
       ImGui::PushID(h);
-      float g = wb.session.controls.get(att->stack, layer).gate(h);
+      float g = wb.doc().session.controls.get(att->stack, layer).gate(h);
       bool on = g > 0.0f;
       if (ImGui::Checkbox("##on", &on)) {
-        set_gate(wb.session.controls, att->stack, layer, h, on ? 1.0f : 0.0f, h_out);
-        wb.controls_changed();
+        wb.apply(cmd::SetGate{att->stack, layer, h, on ? 1.0f : 0.0f});
       }
       ImGui::SameLine();
       ImGui::SetNextItemWidth(-1);
       if (ImGui::SliderFloat("##g", &g, 0.0f, 1.0f, ("H" + std::to_string(h) + " %.2f").c_str())) {
-        set_gate(wb.session.controls, att->stack, layer, h, g, h_out);
-        wb.controls_changed();
+        wb.apply(cmd::SetGate{att->stack, layer, h, g});
       }
       ImGui::PopID();
     }
@@ -117,15 +116,17 @@ void MixerView::drawContent(Workbench& wb) {
   }
   const int h_pre = att->softmax_heads;
   if (ImGui::Button("Apply before softmax")) {
-    set_mix(wb.session.controls, att->stack, layer, "pre",
-            mix_preset(static_cast<MixPreset>(preset_), h_pre, a_, b_, alpha_), h_pre);
-    wb.controls_changed();
+    cmd::SetMix c;
+    c.stack = att->stack, c.layer = layer, c.which = "pre";
+    c.matrix = mix_preset(static_cast<MixPreset>(preset_), h_pre, a_, b_, alpha_);
+    wb.apply(c);
   }
   ImGui::SameLine();
   if (ImGui::Button("Apply after softmax")) {
-    set_mix(wb.session.controls, att->stack, layer, "post",
-            mix_preset(static_cast<MixPreset>(preset_), h_out, a_, b_, alpha_), h_out);
-    wb.controls_changed();
+    cmd::SetMix c;
+    c.stack = att->stack, c.layer = layer, c.which = "post";
+    c.matrix = mix_preset(static_cast<MixPreset>(preset_), h_out, a_, b_, alpha_);
+    wb.apply(c);
   }
   if (ImGui::CollapsingHeader("pre-softmax mix (logits L ← L·M)", ImGuiTreeNodeFlags_DefaultOpen))
     drawMatrix(wb, *att, layer, "pre", h_pre);

@@ -43,7 +43,7 @@ void ModelView::drawContent(Workbench& wb) {
 }
 
 void ModelView::drawSummary(Workbench& wb) {
-  const auto& m = wb.model;
+  const auto& m = wb.doc().model;
   if (!m) {
     ImGui::TextDisabled("loading…");
     return;
@@ -89,7 +89,7 @@ void ModelView::listDirectory() {
 
 void ModelView::drawBrowser(Workbench& wb) {
   if (browse_dir_.empty()) {
-    const std::string models = wb.assets_dir.empty() ? "" : (fs::path(wb.assets_dir) / "models").string();
+    const std::string models = wb.assets_dir().empty() ? "" : (fs::path(wb.assets_dir()) / "models").string();
     std::error_code ec;
     browse_dir_ = !models.empty() && fs::is_directory(models, ec) ? models : fs::current_path(ec).string();
     std::snprintf(path_, sizeof path_, "%s", browse_dir_.c_str());
@@ -98,16 +98,16 @@ void ModelView::drawBrowser(Workbench& wb) {
   if (ImGui::InputText("##path", path_, sizeof path_, ImGuiInputTextFlags_EnterReturnsTrue)) {
     std::error_code ec;
     if (fs::is_regular_file(fs::path(path_) / "config.json", ec))
-      wb.open_model(path_);
+      wb.apply(cmd::OpenModel{path_});
     else if (fs::is_directory(path_, ec))
       browse_dir_ = path_;
   }
   ImGui::SameLine();
-  if (ImGui::Button("Open")) wb.open_model(path_);
+  if (ImGui::Button("Open")) wb.apply(cmd::OpenModel{path_});
   if (listed_dir_ != browse_dir_) listDirectory();
-  if (!wb.session.recent_folders.empty() && ImGui::CollapsingHeader("Recent folders", ImGuiTreeNodeFlags_DefaultOpen)) {
-    for (const auto& f : wb.session.recent_folders)
-      if (ImGui::Selectable(f.c_str())) wb.open_model(f);
+  if (!wb.doc().session.recent_folders.empty() && ImGui::CollapsingHeader("Recent folders", ImGuiTreeNodeFlags_DefaultOpen)) {
+    for (const auto& f : wb.doc().session.recent_folders)
+      if (ImGui::Selectable(f.c_str())) wb.apply(cmd::OpenModel{f});
   }
   ImGui::TextDisabled("%s", browse_dir_.c_str());
   ImGui::BeginChild("dir", ImVec2(0, -ImGui::GetFrameHeightWithSpacing()), true);
@@ -121,14 +121,14 @@ void ModelView::drawBrowser(Workbench& wb) {
       const std::string full = (fs::path(browse_dir_) / e.name).string();
       std::snprintf(path_, sizeof path_, "%s", full.c_str());
       if (e.is_model && ImGui::IsMouseDoubleClicked(0))
-        wb.open_model(full);
+        wb.apply(cmd::OpenModel{full});
       else if (!e.is_model)
         browse_dir_ = full;
     }
     if (e.is_model && ImGui::IsItemHovered()) ImGui::SetTooltip("double-click to open");
   }
   ImGui::EndChild();
-  if (ImGui::Button("Random-weight model (mha.json)")) wb.open_random_model();
+  if (ImGui::Button("Random-weight model (mha.json)")) wb.apply(cmd::OpenModel{""});
 }
 
 }  // namespace headlab::app

@@ -51,36 +51,39 @@ void position_table(const RunSnapshot& s, const PositionOutput& out, bool masked
 }  // namespace
 
 void OutputView::drawContent(Workbench& wb) {
-  if (!wb.snapshot || !wb.model) {
+  if (!wb.doc().snapshot || !wb.doc().model) {
     ImGui::TextDisabled("running…");
     return;
   }
-  const auto& s = *wb.snapshot;
-  auto& sel = wb.session.selection;
+  const auto& s = *wb.doc().snapshot;
+  const auto& sel = wb.doc().session.selection;
   const TokenizedText& tokens = s.decoder_tokens.ids.empty() ? s.tokens : s.decoder_tokens;
-  const bool masked = wb.model->masked_lm;
+  const bool masked = wb.doc().model->masked_lm;
   const std::string def = masked ? "each [MASK]" : "the last token";
-  if (sel.output_position >= static_cast<int>(tokens.tokens.size())) sel.output_position = -1;
-  std::string current = sel.output_position < 0 ? def
-                                                 : std::to_string(sel.output_position) + ": " +
-                                                       token_label(tokens.tokens[sel.output_position]);
-  const int chosen = sel.output_position;
+  const int position = sel.output_position < static_cast<int>(tokens.tokens.size()) ? sel.output_position : -1;
+  std::string current = position < 0 ? def
+                                   : std::to_string(position) + ": " + token_label(tokens.tokens[position]);
+  int chosen = position;
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
   if (ImGui::BeginCombo("position", current.c_str())) {
-    if (ImGui::Selectable(def.c_str(), sel.output_position < 0)) sel.output_position = -1;
+    if (ImGui::Selectable(def.c_str(), position < 0)) chosen = -1;
     for (size_t t = 0; t < tokens.tokens.size(); ++t) {
       const std::string label = std::to_string(t) + ": " + token_label(tokens.tokens[t]);
-      if (ImGui::Selectable(label.c_str(), sel.output_position == static_cast<int>(t))) sel.output_position = static_cast<int>(t);
+      if (ImGui::Selectable(label.c_str(), position == static_cast<int>(t))) chosen = static_cast<int>(t);
     }
     ImGui::EndCombo();
   }
-  // Only the shown positions go through the LM head: another position is a (head-only) run.
-  if (sel.output_position != chosen) wb.request_run();
+  if (chosen != position) wb.apply(cmd::SetOutputPosition{chosen});
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-  if (ImGui::SliderInt("k", &wb.session.view.top_k, 1, 20)) wb.request_run();
+  int top_k = wb.doc().session.view.top_k;
+  if (ImGui::SliderInt("k", &top_k, 1, 20)) {
+    cmd::SetView v;
+    v.top_k = top_k;
+    wb.apply(v);
+  }
   ImGui::BeginChild("outputs");
-  std::vector<int> shown = sel.output_position >= 0 ? std::vector<int>{sel.output_position} : s.default_positions;
+  std::vector<int> shown = position >= 0 ? std::vector<int>{position} : s.default_positions;
   for (int t : shown) {
     if (const PositionOutput* out = s.output_at(t)) position_table(s, *out, masked, tokens);
     else ImGui::TextDisabled("predicting at %d…", t);

@@ -30,6 +30,7 @@ void View::draw(Workbench& wb) {
     ImGui::SetNextWindowPos(pos, cond);
     ImGui::SetNextWindowSize(size, cond);
   }
+  if (wb.focus_view == title_) ImGui::SetNextWindowFocus();
   if (ImGui::Begin(title_.c_str(), &open_, windowFlags())) drawContent(wb);
   last_pos_ = ImGui::GetWindowPos();
   last_size_ = ImGui::GetWindowSize();

@@ -12,7 +12,8 @@ class Workbench;
 
 class View {
  public:
-  explicit View(std::string title) : title_(std::move(title)) {}
+  // Analysis views start closed (View menu, or a script's select_view, opens them).
+  explicit View(std::string title, bool open = true) : title_(std::move(title)), open_(open) {}
   virtual ~View() = default;
 
   void draw(Workbench& wb);
@@ -21,6 +22,12 @@ class View {
   // The window's rectangle last frame (screen coordinates), for exports.
   ImVec2 last_pos() const { return last_pos_; }
   ImVec2 last_size() const { return last_size_; }
+
+  // Writes the view's figure or table to `path` when its extension is one the view offers
+  // (exportFormats); false otherwise. Throws naming the path when writing fails.
+  virtual bool exportFile(Workbench& /*wb*/, const std::string& /*path*/) { return false; }
+  // The extensions exportFile takes, for messages (".svg, .pdf"); "" = PNG only.
+  virtual std::string exportFormats() const { return ""; }
 
  protected:
   virtual void drawContent(Workbench& wb) = 0;
@@ -36,7 +43,7 @@ class View {
 
  private:
   std::string title_;
-  bool open_ = true;
+  bool open_;
   ImVec2 last_pos_, last_size_;
 };
 

@@ -1,12 +1,11 @@
-// The one object every view shares: the session (every user choice), the worker and its latest
-// results, the textures of the maps on show, and the requests views make of the frame loop
-// (export a view, take a screenshot). No view keeps state of its own that a session should hold.
+// The window's side of the workbench: the Controller (document + commands) plus what only a window
+// has — the textures of the maps on show, capture requests, layout flags, frame timings and the
+// window commands (export, screenshot, show/select a view). Views read doc() and change things
+// only through apply() with a named command.
 #pragma once
 
-#include "app/engine/workbench_engine.h"
 #include "app/gui/textures.h"
-#include "app/state/session.h"
-#include "app/state/worker.h"
+#include "app/state/controller.h"
 
 #include <chrono>
 #include <memory>
@@ -15,65 +14,57 @@
 
 namespace headlab::app {
 
+class View;
+
 // A PNG of the whole window or of one view, made by the frame loop after rendering.
 struct CaptureRequest {
   std::string path;
   std::string window;  // "" = the whole window, else a view's window title
   int scale = 1;
+  bool content_only = false;  // the view's figure alone, without its title bar and controls
 };
 
-class Workbench {
+class Workbench : public Controller {
  public:
-  Workbench();
+  explicit Workbench(std::vector<std::unique_ptr<View>>& views) : views_(views) {}
 
-  SessionState session;
-  WorkbenchWorker worker;
-  std::shared_ptr<const ModelSummary> model;
-  std::shared_ptr<const RunSnapshot> snapshot;
+  // Document commands go to the Controller; window commands are applied here. Throws like
+  // Controller::execute.
+  void execute(const Command& command);
+  // The same, with a failure shown in the status bar.
+  void apply(const Command& command);
+
+  // Picks up worker results and counts frames since the last change (UI thread, once per frame).
+  void poll();
+  // True when nothing is running or queued and the latest result has been on screen a few frames.
+  bool settled() const { return idle() && frames_since_change >= 3 && captures.empty(); }
+  // Syncs the textures of the attention/stage on show; called by views that draw maps.
+  void sync_textures();
+  View* find_view(const std::string& title) const;
+
   HeadTextures textures;
-  std::string banner;            // shown above everything ("random weights — no trained model found")
-  std::vector<std::string> notices;  // messages for the user (session warnings …), newest last
-  std::string last_error;
   std::vector<CaptureRequest> captures;
+  std::string focus_view;        // a view to bring to the front this frame (select_view)
   bool apply_layout = false;     // views re-read their position from the ImGui ini this frame
   bool reset_layout = false;     // views take their default rectangles this frame
   bool quit = false;
-  bool pending_model_run = false;  // run the session's text once the model being loaded arrives
+  int wait_frames = 0;           // a script's wait_frames
   int frames_since_change = 0;
   double upload_ms = 0;          // last texture sync
   double frame_ms = 0;
   // Live latencies: a run requested → its maps uploaded as textures (ms), for HEADLAB_FRAME_STATS.
   std::vector<double> latencies;
-  std::string assets_dir;
 
-  // Start-up: a session file, else a model folder, else the newest assets/models folder, else a
-  // random-weight model with a banner.
-  void start(const std::string& model_folder, const std::string& session_path);
-  // Picks up the worker's results (UI thread, once per frame before the views).
-  void poll();
-  void open_model(const std::string& folder);
-  void open_random_model();
-  void request_run();
-  void controls_changed() { request_run(); }
-  void save_session(const std::string& path);
-  void open_session(const std::string& path);
-  void autosave_if_due();
-  void notice(const std::string& text);
-  // True when nothing is running or queued and the latest run has been on screen for a few frames.
-  bool settled() const;
-  // Syncs the textures of the attention/stage on show; called by views that draw maps.
-  void sync_textures();
+ protected:
+  std::string layout_for_save() const override;
+  void restore_layout(const std::string& imgui_ini) override;
 
  private:
-  void apply_loaded_session(SessionLoad loaded, const std::string& path);
-  std::chrono::steady_clock::time_point last_autosave_;
-  std::chrono::steady_clock::time_point requested_at_;
-  bool latency_pending_ = false;
+  std::vector<std::unique_ptr<View>>& views_;
   uint64_t synced_generation_ = 0;
-  uint64_t model_serial_ = 0;
-  uint64_t error_serial_ = 0;
-  std::string expected_hash_;
-  bool loading_session_ = false;
 };
+
+// The window title of a view by the names scripts use ("attention_map" → "Attention map").
+std::string window_of(const std::string& view);
 
 }  // namespace headlab::app

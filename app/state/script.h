@@ -1,6 +1,23 @@
 // Scripted runs of the workbench (`headlab gui --script FILE.json`): a list of actions the window
-// performs one after another, each once the previous one's run has been drawn.
+// performs one after another, each once the previous one has settled on screen. Every action is a
+// command of app/state/commands.h under its name, with the same fields:
+//   open_model {folder}  ("" = a random-weight model)      set_text {text[, decoder_text, run]}
+//   run   set_output_position {position}
+//   select_head {layer, head[, stack, stage]}   select_attention {stack?, stage?}   select_token {query?, key?}
+//   set_gate {layer, head, value[, stack]}      set_ablation {layer, mode: zero|mean[, stack]}
+//   set_mix {layer, which: pre|post, preset: identity|uniform|swap|blend[, a, b, alpha] | matrix}
+//   reset {layer?, stack?}
+//   set_view {colormap?, log_scale?, fixed_range?, thumbnail_size?, top_k?, export_scale?, export_dir?, grid_measure?}
+//   run_dataset {files: [...], metrics?: [...], limit?}  (waits until it finishes)   stop_dataset
+//   open_report {path}   sort_heads {by, descending?}   filter_heads {role?, layer?}
+//   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
+//   set_lrp_target {position[, token, enabled]}
+//   save_session {path}  open_session {path}
+//   export {view, path[, scale]}  screenshot {path[, scale]}  show_view {view[, open]}  select_view {view}
+//   wait_frames {frames}  quit
 #pragma once
+
+#include "app/state/commands.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,20 +26,8 @@
 
 namespace headlab::app {
 
-// One action: {"action": "set_text", "text": "…"}. Kinds:
-//   open_model {folder}            set_text {text[, decoder_text]}     run (wait for the current run)
-//   select_head {layer, head[, stack, stage]}   select_token {query | key}
-//   set_gate {layer, head, value[, stack]}      set_ablation {layer, mode: zero|mean[, stack]}
-//   set_mix {layer, which: pre|post, preset: identity|uniform|swap|blend[, a, b, alpha] | matrix}
-//   reset {layer?}                 set_view {colormap?, log_scale?, fixed_range?}
-//   save_session {path}            open_session {path}
-//   export {view, path[, scale]}   (view: attention_map | heads_grid | head_view | any window title;
-//                                   .png at scale 1/2/4, .svg and .pdf for the three figure views)
-//   screenshot {path}              wait_frames {frames}                quit
-//   show_view {view, open}         (open or close a window by its title)
 struct ScriptAction {
-  std::string kind;
-  nlohmann::json args;
+  Command command;
   int index = 0;  // position in the file, for messages
 };
 

@@ -80,6 +80,18 @@ core::ModelControls controls_from_json(const json& j) {
   return controls;
 }
 
+static json analysis_to_json(const AnalysisChoices& a) {
+  json j = {{"dataset_files", a.dataset_files}, {"metrics", a.metrics}, {"limit", a.limit},
+            {"report_path", a.report_path}, {"report_hash", a.report_hash}, {"sort_by", a.sort_by},
+            {"sort_descending", a.sort_descending}, {"filter_role", a.filter_role}, {"filter_layer", a.filter_layer},
+            {"thresholds_edited", a.thresholds_edited}, {"positional_threshold", a.positional_threshold},
+            {"rare_threshold", a.rare_threshold}, {"syntactic_margin", a.syntactic_margin},
+            {"lrp_enabled", a.lrp_enabled}, {"lrp_position", a.lrp_position}, {"lrp_token", a.lrp_token}};
+  // Embedded as JSON (not a string) so the session file stays readable and diffable.
+  if (!a.report_embedded.empty()) j["report_embedded"] = json::parse(a.report_embedded);
+  return j;
+}
+
 json session_to_json(const SessionState& s) {
   const auto& sel = s.selection;
   const auto& v = s.view;
@@ -96,7 +108,8 @@ json session_to_json(const SessionState& s) {
       {"view",
        {{"colormap", v.colormap}, {"log_scale", v.log_scale}, {"fixed_range", v.fixed_range},
         {"thumbnail_size", v.thumbnail_size}, {"top_k", v.top_k}, {"export_scale", v.export_scale},
-        {"export_dir", v.export_dir}}},
+        {"export_dir", v.export_dir}, {"grid_measure", v.grid_measure}}},
+      {"analysis", analysis_to_json(s.analysis)},
       {"layout", {{"imgui_ini", s.imgui_ini}}},
   };
 }
@@ -150,6 +163,27 @@ SessionLoad session_from_json(const json& j) {
   read(view, "top_k", v.top_k, w, "view.");
   read(view, "export_scale", v.export_scale, w, "view.");
   read(view, "export_dir", v.export_dir, w, "view.");
+  read(view, "grid_measure", v.grid_measure, w, "view.");
+  const json& analysis = j.contains("analysis") ? j.at("analysis") : empty;
+  auto& a = s.analysis;
+  read(analysis, "dataset_files", a.dataset_files, w, "analysis.");
+  read(analysis, "metrics", a.metrics, w, "analysis.");
+  read(analysis, "limit", a.limit, w, "analysis.");
+  read(analysis, "report_path", a.report_path, w, "analysis.");
+  read(analysis, "report_hash", a.report_hash, w, "analysis.");
+  if (analysis.contains("report_embedded") && analysis.at("report_embedded").is_object())
+    a.report_embedded = analysis.at("report_embedded").dump();
+  read(analysis, "sort_by", a.sort_by, w, "analysis.");
+  read(analysis, "sort_descending", a.sort_descending, w, "analysis.");
+  read(analysis, "filter_role", a.filter_role, w, "analysis.");
+  read(analysis, "filter_layer", a.filter_layer, w, "analysis.");
+  read(analysis, "thresholds_edited", a.thresholds_edited, w, "analysis.");
+  read(analysis, "positional_threshold", a.positional_threshold, w, "analysis.");
+  read(analysis, "rare_threshold", a.rare_threshold, w, "analysis.");
+  read(analysis, "syntactic_margin", a.syntactic_margin, w, "analysis.");
+  read(analysis, "lrp_enabled", a.lrp_enabled, w, "analysis.");
+  read(analysis, "lrp_position", a.lrp_position, w, "analysis.");
+  read(analysis, "lrp_token", a.lrp_token, w, "analysis.");
   const json& layout = j.contains("layout") ? j.at("layout") : empty;
   read(layout, "imgui_ini", s.imgui_ini, w, "layout.");
   return out;

@@ -34,6 +34,27 @@ struct ViewSettings {
   int top_k = 10;
   int export_scale = 1;
   std::string export_dir;  // "" = current directory
+  std::string grid_measure = "maps";  // heads grid: attention maps, or a head-table column as a heatmap
+};
+
+// The analyses' choices: the dataset run, the report on screen, the head table's order and filter,
+// edited role thresholds and the LRP target of the current input.
+struct AnalysisChoices {
+  std::vector<std::string> dataset_files;
+  std::vector<std::string> metrics;  // empty = every measure
+  int64_t limit = 0;                 // 0 = every sentence
+  std::string report_path;           // head_report.json on screen; "" = none, or embedded below
+  std::string report_hash;           // hash of that file when the session was saved
+  std::string report_embedded;       // a report made in the window, as JSON text (when small)
+  std::string sort_by;               // head table column; "" = the report's order
+  bool sort_descending = true;
+  std::string filter_role;           // "" = any
+  int filter_layer = -1;             // -1 = any
+  bool thresholds_edited = false;    // false: the report's own thresholds
+  double positional_threshold = 0.90, rare_threshold = 0.50, syntactic_margin = 0.10;
+  bool lrp_enabled = false;          // the Relevance view's passes run with every run
+  int lrp_position = -1;             // -1 = the default target position
+  int64_t lrp_token = -1;            // -1 = the top-1 token there
 };
 
 struct SessionState {
@@ -45,6 +66,7 @@ struct SessionState {
   core::ModelControls controls;
   Selection selection;
   ViewSettings view;
+  AnalysisChoices analysis;
   std::string imgui_ini;         // window layout (ImGui::SaveIniSettingsToMemory)
   // Not written to session files: kept across sessions in recent.json (see below).
   std::vector<std::string> recent_folders;

@@ -68,6 +68,20 @@ SessionState sample_session() {
   s.view.log_scale = true;
   s.view.thumbnail_size = 61.3f;
   s.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
+  s.view.grid_measure = "confidence";
+  s.analysis.dataset_files = {"/data/dev.conllu"};
+  s.analysis.metrics = {"confidence", "syntactic"};
+  s.analysis.limit = 50;
+  s.analysis.sort_by = "positional_share";
+  s.analysis.sort_descending = false;
+  s.analysis.filter_role = "syntactic";
+  s.analysis.filter_layer = 2;
+  s.analysis.thresholds_edited = true;
+  s.analysis.positional_threshold = 0.8;
+  s.analysis.lrp_enabled = true;
+  s.analysis.lrp_position = 3;
+  s.analysis.lrp_token = 17;
+  s.analysis.report_embedded = R"({"format":"headlab-head-report","heads":[]})";
   return s;
 }
 
@@ -85,10 +99,30 @@ TEST_CASE("a session round-trips to identical JSON", "[app][session]") {
   CHECK(loaded.state.controls.get("encoder", 3).ablation == headlab::core::Ablation::Mean);
   CHECK(loaded.state.selection.stage == Stage::L);
   CHECK(loaded.state.text == s.text);
+  CHECK(loaded.state.analysis.sort_by == "positional_share");
+  CHECK(!loaded.state.analysis.sort_descending);
+  CHECK(loaded.state.analysis.positional_threshold == 0.8);
+  CHECK(loaded.state.analysis.lrp_token == 17);
+  CHECK(loaded.state.analysis.dataset_files == s.analysis.dataset_files);
+  CHECK(loaded.state.view.grid_measure == "confidence");
+  CHECK(nlohmann::json::parse(loaded.state.analysis.report_embedded) == nlohmann::json::parse(s.analysis.report_embedded));
   CHECK(session_text(loaded.state) == session_text(s));
   save_session_file(dir.str("again.json"), loaded.state);
   std::ifstream a(path), b(dir.str("again.json"));
   CHECK(std::string(std::istreambuf_iterator<char>(a), {}) == std::string(std::istreambuf_iterator<char>(b), {}));
+}
+
+TEST_CASE("a session written before the analyses existed still loads, with their defaults", "[app][session]") {
+  auto j = session_to_json(sample_session());
+  j.erase("analysis");
+  j["view"].erase("grid_measure");
+  auto loaded = session_from_json(j);
+  CHECK(loaded.warnings.empty());
+  CHECK(loaded.state.analysis.sort_by.empty());
+  CHECK(!loaded.state.analysis.lrp_enabled);
+  CHECK(loaded.state.analysis.report_embedded.empty());
+  CHECK(loaded.state.view.grid_measure == "maps");
+  CHECK(loaded.state.selection.layer == 1);
 }
 
 TEST_CASE("a session from a newer version or with bad fields keeps what it can", "[app][session]") {
@@ -142,11 +176,11 @@ TEST_CASE("the session decides what runs", "[app][session]") {
 TEST_CASE("scripts are checked before they run", "[app][script]") {
   auto ok = parse_script(nlohmann::json::parse(R"([{"action":"set_text","text":"a"},{"action":"quit"}])"), "s.json");
   CHECK(ok.size() == 2);
-  CHECK(ok[0].kind == "set_text");
+  CHECK(command_name(ok[0].command) == "set_text");
   CHECK_THROWS_WITH(parse_script(nlohmann::json::parse(R"({"actions":[{"action":"quit"},{"action":"fly"}]})"), "s.json"),
                     Catch::Contains("s.json: action 1: unknown action 'fly'"));
   CHECK_THROWS_WITH(parse_script(nlohmann::json::parse(R"([{"action":"set_gate","layer":0,"head":1}])"), "s.json"),
-                    Catch::Contains("missing \"value\""));
+                    Catch::Contains("set_gate: \"value\" is missing"));
 }
 
 TEST_CASE("viridis and the map scaling", "[app][colormap]") {

@@ -1,0 +1,134 @@
+// The workbench's named commands: every change a user, a script or a session load makes to the
+// document goes through one of these. Views build them from clicks, the script runner parses them
+// from JSON (one script action = one command, same name, same fields), and the Controller applies
+// them. Window-only commands (export, screenshot, show/select a view, wait, quit) are in the same
+// list so a script needs nothing else; the window applies those itself.
+#pragma once
+
+#include "app/engine/workbench_engine.h"
+#include "core/controls.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace headlab::app::cmd {
+
+// --- model and input ---
+struct OpenModel { std::string folder; };
+// Sets the text (and the decoder's); runs it unless `run` is false (a keystroke in the input box).
+struct SetText {
+  std::string text;
+  std::optional<std::string> decoder_text;
+  bool run = true;
+};
+struct Run {};
+// Which prediction the Output view shows: -1 = the default ([MASK]s / the last token).
+struct SetOutputPosition { int position = -1; };
+
+// --- selection ---
+// Selects a head everywhere (stack "" = the current one); `stage` switches the maps shown.
+struct SelectHead {
+  std::string stack;
+  int layer = 0, head = 0;
+  std::optional<Stage> stage;
+};
+// Switches the attention and stage shown without changing layer/head (clamped to the stack).
+struct SelectAttention {
+  std::string stack;
+  std::optional<Stage> stage;
+  std::optional<int> mixer_layer;  // the layer the Mixer edits
+};
+struct SelectToken { int query = -1, key = -1; };
+
+// --- controls (gates, ablation, mixing) ---
+struct SetGate { std::string stack; int layer = 0, head = 0; float value = 1; };
+struct SetAblation { std::string stack; int layer = 0; core::Ablation mode = core::Ablation::Zero; };
+// A mixing matrix before ("pre") or after ("post") the softmax: a preset or an explicit h×h matrix.
+struct SetMix {
+  std::string stack;
+  int layer = 0;
+  std::string which = "post";
+  std::string preset = "identity";  // identity | uniform | swap | blend
+  int a = 0, b = 1;
+  float alpha = 0.5f;
+  std::optional<std::vector<float>> matrix;
+};
+// Resets one layer's controls, or every control when `layer` is empty.
+struct Reset { std::string stack; std::optional<int> layer; };
+
+// --- how maps are drawn ---
+struct SetView {
+  std::optional<std::string> colormap;
+  std::optional<bool> log_scale, fixed_range;
+  std::optional<float> thumbnail_size;
+  std::optional<int> top_k, export_scale;
+  std::optional<std::string> export_dir;
+  std::optional<std::string> grid_measure;  // the heads grid's colouring: "maps" or a head-table column
+};
+
+// --- analyses ---
+// Runs `headlab analyze` on the worker: files (text or CoNLL-U), measures (empty = all), limit
+// (0 = every sentence). A script waits until it finishes.
+struct RunDataset {
+  std::vector<std::string> files;
+  std::vector<std::string> metrics;
+  int64_t limit = 0;
+};
+struct StopDataset {};
+struct OpenReport { std::string path; };
+// Sorts the head table by a column of head_report.csv.
+struct SortHeads { std::string by; bool descending = true; };
+// Filters the head table: role "" = any ("positional", "syntactic", "rare-word", "none"), layer -1 = any.
+struct FilterHeads { std::string role; int layer = -1; };
+// Role thresholds (ReportSettings); roles are recomputed from the stored counts, no re-run.
+// (The rare-word rank cut-off is applied while counting, so it is not among them.)
+struct SetThresholds {
+  std::optional<double> positional, rare, syntactic_margin;
+  bool reset = false;  // back to the thresholds the report was measured with
+};
+// What LRP explains on the current input: a logit at `position` (-1 = default) of `token`
+// (-1 = the top-1 token there). `enabled` false turns the Relevance view's passes off.
+struct SetLrpTarget { int position = -1; int64_t token = -1; bool enabled = true; };
+
+// --- files ---
+struct SaveSession { std::string path; };
+struct OpenSession { std::string path; };
+
+// --- window only (applied by the window, not the Controller) ---
+struct Export { std::string view, path; int scale = 1; };
+struct Screenshot { std::string path; int scale = 1; };
+struct ShowView { std::string view; bool open = true; };
+struct SelectView { std::string view; };
+struct WaitFrames { int frames = 1; };
+struct Quit {};
+
+}  // namespace headlab::app::cmd
+
+namespace headlab::app {
+
+using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOutputPosition, cmd::SelectHead,
+                             cmd::SelectAttention, cmd::SelectToken, cmd::SetGate, cmd::SetAblation, cmd::SetMix,
+                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::StopDataset, cmd::OpenReport,
+                             cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
+                             cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
+                             cmd::SelectView, cmd::WaitFrames, cmd::Quit>;
+
+// The script name of each command ("select_head", …), in the variant's order.
+const std::vector<std::string>& command_names();
+std::string command_name(const Command& command);
+// True for the commands the window applies (export, screenshot, show_view, select_view, wait_frames, quit).
+bool is_window_command(const Command& command);
+
+// {"action": "select_head", "layer": 1, "head": 2} → cmd::SelectHead. Throws std::runtime_error
+// naming the action and the field that is missing or of the wrong type.
+Command command_from_json(const nlohmann::json& action);
+// The inverse (every field written): command_from_json(command_to_json(c)) == c field by field.
+nlohmann::json command_to_json(const Command& command);
+
+Stage stage_from_name(const std::string& name);  // "J" | "L" | "W" | "U"; throws otherwise
+
+}  // namespace headlab::app

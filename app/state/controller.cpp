@@ -1,0 +1,455 @@
+#include "app/state/controller.h"
+
+#include "app/engine/dataset_job.h"
+#include "app/state/controls_edit.h"
+#include "app/state/file_hash.h"
+#include "app/state/head_table.h"
+#include "app/state/run_mapping.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace headlab::app {
+namespace {
+
+MixPreset preset_of(const std::string& name) {
+  if (name == "uniform") return MixPreset::Uniform;
+  if (name == "swap") return MixPreset::Swap;
+  if (name == "blend") return MixPreset::Blend;
+  if (name == "identity") return MixPreset::Identity;
+  throw std::runtime_error("unknown preset '" + name + "' (identity, uniform, swap, blend)");
+}
+
+// Above this size a report made in the window is written beside the session state instead of
+// being embedded in session files.
+constexpr size_t kEmbedLimit = 2u << 20;
+
+}  // namespace
+
+Controller::Controller()
+    : dataset_(std::make_unique<DatasetJob>()),
+      last_autosave_(std::chrono::steady_clock::now()) {
+  assets_dir_ = find_assets_dir();
+  doc_.session.recent_folders = load_recent_folders();
+}
+
+Controller::~Controller() = default;
+
+const AttentionSummary& Controller::attention_of(const std::string& stack) const {
+  const AttentionSummary* att = doc_.model ? doc_.model->find(stack) : nullptr;
+  if (!att) throw std::runtime_error("the model has no '" + stack + "' attention");
+  return *att;
+}
+
+void Controller::apply(const Command& command) {
+  try {
+    execute(command);
+  } catch (const std::exception& e) {
+    doc_.last_error = command_name(command) + ": " + e.what();
+  }
+}
+
+void Controller::execute(const Command& command) {
+  auto& s = doc_.session;
+  auto& sel = s.selection;
+  auto stack_or_current = [&](const std::string& stack) { return stack.empty() ? sel.stack : stack; };
+  std::visit(
+      [&](const auto& c) {
+        using C = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<C, cmd::OpenModel>) {
+          if (c.folder.empty())
+            open_random_model();
+          else
+            open_model(c.folder);
+        } else if constexpr (std::is_same_v<C, cmd::SetText>) {
+          s.text = c.text;
+          if (c.decoder_text) s.decoder_text = *c.decoder_text;
+          if (c.run) request_run();
+        } else if constexpr (std::is_same_v<C, cmd::Run>) {
+          request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SetOutputPosition>) {
+          const int before = sel.output_position;
+          sel.output_position = std::max(-1, c.position);
+          // Only the shown positions go through the LM head: another position is a (head-only) run.
+          if (before != sel.output_position) request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SelectHead> || std::is_same_v<C, cmd::SelectAttention>) {
+          const bool had_logits = sel.stage == Stage::J || sel.stage == Stage::L;
+          if (!c.stack.empty()) sel.stack = c.stack;
+          if constexpr (std::is_same_v<C, cmd::SelectHead>) {
+            sel.layer = c.layer;
+            sel.head = c.head;
+            sel.mixer_layer = c.layer;
+          } else {
+            if (c.mixer_layer) sel.mixer_layer = *c.mixer_layer;
+          }
+          if (c.stage) sel.stage = *c.stage;
+          if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
+          // J and L are captured only on demand.
+          if (!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L)) request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SelectToken>) {
+          sel.query = c.query;
+          sel.key = c.key;
+          if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
+        } else if constexpr (std::is_same_v<C, cmd::SetGate>) {
+          const std::string stack = stack_or_current(c.stack);
+          set_gate(s.controls, stack, c.layer, c.head, c.value, attention_of(stack).output_heads);
+          request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SetAblation>) {
+          const std::string stack = stack_or_current(c.stack);
+          attention_of(stack);
+          s.controls.at(stack, c.layer).ablation = c.mode;
+          canonicalize(s.controls);
+          request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SetMix>) {
+          if (c.which != "pre" && c.which != "post") throw std::runtime_error("which must be \"pre\" or \"post\"");
+          const std::string stack = stack_or_current(c.stack);
+          const AttentionSummary& att = attention_of(stack);
+          const int heads = c.which == "pre" ? att.softmax_heads : att.output_heads;
+          std::vector<float> m = c.matrix ? *c.matrix : mix_preset(preset_of(c.preset), heads, c.a, c.b, c.alpha);
+          if (m.size() != static_cast<size_t>(heads) * heads)
+            throw std::runtime_error("matrix must have " + std::to_string(heads * heads) + " entries");
+          set_mix(s.controls, stack, c.layer, c.which, m, heads);
+          request_run();
+        } else if constexpr (std::is_same_v<C, cmd::Reset>) {
+          if (c.layer)
+            reset_layer(s.controls, stack_or_current(c.stack), *c.layer);
+          else
+            s.controls = {};
+          request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SetView>) {
+          auto& v = s.view;
+          const int top_k = v.top_k;
+          if (c.colormap) v.colormap = *c.colormap;
+          if (c.log_scale) v.log_scale = *c.log_scale;
+          if (c.fixed_range) v.fixed_range = *c.fixed_range;
+          if (c.thumbnail_size) v.thumbnail_size = std::clamp(*c.thumbnail_size, 16.0f, 512.0f);
+          if (c.top_k) v.top_k = std::clamp(*c.top_k, 1, 50);
+          if (c.export_scale) v.export_scale = std::clamp(*c.export_scale, 1, 4);
+          if (c.export_dir) v.export_dir = *c.export_dir;
+          if (c.grid_measure) v.grid_measure = *c.grid_measure;
+          if (v.top_k != top_k) request_run();
+        } else if constexpr (std::is_same_v<C, cmd::RunDataset>) {
+          run_dataset(c);
+        } else if constexpr (std::is_same_v<C, cmd::StopDataset>) {
+          dataset_->stop();
+        } else if constexpr (std::is_same_v<C, cmd::OpenReport>) {
+          open_report(c.path);
+        } else if constexpr (std::is_same_v<C, cmd::SortHeads>) {
+          if (!c.by.empty() && doc_.report) {
+            const auto columns = head_table_columns(*doc_.report);
+            if (std::find(columns.begin(), columns.end(), c.by) == columns.end())
+              throw std::runtime_error("no column '" + c.by + "' in the head table");
+          }
+          s.analysis.sort_by = c.by;
+          s.analysis.sort_descending = c.descending;
+        } else if constexpr (std::is_same_v<C, cmd::FilterHeads>) {
+          s.analysis.filter_role = c.role;
+          s.analysis.filter_layer = c.layer;
+        } else if constexpr (std::is_same_v<C, cmd::SetThresholds>) {
+          auto& a = s.analysis;
+          if (c.reset) {
+            a.thresholds_edited = false;
+          } else {
+            if (!a.thresholds_edited && raw_report_) {
+              a.positional_threshold = raw_report_->settings.positional_threshold;
+              a.rare_threshold = raw_report_->settings.rare_threshold;
+              a.syntactic_margin = raw_report_->settings.syntactic_margin;
+            }
+            if (c.positional) a.positional_threshold = std::clamp(*c.positional, 0.0, 1.0);
+            if (c.rare) a.rare_threshold = std::clamp(*c.rare, 0.0, 1.0);
+            if (c.syntactic_margin) a.syntactic_margin = std::clamp(*c.syntactic_margin, -1.0, 1.0);
+            a.thresholds_edited = true;
+          }
+          refresh_report();
+        } else if constexpr (std::is_same_v<C, cmd::SetLrpTarget>) {
+          auto& a = s.analysis;
+          const bool changed = a.lrp_enabled != c.enabled || a.lrp_position != c.position || a.lrp_token != c.token;
+          a.lrp_enabled = c.enabled;
+          a.lrp_position = std::max(-1, c.position);
+          a.lrp_token = c.token < 0 ? -1 : c.token;
+          if (changed && c.enabled) request_run();
+        } else if constexpr (std::is_same_v<C, cmd::SaveSession>) {
+          save_session(c.path, layout_for_save());
+        } else if constexpr (std::is_same_v<C, cmd::OpenSession>) {
+          open_session(c.path);
+        } else {
+          throw std::runtime_error("a window command, applied by the window");
+        }
+      },
+      command);
+}
+
+void Controller::start(const std::string& model_folder, const std::string& session_path) {
+  if (!session_path.empty()) {
+    try {
+      open_session(session_path);
+      return;
+    } catch (const std::exception& e) {
+      doc_.last_error = e.what();
+      notice(std::string("Could not open the session: ") + e.what());
+    }
+  }
+  if (!model_folder.empty()) {
+    open_model(model_folder);
+    return;
+  }
+  const std::string found = find_default_model(assets_dir_);
+  if (!found.empty())
+    open_model(found);
+  else
+    open_random_model();
+}
+
+void Controller::open_model(const std::string& folder) {
+  doc_.banner.clear();
+  worker_.request_load({folder, "", 0});
+  pending_model_run_ = true;
+}
+
+void Controller::open_random_model() {
+  const std::string config = doc_.session.random_config.empty()
+                                 ? (fs::path(assets_dir_) / "configs" / "mha.json").string()
+                                 : doc_.session.random_config;
+  doc_.banner = "random weights — no trained model found";
+  worker_.request_load({"", config, 0});
+  pending_model_run_ = true;
+}
+
+void Controller::request_run() {
+  if (!doc_.model) return;
+  worker_.request_run(make_run_input(doc_.session));
+  requested_at_ = std::chrono::steady_clock::now();
+  unshown_request_ = true;
+}
+
+std::optional<std::chrono::steady_clock::time_point> Controller::take_unshown_request() {
+  if (!unshown_request_ || !worker_.idle()) return std::nullopt;
+  unshown_request_ = false;
+  return requested_at_;
+}
+
+bool Controller::idle() const {
+  return worker_.idle() && !doc_.dataset.running && doc_.model && doc_.snapshot && !pending_model_run_;
+}
+
+bool Controller::poll() {
+  bool changed = false;
+  auto& session = doc_.session;
+  const uint64_t serial = worker_.model_serial();
+  if (serial != model_serial_) {
+    model_serial_ = serial;
+    doc_.model = worker_.model();
+    doc_.snapshot.reset();
+    if (const auto& model = doc_.model) {
+      const bool same_model = session.model_folder == model->folder;
+      if (!model->folder.empty() && !expected_hash_.empty() && model->weights_hash != expected_hash_)
+        notice("The weights in " + model->folder + " changed since the session was saved (hash " + expected_hash_ +
+               " → " + model->weights_hash + "): the controls were kept.");
+      expected_hash_.clear();
+      session.model_folder = model->folder;
+      session.model_hash = model->weights_hash;
+      if (model->random_weights) {
+        doc_.banner = "random weights — no trained model found";
+      } else {
+        doc_.banner.clear();
+        remember_folder(session.recent_folders, model->folder);
+        try {
+          save_recent_folders(session.recent_folders);
+        } catch (const std::exception&) {
+          // A read-only state folder only costs the recent list.
+        }
+      }
+      if (session.text.empty()) session.text = demo_text(*model);
+      // A session keeps its controls; a different model opened by hand starts from the defaults.
+      if (!same_model && !loading_session_) session.controls = {};
+      loading_session_ = false;
+      const std::string dropped = fit_controls(session.controls, *model);
+      if (!dropped.empty()) notice("Controls that do not fit " + model->name + " were dropped: " + dropped + ".");
+      clamp_selection(session.selection, *model, nullptr);
+      pending_model_run_ = false;
+      request_run();
+    }
+    changed = true;
+  }
+  auto snap = worker_.snapshot();
+  if (snap != doc_.snapshot) {
+    doc_.snapshot = snap;
+    if (doc_.model && snap) clamp_selection(session.selection, *doc_.model, snap.get());
+    changed = true;
+  }
+  const TaskStatus status = worker_.status();
+  if (status.error_serial != error_serial_) {
+    error_serial_ = status.error_serial;
+    doc_.last_error = status.error;
+    changed = true;
+    // A failed load with nothing loaded yet: never a blank screen.
+    if (!doc_.model && status.error.rfind("loading ", 0) == 0 && doc_.banner.empty()) {
+      notice(status.error + " — opening a random-weight model instead.");
+      open_random_model();
+    } else if (!doc_.model && status.error.rfind("loading ", 0) == 0) {
+      pending_model_run_ = false;
+    }
+  }
+  poll_dataset(changed);
+  return changed;
+}
+
+// ---- sessions ----
+
+void Controller::save_session(const std::string& path, const std::string& imgui_ini) {
+  doc_.session.imgui_ini = imgui_ini;
+  save_session_file(path, doc_.session);
+}
+
+void Controller::open_session(const std::string& path) { apply_loaded_session(load_session_file(path), path); }
+
+void Controller::apply_loaded_session(SessionLoad loaded, const std::string& path) {
+  for (const auto& w : loaded.warnings) notice("Session " + path + ": " + w);
+  auto recent = doc_.session.recent_folders;
+  doc_.session = std::move(loaded.state);
+  doc_.session.recent_folders = recent;
+  if (!doc_.session.imgui_ini.empty()) restore_layout(doc_.session.imgui_ini);
+  restore_report_of_session();
+  std::error_code ec;
+  if (!doc_.session.model_folder.empty() && !fs::is_directory(doc_.session.model_folder, ec)) {
+    notice("Session " + path + ": the model folder " + doc_.session.model_folder +
+           " is gone — kept the text, controls and view; opened another model.");
+    const std::string found = find_default_model(assets_dir_);
+    expected_hash_.clear();
+    loading_session_ = true;
+    if (!found.empty())
+      open_model(found);
+    else
+      open_random_model();
+    return;
+  }
+  expected_hash_ = doc_.session.model_hash;
+  loading_session_ = true;
+  if (doc_.session.model_folder.empty())
+    open_random_model();
+  else
+    open_model(doc_.session.model_folder);
+}
+
+void Controller::autosave_if_due(const std::string& imgui_ini) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_autosave_ < std::chrono::seconds(60)) return;
+  last_autosave_ = now;
+  try {
+    save_session(autosave_path(), imgui_ini);
+  } catch (const std::exception& e) {
+    doc_.last_error = std::string("autosave: ") + e.what();
+  }
+}
+
+// ---- the head report ----
+
+void Controller::set_report(std::shared_ptr<const analysis::HeadReport> report) {
+  raw_report_ = std::move(report);
+  refresh_report();
+}
+
+void Controller::refresh_report() {
+  const auto& a = doc_.session.analysis;
+  if (!raw_report_ || !a.thresholds_edited) {
+    doc_.report = raw_report_;
+    return;
+  }
+  analysis::ReportSettings settings = raw_report_->settings;
+  settings.positional_threshold = a.positional_threshold;
+  settings.rare_threshold = a.rare_threshold;
+  settings.syntactic_margin = a.syntactic_margin;
+  doc_.report = std::make_shared<const analysis::HeadReport>(with_thresholds(*raw_report_, settings));
+}
+
+void Controller::open_report(const std::string& path) {
+  auto report = DatasetJob::open_report(path);
+  auto& a = doc_.session.analysis;
+  a.report_path = fs::absolute(path).string();
+  a.report_hash = hash_file(path);
+  a.report_embedded.clear();
+  set_report(std::move(report));
+}
+
+// A session names its report by path (and the hash the file had), or carries it embedded.
+void Controller::restore_report_of_session() {
+  auto& a = doc_.session.analysis;
+  raw_report_.reset();
+  doc_.report.reset();
+  try {
+    if (!a.report_embedded.empty()) {
+      set_report(std::make_shared<const analysis::HeadReport>(
+          analysis::head_report_from_json(nlohmann::json::parse(a.report_embedded))));
+    } else if (!a.report_path.empty()) {
+      const std::string hash = hash_file(a.report_path);
+      if (!a.report_hash.empty() && hash != a.report_hash)
+        notice("The head report " + a.report_path + " changed since the session was saved: showing it as it is now.");
+      set_report(DatasetJob::open_report(a.report_path));
+      a.report_hash = hash;
+    }
+  } catch (const std::exception& e) {
+    notice(std::string("The session's head report could not be restored: ") + e.what());
+  }
+}
+
+void Controller::run_dataset(const cmd::RunDataset& c) {
+  if (c.files.empty()) throw std::runtime_error("no dataset files given");
+  if (!doc_.model || doc_.model->folder.empty())
+    throw std::runtime_error("a dataset run needs a model folder with a tokenizer (this model has random weights)");
+  auto& a = doc_.session.analysis;
+  a.dataset_files = c.files;
+  a.metrics = c.metrics;
+  a.limit = c.limit;
+  DatasetRequest request;
+  request.model_folder = doc_.model->folder;
+  request.files = c.files;
+  request.metrics = c.metrics;
+  request.limit = c.limit;
+  dataset_->start(request);
+  doc_.dataset = {};
+  doc_.dataset.running = true;
+  doc_.dataset.phase = "starting";
+}
+
+void Controller::poll_dataset(bool& changed) {
+  const DatasetJobStatus st = dataset_->status();
+  auto& d = doc_.dataset;
+  if (d.running != st.running || d.done != st.done || d.error != st.error || d.phase != st.phase) changed = true;
+  d.running = st.running;
+  d.done = st.done;
+  d.total = st.total;
+  d.elapsed_s = st.elapsed_seconds;
+  d.eta_s = st.eta_seconds;
+  d.phase = st.phase;
+  d.error = st.error;
+  if (dataset_->result_serial() == dataset_serial_) return;
+  dataset_serial_ = dataset_->result_serial();
+  auto report = dataset_->result();
+  if (!report) return;
+  auto& a = doc_.session.analysis;
+  a.report_path.clear();
+  a.report_hash.clear();
+  a.report_embedded.clear();
+  const std::string text = analysis::to_json(*report).dump();
+  if (text.size() <= kEmbedLimit) {
+    a.report_embedded = text;
+  } else {
+    // Too large to embed: kept beside the session state, named by its content.
+    const std::string folder = (fs::path(state_dir()) / "reports").string();
+    const std::string path = (fs::path(folder) / ("head_report-" + std::to_string(std::hash<std::string>{}(text)) + ".json")).string();
+    try {
+      write_file_atomic(path, text + "\n");
+      a.report_path = path;
+      a.report_hash = hash_file(path);
+    } catch (const std::exception& e) {
+      notice(std::string("The head report could not be kept for sessions: ") + e.what());
+    }
+  }
+  set_report(std::move(report));
+  changed = true;
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,96 @@
+// The Controller owns the document and the work behind it (the model worker, the dataset job) and
+// is the one place that changes the document: views, the script runner and the session loader all
+// call execute()/apply() with a named command (app/state/commands.h). No ImGui, no torch: tests
+// drive it headless.
+#pragma once
+
+#include "app/state/commands.h"
+#include "app/state/document.h"
+#include "app/state/worker.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace headlab::app {
+
+class DatasetJob;
+
+class Controller {
+ public:
+  Controller();
+  virtual ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  const Document& doc() const { return doc_; }
+
+  // Applies a document command; throws std::runtime_error with the reason when it cannot (a bad
+  // argument, a missing file). Window commands are refused here (the window applies them).
+  void execute(const Command& command);
+  // The same for views: a failure becomes the status bar's error instead of an exception.
+  void apply(const Command& command);
+
+  // Start-up: a session file, else a model folder, else the newest assets/models folder, else a
+  // random-weight model with a banner.
+  void start(const std::string& model_folder, const std::string& session_path);
+  // Picks up the workers' results (UI thread, once per frame before the views). Returns true when
+  // the document changed.
+  bool poll();
+  // Nothing running or queued (model runs and dataset runs) and a result is there.
+  bool idle() const;
+
+  // Messages for the user.
+  void notice(const std::string& text) { doc_.notices.push_back(text); }
+  void clear_notices() { doc_.notices.clear(); }
+  void set_error(const std::string& text) { doc_.last_error = text; }
+  void clear_error() { doc_.last_error.clear(); }
+
+  // The model worker's task, for the status bar; stop() cancels it.
+  TaskStatus task_status() const { return worker_.status(); }
+  bool worker_idle() const { return worker_.idle(); }
+  void stop_run() { worker_.stop(); }
+
+  // When the newest run was requested, if it has not been shown yet (for latency statistics).
+  std::optional<std::chrono::steady_clock::time_point> take_unshown_request();
+  void autosave_if_due(const std::string& imgui_ini);
+  const std::string& assets_dir() const { return assets_dir_; }
+
+ protected:
+  // The window keeps its layout in the session: it hands it over before a save.
+  virtual std::string layout_for_save() const { return {}; }
+  // A loaded session brings a layout for the window.
+  virtual void restore_layout(const std::string& /*imgui_ini*/) {}
+
+ private:
+  void open_model(const std::string& folder);
+  void open_random_model();
+  void request_run();
+  void save_session(const std::string& path, const std::string& imgui_ini);
+  void open_session(const std::string& path);
+  void apply_loaded_session(SessionLoad loaded, const std::string& path);
+  void open_report(const std::string& path);
+  void set_report(std::shared_ptr<const analysis::HeadReport> report);
+  void refresh_report();  // re-applies thresholds to the raw report
+  void run_dataset(const cmd::RunDataset& c);
+  void poll_dataset(bool& changed);
+  void restore_report_of_session();
+  const AttentionSummary& attention_of(const std::string& stack) const;
+
+  Document doc_;
+  WorkbenchWorker worker_;
+  std::unique_ptr<DatasetJob> dataset_;
+  uint64_t dataset_serial_ = 0;
+  std::shared_ptr<const analysis::HeadReport> raw_report_;  // as measured or read, thresholds untouched
+  std::string assets_dir_;
+  std::chrono::steady_clock::time_point last_autosave_, requested_at_;
+  bool unshown_request_ = false;
+  bool pending_model_run_ = false;
+  uint64_t model_serial_ = 0;
+  uint64_t error_serial_ = 0;
+  std::string expected_hash_;
+  bool loading_session_ = false;
+};
+
+}  // namespace headlab::app

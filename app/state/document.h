@@ -1,0 +1,38 @@
+// The workbench's document: what the user is looking at — the session's choices, the model, the
+// latest run, the head report of a dataset — apart from any view's own UI state (scroll positions,
+// text being typed, hover). Views read it; only the Controller's commands change it.
+#pragma once
+
+#include "analysis/head_report.h"
+#include "app/engine/workbench_engine.h"
+#include "app/state/session.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace headlab::app {
+
+// A dataset run on the worker, as the Dataset view shows it.
+struct DatasetProgress {
+  bool running = false;
+  int64_t done = 0, total = 0;  // sentences
+  double elapsed_s = 0, eta_s = -1;  // eta < 0: unknown yet
+  std::string phase;            // "loading the model", "measuring heads", …
+  std::string error;            // the last run's error ("" after a success)
+};
+
+struct Document {
+  SessionState session;
+  std::shared_ptr<const ModelSummary> model;
+  std::shared_ptr<const RunSnapshot> snapshot;
+  // The head report of the last dataset run or opened file, with the session's thresholds applied
+  // (roles recomputed from the stored counts); null before any.
+  std::shared_ptr<const analysis::HeadReport> report;
+  DatasetProgress dataset;
+  std::string banner;                 // "random weights — no trained model found"
+  std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
+  std::string last_error;
+};
+
+}  // namespace headlab::app

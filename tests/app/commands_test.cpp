@@ -1,0 +1,173 @@
+// The workbench's commands: every script action is exactly one command (same name, same fields)
+// and round-trips through JSON; the Controller applies them headless — selection clamped, controls
+// changed and re-run, role thresholds re-derived from a report's counts, sessions keeping it all.
+#include "test_common.h"
+
+#include "analysis/head_report.h"
+#include "app/state/controller.h"
+#include "app/state/script.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+using namespace headlab::app;
+using headlab::test::TempDir;
+using nlohmann::json;
+
+namespace {
+
+// One valid action per command name, with every required field.
+json minimal_action(const std::string& name) {
+  static const std::map<std::string, std::string> required = {
+      {"open_model", R"({"folder": "/m"})"},
+      {"set_text", R"({"text": "a b"})"},
+      {"set_output_position", R"({"position": 2})"},
+      {"select_head", R"({"layer": 1, "head": 2, "stage": "J"})"},
+      {"set_gate", R"({"layer": 0, "head": 1, "value": 0.5})"},
+      {"set_ablation", R"({"layer": 0, "mode": "mean"})"},
+      {"set_mix", R"({"layer": 0, "which": "pre", "matrix": [1, 0, 0, 1]})"},
+      {"run_dataset", R"({"files": ["a.conllu"], "limit": 5})"},
+      {"open_report", R"({"path": "r.json"})"},
+      {"sort_heads", R"({"by": "confidence"})"},
+      {"set_lrp_target", R"({"position": 3, "token": 7})"},
+      {"save_session", R"({"path": "s.json"})"},
+      {"open_session", R"({"path": "s.json"})"},
+      {"export", R"({"view": "Spectra", "path": "x.svg"})"},
+      {"screenshot", R"({"path": "x.png"})"},
+      {"show_view", R"({"view": "Syntax"})"},
+      {"select_view", R"({"view": "Relevance"})"},
+      {"wait_frames", R"({"frames": 3})"}};
+  json j = required.count(name) ? json::parse(required.at(name)) : json::object();
+  j["action"] = name;
+  return j;
+}
+
+// Polls until the controller is idle (model loaded and run), at most a minute.
+void settle(Controller& c) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    c.poll();
+    if (c.idle()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL("the controller did not settle: " << c.doc().last_error);
+}
+
+// A report with two heads: head 0 puts 93% of its argmax at offset −1, head 1 spreads it.
+headlab::analysis::HeadReport positional_report() {
+  headlab::analysis::HeadReport r;
+  r.model = "tiny";
+  r.settings.metrics = {"confidence", "positional"};
+  r.sentences = 10;
+  for (int h = 0; h < 2; ++h) {
+    headlab::analysis::HeadEntry e;
+    e.stack = "encoder";
+    e.head = h;
+    e.queries = 100;
+    e.confidence_sum = h == 0 ? 80 : 40;
+    e.offsets = h == 0 ? std::map<int, int64_t>{{-1, 93}, {0, 7}} : std::map<int, int64_t>{{-1, 30}, {1, 70}};
+    r.heads.push_back(e);
+  }
+  r.finalize();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("every script action is one command and round-trips through JSON", "[app][commands]") {
+  const auto& names = command_names();
+  CHECK(names.size() == std::variant_size_v<Command>);
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());
+  for (const auto& name : names) {
+    INFO(name);
+    const Command c = command_from_json(minimal_action(name));
+    CHECK(command_name(c) == name);
+    const json once = command_to_json(c);
+    CHECK(command_to_json(command_from_json(once)) == once);
+    const json given = minimal_action(name);
+    for (const auto& [key, value] : given.items()) CHECK(once.at(key) == value);
+  }
+  CHECK(is_window_command(command_from_json(minimal_action("export"))));
+  CHECK(!is_window_command(command_from_json(minimal_action("run_dataset"))));
+}
+
+TEST_CASE("a bad action names the field and what is wrong with it", "[app][commands]") {
+  CHECK_THROWS_WITH(command_from_json(json{{"action", "select_head"}, {"layer", 1}}),
+                    Catch::Contains("select_head: \"head\" is missing"));
+  CHECK_THROWS_WITH(command_from_json(json{{"action", "select_head"}, {"layer", "one"}, {"head", 0}}),
+                    Catch::Contains("\"layer\" has the wrong type (string)"));
+  CHECK_THROWS_WITH(command_from_json(json{{"action", "select_head"}, {"layer", 0}, {"head", 0}, {"stage", "Q"}}),
+                    Catch::Contains("unknown stage 'Q'"));
+  CHECK_THROWS_WITH(command_from_json(json{{"action", "set_ablation"}, {"layer", 0}, {"mode", "half"}}),
+                    Catch::Contains("\"zero\" or \"mean\""));
+  CHECK_THROWS_WITH(command_from_json(json{{"action", "fly"}}), Catch::Contains("unknown action 'fly'"));
+  CHECK_THROWS_WITH(parse_script(json::parse(R"([{"action":"run"},{"action":"sort_heads"}])"), "s.json"),
+                    Catch::Contains("s.json: action 1: sort_heads: \"by\" is missing"));
+}
+
+TEST_CASE("the controller applies commands to the document", "[app][commands]") {
+  TempDir dir("controller");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  ::setenv("HEADLAB_ASSETS", (std::string(HEADLAB_SOURCE_DIR) + "/assets").c_str(), 1);
+  Controller c;
+  c.execute(cmd::OpenModel{""});  // a random-weight model of assets/configs/mha.json
+  settle(c);
+  REQUIRE(c.doc().model);
+  REQUIRE(c.doc().snapshot);
+  const auto& att = c.doc().model->attentions.at(0);
+
+  SECTION("selection is clamped to the model") {
+    c.execute(cmd::SelectHead{"", 99, 99});
+    CHECK(c.doc().session.selection.layer == att.layers - 1);
+    CHECK(c.doc().session.selection.head == att.softmax_heads - 1);
+    CHECK(c.doc().session.selection.mixer_layer == att.layers - 1);
+  }
+  SECTION("a gate changes the controls and re-runs") {
+    const uint64_t before = c.doc().snapshot->generation;
+    c.execute(cmd::SetGate{"", 1, 2, 0.0f});
+    settle(c);
+    CHECK(c.doc().session.controls.get(att.stack, 1).gate(2) == 0.0f);
+    CHECK(c.doc().snapshot->generation > before);
+    CHECK(c.doc().snapshot->input.controls.get(att.stack, 1).gate(2) == 0.0f);
+    CHECK_THROWS_WITH(c.execute(cmd::SetGate{"cross", 0, 0, 0.0f}), Catch::Contains("no 'cross' attention"));
+    c.apply(cmd::SetGate{"cross", 0, 0, 0.0f});  // the view's form: the error goes to the status bar
+    CHECK(c.doc().last_error.find("set_gate: ") == 0);
+  }
+  SECTION("window commands are the window's") {
+    CHECK_THROWS(c.execute(cmd::Quit{}));
+  }
+  SECTION("thresholds re-derive roles from the report's counts, and sessions keep report and choices") {
+    const auto report = positional_report();
+    REQUIRE(report.heads[0].positional);
+    headlab::analysis::write_report_files(report, dir.str("report"));
+    c.execute(cmd::OpenReport{dir.str("report/head_report.json")});
+    REQUIRE(c.doc().report);
+    CHECK(c.doc().report->heads[0].positional);
+    c.execute(cmd::SetThresholds{0.95, std::nullopt, std::nullopt});
+    CHECK(!c.doc().report->heads[0].positional);
+    CHECK(c.doc().report->heads[0].positional_share == Approx(0.93));
+    CHECK(c.doc().session.analysis.positional_threshold == 0.95);
+    c.execute(cmd::SortHeads{"positional_share", false});
+    CHECK_THROWS_WITH(c.execute(cmd::SortHeads{"no_such_column", true}), Catch::Contains("no_such_column"));
+    CHECK(c.doc().session.analysis.sort_by == "positional_share");
+
+    c.execute(cmd::SaveSession{dir.str("s.json")});
+    Controller again;
+    again.execute(cmd::OpenSession{dir.str("s.json")});
+    settle(again);
+    REQUIRE(again.doc().report);
+    CHECK(!again.doc().report->heads[0].positional);  // the edited threshold came back with it
+    CHECK(again.doc().session.analysis.sort_by == "positional_share");
+    CHECK(again.doc().notices.empty());
+    again.execute(cmd::SetThresholds{std::nullopt, std::nullopt, std::nullopt, true});
+    CHECK(again.doc().report->heads[0].positional);
+  }
+  SECTION("a dataset run needs a model folder") {
+    CHECK_THROWS_WITH(c.execute(cmd::RunDataset{{"x.conllu"}, {}, 0}), Catch::Contains("model folder"));
+  }
+  ::unsetenv("HEADLAB_ASSETS");
+}
