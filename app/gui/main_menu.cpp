@@ -71,8 +71,28 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Reset layout")) wb.reset_layout = true;
+      ImGui::Separator();
+      for (const char* ws : {"Explore", "Analyse"})
+        if (ImGui::MenuItem((std::string("Workspace: ") + ws).c_str(), nullptr, view.workspace == ws)) {
+          cmd::SetView c;
+          c.workspace = ws;
+          wb.apply(c);
+        }
       ImGui::EndMenu();
     }
+    // The two workspaces, one click away.
+    ImGui::TextDisabled("|");
+    for (const char* ws : {"Explore", "Analyse"}) {
+      const bool current = wb.doc().session.view.workspace == ws;
+      if (current) ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.85f, 0.3f, 1.0f));
+      if (ImGui::MenuItem(ws) && !current) {
+        cmd::SetView c;
+        c.workspace = ws;
+        wb.apply(c);
+      }
+      if (current) ImGui::PopStyleColor();
+    }
+    ImGui::TextDisabled("|");
     if (wb.doc().model) {
       ImGui::TextDisabled("  %s", wb.doc().model->name.c_str());
     }

@@ -11,6 +11,7 @@ class StatusBar : public View {
 
  protected:
   void drawContent(Workbench& wb) override;
+  std::string workspace() const override { return ""; }
   ImVec4 defaultRect() const override { return {0, 0, 1, 0}; }
   bool pinned() const override { return true; }
   ImGuiWindowFlags windowFlags() const override {

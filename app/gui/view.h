@@ -26,6 +26,8 @@ class View {
   // Writes the view's figure or table to `path` when its extension is one the view offers
   // (exportFormats); false otherwise. Throws naming the path when writing fails.
   virtual bool exportFile(Workbench& /*wb*/, const std::string& /*path*/) { return false; }
+  // The workspace the view belongs to ("Explore", "Analyse"); "" = always on screen (the status bar).
+  virtual std::string workspace() const { return "Explore"; }
   // The extensions exportFile takes, for messages (".svg, .pdf"); "" = PNG only.
   virtual std::string exportFormats() const { return ""; }
 

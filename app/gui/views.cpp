@@ -1,6 +1,8 @@
 #include "app/gui/views.h"
 
 #include "app/gui/attention_map_view.h"
+#include "app/gui/dataset_view.h"
+#include "app/gui/head_table_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/heads_grid_view.h"
 #include "app/gui/input_view.h"
@@ -20,6 +22,8 @@ std::vector<std::unique_ptr<View>> make_views() {
   views.push_back(std::make_unique<AttentionMapView>());
   views.push_back(std::make_unique<MixerView>());
   views.push_back(std::make_unique<HeadView>());
+  views.push_back(std::make_unique<DatasetView>());
+  views.push_back(std::make_unique<HeadTableView>());
   views.push_back(std::make_unique<StatusBar>());
   return views;
 }

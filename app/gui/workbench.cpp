@@ -55,6 +55,13 @@ void Workbench::execute(const Command& command) {
     view_of(c->view)->open() = c->open;
   } else if (const auto* c = std::get_if<cmd::SelectView>(&command)) {
     View* v = view_of(c->view);
+    // A view of the other workspace brings its workspace along.
+    if (!v->workspace().empty() && v->workspace() != doc().session.view.workspace) {
+      cmd::SetView change;
+      change.workspace = v->workspace();
+      Controller::execute(change);
+      sync_workspace();
+    }
     v->open() = true;
     focus_view = v->title();
   } else if (const auto* c = std::get_if<cmd::WaitFrames>(&command)) {
@@ -64,8 +71,17 @@ void Workbench::execute(const Command& command) {
   }
 }
 
+void Workbench::sync_workspace() {
+  const std::string& ws = doc().session.view.workspace;
+  if (ws == shown_workspace_) return;
+  shown_workspace_ = ws;
+  for (auto& v : views_) v->open() = v->workspace().empty() || v->workspace() == ws;
+  if (!apply_layout) reset_layout = true;
+}
+
 void Workbench::poll() {
   ++frames_since_change;
+  sync_workspace();
   if (Controller::poll()) {
     frames_since_change = 0;
     if (!doc().model) textures.clear();

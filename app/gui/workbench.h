@@ -41,6 +41,8 @@ class Workbench : public Controller {
   // Syncs the textures of the attention/stage on show; called by views that draw maps.
   void sync_textures();
   View* find_view(const std::string& title) const;
+  // Opens the views of the session's workspace and closes the others when it changed (new layout).
+  void sync_workspace();
 
   HeadTextures textures;
   std::vector<CaptureRequest> captures;
@@ -62,6 +64,7 @@ class Workbench : public Controller {
  private:
   std::vector<std::unique_ptr<View>>& views_;
   uint64_t synced_generation_ = 0;
+  std::string shown_workspace_;
 };
 
 // The window title of a view by the names scripts use ("attention_map" → "Attention map").

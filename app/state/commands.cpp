@@ -139,8 +139,14 @@ template <class Io> void fields(Io& io, cmd::SetView& c) {
   io.optional("export_scale", c.export_scale);
   io.optional("export_dir", c.export_dir);
   io.optional("grid_measure", c.grid_measure);
+  io.optional("workspace", c.workspace);
 }
 template <class Io> void fields(Io& io, cmd::RunDataset& c) {
+  io.required("files", c.files);
+  io.optional("metrics", c.metrics);
+  io.optional("limit", c.limit);
+}
+template <class Io> void fields(Io& io, cmd::SetDatasetChoices& c) {
   io.required("files", c.files);
   io.optional("metrics", c.metrics);
   io.optional("limit", c.limit);
@@ -202,10 +208,10 @@ const std::vector<std::string>& command_names() {
   static const std::vector<std::string> names{
       "open_model",   "set_text",      "run",         "set_output_position", "select_head",   "select_attention",
       "select_token", "set_gate",      "set_ablation", "set_mix",            "reset",         "set_view",
-      "run_dataset",  "stop_dataset",  "open_report", "sort_heads",          "filter_heads",  "set_thresholds",
+      "run_dataset",  "set_dataset", "stop_dataset",  "open_report", "sort_heads",          "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "quit"};
-  static_assert(std::variant_size_v<Command> == 27, "one name per command");
+  static_assert(std::variant_size_v<Command> == 28, "one name per command");
   return names;
 }
 

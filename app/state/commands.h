@@ -68,12 +68,19 @@ struct SetView {
   std::optional<int> top_k, export_scale;
   std::optional<std::string> export_dir;
   std::optional<std::string> grid_measure;  // the heads grid's colouring: "maps" or a head-table column
+  std::optional<std::string> workspace;     // "Explore" or "Analyse"
 };
 
 // --- analyses ---
 // Runs `headlab analyze` on the worker: files (text or CoNLL-U), measures (empty = all), limit
 // (0 = every sentence). A script waits until it finishes.
 struct RunDataset {
+  std::vector<std::string> files;
+  std::vector<std::string> metrics;
+  int64_t limit = 0;
+};
+// The same choices remembered without running (the Dataset view's edits).
+struct SetDatasetChoices {
   std::vector<std::string> files;
   std::vector<std::string> metrics;
   int64_t limit = 0;
@@ -112,7 +119,7 @@ namespace headlab::app {
 
 using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOutputPosition, cmd::SelectHead,
                              cmd::SelectAttention, cmd::SelectToken, cmd::SetGate, cmd::SetAblation, cmd::SetMix,
-                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::StopDataset, cmd::OpenReport,
+                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::SetDatasetChoices, cmd::StopDataset, cmd::OpenReport,
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
                              cmd::SelectView, cmd::WaitFrames, cmd::Quit>;

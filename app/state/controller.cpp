@@ -130,9 +130,19 @@ void Controller::execute(const Command& command) {
           if (c.export_scale) v.export_scale = std::clamp(*c.export_scale, 1, 4);
           if (c.export_dir) v.export_dir = *c.export_dir;
           if (c.grid_measure) v.grid_measure = *c.grid_measure;
+          if (c.workspace) {
+            if (*c.workspace != "Explore" && *c.workspace != "Analyse")
+              throw std::runtime_error("unknown workspace '" + *c.workspace + "' (Explore or Analyse)");
+            v.workspace = *c.workspace;
+          }
           if (v.top_k != top_k) request_run();
         } else if constexpr (std::is_same_v<C, cmd::RunDataset>) {
           run_dataset(c);
+        } else if constexpr (std::is_same_v<C, cmd::SetDatasetChoices>) {
+          auto& a = s.analysis;
+          a.dataset_files = c.files;
+          a.metrics = c.metrics;
+          a.limit = std::max<int64_t>(0, c.limit);
         } else if constexpr (std::is_same_v<C, cmd::StopDataset>) {
           dataset_->stop();
         } else if constexpr (std::is_same_v<C, cmd::OpenReport>) {

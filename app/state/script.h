@@ -9,6 +9,7 @@
 //   reset {layer?, stack?}
 //   set_view {colormap?, log_scale?, fixed_range?, thumbnail_size?, top_k?, export_scale?, export_dir?, grid_measure?}
 //   run_dataset {files: [...], metrics?: [...], limit?}  (waits until it finishes)   stop_dataset
+//   set_dataset {files: [...], metrics?, limit?}  (the same choices, not run)
 //   open_report {path}   sort_heads {by, descending?}   filter_heads {role?, layer?}
 //   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
 //   set_lrp_target {position[, token, enabled]}

@@ -35,6 +35,7 @@ struct ViewSettings {
   int export_scale = 1;
   std::string export_dir;  // "" = current directory
   std::string grid_measure = "maps";  // heads grid: attention maps, or a head-table column as a heatmap
+  std::string workspace = "Explore";  // the set of views on screen: "Explore" (maps, mixing) or "Analyse"
 };
 
 // The analyses' choices: the dataset run, the report on screen, the head table's order and filter,

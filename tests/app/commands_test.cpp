@@ -31,6 +31,7 @@ json minimal_action(const std::string& name) {
       {"set_ablation", R"({"layer": 0, "mode": "mean"})"},
       {"set_mix", R"({"layer": 0, "which": "pre", "matrix": [1, 0, 0, 1]})"},
       {"run_dataset", R"({"files": ["a.conllu"], "limit": 5})"},
+      {"set_dataset", R"({"files": ["a.conllu", "b.txt"]})"},
       {"open_report", R"({"path": "r.json"})"},
       {"sort_heads", R"({"by": "confidence"})"},
       {"set_lrp_target", R"({"position": 3, "token": 7})"},
