@@ -120,25 +120,34 @@ void colour_bar(cairo_t* cr, double x, double y, double w, double h, Colormap co
   if (range.log) text(cr, x + w + 4, y + h, "log", 8);
 }
 
+// The widest of `texts` at `size` points, measured on a scratch context before the page size is known.
+double widest_text(const std::vector<std::string>& texts, double size) {
+  cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t* probe = cairo_create(scratch);
+  cairo_select_font_face(probe, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  double widest = 0;
+  for (const auto& t : texts) widest = std::max(widest, text_width(probe, t, size));
+  cairo_destroy(probe);
+  cairo_surface_destroy(scratch);
+  return widest;
+}
+
+// A page is at least as wide as its title (the title is never cut at the right edge).
+constexpr double kMargin = 16, kTitleSize = 12;
+double page_width(double content, const std::string& title) {
+  return std::max(content, kMargin * 2 + widest_text({title}, kTitleSize) + 4);
+}
+
 }  // namespace
 
 void write_attention_map(const std::string& path, const std::string& title, const FigureMap& map, int rows, int cols,
                          const FigureTokens& tokens, Colormap colormap) {
   const double cell = std::max(4.0, std::min(18.0, 480.0 / std::max(rows, cols)));
   const double label = std::min(9.0, cell * 0.8);
-  // Text widths from a scratch context, before the page size is known.
-  cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
-  cairo_t* probe = cairo_create(scratch);
-  cairo_select_font_face(probe, "DejaVu Sans", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
-  double left = 0, top = 0;
-  for (const auto& t : tokens.queries) left = std::max(left, text_width(probe, t, label));
-  for (const auto& t : tokens.keys) top = std::max(top, text_width(probe, t, label));
-  cairo_destroy(probe);
-  cairo_surface_destroy(scratch);
-  left += 12, top += 12;
+  const double left = widest_text(tokens.queries, label) + 12, top = widest_text(tokens.keys, label) + 12;
   const double w = cols * cell, h = rows * cell;
   const double margin = 16, title_h = 24, bar_h = 40;
-  Canvas c(path, margin * 2 + left + std::max(w, 160.0), margin * 2 + title_h + top + h + bar_h);
+  Canvas c(path, page_width(margin * 2 + left + std::max(w, 160.0), title), margin * 2 + title_h + top + h + bar_h);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);
@@ -163,7 +172,7 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   const double pad = 4, left = 28, margin = 16, title_h = 24, header = 14;
   const double width = margin * 2 + left + heads * (cell + pad);
   const double height = margin * 2 + title_h + header + layers * (cell + pad) + 36;
-  Canvas c(path, width, height);
+  Canvas c(path, page_width(width, title), height);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);
@@ -191,7 +200,7 @@ void write_head_view(const std::string& path, const std::string& title, const st
                                         {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
   const double row = std::max(6.0, std::min(16.0, 640.0 / std::max(rows, cols)));
   const double label = std::min(9.0, row * 0.8), margin = 16, title_h = 40, col_w = 90, gap = 220;
-  Canvas c(path, margin * 2 + col_w * 2 + gap, margin * 2 + title_h + std::max(rows, cols) * row);
+  Canvas c(path, page_width(margin * 2 + col_w * 2 + gap, title), margin * 2 + title_h + std::max(rows, cols) * row);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);

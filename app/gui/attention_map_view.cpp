@@ -118,6 +118,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
              wb.textures.range(sel.layer, sel.head));
   ImGui::SetCursorScreenPos(origin);
   ImGui::Dummy(ImVec2(p1.x - origin.x, p1.y - origin.y + legend_h));
+  markFigure(ImVec2(origin.x - 2, origin.y - 2), ImVec2(std::max(p1.x, p0.x + bar_w + font * 2) + 2, p1.y + legend_h));
 }
 
 bool AttentionMapView::exportFile(Workbench& wb, const std::string& path) {

@@ -30,11 +30,11 @@ FigureTokens labels(const RunSnapshot& s, const std::string& stack) {
 
 }  // namespace
 
-void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale) {
+void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale, bool figure_only) {
   const std::string window = window_of(view);
   if (extension(path) == ".png") {
     if (!window.empty() && !wb.find_view(window)) throw std::runtime_error("no view '" + view + "'");
-    wb.captures.push_back({path, window, scale});
+    wb.captures.push_back({path, window, scale, figure_only && !window.empty()});
     return;
   }
   View* v = window.empty() ? nullptr : wb.find_view(window);
@@ -50,10 +50,10 @@ std::string default_export_path(const Workbench& wb, const std::string& figure, 
 }
 
 std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
-                          const std::string& path, int scale) {
+                          const std::string& path, int scale, bool figure_only) {
   const std::string ext = extension(path);
   if (ext == ".png" && !window_title.empty()) {  // a screen capture of the view's window
-    wb.captures.push_back({path, window_title, scale});
+    wb.captures.push_back({path, window_title, scale, figure_only});
     return path;
   }
   if (!wb.doc().snapshot || !wb.doc().model) throw std::runtime_error("export " + path + ": nothing has been run yet");
@@ -118,12 +118,15 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
         wb.apply(v);
       }
     }
+    ImGui::Checkbox("figure only", &wb.export_figure_only);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("PNG without the window's title bar and controls");
     for (const char* ext : {"png", "svg", "pdf"}) {
       const std::string path = default_export_path(wb, figure, ext);
       if (ImGui::Selectable(path.c_str())) {
         try {
           const bool png = std::string(ext) == "png";
-          export_figure(wb, figure, png ? window_title : "", path, wb.doc().session.view.export_scale);
+          export_figure(wb, figure, png ? window_title : "", path, wb.doc().session.view.export_scale,
+                        wb.export_figure_only);
           wb.notice("exported " + path);
         } catch (const std::exception& e) {
           wb.set_error(e.what());

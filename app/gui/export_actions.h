@@ -15,12 +15,12 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
 // Writes `figure` to `path`: .svg/.pdf through cairo now, .png by queueing a capture of the
 // window at `scale`. Returns the path written (or queued); throws with the path on failure.
 std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
-                          const std::string& path, int scale);
+                          const std::string& path, int scale, bool figure_only = false);
 
 // A script's or the menu's export of a view by its name ("attention_map", "Head table", "window"):
 // .png captures the view's window (or the whole window) at `scale`; other extensions go to the
 // view's own file export (View::exportFile). Throws naming the view when it has none for `path`.
-void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale);
+void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale, bool figure_only = false);
 
 // The default path for an export: export_dir / "<model>_<figure>_<stack>_L<l>_H<h>_<stage>.<ext>".
 std::string default_export_path(const Workbench& wb, const std::string& figure, const std::string& ext);

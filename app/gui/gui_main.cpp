@@ -199,8 +199,8 @@ int gui_main(const GuiOptions& options) {
       for (const auto& c : captures_ready ? wb.captures : std::vector<CaptureRequest>{}) {
         std::string error;
         View* v = c.window.empty() ? nullptr : find_view(views, c.window);
-        const ImVec2 pos = v ? v->last_pos() : ImVec2(0, 0);
-        const ImVec2 size = v ? v->last_size() : io.DisplaySize;
+        const ImVec2 pos = v ? (c.content_only ? v->figure_pos() : v->last_pos()) : ImVec2(0, 0);
+        const ImVec2 size = v ? (c.content_only ? v->figure_size() : v->last_size()) : io.DisplaySize;
         if (!capture_png(ImGui::GetDrawData(), c.path, c.scale, pos, size, error)) {
           wb.set_error(error);
           if (scripted) std::cerr << "headlab gui: " << error << "\n", exit_code = 1;

@@ -168,6 +168,7 @@ void HeadTableView::drawContent(Workbench& wb) {
     }
   }
   ImGui::EndTable();
+  markFigure(ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
 }
 
 bool HeadTableView::exportFile(Workbench& wb, const std::string& path) {

@@ -3,10 +3,13 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
+#include "app/state/head_table.h"
 
 #include <filesystem>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
 
 namespace headlab::app {
@@ -45,6 +48,25 @@ void HeadsGridView::drawContent(Workbench& wb) {
     return;
   }
   attention_selector(wb);
+  ImGui::SameLine();
+  // Colour by: the maps, or any numeric column of the head report.
+  const std::string& measure = wb.doc().session.view.grid_measure;
+  const auto& report = wb.doc().report;
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
+  if (ImGui::BeginCombo("##measure", measure == "maps" || !report ? "attention maps" : measure.c_str())) {
+    cmd::SetView v;
+    if (ImGui::Selectable("attention maps", measure == "maps")) v.grid_measure = "maps";
+    if (report)
+      for (const auto& c : analysis::report_columns(report->settings))
+        if (c.numeric && std::string(c.name) != "layer" && std::string(c.name) != "head" &&
+            ImGui::Selectable(c.name, measure == c.name))
+          v.grid_measure = c.name;
+    if (v.grid_measure) wb.apply(v);
+    ImGui::EndCombo();
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip(report ? "colour the grid by a measure of the head report"
+                                                       : "run a dataset (Analyse ▸ Dataset) to colour heads by a measure");
+  if (report && measure != "maps" && drawMeasure(wb, measure)) return;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
   float size = wb.doc().session.view.thumbnail_size;
@@ -141,6 +163,76 @@ bool HeadsGridView::exportFile(Workbench& wb, const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".svg" && ext != ".pdf") return false;
   export_figure(wb, "heads-grid", "", path, 1);
+  return true;
+}
+
+bool HeadsGridView::drawMeasure(Workbench& wb, const std::string& measure) {
+  const auto& r = *wb.doc().report;
+  const auto& sel = wb.doc().session.selection;
+  // values[layer][head], NaN where nothing was measured.
+  int layers = 0, heads = 0;
+  for (const auto& h : r.heads)
+    if (h.stack == sel.stack) layers = std::max(layers, h.layer + 1), heads = std::max(heads, h.head + 1);
+  if (layers == 0) return false;
+  std::vector<float> values(static_cast<size_t>(layers) * heads, std::nanf(""));
+  float lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < r.heads.size(); ++i) {
+    const auto& h = r.heads[i];
+    if (h.stack != sel.stack) continue;
+    std::optional<double> v;
+    try {
+      v = head_table_value(r, static_cast<int>(i), measure);
+    } catch (const std::invalid_argument&) {
+      return false;  // another report's measure
+    }
+    if (!v || !std::isfinite(*v)) continue;
+    values[static_cast<size_t>(h.layer) * heads + h.head] = static_cast<float>(*v);
+    lo = std::min(lo, static_cast<float>(*v)), hi = std::max(hi, static_cast<float>(*v));
+  }
+  if (!(lo <= hi)) lo = 0, hi = 1;
+  if (hi == lo) hi = lo + 1;
+  const MapRange range{lo, hi, false};
+  const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float font = ImGui::GetFontSize();
+  const float label_w = ImGui::CalcTextSize("L00").x + 8;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float cell = std::max(8.0f, std::min((avail.x - label_w) / heads, (avail.y - font * 5.5f) / layers));
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float top = origin.y + font * 1.3f;
+  for (int h = 0; h < heads; ++h) {
+    const std::string t = "H" + std::to_string(h);
+    if (cell > ImGui::CalcTextSize(t.c_str()).x + 2)
+      dl->AddText(ImVec2(origin.x + label_w + h * cell + cell / 2 - ImGui::CalcTextSize(t.c_str()).x / 2, origin.y),
+                  ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
+  }
+  for (int l = 0; l < layers; ++l) {
+    const std::string t = "L" + std::to_string(l);
+    dl->AddText(ImVec2(origin.x, top + l * cell + cell / 2 - font / 2), ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
+    for (int h = 0; h < heads; ++h) {
+      const float v = values[static_cast<size_t>(l) * heads + h];
+      const ImVec2 p0(origin.x + label_w + h * cell, top + l * cell), p1(p0.x + cell - 1, p0.y + cell - 1);
+      const Rgb c = colormap_rgb(cmap, std::isnan(v) ? 0.0f : range.normalize(v));
+      dl->AddRectFilled(p0, p1, std::isnan(v) ? IM_COL32(45, 45, 45, 255) : IM_COL32(c.r, c.g, c.b, 255));
+      ImGui::SetCursorScreenPos(p0);
+      ImGui::PushID(l * 4096 + h);
+      if (ImGui::InvisibleButton("cell", ImVec2(cell, cell))) wb.apply(cmd::SelectHead{sel.stack, l, h});
+      if (ImGui::IsItemHovered()) {
+        dl->AddRect(p0, p1, IM_COL32(255, 255, 255, 220));
+        if (std::isnan(v))
+          ImGui::SetTooltip("layer %d, head %d: not measured", l, h);
+        else
+          ImGui::SetTooltip("layer %d, head %d: %s = %.4g", l, h, measure.c_str(), v);
+      }
+      ImGui::PopID();
+      if (l == sel.layer && h == sel.head) dl->AddRect(p0, p1, IM_COL32(255, 220, 0, 255), 0, 0, 2.5f);
+    }
+  }
+  const float bar_y = top + layers * cell + font * 0.6f;
+  colour_bar(dl, ImVec2(origin.x + label_w, bar_y), ImVec2(std::min(heads * cell, font * 16), font * 0.8f), cmap, range);
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, bar_y + font * 2.4f));
+  ImGui::TextDisabled("%s over %lld sentences%s", measure.c_str(), static_cast<long long>(r.sentences),
+                      r.partial ? " (partial)" : "");
   return true;
 }
 

@@ -46,6 +46,17 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
             }
           }
         ImGui::Separator();
+        // The files `headlab analyze` writes, from the report on screen.
+        const std::string report_path = (fs::path(wb.doc().session.view.export_dir.empty() ? "." : wb.doc().session.view.export_dir) /
+                                         "head_report" / "head_report.json").string();
+        if (ImGui::MenuItem("Head report (JSON, CSV, Markdown, figures)", nullptr, false, wb.doc().report != nullptr)) {
+          try {
+            export_view(wb, "Dataset", report_path, 1);
+            wb.notice("exported " + fs::path(report_path).parent_path().string() + "/");
+          } catch (const std::exception& e) {
+            wb.set_error(e.what());
+          }
+        }
         if (ImGui::MenuItem("Whole window (PNG)")) wb.captures.push_back({"headlab-window.png", "", wb.doc().session.view.export_scale});
         ImGui::EndMenu();
       }

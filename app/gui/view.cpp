@@ -31,9 +31,15 @@ void View::draw(Workbench& wb) {
     ImGui::SetNextWindowSize(size, cond);
   }
   if (wb.focus_view == title_) ImGui::SetNextWindowFocus();
+  figure_marked_ = false;
   if (ImGui::Begin(title_.c_str(), &open_, windowFlags())) drawContent(wb);
   last_pos_ = ImGui::GetWindowPos();
   last_size_ = ImGui::GetWindowSize();
+  if (!figure_marked_) {
+    const ImVec2 min = ImGui::GetWindowContentRegionMin(), max = ImGui::GetWindowContentRegionMax();
+    figure_pos_ = ImVec2(last_pos_.x + min.x, last_pos_.y + min.y);
+    figure_size_ = ImVec2(max.x - min.x, max.y - min.y);
+  }
   ImGui::End();
 }
 

@@ -22,6 +22,10 @@ class View {
   // The window's rectangle last frame (screen coordinates), for exports.
   ImVec2 last_pos() const { return last_pos_; }
   ImVec2 last_size() const { return last_size_; }
+  // The figure alone (no title bar, no controls), for "figure only" PNG exports: what the view
+  // marked with markFigure this frame, else the window's content region.
+  ImVec2 figure_pos() const { return figure_pos_; }
+  ImVec2 figure_size() const { return figure_size_; }
 
   // Writes the view's figure or table to `path` when its extension is one the view offers
   // (exportFormats); false otherwise. Throws naming the path when writing fails.
@@ -36,6 +40,10 @@ class View {
   // Default placement as fractions of the work area (x, y, w, h).
   virtual ImVec4 defaultRect() const = 0;
   virtual ImGuiWindowFlags windowFlags() const { return 0; }
+  // Marks the screen rectangle of the view's figure (its plot, map or table) this frame.
+  void markFigure(ImVec2 min, ImVec2 max) {
+    figure_pos_ = min, figure_size_ = ImVec2(max.x - min.x, max.y - min.y), figure_marked_ = true;
+  }
   // Pinned views (the status bar) take their rectangle every frame.
   virtual bool pinned() const { return false; }
 
@@ -47,6 +55,8 @@ class View {
   std::string title_;
   bool open_;
   ImVec2 last_pos_, last_size_;
+  ImVec2 figure_pos_, figure_size_;
+  bool figure_marked_ = false;
 };
 
 }  // namespace headlab::app

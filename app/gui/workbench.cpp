@@ -48,7 +48,7 @@ void Workbench::execute(const Command& command) {
     return v;
   };
   if (const auto* c = std::get_if<cmd::Export>(&command)) {
-    export_view(*this, c->view, c->path, c->scale);
+    export_view(*this, c->view, c->path, c->scale, c->figure_only);
   } else if (const auto* c = std::get_if<cmd::Screenshot>(&command)) {
     captures.push_back({c->path, "", c->scale});
   } else if (const auto* c = std::get_if<cmd::ShowView>(&command)) {

@@ -46,6 +46,7 @@ class Workbench : public Controller {
 
   HeadTextures textures;
   std::vector<CaptureRequest> captures;
+  bool export_figure_only = false;  // the Export popups' "figure only" choice
   std::string focus_view;        // a view to bring to the front this frame (select_view)
   bool apply_layout = false;     // views re-read their position from the ImGui ini this frame
   bool reset_layout = false;     // views take their default rectangles this frame

@@ -178,6 +178,7 @@ template <class Io> void fields(Io& io, cmd::Export& c) {
   io.required("view", c.view);
   io.required("path", c.path);
   io.optional("scale", c.scale);
+  io.optional("figure_only", c.figure_only);
 }
 template <class Io> void fields(Io& io, cmd::Screenshot& c) {
   io.required("path", c.path);

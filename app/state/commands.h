@@ -106,7 +106,12 @@ struct SaveSession { std::string path; };
 struct OpenSession { std::string path; };
 
 // --- window only (applied by the window, not the Controller) ---
-struct Export { std::string view, path; int scale = 1; };
+// .png of a view's window, or of its figure alone (figure_only: no title bar, no controls).
+struct Export {
+  std::string view, path;
+  int scale = 1;
+  bool figure_only = false;
+};
 struct Screenshot { std::string path; int scale = 1; };
 struct ShowView { std::string view; bool open = true; };
 struct SelectView { std::string view; };

@@ -14,7 +14,7 @@
 //   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
 //   set_lrp_target {position[, token, enabled]}
 //   save_session {path}  open_session {path}
-//   export {view, path[, scale]}  screenshot {path[, scale]}  show_view {view[, open]}  select_view {view}
+//   export {view, path[, scale, figure_only]}  screenshot {path[, scale]}  show_view {view[, open]}  select_view {view}
 //   wait_frames {frames}  quit
 #pragma once
 

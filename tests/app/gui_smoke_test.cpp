@@ -4,7 +4,9 @@
 #include "test_common.h"
 
 #include <cairo.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -95,4 +97,65 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
   std::ofstream(dir.str("bad.json")) << R"([{"action": "fly"}])";
   CHECK(run_command(gui(dir, "gui --script " + dir.str("bad.json")), out) == 2);
   CHECK(out.find("action 0: unknown action 'fly'") != std::string::npos);
+}
+
+TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and export", "[app][gui]") {
+  if (!have_xvfb()) {
+    WARN("xvfb-run not installed: GUI analysis test skipped");
+    return;
+  }
+  TempDir dir("gui-analysis");
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
+  std::ofstream(dir.str("analyse.json")) << R"({"actions": [
+    {"action": "open_model", "folder": ")" << model << R"("},
+    {"action": "run_dataset", "files": [")" << data << R"("], "metrics": ["confidence", "positional", "syntactic"], "limit": 20},
+    {"action": "select_view", "view": "Head table"},
+    {"action": "sort_heads", "by": "positional_share"},
+    {"action": "export", "view": "head_table", "path": ")" << dir.str("sorted.csv") << R"("},
+    {"action": "filter_heads", "role": "positional"},
+    {"action": "export", "view": "head_table", "path": ")" << dir.str("positional.csv") << R"("},
+    {"action": "filter_heads"},
+    {"action": "screenshot", "path": ")" << dir.str("analyse.png") << R"("},
+    {"action": "export", "view": "Head table", "path": ")" << dir.str("table.png") << R"("},
+    {"action": "export", "view": "Head table", "path": ")" << dir.str("table-figure.png") << R"(", "figure_only": true},
+    {"action": "set_view", "workspace": "Explore", "grid_measure": "confidence"},
+    {"action": "export", "view": "heads_grid", "path": ")" << dir.str("grid-measure.png") << R"(", "figure_only": true},
+    {"action": "save_session", "path": ")" << dir.str("analysed.json") << R"("},
+    {"action": "quit"}]})";
+  std::string out;
+  INFO(out);
+  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("analyse.json")), out) == 0);
+  // The sorted table: 40 heads of the default model, the largest positional share first.
+  std::ifstream sorted(dir.str("sorted.csv"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(sorted, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 41);
+  auto share_of = [&](const std::string& line) {
+    // positional_share is the 7th column (stack,layer,head,confidence,confidence_all_keys,positional_offset,…).
+    size_t at = 0;
+    for (int i = 0; i < 6; ++i) at = line.find(',', at) + 1;
+    return std::stod(line.substr(at));
+  };
+  for (size_t i = 2; i < lines.size(); ++i) CHECK(share_of(lines[i - 1]) >= share_of(lines[i]));
+  // The positional filter keeps the positional heads only (at least the ±1 heads of layer 3).
+  const std::string positional = slurp(dir.str("positional.csv"));
+  const auto rows = std::count(positional.begin(), positional.end(), '\n') - 1;
+  CHECK(rows >= 2);
+  CHECK(rows < 40);
+  CHECK(positional.find("\"positional(") != std::string::npos);
+  // The table has rows on screen (text and stripes: many colours), in the window's Analyse layout.
+  CHECK(distinct_colours(dir.str("analyse.png"), 0.30, 0.12, 0.68, 0.45) > 30);
+  // "figure only" leaves the title bar and controls out: a smaller picture of the same view.
+  int full_w = 0, figure_w = 0;
+  distinct_colours(dir.str("table.png"), 0, 0, 1, 1, &full_w);
+  distinct_colours(dir.str("table-figure.png"), 0, 0, 1, 1, &figure_w);
+  CHECK(figure_w < full_w);
+  // The grid coloured by confidence: one viridis colour per head (40 cells, many distinct colours).
+  CHECK(distinct_colours(dir.str("grid-measure.png"), 0, 0, 1, 1) > 20);
+  // The session keeps the report (embedded: it is small), the sort and the grid's measure.
+  const auto session = nlohmann::json::parse(slurp(dir.str("analysed.json")));
+  CHECK(session["analysis"]["sort_by"] == "positional_share");
+  CHECK(session["analysis"]["report_embedded"]["heads"].size() == 40);
+  CHECK(session["view"]["grid_measure"] == "confidence");
 }

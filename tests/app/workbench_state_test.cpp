@@ -226,6 +226,15 @@ TEST_CASE("figures export as SVG, PDF and PNG with labels", "[app][export]") {
   write_head_view(dir.str("heads.svg"), "heads", {map.data(), map.data()}, T, T, tokens);
   CHECK(std::filesystem::file_size(dir.str("grid.pdf")) > 500);
   CHECK(std::filesystem::file_size(dir.str("heads.svg")) > 500);
+  // A long title widens the page instead of running off its right edge.
+  const std::string long_title(100, 'W');
+  write_attention_map(dir.str("long.svg"), long_title, fm, T, T, tokens, Colormap::Viridis);
+  std::ifstream long_svg(dir.str("long.svg"));
+  const std::string long_text(std::istreambuf_iterator<char>(long_svg), {});
+  const size_t at = long_text.find("width=\"");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(long_text.substr(at + 7)) > 100 * 8.0);  // 100 W's at 12 pt are wider than 800 pt
+  CHECK(std::stod(text.substr(text.find("width=\"") + 7)) < 400);  // the short title keeps the page small
   CHECK_THROWS_WITH(write_attention_map(dir.str("map.bmp"), "x", fm, T, T, tokens, Colormap::Viridis),
                     Catch::Contains("use .svg, .pdf or .png"));
 }
