@@ -156,7 +156,8 @@ void merge_into(HeadReport& into, const HeadReport& other);
 // unless `allow_missing` (the result then says which shards it holds in its notes).
 HeadReport merge_shards(const std::vector<HeadReport>& shards, bool allow_missing = false);
 
-// head_report.csv: one row per head (pandas-ready: a header row, plain numbers, empty for absent).
+// head_report.csv: one row per head (pandas-ready: a header row, plain numbers, empty for absent);
+// its columns are analysis/report_columns.h's.
 std::string to_csv(const HeadReport& report);
 // head_report.md: the role list first, then the tables a reader wants (per-head measures,
 // syntactic heads against their baselines, spectra ranks, LRP conservation).

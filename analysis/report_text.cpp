@@ -1,39 +1,12 @@
-// head_report.csv and head_report.md: the report as a table for pandas and as a page for a reader.
+// head_report.md: the report as a page for a reader (head_report.csv is analysis/report_csv.cpp).
 #include "analysis/head_report.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <set>
 #include <sstream>
 
 namespace headlab::analysis {
 namespace {
-
-// The shortest of %.15g / %.17g that reads back as the same double: full precision without the
-// noise digits of 0.1 printed as 0.10000000000000001.
-std::string number(double v) {
-  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-  char s[40];
-  std::snprintf(s, sizeof s, "%.15g", v);
-  if (std::strtod(s, nullptr) != v) std::snprintf(s, sizeof s, "%.17g", v);
-  return s;
-}
-
-std::string number(int64_t v) { return std::to_string(v); }
-
-// RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled.
-std::string csv_field(const std::string& s, bool always_quote = false) {
-  const bool needs = always_quote || s.find_first_of(",\"\r\n") != std::string::npos;
-  if (!needs) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
@@ -83,82 +56,6 @@ std::string table_header(const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); ++i) out += " --- |";
   return out + "\n";
 }
-
-bool has_syntactic_role(const HeadEntry& h) {
-  return std::any_of(h.syntactic.begin(), h.syntactic.end(), [](const SyntacticScore& s) { return s.is_role; });
-}
-
-bool spectrum_usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable; }
-
-}  // namespace
-
-// ---- CSV -----------------------------------------------------------------------------------------
-
-std::string to_csv(const HeadReport& report) {
-  const auto& s = report.settings;
-  std::vector<std::string> header{"stack", "layer", "head"};
-  if (s.has("confidence")) header.insert(header.end(), {"confidence", "confidence_all_keys"});
-  if (s.has("positional")) header.insert(header.end(), {"positional_offset", "positional_share", "positional"});
-  if (s.has("rare")) header.insert(header.end(), {"rare_share", "rare_share_two_rarest", "rare_queries", "rare_word"});
-  if (s.has("syntactic"))
-    header.insert(header.end(), {"best_relation", "best_relation_direction", "best_relation_accuracy",
-                                 "best_relation_baseline", "syntactic"});
-  if (s.has("lrp")) header.insert(header.end(), {"lrp_raw", "lrp_normalized"});
-  if (s.has("importance")) header.push_back("importance");
-  if (s.has("spectra")) header.insert(header.end(), {"spectrum_rank90", "spectrum_rank95", "spectrum_rank99"});
-  header.push_back("roles");
-
-  std::string out;
-  for (size_t i = 0; i < header.size(); ++i) out += (i ? "," : "") + header[i];
-  out += "\n";
-  for (const auto& h : report.heads) {
-    std::vector<std::string> f{csv_field(h.stack), std::to_string(h.layer), std::to_string(h.head)};
-    // A measure with nothing measured (no queries, no sentences) is an empty cell, not a zero.
-    const bool queried = h.queries > 0;
-    if (s.has("confidence")) {
-      f.push_back(queried ? number(h.confidence) : "");
-      f.push_back(queried ? number(h.confidence_all_keys) : "");
-    }
-    if (s.has("positional")) {
-      f.push_back(queried ? std::to_string(h.positional_offset) : "");
-      f.push_back(queried ? number(h.positional_share) : "");
-      f.push_back(h.positional ? "1" : "0");
-    }
-    if (s.has("rare")) {
-      const bool rare_seen = h.rare_queries > 0;
-      f.push_back(rare_seen ? number(h.rare_share) : "");
-      f.push_back(rare_seen ? number(h.rare_share_two) : "");
-      f.push_back(number(h.rare_queries));
-      f.push_back(h.rare ? "1" : "0");
-    }
-    if (s.has("syntactic")) {
-      const auto& b = h.best_relation;
-      f.push_back(b ? csv_field(b->relation) : "");
-      f.push_back(b ? csv_field(b->direction) : "");
-      f.push_back(b ? number(b->accuracy) : "");
-      f.push_back(b ? number(b->baseline) : "");
-      f.push_back(has_syntactic_role(h) ? "1" : "0");
-    }
-    if (s.has("lrp")) {
-      f.push_back(h.lrp_sentences > 0 ? number(h.lrp_raw) : "");
-      f.push_back(h.lrp_sentences > 0 ? number(h.lrp_normalized) : "");
-    }
-    if (s.has("importance")) f.push_back(h.importance_sentences > 0 ? number(h.importance) : "");
-    if (s.has("spectra")) {
-      const bool ok = spectrum_usable(h);
-      f.push_back(ok ? std::to_string(h.spectrum->rank90) : "");
-      f.push_back(ok ? std::to_string(h.spectrum->rank95) : "");
-      f.push_back(ok ? std::to_string(h.spectrum->rank99) : "");
-    }
-    f.push_back(csv_field(join(h.roles, ";"), true));
-    out += join(f, ",") + "\n";
-  }
-  return out;
-}
-
-// ---- Markdown ------------------------------------------------------------------------------------
-
-namespace {
 
 std::string head_name(const HeadEntry& h) { return "L" + std::to_string(h.layer) + " H" + std::to_string(h.head); }
 
