@@ -2,7 +2,9 @@
 
 #include "app/gui/attention_map_view.h"
 #include "app/gui/dataset_view.h"
+#include "app/gui/head_detail_view.h"
 #include "app/gui/head_table_view.h"
+#include "app/gui/spectra_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/heads_grid_view.h"
 #include "app/gui/input_view.h"
@@ -24,6 +26,8 @@ std::vector<std::unique_ptr<View>> make_views() {
   views.push_back(std::make_unique<HeadView>());
   views.push_back(std::make_unique<DatasetView>());
   views.push_back(std::make_unique<HeadTableView>());
+  views.push_back(std::make_unique<HeadDetailView>());
+  views.push_back(std::make_unique<SpectraView>());
   views.push_back(std::make_unique<StatusBar>());
   return views;
 }
