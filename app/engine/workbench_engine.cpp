@@ -2,6 +2,7 @@
 // plain buffers of a RunSnapshot.
 #include "app/engine/workbench_engine.h"
 
+#include "app/engine/relevance_run.h"
 #include "app/state/file_hash.h"
 #include "core/model.h"
 #include "core/run.h"
@@ -338,6 +339,11 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
       snap->outputs.push_back(std::move(po));
     }
     if (trace == m.base_trace) m.base_outputs = snap->outputs, m.base_outputs_k = k;
+  }
+  // The Relevance view's explanation, with the same controls (a backward pass: about twice a forward).
+  if (input.relevance.enabled) {
+    if (cancel && cancel->load()) throw std::runtime_error("cancelled");
+    snap->relevance = explain_run(*m.model, *trace, input);
   }
   snap->recomputed_stack = trace->recomputed_stack;
   snap->recomputed_from = trace->recomputed_from;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,40 @@ struct TokenizedText {
   std::vector<bool> special;
 };
 
+// What the Relevance view asks to explain with each run: a logit at `position` (-1 = the default:
+// the first [MASK] of a masked LM, else the last position; the decoder's for an encoder-decoder) of
+// `token` (-1 = the top-1 token there), with the run's own controls.
+struct RelevanceRequest {
+  bool enabled = false;
+  int position = -1;
+  int64_t token = -1;
+  bool flow = false;  // also the attention flow (a max-flow per input token: the slow part)
+  bool operator==(const RelevanceRequest& o) const {
+    return enabled == o.enabled && position == o.position && token == o.token && flow == o.flow;
+  }
+};
+
+// Why the model predicts what it does on this input (analysis/LRP.md's rules; Abnar & Zuidema 2020
+// for rollout and flow). Plain numbers, torch-free.
+struct RelevanceResult {
+  std::string error;       // why nothing could be explained ("" when the numbers below hold)
+  int position = 0;        // the explained position (decoder side for an encoder-decoder)
+  int64_t token = 0;       // the explained token id
+  std::string token_text;  // its text
+  double target = 0;       // f, the logit explained
+  double bias = 0;         // relevance of the additive constants (biases, positions)
+  double residual = 0;     // |Σ input + bias − f|: 0 for a conservative propagation
+  double relative_residual = 0;  // residual / |f|
+  std::vector<double> input;          // [T] LRP relevance per input token (encoder side)
+  std::vector<double> decoder_input;  // [T_dec] encoder-decoder only
+  // Raw head relevance R_i by stack ("encoder", "decoder", "cross"): [layers][output heads].
+  std::map<std::string, std::vector<std::vector<double>>> heads;
+  std::string flow_stack;     // the stack rollout and flow are read on (the one the target is in)
+  std::vector<double> rollout;  // [T] the target position's row of the attention rollout
+  std::vector<double> flow;     // [T] attention flow into the target position (when requested)
+  double ms = 0;                // the time the explanation took
+};
+
 // What to run: the text(s), the controls and which stages to keep.
 struct RunInput {
   std::string text;
@@ -100,6 +135,7 @@ struct RunInput {
   // masked LM, else the last real token). Only these run through the LM head. Positions outside
   // the text are dropped (the defaults are used when none remain).
   std::vector<int> output_positions;
+  RelevanceRequest relevance;  // explain the run (LRP, rollout, flow) when enabled
 };
 
 // One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
@@ -116,6 +152,7 @@ struct RunSnapshot {
   int layers_computed = 0;
   double run_ms = 0;   // the whole request
   double model_ms = 0; // of which core::run (the forward passes)
+  std::shared_ptr<const RelevanceResult> relevance;  // when input.relevance.enabled
   const AttentionMaps* find(const std::string& stack) const;
   const PositionOutput* output_at(int position) const;  // nullptr when not predicted
   const TokenizedText& query_tokens(const std::string& stack) const;

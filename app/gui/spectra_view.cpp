@@ -52,7 +52,6 @@ void SpectraView::drawContent(Workbench& wb) {
   ImGui::SameLine();
   ImGui::Checkbox("other heads of the layer", &whole_layer_);
   const auto& s = *head->spectrum;
-  ImGui::SameLine();
   ImGui::TextWrapped("L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
                      sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s), s.singular_values.size());
   const float h = std::max(120.0f, (ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y) / 2);

@@ -4,6 +4,7 @@
 #include "app/gui/dataset_view.h"
 #include "app/gui/head_detail_view.h"
 #include "app/gui/head_table_view.h"
+#include "app/gui/relevance_view.h"
 #include "app/gui/spectra_view.h"
 #include "app/gui/head_view.h"
 #include "app/gui/heads_grid_view.h"
@@ -28,6 +29,7 @@ std::vector<std::unique_ptr<View>> make_views() {
   views.push_back(std::make_unique<HeadTableView>());
   views.push_back(std::make_unique<HeadDetailView>());
   views.push_back(std::make_unique<SpectraView>());
+  views.push_back(std::make_unique<RelevanceView>());
   views.push_back(std::make_unique<StatusBar>());
   return views;
 }

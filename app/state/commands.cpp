@@ -171,6 +171,7 @@ template <class Io> void fields(Io& io, cmd::SetLrpTarget& c) {
   io.required("position", c.position);
   io.optional("token", c.token);
   io.optional("enabled", c.enabled);
+  io.optional("shading", c.shading);
 }
 template <class Io> void fields(Io& io, cmd::SaveSession& c) { io.required("path", c.path); }
 template <class Io> void fields(Io& io, cmd::OpenSession& c) { io.required("path", c.path); }

@@ -99,7 +99,14 @@ struct SetThresholds {
 };
 // What LRP explains on the current input: a logit at `position` (-1 = default) of `token`
 // (-1 = the top-1 token there). `enabled` false turns the Relevance view's passes off.
-struct SetLrpTarget { int position = -1; int64_t token = -1; bool enabled = true; };
+// `shading`: what the Relevance view shades tokens by — "lrp", "rollout" or "flow" (flow is
+// computed only while it is shown).
+struct SetLrpTarget {
+  int position = -1;
+  int64_t token = -1;
+  bool enabled = true;
+  std::optional<std::string> shading;
+};
 
 // --- files ---
 struct SaveSession { std::string path; };

@@ -176,7 +176,11 @@ void Controller::execute(const Command& command) {
           refresh_report();
         } else if constexpr (std::is_same_v<C, cmd::SetLrpTarget>) {
           auto& a = s.analysis;
-          const bool changed = a.lrp_enabled != c.enabled || a.lrp_position != c.position || a.lrp_token != c.token;
+          if (c.shading && *c.shading != "lrp" && *c.shading != "rollout" && *c.shading != "flow")
+            throw std::runtime_error("unknown shading '" + *c.shading + "' (lrp, rollout or flow)");
+          const bool changed = a.lrp_enabled != c.enabled || a.lrp_position != c.position || a.lrp_token != c.token ||
+                               (c.shading && (*c.shading == "flow") != (a.lrp_shading == "flow"));
+          if (c.shading) a.lrp_shading = *c.shading;
           a.lrp_enabled = c.enabled;
           a.lrp_position = std::max(-1, c.position);
           a.lrp_token = c.token < 0 ? -1 : c.token;

@@ -12,7 +12,7 @@
 //   set_dataset {files: [...], metrics?, limit?}  (the same choices, not run)
 //   open_report {path}   sort_heads {by, descending?}   filter_heads {role?, layer?}
 //   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
-//   set_lrp_target {position[, token, enabled]}
+//   set_lrp_target {position[, token, enabled, shading: lrp|rollout|flow]}
 //   save_session {path}  open_session {path}
 //   export {view, path[, scale, figure_only]}  screenshot {path[, scale]}  show_view {view[, open]}  select_view {view}
 //   wait_frames {frames}  quit

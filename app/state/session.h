@@ -56,6 +56,7 @@ struct AnalysisChoices {
   bool lrp_enabled = false;          // the Relevance view's passes run with every run
   int lrp_position = -1;             // -1 = the default target position
   int64_t lrp_token = -1;            // -1 = the top-1 token there
+  std::string lrp_shading = "lrp";   // tokens shaded by "lrp", "rollout" or "flow"
 };
 
 struct SessionState {

@@ -45,6 +45,24 @@ size_t distinct_colours(const std::string& png, double x0, double y0, double x1,
   return colours.size();
 }
 
+// Pixels in a rectangle (fractions of the image) whose colour passes `test`.
+template <class Test>
+size_t count_pixels(const std::string& png, double x0, double y0, double x1, double y1, Test test) {
+  cairo_surface_t* s = cairo_image_surface_create_from_png(png.c_str());
+  REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
+  const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+  const int stride = cairo_image_surface_get_stride(s);
+  const unsigned char* data = cairo_image_surface_get_data(s);
+  size_t n = 0;
+  for (int y = static_cast<int>(y0 * h); y < static_cast<int>(y1 * h); ++y)
+    for (int x = static_cast<int>(x0 * w); x < static_cast<int>(x1 * w); ++x) {
+      const uint32_t c = reinterpret_cast<const uint32_t*>(data + y * stride)[x];
+      if (test(static_cast<int>((c >> 16) & 255), static_cast<int>((c >> 8) & 255), static_cast<int>(c & 255))) ++n;
+    }
+  cairo_surface_destroy(s);
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("the window draws heatmaps and a scripted session saves identically", "[app][gui]") {
@@ -109,7 +127,7 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
   const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
   std::ofstream(dir.str("analyse.json")) << R"({"actions": [
     {"action": "open_model", "folder": ")" << model << R"("},
-    {"action": "run_dataset", "files": [")" << data << R"("], "metrics": ["confidence", "positional", "syntactic"], "limit": 20},
+    {"action": "run_dataset", "files": [")" << data << R"("], "metrics": ["confidence", "positional", "syntactic", "spectra"], "limit": 20},
     {"action": "select_view", "view": "Head table"},
     {"action": "sort_heads", "by": "positional_share"},
     {"action": "export", "view": "head_table", "path": ")" << dir.str("sorted.csv") << R"("},
@@ -119,6 +137,11 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
     {"action": "screenshot", "path": ")" << dir.str("analyse.png") << R"("},
     {"action": "export", "view": "Head table", "path": ")" << dir.str("table.png") << R"("},
     {"action": "export", "view": "Head table", "path": ")" << dir.str("table-figure.png") << R"(", "figure_only": true},
+    {"action": "select_head", "layer": 3, "head": 7},
+    {"action": "select_view", "view": "Head detail"},
+    {"action": "select_view", "view": "Spectra"},
+    {"action": "set_lrp_target", "position": -1},
+    {"action": "screenshot", "path": ")" << dir.str("explain.png") << R"("},
     {"action": "set_view", "workspace": "Explore", "grid_measure": "confidence"},
     {"action": "export", "view": "heads_grid", "path": ")" << dir.str("grid-measure.png") << R"(", "figure_only": true},
     {"action": "save_session", "path": ")" << dir.str("analysed.json") << R"("},
@@ -151,6 +174,11 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
   distinct_colours(dir.str("table.png"), 0, 0, 1, 1, &full_w);
   distinct_colours(dir.str("table-figure.png"), 0, 0, 1, 1, &figure_w);
   CHECK(figure_w < full_w);
+  // Relevance (lower left): tokens shaded red/blue; Head detail (upper right) and Spectra (lower
+  // right): plots with bars and curves.
+  CHECK(count_pixels(dir.str("explain.png"), 0.0, 0.5, 0.28, 1.0, [](int r, int g, int b) { return r > 150 && g < 90 && b < 90; }) > 50);
+  CHECK(distinct_colours(dir.str("explain.png"), 0.72, 0.05, 1.0, 0.45) > 20);
+  CHECK(distinct_colours(dir.str("explain.png"), 0.72, 0.55, 1.0, 0.95) > 20);
   // The grid coloured by confidence: one viridis colour per head (40 cells, many distinct colours).
   CHECK(distinct_colours(dir.str("grid-measure.png"), 0, 0, 1, 1) > 20);
   // The session keeps the report (embedded: it is small), the sort and the grid's measure.

@@ -2,7 +2,9 @@
 // layers, Δp/KL against the unmodified model, newer requests superseding older ones.
 #include "test_common.h"
 
+#include "analysis/lrp.h"
 #include "app/engine/workbench_engine.h"
+#include "core/model.h"
 #include "app/state/controls_edit.h"
 #include "app/state/worker.h"
 
@@ -164,4 +166,65 @@ TEST_CASE("the worker publishes the newest request and reports errors", "[app][w
   while (!worker.idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(worker.status().error.find("/nonexistent/model") != std::string::npos);
   CHECK(worker.model());  // the previous model stays
+}
+
+TEST_CASE("the engine explains a run: LRP as the analysis computes it, rollout and flow, with the run's gates",
+          "[app][engine][relevance]") {
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  WorkbenchEngine engine;
+  engine.load(folder);
+  RunInput in;
+  in.text = "the cat sat on the [MASK] because it was tired .";
+  in.relevance.enabled = true;
+  in.relevance.flow = true;
+  set_gate(in.controls, "encoder", 1, 3, 0.0f, 8);
+  auto snap = engine.run(in, nullptr, {});
+  REQUIRE(snap->relevance);
+  const RelevanceResult& r = *snap->relevance;
+  REQUIRE(r.error.empty());
+  CHECK(r.position == snap->default_positions.at(0));  // the [MASK]
+  CHECK(r.token == snap->output_at(r.position)->top.at(0).id);  // its top-1 token
+  CHECK(r.token_text == snap->output_at(r.position)->top.at(0).token);
+
+  // The same pass called directly on a model of its own: identical numbers.
+  auto model = headlab::core::load_model(folder);
+  const auto direct = headlab::analysis::lrp_relevance(*model, snap->tokens.ids, {}, in.controls);
+  REQUIRE(direct.input.size() == r.input.size());
+  for (size_t t = 0; t < r.input.size(); ++t) CHECK(r.input[t] == Approx(direct.input[t]).margin(1e-6));
+  CHECK(r.heads.at("encoder").at(2).at(5) == Approx(direct.heads.at("encoder")[2][5]).margin(1e-6));
+  CHECK(r.heads.at("encoder").at(1).at(3) == 0.0);  // a closed head carries no relevance
+  // Conservation (analysis/LRP.md): the input relevance and the constants add up to the logit.
+  double sum = r.bias;
+  for (double v : r.input) sum += v;
+  CHECK(std::abs(sum - r.target) == Approx(r.residual).margin(1e-9));
+  CHECK(r.relative_residual < 1e-3);
+  // Rollout rows are distributions over the inputs; flow into a position is at most 1 per input.
+  double row = 0;
+  for (double v : r.rollout) {
+    row += v;
+    CHECK(v >= -1e-12);
+  }
+  CHECK(row == Approx(1.0).epsilon(1e-6));
+  REQUIRE(r.flow.size() == r.input.size());
+  for (double v : r.flow) CHECK(v <= 1.0 + 1e-9);
+
+  // Opening the head changes the explanation; a target outside the input is an error, not a throw.
+  RunInput open = in;
+  open.controls = {};
+  open.relevance.flow = false;  // flow only when asked for (the slow part)
+  auto opened = engine.run(open, nullptr, {});
+  REQUIRE(opened->relevance);
+  double moved = 0;
+  for (size_t t = 0; t < r.input.size(); ++t) moved += std::abs(opened->relevance->input[t] - r.input[t]);
+  CHECK(moved > 1e-6);
+  CHECK(opened->relevance->flow.empty());
+  CHECK(opened->relevance->rollout.size() == r.rollout.size());
+  RunInput bad = in;
+  bad.relevance.position = 99;
+  auto failed = engine.run(bad, nullptr, {});
+  REQUIRE(failed->relevance);
+  CHECK(!failed->relevance->error.empty());
+  CHECK(!failed->outputs.empty());  // the run itself still succeeded
+  in.relevance.enabled = false;
+  CHECK(!engine.run(in, nullptr, {})->relevance);
 }
