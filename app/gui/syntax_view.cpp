@@ -108,6 +108,10 @@ void SyntaxView::drawPicker(Workbench& wb) {
   const auto& sel = doc.session.selection;
   ImGui::SameLine();
   ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
+  if (doc.syntax) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
+  }
 }
 
 void SyntaxView::drawContent(Workbench& wb) {
@@ -127,15 +131,13 @@ void SyntaxView::drawContent(Workbench& wb) {
   const SyntaxResult& r = *doc.syntax;
   const auto& sel = doc.session.selection;
   const std::vector<int>* predicted = r.predicted(sel.stack, sel.layer, sel.head);
-  ImGui::TextDisabled("%s", std::filesystem::path(r.source).filename().string().c_str());
+  ImGui::TextColored(to_vec4(kGoldColour), "gold tree");
   ImGui::SameLine();
-  ImGui::TextColored(to_vec4(kGoldColour), "gold");
-  ImGui::SameLine();
-  ImGui::TextDisabled("above; argmax below:");
+  ImGui::TextDisabled("above, argmax below:");
   ImGui::SameLine();
   ImGui::TextColored(to_vec4(kFoundColour), "gold head");
   ImGui::SameLine();
-  ImGui::TextColored(to_vec4(kMissedColour), "other word");
+  ImGui::TextColored(to_vec4(kMissedColour), "other");
   ImGui::SameLine();
   ImGui::TextColored(to_vec4(kUnscoredColour), "not scored");
 
@@ -160,11 +162,20 @@ void SyntaxView::drawContent(Workbench& wb) {
   const float word_h = font + 6, label_h = font + 2, arrow_pad = font * 0.6f;
   const int levels = std::max(1, layout.above_max_level + layout.below_max_level);
   const float scrollbar = ImGui::GetStyle().ScrollbarSize;
-  const float level_h = std::clamp((figure_h - word_h - label_h - arrow_pad - scrollbar - 8) / float(levels), 5.0f, font * 1.4f);
+  // Deep trees get at least this much per level and scroll vertically rather than squeeze labels together.
+  const float level_h = std::clamp((figure_h - word_h - label_h - arrow_pad - scrollbar - 8) / float(levels), font * 0.75f,
+                                   font * 1.4f);
   const float above_h = label_h + level_h * float(layout.above_max_level);
   const float content_h = above_h + word_h + level_h * float(layout.below_max_level) + arrow_pad;
 
   ImGui::BeginChild("arcs", ImVec2(0, figure_h), false, ImGuiWindowFlags_HorizontalScrollbar);
+  // A new sentence opens scrolled to its words (the bottom) when it is taller than the window.
+  if (shown_ != doc.syntax.get()) shown_ = doc.syntax.get(), scroll_frames_ = 2;
+  if (scroll_frames_ > 0) {
+    ImGui::SetScrollY(ImGui::GetScrollMaxY());
+    ImGui::SetScrollX(0);
+    --scroll_frames_;
+  }
   markFigure(ImGui::GetWindowPos(), ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
                                            ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -187,6 +198,14 @@ void SyntaxView::drawContent(Workbench& wb) {
     const float from = x0 + layout.word_x[size_t(arc.dependent)], to = x0 + layout.word_x[size_t(arc.head)];
     const float height = level_h * float(level);
     draw_arc(list, from, to, top, height, -1.0f, kGoldColour);
+  }
+  // Labels after every arc, so no arc runs through one.
+  for (size_t i = 0; i < gold.size(); ++i) {
+    const int level = layout.above_levels[i];
+    if (level <= 0) continue;
+    const Arc& arc = gold[i];
+    const float from = x0 + layout.word_x[size_t(arc.dependent)], to = x0 + layout.word_x[size_t(arc.head)];
+    const float height = level_h * float(level);
     const bool found = predicted && scored.count(arc.dependent) && (*predicted)[size_t(arc.dependent)] == arc.head;
     const ImVec2 size = ImGui::CalcTextSize(arc.label.c_str());
     const ImVec2 at((from + to) / 2 - size.x / 2, top - height - size.y / 2);

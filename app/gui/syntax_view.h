@@ -22,6 +22,8 @@ class SyntaxView : public View {
  private:
   void drawPicker(Workbench& wb);
   std::string file_edit_;  // the file being typed in the picker's popup
+  const void* shown_ = nullptr;  // the result drawn last frame: a new one resets the scroll
+  int scroll_frames_ = 0;
 };
 
 }  // namespace headlab::app
