@@ -13,6 +13,7 @@
 #include "app/gui/model_view.h"
 #include "app/gui/output_view.h"
 #include "app/gui/status_bar.h"
+#include "app/gui/syntax_view.h"
 
 namespace headlab::app {
 
@@ -30,6 +31,7 @@ std::vector<std::unique_ptr<View>> make_views() {
   views.push_back(std::make_unique<HeadDetailView>());
   views.push_back(std::make_unique<SpectraView>());
   views.push_back(std::make_unique<RelevanceView>());
+  views.push_back(std::make_unique<SyntaxView>());
   views.push_back(std::make_unique<StatusBar>());
   return views;
 }

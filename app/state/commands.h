@@ -86,6 +86,12 @@ struct SetDatasetChoices {
   int64_t limit = 0;
 };
 struct StopDataset {};
+// The sentence the Syntax view shows: sentence `index` (0-based) of a CoNLL-U file; no file = the
+// one chosen before, else the first CoNLL-U file of the dataset.
+struct SelectSentence {
+  std::optional<std::string> file;
+  int index = 0;
+};
 struct OpenReport { std::string path; };
 // Sorts the head table by a column of head_report.csv.
 struct SortHeads { std::string by; bool descending = true; };
@@ -131,7 +137,8 @@ namespace headlab::app {
 
 using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOutputPosition, cmd::SelectHead,
                              cmd::SelectAttention, cmd::SelectToken, cmd::SetGate, cmd::SetAblation, cmd::SetMix,
-                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::SetDatasetChoices, cmd::StopDataset, cmd::OpenReport,
+                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::SetDatasetChoices, cmd::StopDataset, cmd::SelectSentence,
+                             cmd::OpenReport,
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
                              cmd::SelectView, cmd::WaitFrames, cmd::Quit>;

@@ -27,10 +27,30 @@ MixPreset preset_of(const std::string& name) {
 // being embedded in session files.
 constexpr size_t kEmbedLimit = 2u << 20;
 
+bool is_conllu(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".conllu" || ext == ".conll" || ext == ".conllx";
+}
+
+bool same_request(const SyntaxRequest& a, const SyntaxRequest& b) {
+  const auto& x = a.controls;
+  const auto& y = b.controls;
+  return a.model_folder == b.model_folder && a.file == b.file && a.index == b.index &&
+         x.encoder_self == y.encoder_self && x.decoder_self == y.decoder_self && x.decoder_cross == y.decoder_cross;
+}
+
 }  // namespace
+
+std::string syntax_file_of(const AnalysisChoices& a) {
+  if (!a.syntax_file.empty()) return a.syntax_file;
+  for (const auto& f : a.dataset_files)
+    if (is_conllu(f)) return f;
+  return {};
+}
 
 Controller::Controller()
     : dataset_(std::make_unique<DatasetJob>()),
+      syntax_(std::make_unique<SyntaxJob>()),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
   doc_.session.recent_folders = load_recent_folders();
@@ -145,6 +165,15 @@ void Controller::execute(const Command& command) {
           a.limit = std::max<int64_t>(0, c.limit);
         } else if constexpr (std::is_same_v<C, cmd::StopDataset>) {
           dataset_->stop();
+        } else if constexpr (std::is_same_v<C, cmd::SelectSentence>) {
+          auto& a = s.analysis;
+          if (c.file && !c.file->empty() && !is_conllu(*c.file))
+            throw std::runtime_error(*c.file + " is not a CoNLL-U file (.conllu, .conll, .conllx): the Syntax view needs gold trees");
+          if (c.file) a.syntax_file = *c.file;
+          if (syntax_file_of(a).empty())
+            throw std::runtime_error("no CoNLL-U file: name one, or choose a CoNLL-U dataset in the Dataset view");
+          a.syntax_index = std::max(0, c.index);
+          sync_syntax();
         } else if constexpr (std::is_same_v<C, cmd::OpenReport>) {
           open_report(c.path);
         } else if constexpr (std::is_same_v<C, cmd::SortHeads>) {
@@ -246,7 +275,43 @@ std::optional<std::chrono::steady_clock::time_point> Controller::take_unshown_re
 }
 
 bool Controller::idle() const {
+  if (doc_.syntax_running) return false;
+  const auto wanted = syntax_request();
+  if (wanted && (!syntax_requested_ || !same_request(*wanted, *syntax_requested_))) return false;
   return worker_.idle() && !doc_.dataset.running && doc_.model && doc_.snapshot && !pending_model_run_;
+}
+
+std::optional<SyntaxRequest> Controller::syntax_request() const {
+  const std::string file = syntax_file_of(doc_.session.analysis);
+  if (file.empty() || !doc_.model || doc_.model->folder.empty() || pending_model_run_) return std::nullopt;
+  SyntaxRequest r;
+  r.model_folder = doc_.model->folder;
+  r.file = file;
+  r.index = doc_.session.analysis.syntax_index;
+  r.controls = doc_.session.controls;
+  return r;
+}
+
+void Controller::sync_syntax() {
+  const auto wanted = syntax_request();
+  if (!wanted || (syntax_requested_ && same_request(*wanted, *syntax_requested_))) return;
+  syntax_requested_ = std::make_unique<SyntaxRequest>(*wanted);
+  syntax_->start(*wanted);
+  doc_.syntax_running = true;
+}
+
+void Controller::poll_syntax(bool& changed) {
+  sync_syntax();
+  // The serial first: a result published after it is picked up by the next poll.
+  const uint64_t serial = syntax_->result_serial();
+  const SyntaxJobStatus st = syntax_->status();
+  if (st.running != doc_.syntax_running) changed = true;
+  doc_.syntax_running = st.running;
+  if (serial == syntax_serial_) return;
+  syntax_serial_ = serial;
+  doc_.syntax = syntax_->result();
+  doc_.syntax_error = st.error;
+  changed = true;
 }
 
 bool Controller::poll() {
@@ -308,6 +373,7 @@ bool Controller::poll() {
     }
   }
   poll_dataset(changed);
+  poll_syntax(changed);
   return changed;
 }
 

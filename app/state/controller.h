@@ -17,6 +17,9 @@ namespace headlab::app {
 
 class DatasetJob;
 
+// The Syntax view's CoNLL-U file: the one chosen, else the dataset's first CoNLL-U file ("" = none).
+std::string syntax_file_of(const AnalysisChoices& analysis);
+
 class Controller {
  public:
   Controller();
@@ -38,7 +41,7 @@ class Controller {
   // Picks up the workers' results (UI thread, once per frame before the views). Returns true when
   // the document changed.
   bool poll();
-  // Nothing running or queued (model runs and dataset runs) and a result is there.
+  // Nothing running or queued (model runs, dataset runs, the Syntax view's sentence) and a result is there.
   bool idle() const;
 
   // Messages for the user.
@@ -76,12 +79,20 @@ class Controller {
   void run_dataset(const cmd::RunDataset& c);
   void poll_dataset(bool& changed);
   void restore_report_of_session();
+  // The Syntax view's sentence: what the session asks for (none without a model folder or a
+  // CoNLL-U file), started when it differs from the last request, and its result picked up.
+  std::optional<SyntaxRequest> syntax_request() const;
+  void sync_syntax();
+  void poll_syntax(bool& changed);
   const AttentionSummary& attention_of(const std::string& stack) const;
 
   Document doc_;
   WorkbenchWorker worker_;
   std::unique_ptr<DatasetJob> dataset_;
   uint64_t dataset_serial_ = 0;
+  std::unique_ptr<SyntaxJob> syntax_;  // declared in app/engine/syntax_job.h (via document.h)
+  std::unique_ptr<SyntaxRequest> syntax_requested_;  // the last request started; null = none
+  uint64_t syntax_serial_ = 0;
   std::shared_ptr<const analysis::HeadReport> raw_report_;  // as measured or read, thresholds untouched
   std::string assets_dir_;
   std::chrono::steady_clock::time_point last_autosave_, requested_at_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "analysis/head_report.h"
+#include "app/engine/syntax_job.h"
 #include "app/engine/workbench_engine.h"
 #include "app/state/session.h"
 
@@ -30,6 +31,10 @@ struct Document {
   // (roles recomputed from the stored counts); null before any.
   std::shared_ptr<const analysis::HeadReport> report;
   DatasetProgress dataset;
+  // The Syntax view's sentence with every head's word-level argmax; null before any and after a failure.
+  std::shared_ptr<const SyntaxResult> syntax;
+  bool syntax_running = false;
+  std::string syntax_error;  // why the last sentence could not be shown ("" after a success)
   std::string banner;                 // "random weights — no trained model found"
   std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
   std::string last_error;

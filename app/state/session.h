@@ -57,6 +57,8 @@ struct AnalysisChoices {
   int lrp_position = -1;             // -1 = the default target position
   int64_t lrp_token = -1;            // -1 = the top-1 token there
   std::string lrp_shading = "lrp";   // tokens shaded by "lrp", "rollout" or "flow"
+  std::string syntax_file;           // the Syntax view's CoNLL-U file; "" = the dataset's first
+  int syntax_index = 0;              // its sentence (0-based)
 };
 
 struct SessionState {

@@ -32,6 +32,7 @@ json minimal_action(const std::string& name) {
       {"set_mix", R"({"layer": 0, "which": "pre", "matrix": [1, 0, 0, 1]})"},
       {"run_dataset", R"({"files": ["a.conllu"], "limit": 5})"},
       {"set_dataset", R"({"files": ["a.conllu", "b.txt"]})"},
+      {"select_sentence", R"({"file": "a.conllu", "index": 2})"},
       {"open_report", R"({"path": "r.json"})"},
       {"sort_heads", R"({"by": "confidence"})"},
       {"set_lrp_target", R"({"position": 3, "token": 7})"},
@@ -171,4 +172,48 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
     CHECK_THROWS_WITH(c.execute(cmd::RunDataset{{"x.conllu"}, {}, 0}), Catch::Contains("model folder"));
   }
   ::unsetenv("HEADLAB_ASSETS");
+}
+
+TEST_CASE("select_sentence runs the Syntax view's sentence and follows the controls", "[app][commands][syntax-job]") {
+  TempDir dir("controller-syntax");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string ud = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
+  Controller c;
+  c.execute(cmd::OpenModel{model});
+  settle(c);
+  CHECK(!c.doc().syntax);  // no CoNLL-U file chosen: nothing runs
+  CHECK_THROWS_WITH(c.execute(cmd::SelectSentence{std::nullopt, 1}), Catch::Contains("no CoNLL-U file"));
+  CHECK_THROWS_WITH(c.execute(cmd::SelectSentence{std::string("notes.txt"), 0}), Catch::Contains("not a CoNLL-U file"));
+
+  // The dataset's first CoNLL-U file is the default.
+  c.execute(cmd::SetDatasetChoices{{dir.str("plain.txt"), ud}, {}, 10});
+  c.execute(cmd::SelectSentence{std::nullopt, 3});
+  CHECK(!c.idle());  // a script waits for the sentence
+  settle(c);
+  REQUIRE(c.doc().syntax);
+  CHECK(c.doc().syntax_error.empty());
+  CHECK(c.doc().syntax->file == ud);
+  CHECK(c.doc().syntax->index == 3);
+  CHECK(c.doc().syntax->sentence_count == 100);
+  CHECK(c.doc().session.analysis.syntax_index == 3);
+  const auto before = c.doc().syntax;
+
+  // A gate is a new run of the same sentence.
+  c.execute(cmd::SetGate{"encoder", 0, 1, 0.0f});
+  settle(c);
+  REQUIRE(c.doc().syntax);
+  CHECK(c.doc().syntax != before);
+  CHECK(c.doc().syntax->words == before->words);
+
+  // Past the end: the error names the file's size, and the session keeps the choice.
+  c.execute(cmd::SelectSentence{std::nullopt, 250});
+  settle(c);
+  CHECK(!c.doc().syntax);
+  CHECK(c.doc().syntax_error.find("has 100 sentences") != std::string::npos);
+  c.execute(cmd::SelectSentence{ud, 7});
+  settle(c);
+  REQUIRE(c.doc().syntax);
+  CHECK(c.doc().syntax->index == 7);
+  CHECK(c.doc().session.analysis.syntax_file == ud);
 }

@@ -20,8 +20,8 @@ bool have_xvfb() {
   return run_command("command -v xvfb-run", out) == 0;
 }
 
-std::string gui(const TempDir& dir, const std::string& args) {
-  return "XDG_STATE_HOME=" + dir.str("state") + " xvfb-run -a -s '-screen 0 1600x1000x24' " + HEADLAB_BINARY + " " + args;
+std::string gui(const TempDir& dir, const std::string& args, const std::string& screen = "1600x1000") {
+  return "XDG_STATE_HOME=" + dir.str("state") + " xvfb-run -a -s '-screen 0 " + screen + "x24' " + HEADLAB_BINARY + " " + args;
 }
 
 std::string slurp(const std::string& path) {
@@ -61,6 +61,13 @@ size_t count_pixels(const std::string& png, double x0, double y0, double x1, dou
     }
   cairo_surface_destroy(s);
   return n;
+}
+
+// Pixels within a small distance of `rgb` (0xRRGGBB) in a rectangle given as fractions of the image.
+size_t pixels_near(const std::string& png, uint32_t rgb, double x0, double y0, double x1, double y1) {
+  const int r0 = (rgb >> 16) & 255, g0 = (rgb >> 8) & 255, b0 = rgb & 255;
+  return count_pixels(png, x0, y0, x1, y1,
+                      [&](int r, int g, int b) { return std::abs(r - r0) + std::abs(g - g0) + std::abs(b - b0) < 40; });
 }
 
 }  // namespace
@@ -186,4 +193,38 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
   CHECK(session["analysis"]["sort_by"] == "positional_share");
   CHECK(session["analysis"]["report_embedded"]["heads"].size() == 40);
   CHECK(session["view"]["grid_measure"] == "confidence");
+}
+
+TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs", "[app][gui]") {
+  if (!have_xvfb()) {
+    WARN("xvfb-run not installed: GUI syntax test skipped");
+    return;
+  }
+  TempDir dir("gui-syntax");
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
+  std::ofstream(dir.str("syntax.json")) << R"({"actions": [
+    {"action": "open_model", "folder": ")" << model << R"("},
+    {"action": "run_dataset", "files": [")" << data << R"("], "metrics": ["syntactic"], "limit": 10},
+    {"action": "select_sentence", "index": 2},
+    {"action": "select_view", "view": "Syntax"},
+    {"action": "select_head", "layer": 3, "head": 2},
+    {"action": "screenshot", "path": ")" << dir.str("syntax.png") << R"("},
+    {"action": "export", "view": "syntax", "path": ")" << dir.str("arcs.png") << R"(", "figure_only": true},
+    {"action": "save_session", "path": ")" << dir.str("syntax-session.json") << R"("},
+    {"action": "quit"}]})";
+  std::string out;
+  INFO(out);
+  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("syntax.json"), "1280x800"), out) == 0);
+  // The Syntax window (lower middle of the Analyse layout): gold arcs, and argmax arcs both green
+  // (found the gold head) and red (another word) for the next-token head on this sentence.
+  const std::string shot = dir.str("syntax.png");
+  CHECK(pixels_near(shot, 0x96AAD2, 0.29, 0.52, 0.69, 0.95) > 50);  // gold
+  CHECK(pixels_near(shot, 0x46C86E, 0.29, 0.52, 0.69, 0.95) > 20);  // found
+  CHECK(pixels_near(shot, 0xEB5550, 0.29, 0.52, 0.69, 0.95) > 20);  // missed
+  CHECK(distinct_colours(shot, 0.29, 0.52, 0.69, 0.95) > 30);
+  // The figure alone holds the arcs too.
+  CHECK(pixels_near(dir.str("arcs.png"), 0x46C86E, 0, 0, 1, 1) > 20);
+  const auto session = nlohmann::json::parse(slurp(dir.str("syntax-session.json")));
+  CHECK(session["analysis"]["syntax_index"] == 2);
 }

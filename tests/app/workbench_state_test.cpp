@@ -81,6 +81,8 @@ SessionState sample_session() {
   s.analysis.lrp_enabled = true;
   s.analysis.lrp_position = 3;
   s.analysis.lrp_token = 17;
+  s.analysis.syntax_file = "ud/dev.conllu";
+  s.analysis.syntax_index = 4;
   s.analysis.report_embedded = R"({"format":"headlab-head-report","heads":[]})";
   return s;
 }
@@ -103,6 +105,8 @@ TEST_CASE("a session round-trips to identical JSON", "[app][session]") {
   CHECK(!loaded.state.analysis.sort_descending);
   CHECK(loaded.state.analysis.positional_threshold == 0.8);
   CHECK(loaded.state.analysis.lrp_token == 17);
+  CHECK(loaded.state.analysis.syntax_file == "ud/dev.conllu");
+  CHECK(loaded.state.analysis.syntax_index == 4);
   CHECK(loaded.state.analysis.dataset_files == s.analysis.dataset_files);
   CHECK(loaded.state.view.grid_measure == "confidence");
   CHECK(nlohmann::json::parse(loaded.state.analysis.report_embedded) == nlohmann::json::parse(s.analysis.report_embedded));
@@ -121,6 +125,8 @@ TEST_CASE("a session written before the analyses existed still loads, with their
   CHECK(loaded.state.analysis.sort_by.empty());
   CHECK(!loaded.state.analysis.lrp_enabled);
   CHECK(loaded.state.analysis.report_embedded.empty());
+  CHECK(loaded.state.analysis.syntax_file.empty());
+  CHECK(loaded.state.analysis.syntax_index == 0);
   CHECK(loaded.state.view.grid_measure == "maps");
   CHECK(loaded.state.selection.layer == 1);
 }

@@ -1,0 +1,101 @@
+// The Syntax view's run: one CoNLL-U sentence through the model (with the window's controls, so
+// gates and mixing apply) on a background thread, giving every head's word-level argmax — the
+// prediction the head report's syntactic measure scores (Clark et al. 2019 §4). The model is
+// loaded once per folder and kept; errors are caught at the thread boundary with what was being
+// done. Torch-free header: GUI translation units include it.
+#pragma once
+
+#include "core/controls.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace headlab::core {
+struct Model;
+}
+namespace headlab::analysis {
+struct DatasetSentence;
+}
+
+namespace headlab::app {
+
+// Which sentence, on which model, under which controls.
+struct SyntaxRequest {
+  std::string model_folder;  // must have a tokenizer
+  std::string file;          // a CoNLL-U file
+  int index = 0;             // 0-based sentence of `file`
+  core::ModelControls controls;
+};
+
+// One sentence with its gold tree and every head's word-level argmax.
+struct SyntaxResult {
+  std::string model_folder, file;
+  int index = 0;
+  int sentence_count = 0;  // sentences in `file`
+  std::string source;      // "file:line" of the sentence
+  std::vector<std::string> words;
+  std::vector<int> heads;               // gold head word per word (0-based, −1 = root)
+  std::vector<std::string> relations;   // as written
+  // stack → [layer][head][word]: the word each word's row of the word-level map (values stage U)
+  // points to, self excluded, −1 = none. Rows are dependents, so an arc d → predicted[d] is read
+  // dependent → head, as the syntactic measure reads it.
+  std::map<std::string, std::vector<std::vector<std::vector<int>>>> argmax;
+
+  // The argmax of one head, or null when the result has no such head.
+  const std::vector<int>* predicted(const std::string& stack, int layer, int head) const;
+};
+
+// Runs one sentence (as DatasetReader gives it) through `model` and takes every head's word-level
+// argmax exactly as analysis::accumulate_layer does. Throws when the sentence does not fit the
+// model's positions or has no word tokens.
+SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& sentence,
+                           const core::ModelControls& controls);
+
+struct SyntaxJobStatus {
+  bool running = false;
+  std::string error;  // why the last run failed ("" after a success), with what was being done
+};
+
+class SyntaxJob {
+ public:
+  SyntaxJob();
+  // Waits for the sentence under way (a forward pass of one sentence, or a model load).
+  ~SyntaxJob();
+  SyntaxJob(const SyntaxJob&) = delete;
+  SyntaxJob& operator=(const SyntaxJob&) = delete;
+
+  // Starts a run; a run in flight finishes but its result is dropped.
+  void start(const SyntaxRequest& request);
+  SyntaxJobStatus status() const;
+  // The last published result; null before any and after a failure.
+  std::shared_ptr<const SyntaxResult> result() const;
+  // Increments with every published result or failure.
+  uint64_t result_serial() const;
+
+ private:
+  void loop();
+  std::shared_ptr<const SyntaxResult> run(const SyntaxRequest& request);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<SyntaxRequest> pending_;
+  bool quit_ = false;
+  bool busy_ = false;
+  SyntaxJobStatus status_;
+  std::shared_ptr<const SyntaxResult> result_;
+  uint64_t result_serial_ = 0;
+  // Worker-thread only: the model of the last folder and the sentence count of the last file.
+  std::shared_ptr<core::Model> model_;
+  std::string model_folder_;
+  std::map<std::string, int> sentence_counts_;
+  std::thread thread_;  // last: starts after every member above exists
+};
+
+}  // namespace headlab::app

@@ -1,0 +1,236 @@
+#include "app/gui/syntax_view.h"
+
+#include "analysis/head_stats.h"
+#include "app/gui/workbench.h"
+#include "app/state/arc_layout.h"
+
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+namespace headlab::app {
+namespace {
+
+constexpr ImU32 kGoldColour = IM_COL32(150, 170, 210, 255);
+constexpr ImU32 kFoundColour = IM_COL32(70, 200, 110, 255);
+constexpr ImU32 kMissedColour = IM_COL32(235, 85, 80, 255);
+constexpr ImU32 kUnscoredColour = IM_COL32(130, 130, 130, 255);
+
+ImVec4 to_vec4(ImU32 c) { return ImGui::ColorConvertU32ToFloat4(c); }
+
+// An arc from word x `from` to word x `to` on the line y = `base`, peaking `height` above (dir −1)
+// or below (dir +1), with an arrowhead at `to` (the head).
+void draw_arc(ImDrawList* list, float from, float to, float base, float height, float dir, ImU32 colour) {
+  const float control = base + dir * height * 4.0f / 3.0f;  // a cubic's peak is 3/4 of its control height
+  list->AddBezierCubic(ImVec2(from, base), ImVec2(from, control), ImVec2(to, control), ImVec2(to, base), colour, 1.5f);
+  const float a = 4.0f;
+  list->AddTriangleFilled(ImVec2(to, base), ImVec2(to - a, base + dir * a * 1.6f), ImVec2(to + a, base + dir * a * 1.6f),
+                          colour);
+}
+
+// The sentence's scored words (analysis::scored_arcs: root and punct left out).
+std::set<int> scored_dependents(const SyntaxResult& r) {
+  std::set<int> out;
+  for (const auto& arc : analysis::scored_arcs(r.heads, r.relations, false)) out.insert(arc.dependent);
+  return out;
+}
+
+void relation_table(const std::vector<RelationAccuracy>& rows, float height) {
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY |
+                                ImGuiTableFlags_SizingStretchProp;
+  if (!ImGui::BeginTable("relations", 3, flags, ImVec2(0, height))) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("relation", ImGuiTableColumnFlags_WidthStretch, 2.0f);
+  ImGui::TableSetupColumn("found", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+  ImGui::TableSetupColumn("accuracy", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+  ImGui::TableHeadersRow();
+  int count = 0, correct = 0;
+  auto row = [](const std::string& name, int found, int of) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(name.c_str());
+    ImGui::TableNextColumn();
+    ImGui::Text("%d / %d", found, of);
+    ImGui::TableNextColumn();
+    const ImU32 colour = found == of ? kFoundColour : found == 0 ? kMissedColour : ImGui::GetColorU32(ImGuiCol_Text);
+    ImGui::TextColored(to_vec4(colour), "%.0f%%", of ? 100.0 * found / of : 0.0);
+  };
+  for (const auto& r : rows) {
+    row(r.relation, r.correct, r.count);
+    count += r.count;
+    correct += r.correct;
+  }
+  if (!rows.empty()) row("all scored", correct, count);
+  ImGui::EndTable();
+}
+
+}  // namespace
+
+void SyntaxView::drawPicker(Workbench& wb) {
+  const auto& doc = wb.doc();
+  const int index = doc.session.analysis.syntax_index;
+  const int count = doc.syntax ? doc.syntax->sentence_count : 0;
+  auto select = [&](int i) {
+    cmd::SelectSentence c;
+    c.index = std::max(0, count > 0 ? std::min(i, count - 1) : i);
+    wb.apply(c);
+  };
+  if (ImGui::ArrowButton("##previous", ImGuiDir_Left) && index > 0) select(index - 1);
+  ImGui::SameLine();
+  int edit = index + 1;  // shown 1-based, as a reader counts sentences
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
+  if (ImGui::InputInt("##sentence", &edit, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue)) select(edit - 1);
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("##next", ImGuiDir_Right) && (count == 0 || index + 1 < count)) select(index + 1);
+  ImGui::SameLine();
+  if (count > 0) {
+    ImGui::Text("of %d", count);
+    ImGui::SameLine();
+  }
+  if (ImGui::Button("File…")) {
+    file_edit_ = doc.session.analysis.syntax_file;
+    ImGui::OpenPopup("syntax-file");
+  }
+  if (ImGui::BeginPopup("syntax-file")) {
+    ImGui::TextUnformatted("CoNLL-U file (empty = the dataset's first)");
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 24);
+    if (ImGui::InputText("##file", &file_edit_, ImGuiInputTextFlags_EnterReturnsTrue)) {
+      cmd::SelectSentence c;
+      c.file = file_edit_;
+      c.index = 0;
+      wb.apply(c);
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndPopup();
+  }
+  const auto& sel = doc.session.selection;
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
+  if (doc.syntax) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
+  }
+}
+
+void SyntaxView::drawContent(Workbench& wb) {
+  const auto& doc = wb.doc();
+  const auto& a = doc.session.analysis;
+  if (syntax_file_of(a).empty()) {
+    ImGui::TextWrapped("No CoNLL-U sentence: run a dataset on a CoNLL-U file (Dataset view) or pick a file here.");
+    drawPicker(wb);
+    return;
+  }
+  drawPicker(wb);
+  if (!doc.syntax_error.empty()) ImGui::TextColored(to_vec4(kMissedColour), "%s", doc.syntax_error.c_str());
+  if (!doc.syntax) {
+    if (doc.syntax_error.empty()) ImGui::TextDisabled("running the sentence…");
+    return;
+  }
+  const SyntaxResult& r = *doc.syntax;
+  const auto& sel = doc.session.selection;
+  const std::vector<int>* predicted = r.predicted(sel.stack, sel.layer, sel.head);
+  ImGui::TextColored(to_vec4(kGoldColour), "gold tree");
+  ImGui::SameLine();
+  ImGui::TextDisabled("above, argmax below:");
+  ImGui::SameLine();
+  ImGui::TextColored(to_vec4(kFoundColour), "gold head");
+  ImGui::SameLine();
+  ImGui::TextColored(to_vec4(kMissedColour), "other");
+  ImGui::SameLine();
+  ImGui::TextColored(to_vec4(kUnscoredColour), "not scored");
+
+  const std::vector<Arc> gold = tree_arcs(r.heads, r.relations);
+  const std::vector<Arc> below = predicted ? argmax_arcs(*predicted) : std::vector<Arc>{};
+  const float font = ImGui::GetFontSize();
+  std::vector<float> widths;
+  for (size_t w = 0; w < r.words.size(); ++w) {
+    // A word's slot also fits its relation's label, which sits over the arc next to it.
+    const float label = w < r.relations.size() ? ImGui::CalcTextSize(r.relations[w].c_str()).x * 0.8f : 0.0f;
+    widths.push_back(std::max(ImGui::CalcTextSize(r.words[w].c_str()).x, label));
+  }
+  const float spacing = font * 1.2f, margin = font * 0.8f;
+  const ArcLayout layout = layout_arcs(widths, spacing, gold, below);
+
+  const std::vector<RelationAccuracy> accuracy =
+      predicted ? sentence_relation_accuracy(r.heads, r.relations, *predicted) : std::vector<RelationAccuracy>{};
+  const float row_h = ImGui::GetTextLineHeightWithSpacing();
+  const float avail = ImGui::GetContentRegionAvail().y;
+  const float table_h = std::min(row_h * (float(accuracy.size()) + 2.6f), std::max(row_h * 4, avail * 0.4f));
+  const float figure_h = std::max(font * 8, avail - table_h - ImGui::GetStyle().ItemSpacing.y);
+  const float word_h = font + 6, label_h = font + 2, arrow_pad = font * 0.6f;
+  const int levels = std::max(1, layout.above_max_level + layout.below_max_level);
+  const float scrollbar = ImGui::GetStyle().ScrollbarSize;
+  // Deep trees get at least this much per level and scroll vertically rather than squeeze labels together.
+  const float level_h = std::clamp((figure_h - word_h - label_h - arrow_pad - scrollbar - 8) / float(levels), font * 0.75f,
+                                   font * 1.4f);
+  const float above_h = label_h + level_h * float(layout.above_max_level);
+  const float content_h = above_h + word_h + level_h * float(layout.below_max_level) + arrow_pad;
+
+  ImGui::BeginChild("arcs", ImVec2(0, figure_h), false, ImGuiWindowFlags_HorizontalScrollbar);
+  // A new sentence opens scrolled to its words (the bottom) when it is taller than the window.
+  if (shown_ != doc.syntax.get()) shown_ = doc.syntax.get(), scroll_frames_ = 2;
+  if (scroll_frames_ > 0) {
+    ImGui::SetScrollY(ImGui::GetScrollMaxY());
+    ImGui::SetScrollX(0);
+    --scroll_frames_;
+  }
+  markFigure(ImGui::GetWindowPos(), ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
+                                           ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(layout.width + 2 * margin, content_h));
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const float x0 = origin.x + margin;
+  const float top = origin.y + above_h, bottom = top + word_h;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  const ImU32 label_bg = ImGui::GetColorU32(ImGuiCol_WindowBg);
+  for (size_t w = 0; w < r.words.size(); ++w) {
+    const float tw = ImGui::CalcTextSize(r.words[w].c_str()).x;
+    list->AddText(ImVec2(x0 + layout.word_x[w] - tw / 2, top + 3), text, r.words[w].c_str());
+  }
+  const std::set<int> scored = scored_dependents(r);
+  // Gold arcs above; a relation the head finds gets its label in the found colour.
+  for (size_t i = 0; i < gold.size(); ++i) {
+    const int level = layout.above_levels[i];
+    if (level <= 0) continue;
+    const Arc& arc = gold[i];
+    const float from = x0 + layout.word_x[size_t(arc.dependent)], to = x0 + layout.word_x[size_t(arc.head)];
+    const float height = level_h * float(level);
+    draw_arc(list, from, to, top, height, -1.0f, kGoldColour);
+  }
+  // Labels after every arc, so no arc runs through one.
+  for (size_t i = 0; i < gold.size(); ++i) {
+    const int level = layout.above_levels[i];
+    if (level <= 0) continue;
+    const Arc& arc = gold[i];
+    const float from = x0 + layout.word_x[size_t(arc.dependent)], to = x0 + layout.word_x[size_t(arc.head)];
+    const float height = level_h * float(level);
+    const bool found = predicted && scored.count(arc.dependent) && (*predicted)[size_t(arc.dependent)] == arc.head;
+    const ImVec2 size = ImGui::CalcTextSize(arc.label.c_str());
+    const ImVec2 at((from + to) / 2 - size.x / 2, top - height - size.y / 2);
+    list->AddRectFilled(at, ImVec2(at.x + size.x, at.y + size.y), label_bg);
+    list->AddText(at, found ? kFoundColour : scored.count(arc.dependent) ? text : kUnscoredColour, arc.label.c_str());
+  }
+  // Argmax arcs below: green when the word attends most to its gold head, red otherwise.
+  for (size_t i = 0; i < below.size(); ++i) {
+    const int level = layout.below_levels[i];
+    if (level <= 0) continue;
+    const Arc& arc = below[i];
+    const size_t d = size_t(arc.dependent);
+    const ImU32 colour = !scored.count(arc.dependent) ? kUnscoredColour
+                         : r.heads[d] == arc.head     ? kFoundColour
+                                                      : kMissedColour;
+    draw_arc(list, x0 + layout.word_x[d], x0 + layout.word_x[size_t(arc.head)], bottom, level_h * float(level), 1.0f,
+             colour);
+  }
+  ImGui::EndChild();
+
+  if (!predicted) {
+    ImGui::TextDisabled("the sentence has no %s layer %d head %d", sel.stack.c_str(), sel.layer, sel.head);
+    return;
+  }
+  relation_table(accuracy, table_h);
+}
+
+}  // namespace headlab::app
