@@ -3,6 +3,7 @@
 #include "app/engine/workbench_engine.h"
 
 #include "app/engine/relevance_run.h"
+#include "analysis/spectra.h"
 #include "app/state/file_hash.h"
 #include "core/model.h"
 #include "core/run.h"
@@ -116,6 +117,12 @@ struct WorkbenchEngine::Impl {
         s.attentions.push_back(summarize("cross", "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
     }
     if (!folder.empty()) s.weights_hash = hash_weight_files(folder);
+    try {
+      torch::NoGradGuard no_grad;
+      s.spectra = std::make_shared<const std::vector<analysis::LayerSpectra>>(analysis::key_query_spectra(*model));
+    } catch (const std::exception&) {
+      s.spectra.reset();  // the window shows "no spectra" for this model; the model itself is fine
+    }
     summary = std::move(s);
     cache.resize(summary.attentions.size());
   }
@@ -252,7 +259,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   request.ids = snap->tokens.ids;
   if (enc_dec) request.decoder_ids = snap->decoder_tokens.ids;
   request.capture = core::kCaptureWeights | core::kCaptureMixedWeights | core::kCaptureResidual;
-  if (input.all_stages) request.capture |= core::kCaptureLogits | core::kCaptureMixedLogits;
+  if (input.all_stages || input.logit_spectra) request.capture |= core::kCaptureLogits | core::kCaptureMixedLogits;
   request.cancel = cancel;
   request.progress = progress;
 
@@ -339,6 +346,15 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
       snap->outputs.push_back(std::move(po));
     }
     if (trace == m.base_trace) m.base_outputs = snap->outputs, m.base_outputs_k = k;
+  }
+  if (input.logit_spectra) {
+    auto spectra = std::make_shared<std::map<std::string, std::vector<std::vector<analysis::Spectrum>>>>();
+    for (const auto& att : m.summary.attentions) {
+      const auto& st = m.stack_of(*trace, att.stack == "cross" ? "decoder" : att.stack);
+      auto& layers = (*spectra)[att.stack];
+      for (const auto& layer : st.layers) layers.push_back(analysis::logit_spectra(att.stack == "cross" ? layer.cross : layer.self));
+    }
+    snap->logit_spectra = std::move(spectra);
   }
   // The Relevance view's explanation, with the same controls (a backward pass: about twice a forward).
   if (input.relevance.enabled) {

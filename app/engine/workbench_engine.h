@@ -4,6 +4,7 @@
 // Not thread-safe: one WorkbenchEngine is driven by one worker thread.
 #pragma once
 
+#include "analysis/spectra.h"
 #include "core/controls.h"
 
 #include <atomic>
@@ -49,6 +50,9 @@ struct ModelSummary {
   std::string positions, norm, tokenizer_kind, weights_dtype;
   std::vector<AttentionSummary> attentions;  // encoder, decoder, cross (those present)
   std::string summary_text;                  // core's one-paragraph summary
+  // Key-query spectra of every attention layer from the weights (Cordonnier et al. 2020), computed
+  // at load (QR of [D, d_k] factors: well under a second for BERT-base); null when they failed.
+  std::shared_ptr<const std::vector<analysis::LayerSpectra>> spectra;
   const AttentionSummary* find(const std::string& stack) const;
 };
 
@@ -136,6 +140,9 @@ struct RunInput {
   // the text are dropped (the defaults are used when none remain).
   std::vector<int> output_positions;
   RelevanceRequest relevance;  // explain the run (LRP, rollout, flow) when enabled
+  // The singular values of each head's T×S logit matrix for this input (Bhojanapalli et al. 2020:
+  // rank ≤ key size); captures the logits.
+  bool logit_spectra = false;
 };
 
 // One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
@@ -153,6 +160,8 @@ struct RunSnapshot {
   double run_ms = 0;   // the whole request
   double model_ms = 0; // of which core::run (the forward passes)
   std::shared_ptr<const RelevanceResult> relevance;  // when input.relevance.enabled
+  // When input.logit_spectra: by stack ("encoder", "decoder", "cross"), [layers][softmax heads].
+  std::shared_ptr<const std::map<std::string, std::vector<std::vector<analysis::Spectrum>>>> logit_spectra;
   const AttentionMaps* find(const std::string& stack) const;
   const PositionOutput* output_at(int position) const;  // nullptr when not predicted
   const TokenizedText& query_tokens(const std::string& stack) const;

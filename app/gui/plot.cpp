@@ -104,9 +104,10 @@ PlotHover Plot::end() {
 
   // Layout in passes: y tick labels set the left margin; category labels too wide for their slot
   // are written upwards, which takes height from the data area.
-  PlotLayout l = layout_plot(size_.x, size_.y, 0, fh, !title_.empty(), has_legend);
+  const bool has_x_label = !x_.label.empty();
+  PlotLayout l = layout_plot(size_.x, size_.y, 0, fh, !title_.empty(), has_legend, 0, has_x_label);
   std::vector<Tick> y_ticks = axis_ticks(y_.log, yr, std::max(2, int(l.inner.height() / (2.2f * fh))));
-  l = layout_plot(size_.x, size_.y, widest(y_ticks), fh, !title_.empty(), has_legend);
+  l = layout_plot(size_.x, size_.y, widest(y_ticks), fh, !title_.empty(), has_legend, 0, has_x_label);
   float slot = categories ? l.inner.width() / categories : 0;
   bool rotated = false;
   int label_every = 1;
@@ -117,7 +118,7 @@ PlotHover Plot::end() {
       rotated = true;
       label_every = std::max(1, static_cast<int>(std::ceil(1.1f * fh / std::max(slot, 1.0f))));
       l = layout_plot(size_.x, size_.y, widest(y_ticks), fh, !title_.empty(), has_legend,
-                      std::min(w, 0.3f * size_.y));
+                      std::min(w, 0.3f * size_.y), has_x_label);
       y_ticks = axis_ticks(y_.log, yr, std::max(2, int(l.inner.height() / (2.2f * fh))));
     }
   }

@@ -30,57 +30,102 @@ std::vector<double> energy(const analysis::Spectrum& s) {
   return {s.cumulative_energy.begin(), s.cumulative_energy.begin() + static_cast<long>(drawn_ranks(s))};
 }
 
+const analysis::LayerSpectra* layer_of(const ModelSummary& m, const std::string& stack, int layer) {
+  if (!m.spectra) return nullptr;
+  for (const auto& l : *m.spectra)
+    if (l.stack == stack && l.layer == layer) return &l;
+  return nullptr;
+}
+
 }  // namespace
 
 void SpectraView::drawContent(Workbench& wb) {
-  const auto& report = wb.doc().report;
+  const auto& model = wb.doc().model;
   const auto& sel = wb.doc().session.selection;
-  if (!report || !report->settings.has("spectra")) {
-    ImGui::TextDisabled("no spectra: run a dataset with the 'spectra' measure (it reads the weights only)");
+  if (!model) {
+    ImGui::TextDisabled("loading a model…");
     return;
   }
-  const analysis::HeadEntry* head = report->find(sel.stack, sel.layer, sel.head);
-  if (!head || !head->spectrum) {
-    ImGui::TextDisabled("no spectrum for %s layer %d head %d", sel.stack.c_str(), sel.layer, sel.head);
+  const analysis::LayerSpectra* layer = layer_of(*model, sel.stack, sel.layer);
+  if (!layer || sel.head >= static_cast<int>(layer->heads.size())) {
+    ImGui::TextDisabled("no key-query spectra for this model");
     return;
   }
-  if (!head->spectrum->applicable) {
+  const auto& s = layer->heads[sel.head];
+  if (!s.applicable) {
     ImGui::TextDisabled("additive scoring has no bilinear key-query form: no spectrum");
     return;
   }
-  ImGui::Checkbox("log scale", &log_scale_);
+  ImGui::Checkbox("log", &log_scale_);
   ImGui::SameLine();
-  ImGui::Checkbox("other heads of the layer", &whole_layer_);
-  const auto& s = *head->spectrum;
-  ImGui::TextWrapped("L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
-                     sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s), s.singular_values.size());
-  const float h = std::max(120.0f, (ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y) / 2);
+  ImGui::Checkbox("layer as a whole", &whole_layer_);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("W_Q, W_K and W_Q W_Kᵀ of the layer's heads together");
+  ImGui::SameLine();
+  bool input = wb.doc().session.view.logit_spectra;
+  if (ImGui::Checkbox("this input's logits", &input)) {
+    cmd::SetView v;
+    v.logit_spectra = input;
+    wb.apply(v);
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("singular values of each head's T×S logit matrix for the current input");
+  ImGui::TextWrapped("%s L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
+                     sel.stack.c_str(), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
+                     s.singular_values.size());
+  const auto& snap = wb.doc().snapshot;
+  const bool show_input = input && snap && snap->logit_spectra;
+  const int plots = show_input ? 3 : 2;
+  const float h = std::max(80.0f, (ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y * (plots - 1)) / plots);
+  const ImVec2 top = ImGui::GetCursorScreenPos();
   {
     Plot plot;
-    plot.begin("sv", ImVec2(-1, h), "singular values σ_k / σ_1", {"rank k"}, {"", log_scale_});
-    if (whole_layer_)
-      for (const auto& other : report->heads)
-        if (other.stack == sel.stack && other.layer == sel.layer && other.head != sel.head && other.spectrum &&
-            other.spectrum->applicable)
-          plot.add_line({}, relative(*other.spectrum), head_colour(other.head, 0.35f), "H" + std::to_string(other.head));
-    plot.add_line({}, relative(s), head_colour(sel.head), "H" + std::to_string(sel.head));
+    plot.begin("sv", ImVec2(-1, h), "key-query singular values σ_k / σ_1 (bright: H" + std::to_string(sel.head) + ")", {""}, {"", log_scale_});
+    if (whole_layer_) {
+      plot.add_line({}, relative(layer->query), IM_COL32(120, 180, 255, 255), "W_Q");
+      plot.add_line({}, relative(layer->key), IM_COL32(255, 160, 80, 255), "W_K");
+      if (layer->product.applicable) plot.add_line({}, relative(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
+    } else {
+      for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
+        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable)
+          plot.add_line({}, relative(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
+      plot.add_line({}, relative(s), head_colour(sel.head));
+    }
     plot.end();
   }
   {
     Plot plot;
-    plot.begin("energy", ImVec2(-1, h), "cumulative energy Σ_{j≤k} σ_j² / Σ σ²", {"rank k"}, {"", false, AxisRange{0, 1.02}});
-    // The other heads of the layer (the layer's own product has h·d_k ranks and would squash the axis).
-    if (whole_layer_)
-      for (const auto& other : report->heads)
-        if (other.stack == sel.stack && other.layer == sel.layer && other.head != sel.head && other.spectrum &&
-            other.spectrum->applicable)
-          plot.add_line({}, energy(*other.spectrum), head_colour(other.head, 0.35f));
-    plot.add_line({}, energy(s), head_colour(sel.head), "H" + std::to_string(sel.head));
-    plot.add_vline(s.rank90, IM_COL32(255, 220, 80, 255), "90%");
-    plot.add_vline(s.rank95, IM_COL32(255, 170, 60, 255), "95%");
-    plot.add_vline(s.rank99, IM_COL32(255, 110, 60, 255), "99%");
+    plot.begin("energy", ImVec2(-1, h), "cumulative energy Σ_{j≤k} σ_j² / Σ σ²", {show_input ? "" : "rank k"}, {"", false, AxisRange{0, 1.02}});
+    if (whole_layer_ && layer->product.applicable) {
+      plot.add_line({}, energy(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
+      plot.add_vline(layer->product.rank90, IM_COL32(255, 220, 80, 255), "90%");
+      plot.add_vline(layer->product.rank99, IM_COL32(255, 110, 60, 255), "99%");
+    } else {
+      for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
+        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable)
+          plot.add_line({}, energy(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
+      plot.add_line({}, energy(s), head_colour(sel.head));
+      plot.add_vline(s.rank90, IM_COL32(255, 220, 80, 255), "90%");
+      plot.add_vline(s.rank95, IM_COL32(255, 170, 60, 255), "95%");
+      plot.add_vline(s.rank99, IM_COL32(255, 110, 60, 255), "99%");
+    }
     plot.end();
   }
+  if (show_input) {
+    const auto it = snap->logit_spectra->find(sel.stack);
+    const AttentionSummary* att = model->find(sel.stack);
+    if (it != snap->logit_spectra->end() && sel.layer < static_cast<int>(it->second.size()) && att) {
+      const auto& heads = it->second[sel.layer];
+      Plot plot;
+      plot.begin("logits", ImVec2(-1, h), "this input: singular values of its T×S logits", {"rank k"}, {"", true});
+      for (size_t h2 = 0; h2 < heads.size(); ++h2)
+        if (static_cast<int>(h2) != sel.head) plot.add_line({}, heads[h2].singular_values, head_colour(static_cast<int>(h2), 0.35f));
+      if (sel.head < static_cast<int>(heads.size()))
+        plot.add_line({}, heads[sel.head].singular_values, head_colour(sel.head));
+      // A head's logits are Q Kᵀ with d_k columns: rank ≤ d_k, so past the key size the values collapse.
+      if (att->key_size > 0) plot.add_vline(att->key_size, IM_COL32(255, 90, 90, 255), "d_k = " + std::to_string(att->key_size));
+      plot.end();
+    }
+  }
+  markFigure(top, ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x, ImGui::GetCursorScreenPos().y));
 }
 
 }  // namespace headlab::app

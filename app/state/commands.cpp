@@ -140,6 +140,7 @@ template <class Io> void fields(Io& io, cmd::SetView& c) {
   io.optional("export_dir", c.export_dir);
   io.optional("grid_measure", c.grid_measure);
   io.optional("workspace", c.workspace);
+  io.optional("logit_spectra", c.logit_spectra);
 }
 template <class Io> void fields(Io& io, cmd::RunDataset& c) {
   io.required("files", c.files);

@@ -69,6 +69,7 @@ struct SetView {
   std::optional<std::string> export_dir;
   std::optional<std::string> grid_measure;  // the heads grid's colouring: "maps" or a head-table column
   std::optional<std::string> workspace;     // "Explore" or "Analyse"
+  std::optional<bool> logit_spectra;        // the current input's logit spectra in the Spectra view
 };
 
 // --- analyses ---

@@ -155,7 +155,9 @@ void Controller::execute(const Command& command) {
               throw std::runtime_error("unknown workspace '" + *c.workspace + "' (Explore or Analyse)");
             v.workspace = *c.workspace;
           }
-          if (v.top_k != top_k) request_run();
+          const bool spectra_changed = c.logit_spectra && *c.logit_spectra != v.logit_spectra;
+          if (c.logit_spectra) v.logit_spectra = *c.logit_spectra;
+          if (v.top_k != top_k || (spectra_changed && v.logit_spectra)) request_run();
         } else if constexpr (std::is_same_v<C, cmd::RunDataset>) {
           run_dataset(c);
         } else if constexpr (std::is_same_v<C, cmd::SetDatasetChoices>) {

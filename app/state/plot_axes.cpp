@@ -213,7 +213,7 @@ double from_pixel(double pixel, const AxisRange& range, double pixel0, double pi
 }
 
 PlotLayout layout_plot(float width, float height, float y_tick_label_width, float font_height, bool has_title,
-                       bool has_legend, float x_tick_label_height) {
+                       bool has_legend, float x_tick_label_height, bool has_x_label) {
   PlotLayout l;
   width = std::max(0.0f, width), height = std::max(0.0f, height);
   font_height = std::max(1.0f, font_height);
@@ -235,7 +235,7 @@ PlotLayout layout_plot(float width, float height, float y_tick_label_width, floa
 
   const float left = g + fh + g + y_tick_label_width + g + l.tick_length;
   const float right = width - g - fh;  // room for half of the last x tick label
-  const float bottom = height - (g + fh + g + l.x_tick_label_height + g + l.tick_length);
+  const float bottom = height - (g + (has_x_label ? fh + g : 0) + l.x_tick_label_height + g + l.tick_length);
   l.fits = right - left >= fh && bottom - top >= fh;
   auto clamp_x = [&](float x) { return std::clamp(x, 0.0f, width); };
   auto clamp_y = [&](float y) { return std::clamp(y, 0.0f, height); };
@@ -243,7 +243,8 @@ PlotLayout layout_plot(float width, float height, float y_tick_label_width, floa
   if (!l.fits) l.inner.x1 = l.inner.x0, l.inner.y1 = l.inner.y0;
   l.title.x1 = std::max(l.title.x0, l.title.x1);
   l.legend.x1 = std::max(l.legend.x0, l.legend.x1);
-  l.x_label = {l.inner.x0, clamp_y(height - g - fh), l.inner.x1, clamp_y(height - g)};
+  l.x_label = has_x_label ? PlotRect{l.inner.x0, clamp_y(height - g - fh), l.inner.x1, clamp_y(height - g)}
+                          : PlotRect{l.inner.x0, clamp_y(height - g), l.inner.x1, clamp_y(height - g)};
   l.y_label = {clamp_x(g), l.inner.y0, clamp_x(g + fh), l.inner.y1};
   return l;
 }

@@ -69,9 +69,9 @@ struct PlotLayout {
 
 // Lays out a width × height plot: margins for the title, legend, rotated y label, y tick labels of
 // y_tick_label_width, x tick labels (x_tick_label_height, 0 = one text line; more for rotated
-// category labels) and the x label; what remains is the data area.
+// category labels) and the x label (a row only when has_x_label); what remains is the data area.
 PlotLayout layout_plot(float width, float height, float y_tick_label_width, float font_height, bool has_title,
-                       bool has_legend, float x_tick_label_height = 0);
+                       bool has_legend, float x_tick_label_height = 0, bool has_x_label = true);
 
 // Where an x tick label of label_width goes for a tick at pixel x: centred under it, moved inwards
 // to stay inside the frame.

@@ -7,7 +7,8 @@
 //   set_gate {layer, head, value[, stack]}      set_ablation {layer, mode: zero|mean[, stack]}
 //   set_mix {layer, which: pre|post, preset: identity|uniform|swap|blend[, a, b, alpha] | matrix}
 //   reset {layer?, stack?}
-//   set_view {colormap?, log_scale?, fixed_range?, thumbnail_size?, top_k?, export_scale?, export_dir?, grid_measure?}
+//   set_view {colormap?, log_scale?, fixed_range?, thumbnail_size?, top_k?, export_scale?, export_dir?, grid_measure?,
+//             workspace?: Explore|Analyse, logit_spectra?}
 //   run_dataset {files: [...], metrics?: [...], limit?}  (waits until it finishes)   stop_dataset
 //   set_dataset {files: [...], metrics?, limit?}  (the same choices, not run)
 //   open_report {path}   sort_heads {by, descending?}   filter_heads {role?, layer?}

@@ -110,7 +110,7 @@ json session_to_json(const SessionState& s) {
        {{"colormap", v.colormap}, {"log_scale", v.log_scale}, {"fixed_range", v.fixed_range},
         {"thumbnail_size", v.thumbnail_size}, {"top_k", v.top_k}, {"export_scale", v.export_scale},
         {"export_dir", v.export_dir}, {"grid_measure", v.grid_measure},
-        {"workspace", v.workspace}}},
+        {"workspace", v.workspace}, {"logit_spectra", v.logit_spectra}}},
       {"analysis", analysis_to_json(s.analysis)},
       {"layout", {{"imgui_ini", s.imgui_ini}}},
   };
@@ -167,6 +167,7 @@ SessionLoad session_from_json(const json& j) {
   read(view, "export_dir", v.export_dir, w, "view.");
   read(view, "grid_measure", v.grid_measure, w, "view.");
   read(view, "workspace", v.workspace, w, "view.");
+  read(view, "logit_spectra", v.logit_spectra, w, "view.");
   const json& analysis = j.contains("analysis") ? j.at("analysis") : empty;
   auto& a = s.analysis;
   read(analysis, "dataset_files", a.dataset_files, w, "analysis.");

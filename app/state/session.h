@@ -35,6 +35,7 @@ struct ViewSettings {
   int export_scale = 1;
   std::string export_dir;  // "" = current directory
   std::string grid_measure = "maps";  // heads grid: attention maps, or a head-table column as a heatmap
+  bool logit_spectra = false;         // the Spectra view also shows the current input's logit spectra
   std::string workspace = "Explore";  // the set of views on screen: "Explore" (maps, mixing) or "Analyse"
 };
 

@@ -148,6 +148,7 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
     {"action": "select_view", "view": "Head detail"},
     {"action": "select_view", "view": "Spectra"},
     {"action": "set_lrp_target", "position": -1},
+    {"action": "set_view", "logit_spectra": true},
     {"action": "screenshot", "path": ")" << dir.str("explain.png") << R"("},
     {"action": "set_view", "workspace": "Explore", "grid_measure": "confidence"},
     {"action": "export", "view": "heads_grid", "path": ")" << dir.str("grid-measure.png") << R"(", "figure_only": true},

@@ -3,6 +3,7 @@
 #include "test_common.h"
 
 #include "analysis/lrp.h"
+#include "analysis/spectra.h"
 #include "app/engine/workbench_engine.h"
 #include "core/model.h"
 #include "app/state/controls_edit.h"
@@ -227,4 +228,40 @@ TEST_CASE("the engine explains a run: LRP as the analysis computes it, rollout a
   CHECK(!failed->outputs.empty());  // the run itself still succeeded
   in.relevance.enabled = false;
   CHECK(!engine.run(in, nullptr, {})->relevance);
+}
+
+TEST_CASE("the engine gives the weights' key-query spectra and the input's logit spectra", "[app][engine][spectra]") {
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  WorkbenchEngine engine;
+  const ModelSummary m = engine.load(folder);
+  REQUIRE(m.spectra);
+  const auto& att = m.attentions.at(0);
+  REQUIRE(m.spectra->size() == static_cast<size_t>(att.layers));
+  const auto& head = m.spectra->at(2).heads.at(5);
+  // σ_1 against an SVD of the [D, D] form built directly (the spectra take a QR shortcut).
+  auto model = headlab::core::load_model(folder);
+  const auto form = headlab::analysis::key_query_form(*model, "encoder", 2, 5);
+  const auto sv = torch::linalg::svdvals(form, c10::nullopt);
+  const double sv0 = sv[0].item().toDouble(), sv_last = sv[att.key_size - 1].item().toDouble();
+  CHECK(head.singular_values.at(0) == Approx(sv0).epsilon(1e-6));
+  CHECK(head.singular_values.at(att.key_size - 1) == Approx(sv_last).epsilon(1e-4));
+
+  RunInput in;
+  for (int i = 0; i < 12; ++i) in.text += "the old man saw a small dog near the river bank . ";
+  in.text += "[MASK] .";
+  in.logit_spectra = true;
+  auto snap = engine.run(in, nullptr, {});
+  REQUIRE(snap->logit_spectra);
+  const auto& layers = snap->logit_spectra->at("encoder");
+  REQUIRE(layers.size() == static_cast<size_t>(att.layers));
+  const auto& s = layers.at(1).at(3).singular_values;
+  const size_t T = snap->tokens.ids.size();
+  REQUIRE(T > static_cast<size_t>(att.key_size) + 10);
+  REQUIRE(s.size() == T);
+  // The low-rank bottleneck: a T×T logit matrix Q Kᵀ of key size d_k < T has rank ≤ d_k (RoPE
+  // rotates q and k but keeps d_k columns).
+  CHECK(s.at(att.key_size) < 1e-4 * s.at(0));
+  CHECK(s.at(att.key_size - 1) > 1e-4 * s.at(0));
+  in.logit_spectra = false;
+  CHECK(!engine.run(in, nullptr, {})->logit_spectra);
 }
