@@ -80,9 +80,13 @@ struct WorkbenchEngine::Impl {
   int64_t base_outputs_k = 0;
   std::vector<std::vector<CachedLayer>> cache;  // per attention, per layer
   uint64_t generation = 0, layer_version = 0;
+  std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;  // of this model, once asked for
+  bool weight_spectra_tried = false;
 
   void reset(std::shared_ptr<core::Model> m, const std::string& folder, bool random) {
     model = std::move(m);
+    weight_spectra.reset();
+    weight_spectra_tried = false;
     last_trace.reset();
     base_trace.reset();
     base_logp = torch::Tensor();
@@ -117,12 +121,6 @@ struct WorkbenchEngine::Impl {
         s.attentions.push_back(summarize("cross", "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
     }
     if (!folder.empty()) s.weights_hash = hash_weight_files(folder);
-    try {
-      torch::NoGradGuard no_grad;
-      s.spectra = std::make_shared<const std::vector<analysis::LayerSpectra>>(analysis::key_query_spectra(*model));
-    } catch (const std::exception&) {
-      s.spectra.reset();  // the window shows "no spectra" for this model; the model itself is fine
-    }
     summary = std::move(s);
     cache.resize(summary.attentions.size());
   }
@@ -347,6 +345,16 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     }
     if (trace == m.base_trace) m.base_outputs = snap->outputs, m.base_outputs_k = k;
   }
+  if (input.weight_spectra && !m.weight_spectra_tried) {
+    m.weight_spectra_tried = true;
+    try {
+      torch::NoGradGuard no_grad;
+      m.weight_spectra = std::make_shared<const std::vector<analysis::LayerSpectra>>(analysis::key_query_spectra(*m.model));
+    } catch (const std::exception&) {
+      m.weight_spectra.reset();  // the Spectra view says so; the run itself is fine
+    }
+  }
+  if (input.weight_spectra) snap->weight_spectra = m.weight_spectra;
   if (input.logit_spectra) {
     auto spectra = std::make_shared<std::map<std::string, std::vector<std::vector<analysis::Spectrum>>>>();
     for (const auto& att : m.summary.attentions) {

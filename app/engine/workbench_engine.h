@@ -50,9 +50,6 @@ struct ModelSummary {
   std::string positions, norm, tokenizer_kind, weights_dtype;
   std::vector<AttentionSummary> attentions;  // encoder, decoder, cross (those present)
   std::string summary_text;                  // core's one-paragraph summary
-  // Key-query spectra of every attention layer from the weights (Cordonnier et al. 2020), computed
-  // at load (QR of [D, d_k] factors: well under a second for BERT-base); null when they failed.
-  std::shared_ptr<const std::vector<analysis::LayerSpectra>> spectra;
   const AttentionSummary* find(const std::string& stack) const;
 };
 
@@ -143,6 +140,10 @@ struct RunInput {
   // The singular values of each head's T×S logit matrix for this input (Bhojanapalli et al. 2020:
   // rank ≤ key size); captures the logits.
   bool logit_spectra = false;
+  // The key-query spectra of every attention layer from the weights (Cordonnier et al. 2020):
+  // computed once per model on the first run that asks (~0.1 s for the default model, ~3 s for
+  // BERT-base), then shared by every snapshot.
+  bool weight_spectra = false;
 };
 
 // One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
@@ -160,6 +161,8 @@ struct RunSnapshot {
   double run_ms = 0;   // the whole request
   double model_ms = 0; // of which core::run (the forward passes)
   std::shared_ptr<const RelevanceResult> relevance;  // when input.relevance.enabled
+  // When input.weight_spectra: every attention layer's spectra (null when they could not be computed).
+  std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;
   // When input.logit_spectra: by stack ("encoder", "decoder", "cross"), [layers][softmax heads].
   std::shared_ptr<const std::map<std::string, std::vector<std::vector<analysis::Spectrum>>>> logit_spectra;
   const AttentionMaps* find(const std::string& stack) const;

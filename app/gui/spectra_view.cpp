@@ -30,9 +30,9 @@ std::vector<double> energy(const analysis::Spectrum& s) {
   return {s.cumulative_energy.begin(), s.cumulative_energy.begin() + static_cast<long>(drawn_ranks(s))};
 }
 
-const analysis::LayerSpectra* layer_of(const ModelSummary& m, const std::string& stack, int layer) {
-  if (!m.spectra) return nullptr;
-  for (const auto& l : *m.spectra)
+const analysis::LayerSpectra* layer_of(const RunSnapshot& s, const std::string& stack, int layer) {
+  if (!s.weight_spectra) return nullptr;
+  for (const auto& l : *s.weight_spectra)
     if (l.stack == stack && l.layer == layer) return &l;
   return nullptr;
 }
@@ -46,7 +46,12 @@ void SpectraView::drawContent(Workbench& wb) {
     ImGui::TextDisabled("loading a model…");
     return;
   }
-  const analysis::LayerSpectra* layer = layer_of(*model, sel.stack, sel.layer);
+  const auto& snap = wb.doc().snapshot;
+  if (!snap || !snap->input.weight_spectra) {
+    ImGui::TextDisabled("computing the spectra…");
+    return;
+  }
+  const analysis::LayerSpectra* layer = layer_of(*snap, sel.stack, sel.layer);
   if (!layer || sel.head >= static_cast<int>(layer->heads.size())) {
     ImGui::TextDisabled("no key-query spectra for this model");
     return;
@@ -71,7 +76,6 @@ void SpectraView::drawContent(Workbench& wb) {
   ImGui::TextWrapped("%s L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
                      sel.stack.c_str(), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
                      s.singular_values.size());
-  const auto& snap = wb.doc().snapshot;
   const bool show_input = input && snap && snap->logit_spectra;
   const int plots = show_input ? 3 : 2;
   const float h = std::max(80.0f, (ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y * (plots - 1)) / plots);

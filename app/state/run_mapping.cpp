@@ -14,6 +14,7 @@ RunInput make_run_input(const SessionState& session) {
   // Only the position the Output view shows goes through the LM head (default: every [MASK]).
   if (session.selection.output_position >= 0) in.output_positions = {session.selection.output_position};
   in.logit_spectra = session.view.logit_spectra;
+  in.weight_spectra = session.view.workspace == "Analyse";  // the Spectra view's
   const auto& a = session.analysis;
   in.relevance = {a.lrp_enabled, a.lrp_position, a.lrp_token, a.lrp_shading == "flow"};
   return in;

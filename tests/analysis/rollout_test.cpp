@@ -195,3 +195,22 @@ TEST_CASE("max flow never decreases when capacities increase", "[rollout]") {
     }
   }
 }
+
+TEST_CASE("attention flow on longer inputs equals max flow on the whole attention graph", "[rollout]") {
+  // attention_flow solves a reduced graph per token (only nodes that reach the position, the first
+  // search replaced by the layers); max_flow searches the full graph of (L + 1)·T nodes.
+  torch::manual_seed(7);
+  const int T = 24, L = 4;
+  for (bool causal : {false, true}) {
+    auto layers = random_layers(L, 3, T, causal);
+    const auto edges = attention_graph(layers);
+    for (int p : {0, 5, T - 1}) {
+      auto flow = analysis::attention_flow(layers, p);
+      for (int j = 0; j < T; ++j) {
+        INFO((causal ? "causal" : "bidirectional") << ", position " << p << ", token " << j);
+        CHECK(flow[j] == Approx(analysis::max_flow((L + 1) * T, edges, j, L * T + p)).margin(1e-12));
+        if (causal && j > p) CHECK(flow[j] == 0);
+      }
+    }
+  }
+}

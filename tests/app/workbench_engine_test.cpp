@@ -234,10 +234,17 @@ TEST_CASE("the engine gives the weights' key-query spectra and the input's logit
   const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
   WorkbenchEngine engine;
   const ModelSummary m = engine.load(folder);
-  REQUIRE(m.spectra);
   const auto& att = m.attentions.at(0);
-  REQUIRE(m.spectra->size() == static_cast<size_t>(att.layers));
-  const auto& head = m.spectra->at(2).heads.at(5);
+  RunInput ask;
+  ask.text = "the cat sat on the [MASK] .";
+  CHECK(!engine.run(ask, nullptr, {})->weight_spectra);  // only when asked for
+  ask.weight_spectra = true;
+  const auto first = engine.run(ask, nullptr, {});
+  REQUIRE(first->weight_spectra);
+  CHECK(engine.run(ask, nullptr, {})->weight_spectra == first->weight_spectra);  // computed once, shared
+  const auto& spectra = *first->weight_spectra;
+  REQUIRE(spectra.size() == static_cast<size_t>(att.layers));
+  const auto& head = spectra.at(2).heads.at(5);
   // σ_1 against an SVD of the [D, D] form built directly (the spectra take a QR shortcut).
   auto model = headlab::core::load_model(folder);
   const auto form = headlab::analysis::key_query_form(*model, "encoder", 2, 5);
