@@ -80,9 +80,9 @@ void use_batch_threads() {
   torch::set_num_threads(cores > 0 ? cores : 1);
 }
 
-void use_interactive_threads() {
+void use_interactive_threads(int threads) {
   const char* value = std::getenv("HEADLAB_LIVE_THREADS");  // for measuring; see the README's benchmarks
-  torch::set_num_threads(value ? std::max(1, std::atoi(value)) : 1);
+  torch::set_num_threads(value ? std::max(1, std::atoi(value)) : std::max(1, threads));
 }
 
 void use_passive_openmp(char** argv) {

@@ -22,7 +22,9 @@ SystemInfo system_info(bool measure = true);
 // Threads for batch work (all cores) or for live re-runs beside the GUI (1: GROUND.md measured a
 // 2-thread run collapsing when the UI thread needs the other core). Per calling thread.
 void use_batch_threads();
-void use_interactive_threads();
+// `threads` for live re-runs (the window passes more than 1 on a real GPU); HEADLAB_LIVE_THREADS
+// overrides it.
+void use_interactive_threads(int threads = 1);
 
 // libgomp (LibTorch's intra-op pool) spins after every parallel region unless OMP_WAIT_POLICY says
 // otherwise. On a 2-vCPU virtual machine the spinning threads starve the working ones: a

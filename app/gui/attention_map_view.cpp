@@ -4,10 +4,13 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 
+#include <imgui_internal.h>  // SetItemUsingMouseWheel
+
 #include <filesystem>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace headlab::app {
@@ -29,6 +32,10 @@ void scale_controls(Workbench& wb) {
   if (ImGui::Checkbox("0–1", &fixed_range)) change.fixed_range = fixed_range;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("weights over [0, 1] instead of each map's maximum");
   if (change.colormap || change.log_scale || change.fixed_range) wb.apply(change);
+}
+
+AttentionMapView::AttentionMapView() : View("Attention map") {
+  if (const char* z = std::getenv("HEADLAB_MAP_ZOOM")) start_zoom_ = std::max(1.0f, static_cast<float>(std::atof(z)));
 }
 
 void AttentionMapView::drawContent(Workbench& wb) {
@@ -53,71 +60,168 @@ void AttentionMapView::drawContent(Workbench& wb) {
   ImGui::SameLine();
   export_buttons(wb, "attention-map", title());
 
+  // Zoom controls and the query range.
   const float font = ImGui::GetFontSize();
+  if (ImGui::SmallButton("fit")) viewport_ = MapViewport{};
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("the whole map (wheel zooms about the cursor, drag pans)");
+  ImGui::SameLine();
+  ImGui::TextDisabled("×%.1f", viewport_.zoom);
+  ImGui::SameLine();
+  ImGui::Checkbox("queries", &row_range_on_);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("show only the query rows [from, to]");
+  if (row_to_ < 0) row_to_ = sm.rows - 1;
+  if (row_range_on_) {
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(font * 7);
+    int range[2] = {row_from_, row_to_};
+    if (ImGui::DragInt2("##rows", range, 0.5f, 0, sm.rows - 1)) row_from_ = range[0], row_to_ = range[1];
+  }
+  row_from_ = std::min(std::max(row_from_, 0), sm.rows - 1);
+  row_to_ = std::min(std::max(row_to_, row_from_), sm.rows - 1);
+  const int from = row_range_on_ ? row_from_ : 0;
+  const int to = row_range_on_ ? row_to_ : sm.rows - 1;
+
   float left = 0, topw = 0;
   for (const auto& t : qt.tokens) left = std::max(left, ImGui::CalcTextSize(token_label(t).c_str()).x);
   for (const auto& t : kt.tokens) topw = std::max(topw, ImGui::CalcTextSize(token_label(t).c_str()).x);
-  left = std::min(left, font * 8) + 8;
-  topw = std::min(topw, font * 8) + 8;
+  // The corner between the labels holds the minimap: at least 4.5 lines each way.
+  left = std::max(font * 4.5f, std::min(left, font * 8) + 8);
+  topw = std::max(font * 4.5f, std::min(topw, font * 8) + 8);
   const float legend_h = font * 2.6f;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  // Cells may be under a pixel for long inputs: the texture is then minified (GL_LINEAR).
-  const float cell = std::max(0.05f, std::min((avail.x - left - 4) / sm.cols, (avail.y - topw - legend_h) / sm.rows));
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 p0(origin.x + left, origin.y + topw);
-  const ImVec2 p1(p0.x + cell * sm.cols, p0.y + cell * sm.rows);
-  ImDrawList* dl = ImGui::GetWindowDrawList();
-  if (const unsigned tex = wb.textures.texture(sel.layer, sel.head))
-    dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(tex)), p0, p1);
+  const MapArea area{to - from + 1, sm.cols, std::max(8.0f, avail.x - left - 4), std::max(8.0f, avail.y - topw - legend_h)};
+  const float max_zoom = map_max_zoom(area, font * 4);
+  // A new input length starts from the whole map (or HEADLAB_MAP_ZOOM) around the selection.
+  if (shown_rows_ != sm.rows || shown_cols_ != sm.cols) {
+    shown_rows_ = sm.rows, shown_cols_ = sm.cols;
+    viewport_ = MapViewport{};
+    viewport_.zoom = start_zoom_;
+    if (sel.query >= 0 || sel.key >= 0)
+      map_center_on(viewport_, area, sel.query >= 0 ? sel.query - from + 0.5f : 0, sel.key >= 0 ? sel.key + 0.5f : 0, max_zoom);
+    followed_query_ = sel.query, followed_key_ = sel.key;
+  }
+  map_clamp(viewport_, area, max_zoom);
+  // A token selected elsewhere comes into view.
+  if (sel.query != followed_query_ || sel.key != followed_key_) {
+    followed_query_ = sel.query, followed_key_ = sel.key;
+    const CellRange vis = map_visible(viewport_, area);
+    const bool q_out = sel.query >= 0 && (sel.query - from < vis.row_begin || sel.query - from >= vis.row_end);
+    const bool k_out = sel.key >= 0 && (sel.key < vis.col_begin || sel.key >= vis.col_end);
+    if (q_out || k_out) {
+      const float cell = map_cell(viewport_, area);
+      const float row = q_out ? sel.query - from + 0.5f : viewport_.row0 + area.height / cell / 2;
+      const float col = k_out ? sel.key + 0.5f : viewport_.col0 + area.width / cell / 2;
+      map_center_on(viewport_, area, row, col, max_zoom);
+    }
+  }
 
-  // Labels: every n-th token when cells are smaller than a line of text.
-  const int stride = std::max(1, static_cast<int>(std::ceil(font / cell)));
-  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 mouse = ImGui::GetMousePos();
   const bool window_hovered = ImGui::IsWindowHovered();
-  for (int q = 0; q < sm.rows; q += stride) {
+
+  // The map: an invisible button over it takes the wheel, drags and clicks.
+  ImGui::SetCursorScreenPos(p0);
+  ImGui::InvisibleButton("##map", ImVec2(area.width, area.height));
+  const bool map_hovered = ImGui::IsItemHovered();
+  const bool clicked = ImGui::IsItemDeactivated() && ImGui::GetIO().MouseDragMaxDistanceSqr[0] < 9.0f && map_hovered;
+  ImGui::SetItemUsingMouseWheel();
+  if (map_hovered && ImGui::GetIO().MouseWheel != 0)
+    map_zoom_about(viewport_, area, std::pow(1.25f, ImGui::GetIO().MouseWheel), mouse.x - p0.x, mouse.y - p0.y, max_zoom);
+  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(0, 2.0f)) {
+    map_pan(viewport_, area, ImGui::GetIO().MouseDelta.x, ImGui::GetIO().MouseDelta.y, max_zoom);
+    ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeAll);
+  }
+  const float cell = map_cell(viewport_, area);
+  const CellRange vis = map_visible(viewport_, area);
+  const ImVec2 p1(p0.x + map_drawn_width(viewport_, area), p0.y + map_drawn_height(viewport_, area));
+  const ImVec2 uv0(viewport_.col0 / sm.cols, (from + viewport_.row0) / sm.rows);
+  const ImVec2 uv1((viewport_.col0 + (p1.x - p0.x) / cell) / sm.cols, (from + viewport_.row0 + (p1.y - p0.y) / cell) / sm.rows);
+  wb.textures.draw(dl, sel.layer, sel.head, p0, p1, uv0, uv1);
+
+  // Labels of the visible rows and columns: every n-th one while cells are shorter than a line.
+  const int stride = map_label_stride(cell, font);
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  dl->PushClipRect(ImVec2(origin.x, p0.y), ImVec2(p0.x, p1.y), true);
+  for (int r = (vis.row_begin + stride - 1) / stride * stride; r < vis.row_end; r += stride) {
+    const int q = from + r;
     const std::string label = q < static_cast<int>(qt.tokens.size()) ? token_label(qt.tokens[q]) : "?";
     const ImVec2 size = ImGui::CalcTextSize(label.c_str());
-    const ImVec2 pos(p0.x - size.x - 4, p0.y + (q + 0.5f) * cell - size.y / 2);
-    const bool hover = window_hovered && mouse.x >= p0.x - left && mouse.x < p0.x && mouse.y >= p0.y + q * cell &&
-                       mouse.y < p0.y + (q + stride) * cell;
+    const float y = p0.y + map_y_of(viewport_, area, r + 0.5f);
+    const ImVec2 pos(p0.x - size.x - 4, y - size.y / 2);
+    const bool hover = window_hovered && mouse.x >= p0.x - left && mouse.x < p0.x && mouse.y >= p0.y &&
+                       mouse.y >= y - cell / 2 && mouse.y < y - cell / 2 + stride * cell;
     dl->AddText(pos, q == sel.query ? IM_COL32(255, 64, 160, 255) : hover ? IM_COL32(255, 255, 255, 255) : text, label.c_str());
     if (hover && ImGui::IsMouseClicked(0)) wb.apply(cmd::SelectToken{sel.query == q ? -1 : q, sel.key});
   }
-  for (int k = 0; k < sm.cols; k += stride) {
+  dl->PopClipRect();
+  // Vertical labels are not clip-rected (ImGui clips glyphs before text_vertical rotates them):
+  // only columns whose centre is on show get one.
+  for (int k = (vis.col_begin + stride - 1) / stride * stride; k < vis.col_end; k += stride) {
     const std::string label = k < static_cast<int>(kt.tokens.size()) ? token_label(kt.tokens[k]) : "?";
-    const bool hover = window_hovered && mouse.y >= p0.y - topw && mouse.y < p0.y && mouse.x >= p0.x + k * cell &&
-                       mouse.x < p0.x + (k + stride) * cell;
-    text_vertical(dl, ImVec2(p0.x + (k + 0.5f) * cell - font / 2, p0.y - 4),
+    const float x = p0.x + map_x_of(viewport_, area, k + 0.5f);
+    if (x < p0.x || x > p1.x) continue;
+    const bool hover = window_hovered && mouse.y >= p0.y - topw && mouse.y < p0.y && mouse.x >= p0.x &&
+                       mouse.x >= x - cell / 2 && mouse.x < x - cell / 2 + stride * cell && mouse.x >= origin.x + left;
+    text_vertical(dl, ImVec2(x - font / 2, p0.y - 4),
                   k == sel.key ? IM_COL32(255, 160, 0, 255) : hover ? IM_COL32(255, 255, 255, 255) : text, label);
     if (hover && ImGui::IsMouseClicked(0)) wb.apply(cmd::SelectToken{sel.query, sel.key == k ? -1 : k});
   }
-  if (sel.query >= 0 && sel.query < sm.rows)
-    dl->AddRect(ImVec2(p0.x, p0.y + sel.query * cell), ImVec2(p1.x, p0.y + (sel.query + 1) * cell), IM_COL32(255, 64, 160, 255), 0, 0, 2);
-  if (sel.key >= 0 && sel.key < sm.cols)
-    dl->AddRect(ImVec2(p0.x + sel.key * cell, p0.y), ImVec2(p0.x + (sel.key + 1) * cell, p1.y), IM_COL32(255, 160, 0, 255), 0, 0, 2);
 
-  // Hover: query, key and weight; click a cell to highlight its row and column.
-  if (window_hovered && mouse.x >= p0.x && mouse.x < p1.x && mouse.y >= p0.y && mouse.y < p1.y) {
-    const int q = std::min(sm.rows - 1, static_cast<int>((mouse.y - p0.y) / cell));
-    const int k = std::min(sm.cols - 1, static_cast<int>((mouse.x - p0.x) / cell));
-    dl->AddRect(ImVec2(p0.x + k * cell, p0.y + q * cell), ImVec2(p0.x + (k + 1) * cell, p0.y + (q + 1) * cell),
-                IM_COL32(255, 255, 255, 255));
-    ImGui::BeginTooltip();
-    ImGui::Text("query %d  %s", q, q < static_cast<int>(qt.tokens.size()) ? qt.tokens[q].c_str() : "");
-    ImGui::Text("key   %d  %s", k, k < static_cast<int>(kt.tokens.size()) ? kt.tokens[k].c_str() : "");
-    ImGui::Text("%s = %.5f", sel.stage == Stage::J || sel.stage == Stage::L ? "logit" : "weight", sm.at(sel.head, q, k));
-    ImGui::EndTooltip();
-    if (ImGui::IsMouseClicked(0)) {
+  dl->PushClipRect(p0, p1, true);
+  if (sel.query >= from && sel.query <= to) {
+    const float y = p0.y + map_y_of(viewport_, area, static_cast<float>(sel.query - from));
+    dl->AddRect(ImVec2(p0.x, y), ImVec2(p1.x, y + cell), IM_COL32(255, 64, 160, 255), 0, 0, 2);
+  }
+  if (sel.key >= 0 && sel.key < sm.cols) {
+    const float x = p0.x + map_x_of(viewport_, area, static_cast<float>(sel.key));
+    dl->AddRect(ImVec2(x, p0.y), ImVec2(x + cell, p1.y), IM_COL32(255, 160, 0, 255), 0, 0, 2);
+  }
+  // Hover: query, key and weight; a click (not a drag) highlights the cell's row and column.
+  int r = -1, k = -1;
+  if (map_hovered && map_cell_at(viewport_, area, mouse.x - p0.x, mouse.y - p0.y, r, k)) {
+    const int q = from + r;
+    const ImVec2 c0(p0.x + map_x_of(viewport_, area, static_cast<float>(k)), p0.y + map_y_of(viewport_, area, static_cast<float>(r)));
+    dl->AddRect(c0, ImVec2(c0.x + cell, c0.y + cell), IM_COL32(255, 255, 255, 255));
+    if (!ImGui::IsItemActive()) {
+      ImGui::BeginTooltip();
+      ImGui::Text("query %d  %s", q, q < static_cast<int>(qt.tokens.size()) ? qt.tokens[q].c_str() : "");
+      ImGui::Text("key   %d  %s", k, k < static_cast<int>(kt.tokens.size()) ? kt.tokens[k].c_str() : "");
+      ImGui::Text("%s = %.5f", sel.stage == Stage::J || sel.stage == Stage::L ? "logit" : "weight", sm.at(sel.head, q, k));
+      ImGui::EndTooltip();
+    }
+    if (clicked) {
       const bool same = sel.query == q && sel.key == k;
       wb.apply(cmd::SelectToken{same ? -1 : q, same ? -1 : k});
     }
   }
+  dl->PopClipRect();
+
+  // Minimap in the corner between the labels while zoomed: the whole map (query range) with the
+  // visible rectangle outlined; click or drag on it to move the view.
+  if (viewport_.zoom > 1.001f) {
+    const float box = std::min(left, topw) - 8;
+    const float mcell = std::min(box / area.cols, box / area.rows);
+    const ImVec2 m1(p0.x - 4, p0.y - 4);
+    const ImVec2 m0(m1.x - mcell * area.cols, m1.y - mcell * area.rows);
+    dl->AddRectFilled(ImVec2(m0.x - 2, m0.y - 2), ImVec2(m1.x + 2, m1.y + 2), ImGui::GetColorU32(ImGuiCol_WindowBg));
+    wb.textures.draw(dl, sel.layer, sel.head, m0, m1, ImVec2(0, static_cast<float>(from) / sm.rows),
+                     ImVec2(1, static_cast<float>(to + 1) / sm.rows));
+    const ImVec2 v1(m0.x + (viewport_.col0 + (p1.x - p0.x) / cell) * mcell, m0.y + (viewport_.row0 + (p1.y - p0.y) / cell) * mcell);
+    dl->AddRect(ImVec2(m0.x + viewport_.col0 * mcell, m0.y + viewport_.row0 * mcell), v1, IM_COL32(255, 255, 255, 255), 0, 0, 1.5f);
+    ImGui::SetCursorScreenPos(m0);
+    ImGui::InvisibleButton("##minimap", ImVec2(m1.x - m0.x, m1.y - m0.y));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("click or drag to move the view");
+    if (ImGui::IsItemActive())
+      map_center_on(viewport_, area, (mouse.y - m0.y) / mcell, (mouse.x - m0.x) / mcell, max_zoom);
+  }
+
   const float bar_w = std::min(font * 16, std::max(font * 6, p1.x - p0.x));
-  colour_bar(dl, ImVec2(p0.x, p1.y + font * 0.5f), ImVec2(bar_w, font * 0.8f), colormap_from_name(wb.doc().session.view.colormap),
-             wb.textures.range(sel.layer, sel.head));
+  colour_bar(dl, ImVec2(p0.x, p0.y + area.height + font * 0.5f), ImVec2(bar_w, font * 0.8f),
+             colormap_from_name(wb.doc().session.view.colormap), wb.textures.range(sel.layer, sel.head));
   ImGui::SetCursorScreenPos(origin);
-  ImGui::Dummy(ImVec2(p1.x - origin.x, p1.y - origin.y + legend_h));
+  ImGui::Dummy(ImVec2(p0.x + area.width - origin.x, p0.y + area.height - origin.y + legend_h));
   markFigure(ImVec2(origin.x - 2, origin.y - 2), ImVec2(std::max(p1.x, p0.x + bar_w + font * 2) + 2, p1.y + legend_h));
 }
 

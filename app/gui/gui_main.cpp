@@ -6,6 +6,7 @@
 #include "app/gui/script_runner.h"
 #include "app/gui/views.h"
 #include "app/gui/workbench.h"
+#include "app/state/live_threads.h"
 
 #define GL_GLEXT_PROTOTYPES
 #include <GL/gl.h>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -151,6 +153,10 @@ int gui_main(const GuiOptions& options) {
     MainMenu menu(recover);
     std::optional<ScriptRunner> script;
     if (scripted) script.emplace(std::move(actions), origin);
+    // Live re-runs get more intra-op threads when the GL does not rasterise on the CPU.
+    const char* renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
+    const int live_threads = live_threads_for_renderer(renderer ? renderer : "", std::thread::hardware_concurrency());
+    wb.set_live_threads(live_threads);
     wb.start(options.model, options.session);
 
     int font_detail = 1;  // see set_font_detail
@@ -225,7 +231,9 @@ int gui_main(const GuiOptions& options) {
     }
     if (script && script->exit_code() != 0) exit_code = script->exit_code();
     if (std::getenv("HEADLAB_FRAME_STATS")) {
-      std::cerr << "frames: " << describe_times(frame_times) << "\n"
+      std::cerr << "renderer: " << (renderer ? renderer : "?") << "; live threads: " << live_threads
+                << "; maps coloured on the " << (wb.textures.gpu_colour() ? "GPU" : "CPU") << "\n"
+                << "frames: " << describe_times(frame_times) << "\n"
                 << "run requested -> maps uploaded: " << describe_times(wb.latencies) << "\n";
     }
     if (!scripted) fs::remove(autosave_path(), ec);  // a clean exit leaves nothing to recover

@@ -3,6 +3,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
+#include "app/state/token_window.h"
 
 #include <filesystem>
 
@@ -45,68 +46,100 @@ void HeadView::drawContent(Workbench& wb) {
     ImGui::PopID();
   }
   const float font = ImGui::GetFontSize();
-  if (sm.rows > 40 && sel.query < 0)
-    ImGui::TextDisabled("long input: head %d's strongest keys only; hover a query token for every head", sel.head);
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const bool long_input = sm.rows > 40 || sm.rows * font * 1.3f > ImGui::GetContentRegionAvail().y - 2;
+  if (long_input)
+    ImGui::TextDisabled("long input: head %d for the queries in white; hover a query for every head", sel.head);
+  const ImVec2 top = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float row = std::max(0.25f, std::min(font * 1.3f, (avail.y - 2) / std::max(sm.rows, sm.cols)));
   const float col_w = std::min(font * 9, avail.x * 0.3f);
-  const float x_left = origin.x + col_w, x_right = origin.x + avail.x - col_w;
+  const float x_left = top.x + col_w, x_right = top.x + avail.x - col_w;
+  const float height = std::max(font * 4, avail.y - 2);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 mouse = ImGui::GetMousePos();
-  int focus = -1;  // hovered query token: only its lines
-  if (ImGui::IsWindowHovered() && mouse.x < x_left && mouse.y >= origin.y)
-    focus = std::min(sm.rows - 1, static_cast<int>((mouse.y - origin.y) / row));
+  const bool hovering_queries = ImGui::IsWindowHovered() && mouse.x < x_left && mouse.y >= top.y;
+
+  // Long inputs: a window of readable queries (and the keys at the same positions) around the
+  // focus, the other tokens compressed and faded. Hovering a faded query moves the window there.
+  if (sel.query >= 0 && sel.query != followed_query_) window_centre_ = sel.query;
+  followed_query_ = sel.query;
+  TokenWindow qw = token_window(sm.rows, height, font * 1.3f, window_centre_);
+  if (hovering_queries) {
+    const int q = token_window_at(qw, mouse.y - top.y);
+    if (q < qw.begin || q >= qw.end) {
+      window_centre_ = q;
+      qw = token_window(sm.rows, height, font * 1.3f, window_centre_);
+    }
+  }
+  const int key_centre = sm.rows > 0 ? static_cast<int>(static_cast<long>(qw.begin + qw.end) / 2 * sm.cols / sm.rows) : 0;
+  const TokenWindow kw = token_window(sm.cols, height, font * 1.3f, key_centre);
+  int focus = -1;  // hovered query token: every head's lines
+  if (hovering_queries) focus = token_window_at(qw, mouse.y - top.y);
   if (focus < 0 && sel.query >= 0) focus = sel.query;
-  const int stride = std::max(1, static_cast<int>(std::ceil(font / row)));
-  for (int q = 0; q < sm.rows; q += stride) {
-    const std::string l = q < static_cast<int>(qt.tokens.size()) ? token_label(qt.tokens[q]) : "?";
-    const float w = ImGui::CalcTextSize(l.c_str()).x;
-    dl->AddText(ImVec2(x_left - w - 6, origin.y + q * row + row / 2 - font / 2),
-                q == focus ? IM_COL32(255, 220, 0, 255) : ImGui::GetColorU32(ImGuiCol_Text), l.c_str());
-  }
-  for (int k = 0; k < sm.cols; k += stride) {
-    const std::string l = k < static_cast<int>(kt.tokens.size()) ? token_label(kt.tokens[k]) : "?";
-    dl->AddText(ImVec2(x_right + 6, origin.y + k * row + row / 2 - font / 2), ImGui::GetColorU32(ImGuiCol_Text), l.c_str());
-  }
+  auto qy = [&](int q) { return top.y + token_window_y(qw, q) + token_window_row(qw, q) / 2; };
+  auto ky = [&](int k) { return top.y + token_window_y(kw, k) + token_window_row(kw, k) / 2; };
+
+  // Labels: every token of the window, every n-th one (faded) outside it where rows are thin.
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), faded = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  auto labels = [&](const TokenWindow& w, const std::vector<std::string>& tokens, bool left_side, int highlight) {
+    const int stride = w.small > 0 ? std::max(1, static_cast<int>(std::ceil(font / w.small))) : 1;
+    for (int i = 0; i < w.count; ++i) {
+      const bool inside = i >= w.begin && i < w.end;
+      if (!inside && i % stride != 0) continue;
+      const float y = (left_side ? qy(i) : ky(i)) - font / 2;
+      // Outside labels near the window would overlap its first/last row.
+      if (!inside && ((i < w.begin && y + font > top.y + token_window_y(w, w.begin)) ||
+                      (i >= w.end && y < top.y + token_window_y(w, w.end))))
+        continue;
+      const std::string l = i < static_cast<int>(tokens.size()) ? token_label(tokens[i]) : "?";
+      const ImU32 c = i == highlight ? IM_COL32(255, 220, 0, 255) : inside ? text : faded;
+      const float x = left_side ? x_left - ImGui::CalcTextSize(l.c_str()).x - 6 : x_right + 6;
+      dl->AddText(ImVec2(x, y), c, l.c_str());
+    }
+  };
+  labels(qw, qt.tokens, true, focus);
+  labels(kw, kt.tokens, false, -1);
+
+  // Which (query, head) pairs get lines: short inputs every query and head (only the focus query
+  // when one is hovered); long inputs the window's queries for the selected head (its strongest
+  // keys; software GL fills long lines slowly, ~40 µs each) plus every head for the focus query.
+  auto shown = [&](int q, int h) {
+    if (hidden_heads_[h]) return false;
+    if (!long_input) return focus < 0 || q == focus;
+    if (q == focus) return true;
+    return h == sel.head && q >= qw.begin && q < qw.end;
+  };
   // Opacity is the weight relative to the strongest line shown, so long inputs (weights ~1/T) stay
   // visible; lines under 5% of it cost frame time and show nothing.
   float strongest = 0;
   for (int h = 0; h < sm.heads; ++h)
-    for (int q = 0; q < sm.rows && !hidden_heads_[h]; ++q)
-      if (focus < 0 || q == focus)
+    for (int q = 0; q < sm.rows; ++q)
+      if (shown(q, h))
         for (int k = 0; k < sm.cols; ++k) strongest = std::max(strongest, sm.at(h, q, k));
   const float threshold = 0.05f * strongest;
-  // Long inputs (software GL fills long lines slowly: ~40 µs each): without a hovered token only the
-  // selected head is drawn, its strongest keys per query only; hovering shows every head.
-  const bool capped = focus < 0 && sm.rows > 40;
   for (int h = 0; h < sm.heads && strongest > 0; ++h) {
-    if (hidden_heads_[h] || (capped && h != sel.head)) continue;
     const ImU32 base = head_colour(h, 1.0f) & 0x00FFFFFF;
     for (int q = 0; q < sm.rows; ++q) {
-      if (focus >= 0 && q != focus) continue;
+      if (!shown(q, h)) continue;
       const float* row_w = sm.head(h) + static_cast<size_t>(q) * sm.cols;
-      // Capped: the strongest key (two under 120 tokens).
-      const int keep = sm.rows > 120 ? 1 : 2;
-      int best[2] = {-1, -1};
-      if (capped) {
+      const bool context = long_input && q != focus;  // the window's other queries: top keys, faded
+      int best[3] = {-1, -1, -1};
+      if (context) {
         for (int k = 0; k < sm.cols; ++k) {
           if (!(row_w[k] > threshold)) continue;
-          if (best[0] < 0 || row_w[k] > row_w[best[0]]) {
-            best[1] = best[0];
-            best[0] = k;
-          } else if (keep > 1 && (best[1] < 0 || row_w[k] > row_w[best[1]])) {
-            best[1] = k;
+          int at = 3;
+          while (at > 0 && (best[at - 1] < 0 || row_w[k] > row_w[best[at - 1]])) --at;
+          if (at < 3) {
+            for (int j = 2; j > at; --j) best[j] = best[j - 1];
+            best[at] = k;
           }
         }
-        if (keep == 1) best[1] = -1;
       }
       auto line = [&](int k) {
-        const ImU32 alpha = static_cast<ImU32>(std::min(1.0f, row_w[k] / strongest) * 220.0f) << 24;
-        dl->AddLine(ImVec2(x_left, origin.y + q * row + row / 2), ImVec2(x_right, origin.y + k * row + row / 2), base | alpha,
-                    focus >= 0 ? 2.0f : 1.2f);
+        const float a = std::min(1.0f, row_w[k] / strongest) * (context ? 140.0f : 220.0f);
+        dl->AddLine(ImVec2(x_left, qy(q)), ImVec2(x_right, ky(k)), base | (static_cast<ImU32>(a) << 24),
+                    q == focus ? 2.0f : 1.2f);
       };
-      if (capped) {
+      if (context) {
         for (int b : best)
           if (b >= 0) line(b);
       } else {
@@ -115,7 +148,13 @@ void HeadView::drawContent(Workbench& wb) {
       }
     }
   }
-  ImGui::Dummy(ImVec2(avail.x, std::max(sm.rows, sm.cols) * row));
+  // The window's extent on both columns.
+  if (qw.end - qw.begin < qw.count) {
+    const ImU32 band = IM_COL32(255, 255, 255, 40);
+    dl->AddRectFilled(ImVec2(x_left - 3, top.y + token_window_y(qw, qw.begin)), ImVec2(x_left - 1, top.y + token_window_y(qw, qw.end)), band);
+    dl->AddRectFilled(ImVec2(x_right + 1, top.y + token_window_y(kw, kw.begin)), ImVec2(x_right + 3, top.y + token_window_y(kw, kw.end)), band);
+  }
+  ImGui::Dummy(ImVec2(avail.x, std::max(token_window_height(qw), token_window_height(kw))));
 }
 
 bool HeadView::exportFile(Workbench& wb, const std::string& path) {

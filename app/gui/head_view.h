@@ -1,5 +1,6 @@
 // Head view (BertViz-style): lines from each query token to the key tokens of the selected layer,
-// one colour per head, the weight as opacity.
+// one colour per head, the weight as opacity. Long inputs show a readable window of queries around
+// the hovered or selected one, the other tokens compressed and faded.
 #pragma once
 
 #include "app/gui/view.h"
@@ -20,6 +21,8 @@ class HeadView : public View {
 
  private:
   std::vector<char> hidden_heads_;  // UI-only: heads switched off in this view
+  int window_centre_ = 0;           // UI-only: the query the readable window is centred on
+  int followed_query_ = -1;         // the selection last followed
 };
 
 }  // namespace headlab::app

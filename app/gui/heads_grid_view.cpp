@@ -124,8 +124,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
       if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) wb.apply(cmd::SelectHead{"", l, h});
       const bool hovered = ImGui::IsItemHovered();
       ImGui::PopID();
-      if (const unsigned tex = wb.textures.texture(l, h))
-        dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(tex)), p0, p1);
+      wb.textures.draw(dl, l, h, p0, p1);
       const float gate = gated_stage ? controls.gate(h) : 1.0f;
       if (gate < 1.0f) {
         dl->AddRectFilled(p0, p1, IM_COL32(20, 20, 20, static_cast<int>(200 * (1.0f - gate))));

@@ -1,11 +1,17 @@
 // GL textures of attention maps, built on the UI thread from a RunSnapshot: one per head of every
 // layer of the attention and stage on show. Only layers whose buffers changed are re-uploaded.
+// Where the GL compiles HeadLab's colormap shader, each map is uploaded as raw weights (GL_R32F)
+// and coloured on the GPU from a 256×1 colormap texture and the map's range; otherwise it is
+// coloured on the CPU and uploaded as RGBA.
 #pragma once
 
 #include "app/engine/workbench_engine.h"
 #include "app/state/colormap.h"
 
+#include <imgui.h>
+
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -31,6 +37,14 @@ class HeadTextures {
   int sync(const AttentionMaps* maps, Stage stage, const MapStyle& style);
   // 0 when absent.
   unsigned texture(int layer, int head) const;
+  // Draws a map into `list` over [p0, p1] showing texture coordinates [uv0, uv1], coloured by the
+  // GPU (a draw callback switches to the colormap shader and back) or from the RGBA texture.
+  void draw(ImDrawList* list, int layer, int head, ImVec2 p0, ImVec2 p1, ImVec2 uv0 = ImVec2(0, 0),
+            ImVec2 uv1 = ImVec2(1, 1));
+  // True when maps are coloured on the GPU (decided at the first sync).
+  bool gpu_colour() const { return gpu_colour_ == 1; }
+  // Colours on the CPU from now on (tests and comparisons); call before the first sync.
+  void force_cpu_colour() { gpu_colour_ = 0; }
   // The range a map was coloured with (for the legend).
   MapRange range(int layer, int head) const;
   double last_upload_ms() const { return last_upload_ms_; }
@@ -52,6 +66,26 @@ class HeadTextures {
   MapStyle style_;
   std::vector<uint8_t> pixels_;
   double last_upload_ms_ = 0;
+
+  // The GPU path: the program, its uniforms, the colormap texture and per-draw parameters that
+  // live until the frame's draw data has been rendered (and captured).
+  struct DrawParams {
+    const HeadTextures* owner;
+    MapRange range;
+  };
+  static void use_program(const ImDrawList* list, const ImDrawCmd* cmd);
+  bool build_program();
+  void build_lut(Colormap map);
+  void read_locations() const;
+  int gpu_colour_ = -1;  // -1: not tried yet
+  unsigned program_ = 0, lut_ = 0;
+  Colormap lut_map_ = Colormap::Viridis;
+  bool lut_built_ = false;
+  mutable int loc_proj_ = -1, loc_map_ = -1, loc_lut_ = -1, loc_lo_ = -1, loc_hi_ = -1, loc_log_ = -1;
+  mutable int loc_imgui_proj_ = -1;
+  mutable unsigned linked_for_ = 0;  // the ImGui program whose attribute locations ours matches
+  std::deque<DrawParams> params_;
+  int params_frame_ = -1;
 };
 
 }  // namespace headlab::app

@@ -53,6 +53,8 @@ class Controller {
   // The model worker's task, for the status bar; stop() cancels it.
   TaskStatus task_status() const { return worker_.status(); }
   bool worker_idle() const { return worker_.idle(); }
+  // Intra-op threads for live re-runs (see live_threads_for_renderer).
+  void set_live_threads(int threads) { worker_.set_threads(threads); }
   void stop_run() { worker_.stop(); }
 
   // When the newest run was requested, if it has not been shown yet (for latency statistics).

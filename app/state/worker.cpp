@@ -76,7 +76,8 @@ bool WorkbenchWorker::idle() const {
 }
 
 void WorkbenchWorker::loop() {
-  core::use_interactive_threads();  // one intra-op thread: the GUI and software GL need the other core
+  int threads = threads_.load();
+  core::use_interactive_threads(threads);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     wake_.wait(lock, [this] { return quit_ || pending_load_ || pending_run_; });
@@ -89,6 +90,10 @@ void WorkbenchWorker::loop() {
     } else {
       run.swap(pending_run_);
       task_ = "running the model";
+    }
+    if (threads_.load() != threads) {
+      threads = threads_.load();
+      core::use_interactive_threads(threads);  // per thread: set here, on the worker
     }
     running_ = true;
     cancel_ = false;

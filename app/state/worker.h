@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <algorithm>
 
 namespace headlab::app {
 
@@ -43,6 +44,9 @@ class WorkbenchWorker {
   void request_run(const RunInput& input);
   // The stop button: cancels the running task and drops queued runs.
   void stop();
+  // Intra-op threads for the tasks that start from now on (1 by default: software GL and the UI
+  // need a core; the window passes more when it draws on a real GPU).
+  void set_threads(int threads) { threads_ = std::max(1, threads); }
 
   // Latest published results (UI thread).
   std::shared_ptr<const ModelSummary> model() const;
@@ -65,6 +69,7 @@ class WorkbenchWorker {
   std::string task_;
   std::atomic<bool> cancel_{false};
   std::atomic<float> progress_{0};
+  std::atomic<int> threads_{1};
   std::shared_ptr<const ModelSummary> model_;
   std::shared_ptr<const RunSnapshot> snapshot_;
   uint64_t model_serial_ = 0;
