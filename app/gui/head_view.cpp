@@ -48,7 +48,7 @@ void HeadView::drawContent(Workbench& wb) {
   const float font = ImGui::GetFontSize();
   const bool long_input = sm.rows > 40 || sm.rows * font * 1.3f > ImGui::GetContentRegionAvail().y - 2;
   if (long_input)
-    ImGui::TextDisabled("long input: head %d for the queries in white; hover a query for every head", sel.head);
+    ImGui::TextDisabled("long input: head %d, white rows; hover a query: all heads", sel.head);
   const ImVec2 top = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float col_w = std::min(font * 9, avail.x * 0.3f);
@@ -121,15 +121,19 @@ void HeadView::drawContent(Workbench& wb) {
     for (int q = 0; q < sm.rows; ++q) {
       if (!shown(q, h)) continue;
       const float* row_w = sm.head(h) + static_cast<size_t>(q) * sm.cols;
-      const bool context = long_input && q != focus;  // the window's other queries: top keys, faded
-      int best[3] = {-1, -1, -1};
-      if (context) {
+      // Long inputs: each head's strongest keys only (a near-uniform head would otherwise fill the
+      // view with hundreds of lines): 8 for the focus query, 3 (faded) for the window's others.
+      const bool context = long_input && q != focus;
+      const int keep = context ? 3 : 8;
+      int best[8];
+      std::fill(best, best + 8, -1);
+      if (long_input) {
         for (int k = 0; k < sm.cols; ++k) {
           if (!(row_w[k] > threshold)) continue;
-          int at = 3;
+          int at = keep;
           while (at > 0 && (best[at - 1] < 0 || row_w[k] > row_w[best[at - 1]])) --at;
-          if (at < 3) {
-            for (int j = 2; j > at; --j) best[j] = best[j - 1];
+          if (at < keep) {
+            for (int j = keep - 1; j > at; --j) best[j] = best[j - 1];
             best[at] = k;
           }
         }
@@ -139,9 +143,9 @@ void HeadView::drawContent(Workbench& wb) {
         dl->AddLine(ImVec2(x_left, qy(q)), ImVec2(x_right, ky(k)), base | (static_cast<ImU32>(a) << 24),
                     q == focus ? 2.0f : 1.2f);
       };
-      if (context) {
-        for (int b : best)
-          if (b >= 0) line(b);
+      if (long_input) {
+        for (int j = 0; j < keep; ++j)
+          if (best[j] >= 0) line(best[j]);
       } else {
         for (int k = 0; k < sm.cols; ++k)
           if (row_w[k] > threshold) line(k);
