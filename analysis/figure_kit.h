@@ -1,6 +1,7 @@
 // Drawing helpers shared by the head-report figures (analysis/report_figures.cpp and
-// analysis/report_spectra_figure.cpp): colours, text, ticks, the colour bar, and writing one draw
-// function to an SVG and a PNG. Internal to analysis/; cairo only, no torch.
+// analysis/report_spectra_figure.cpp) and the window's analysis-view exports
+// (app/export/analysis_figures.cpp): colours, text, ticks, markers, the colour bar, and writing one
+// draw function to SVG, PDF or PNG. cairo only, no torch.
 #pragma once
 
 #include "analysis/cairo_image.h"
@@ -8,6 +9,7 @@
 #include "analysis/report_figures.h"
 #include "analysis/viridis.h"
 
+#include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <cairo.h>
 
@@ -208,6 +210,21 @@ inline void colour_bar(cairo_t* cr, double x, double y, double h, const Range& r
   }
 }
 
+// Rank markers: circle (kind 0, 90%), square (1, 95%), triangle (2, 99%); a path to fill or stroke.
+inline void marker(cairo_t* cr, int kind, double x, double y, double r) {
+  if (kind == 0) {
+    cairo_new_sub_path(cr);  // no line from the current point (after text) to the circle
+    cairo_arc(cr, x, y, r, 0, 2 * M_PI);
+  } else if (kind == 1) {
+    cairo_rectangle(cr, x - r * 0.9, y - r * 0.9, r * 1.8, r * 1.8);
+  } else {
+    cairo_move_to(cr, x, y - r * 1.15);
+    cairo_line_to(cr, x + r * 1.05, y + r * 0.75);
+    cairo_line_to(cr, x - r * 1.05, y + r * 0.75);
+    cairo_close_path(cr);
+  }
+}
+
 // ---- surfaces ------------------------------------------------------------------------------------
 
 using Draw = std::function<void(cairo_t*)>;
@@ -222,9 +239,10 @@ inline void prepare(cairo_t* cr) {
   font(cr, 10);
 }
 
-// Cairo writes no <title>; the figure's title goes in one so that the SVG says what it shows to
-// screen readers, file browsers and text search.
-inline void add_svg_title(const std::string& path, const std::string& title) {
+// Cairo writes no <title> (and draws text as glyph outlines); the figure's title goes in one, and
+// an optional text alternative of what it shows (its labels and values) in a <desc>, so that the
+// SVG says what it shows to screen readers, file browsers and text search.
+inline void add_svg_title(const std::string& path, const std::string& title, const std::string& description = "") {
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -232,14 +250,18 @@ inline void add_svg_title(const std::string& path, const std::string& title) {
   const auto open = svg.find("<svg");
   const auto end = open == std::string::npos ? std::string::npos : svg.find('>', open);
   if (end == std::string::npos) throw std::runtime_error(path + ": cairo wrote no <svg> element");
-  std::string escaped;
-  for (char c : title) {
-    if (c == '&') escaped += "&amp;";
-    else if (c == '<') escaped += "&lt;";
-    else if (c == '>') escaped += "&gt;";
-    else escaped += c;
-  }
-  svg.insert(end + 1, "\n<title>" + escaped + "</title>");
+  auto escape = [](const std::string& s) {
+    std::string escaped;
+    for (char c : s) {
+      if (c == '&') escaped += "&amp;";
+      else if (c == '<') escaped += "&lt;";
+      else if (c == '>') escaped += "&gt;";
+      else escaped += c;
+    }
+    return escaped;
+  };
+  svg.insert(end + 1, "\n<title>" + escape(title) + "</title>" +
+                          (description.empty() ? "" : "\n<desc>" + escape(description) + "</desc>"));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << svg;
   if (!out) throw std::runtime_error(path + ": cannot write");
@@ -282,6 +304,45 @@ inline void write_figure(const std::string& folder, const std::string& name, con
   }
   written.push_back(name + ".svg");
   written.push_back(name + ".png");
+}
+
+// Writes one figure to `path`, the format by its extension: .svg (with <title> and <desc>), .pdf,
+// or .png (at kPngScale). Throws naming the path for another extension or when cairo fails.
+inline void write_figure_file(const std::string& path, const std::string& title, double width, double height,
+                              const Draw& draw, const std::string& description = "") {
+  width = std::ceil(width), height = std::ceil(height);
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  cairo_surface_t* surface = nullptr;
+  if (ext == ".svg")
+    surface = cairo_svg_surface_create(path.c_str(), width, height);
+  else if (ext == ".pdf")
+    surface = cairo_pdf_surface_create(path.c_str(), width, height);
+  else if (ext == ".png")
+    surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(width * kPngScale), int(height * kPngScale));
+  else
+    throw std::runtime_error("export " + path + ": use .svg, .pdf or .png");
+  if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) {
+    const cairo_status_t status = cairo_surface_status(surface);
+    cairo_surface_destroy(surface);
+    check(status, path);
+  }
+  cairo_t* cr = cairo_create(surface);
+  if (ext == ".png") cairo_scale(cr, kPngScale, kPngScale);
+  prepare(cr);
+  draw(cr);
+  const cairo_status_t drawn = cairo_status(cr);
+  cairo_destroy(cr);
+  cairo_status_t saved = drawn;
+  if (ext == ".png" && drawn == CAIRO_STATUS_SUCCESS) {
+    cairo_surface_flush(surface);
+    saved = cairo_surface_write_to_png(surface, path.c_str());
+  }
+  cairo_surface_finish(surface);
+  if (saved == CAIRO_STATUS_SUCCESS) saved = cairo_surface_status(surface);
+  cairo_surface_destroy(surface);
+  check(saved, path);
+  if (ext == ".svg") add_svg_title(path, title, description);
 }
 
 // ---- report helpers ------------------------------------------------------------------------------

@@ -30,20 +30,6 @@ void set_dash(cairo_t* cr, int style) {
   else cairo_set_dash(cr, nullptr, 0, 0);
 }
 
-// Rank markers: circle (90%), square (95%), triangle (99%).
-void marker(cairo_t* cr, int kind, double x, double y, double r) {
-  if (kind == 0) {
-    cairo_arc(cr, x, y, r, 0, 2 * M_PI);
-  } else if (kind == 1) {
-    cairo_rectangle(cr, x - r * 0.9, y - r * 0.9, r * 1.8, r * 1.8);
-  } else {
-    cairo_move_to(cr, x, y - r * 1.15);
-    cairo_line_to(cr, x + r * 1.05, y + r * 0.75);
-    cairo_line_to(cr, x - r * 1.05, y + r * 0.75);
-    cairo_close_path(cr);
-  }
-}
-
 struct Panel {
   std::string title;
   std::vector<Curve> curves;

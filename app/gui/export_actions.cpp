@@ -28,7 +28,24 @@ FigureTokens labels(const RunSnapshot& s, const std::string& stack) {
   return t;
 }
 
+// The Analyse views draw their own files (View::exportFile); their figure names.
+const char* analysis_view_of(const std::string& figure) {
+  if (figure == "head-table") return "Head table";
+  if (figure == "head-detail") return "Head detail";
+  if (figure == "spectra") return "Spectra";
+  if (figure == "relevance") return "Relevance";
+  if (figure == "syntax") return "Syntax";
+  return nullptr;
+}
+
 }  // namespace
+
+bool is_vector_path(const std::string& path) {
+  const std::string ext = extension(path);
+  return ext == ".svg" || ext == ".pdf";
+}
+
+std::string model_title(const Workbench& wb) { return wb.doc().model ? wb.doc().model->name : "model"; }
 
 void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale, bool figure_only) {
   const std::string window = window_of(view);
@@ -54,6 +71,13 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
   const std::string ext = extension(path);
   if (ext == ".png" && !window_title.empty()) {  // a screen capture of the view's window
     wb.captures.push_back({path, window_title, scale, figure_only});
+    return path;
+  }
+  if (const char* view = analysis_view_of(figure)) {
+    View* v = wb.find_view(view);
+    if (!v) throw std::runtime_error("export " + path + ": no view '" + view + "'");
+    if (!v->exportFile(wb, path))
+      throw std::runtime_error("export " + path + ": the " + v->title() + " view writes " + v->exportFormats() + " (and .png)");
     return path;
   }
   if (!wb.doc().snapshot || !wb.doc().model) throw std::runtime_error("export " + path + ": nothing has been run yet");
@@ -120,11 +144,13 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
     }
     ImGui::Checkbox("figure only", &wb.export_figure_only);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("PNG without the window's title bar and controls");
-    for (const char* ext : {"png", "svg", "pdf"}) {
+    std::vector<std::string> exts = {"png", "svg", "pdf"};
+    if (figure == "head-table") exts.push_back("csv");
+    for (const std::string& ext : exts) {
       const std::string path = default_export_path(wb, figure, ext);
       if (ImGui::Selectable(path.c_str())) {
         try {
-          const bool png = std::string(ext) == "png";
+          const bool png = ext == "png";
           export_figure(wb, figure, png ? window_title : "", path, wb.doc().session.view.export_scale,
                         wb.export_figure_only);
           wb.notice("exported " + path);

@@ -22,6 +22,12 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
 // view's own file export (View::exportFile). Throws naming the view when it has none for `path`.
 void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale, bool figure_only = false);
 
+// True for the extensions a view draws through cairo (.svg, .pdf, any case).
+bool is_vector_path(const std::string& path);
+
+// The model's name for figure titles ("model" before one is loaded).
+std::string model_title(const Workbench& wb);
+
 // The default path for an export: export_dir / "<model>_<figure>_<stack>_L<l>_H<h>_<stage>.<ext>".
 std::string default_export_path(const Workbench& wb, const std::string& figure, const std::string& ext);
 

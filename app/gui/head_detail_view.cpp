@@ -1,5 +1,7 @@
 #include "app/gui/head_detail_view.h"
 
+#include "app/export/analysis_figures.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
 #include "app/state/head_detail.h"
@@ -82,6 +84,8 @@ void HeadDetailView::drawContent(Workbench& wb) {
     ImGui::SameLine();
     ImGui::TextDisabled("no role at these thresholds");
   }
+  ImGui::SameLine();
+  export_buttons(wb, "head-detail", title());
   ImGui::BeginChild("evidence");
   const auto& set = report->settings;
   const float plot_h = std::max(200.0f, ImGui::GetFontSize() * 15);
@@ -102,6 +106,22 @@ void HeadDetailView::drawContent(Workbench& wb) {
   if (set.has("importance")) ImGui::Text("importance |∂L/∂g| %.4g (Michel et al. 2019)", h.importance);
   if (h.spectrum) spectrum_plot(*h.spectrum, plot_h);
   ImGui::EndChild();
+}
+
+bool HeadDetailView::exportFile(Workbench& wb, const std::string& path) {
+  if (!is_vector_path(path)) return false;
+  const auto& report = wb.doc().report;
+  const auto& sel = wb.doc().session.selection;
+  if (!report) throw std::runtime_error("export " + path + ": no head report yet");
+  const analysis::HeadEntry* head = report->find(sel.stack, sel.layer, sel.head);
+  if (!head)
+    throw std::runtime_error("export " + path + ": the report has no " + sel.stack + " layer " + std::to_string(sel.layer) +
+                             " head " + std::to_string(sel.head));
+  write_head_detail_figure(path,
+                           model_title(wb) + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", head " +
+                               std::to_string(sel.head),
+                           *head, report->settings);
+  return true;
 }
 
 }  // namespace headlab::app

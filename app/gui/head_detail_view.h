@@ -12,6 +12,9 @@ class HeadDetailView : public View {
  public:
   HeadDetailView() : View("Head detail", false) {}
   std::string workspace() const override { return "Analyse"; }
+  // Its figure as .svg or .pdf (app/export/analysis_figures.h).
+  bool exportFile(Workbench& wb, const std::string& path) override;
+  std::string exportFormats() const override { return ".svg, .pdf"; }
 
  protected:
   void drawContent(Workbench& wb) override;

@@ -1,5 +1,7 @@
 #include "app/gui/head_table_view.h"
 
+#include "app/export/analysis_figures.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 #include "app/state/head_table.h"
 #include "app/state/session.h"
@@ -124,6 +126,8 @@ void HeadTableView::drawContent(Workbench& wb) {
   const std::vector<std::string> columns = head_table_columns(r);
   const std::vector<int> rows = shown_rows(r, a);
   ImGui::TextDisabled("%zu of %zu heads%s", rows.size(), r.heads.size(), r.partial ? " · partial report" : "");
+  ImGui::SameLine();
+  export_buttons(wb, "head-table", title());
   // The sort lives in the document (scripts and sessions set it too), so the headers are plain
   // buttons that send SortHeads rather than ImGui's own sort state.
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollX |
@@ -172,9 +176,19 @@ void HeadTableView::drawContent(Workbench& wb) {
 }
 
 bool HeadTableView::exportFile(Workbench& wb, const std::string& path) {
-  if (std::filesystem::path(path).extension() != ".csv") return false;
+  const bool vector = is_vector_path(path);
+  if (std::filesystem::path(path).extension() != ".csv" && !vector) return false;
   const auto& report = wb.doc().report;
   if (!report) throw std::runtime_error("export " + path + ": no head report yet");
+  if (vector) {
+    const auto& a = wb.doc().session.analysis;
+    std::string title = model_title(wb) + " — head table";
+    if (!a.filter_role.empty()) title += ", role " + a.filter_role;
+    if (a.filter_layer >= 0) title += ", layer " + std::to_string(a.filter_layer);
+    if (!a.sort_by.empty()) title += ", by " + a.sort_by + (a.sort_descending ? " ▼" : " ▲");
+    write_head_table_figure(path, title, *report, shown_rows(*report, a));
+    return true;
+  }
   write_file_atomic(path, table_to_csv(*report, shown_rows(*report, wb.doc().session.analysis)));
   return true;
 }

@@ -14,7 +14,7 @@ class HeadTableView : public View {
   HeadTableView() : View("Head table", false) {}
   bool exportFile(Workbench& wb, const std::string& path) override;
   std::string workspace() const override { return "Analyse"; }
-  std::string exportFormats() const override { return ".csv"; }
+  std::string exportFormats() const override { return ".csv, .svg, .pdf"; }
 
  protected:
   void drawContent(Workbench& wb) override;

@@ -1,6 +1,8 @@
 #include "app/gui/relevance_view.h"
 
+#include "app/export/analysis_figures.h"
 #include "app/gui/draw_util.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 #include "app/state/relevance_colors.h"
 
@@ -173,9 +175,44 @@ void RelevanceView::drawContent(Workbench& wb) {
                      rel.token_text.c_str(), rel.position, rel.target, rel.residual, rel.relative_residual, rel.ms);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("LRP is conservative (analysis/LRP.md): the input relevance and the constants (biases, positions) add up to f");
+  export_buttons(wb, "relevance", title());
   drawTokens(wb);
   ImGui::Separator();
   drawHeads(wb);
+}
+
+bool RelevanceView::exportFile(Workbench& wb, const std::string& path) {
+  if (!is_vector_path(path)) return false;
+  const auto& snap = wb.doc().snapshot;
+  if (!wb.doc().session.analysis.lrp_enabled || !snap || !snap->relevance)
+    throw std::runtime_error("export " + path + ": nothing explained yet (set an LRP target)");
+  const auto& rel = *snap->relevance;
+  if (!rel.error.empty()) throw std::runtime_error("export " + path + ": " + rel.error);
+  const std::string shading = wb.doc().session.analysis.lrp_shading;
+  const int kind = shading == "rollout" ? 1 : shading == "flow" ? 2 : 0;
+  if (kind == 2 && rel.flow.empty()) throw std::runtime_error("export " + path + ": the flow is still being computed");
+  const bool enc_dec = !snap->decoder_tokens.ids.empty();
+  // As the view: rollout and flow on the target's stack, LRP's input relevance on the (encoder) input.
+  const TokenizedText& tokens = kind != 0 && enc_dec ? snap->decoder_tokens : snap->tokens;
+  RelevanceFigure fig;
+  char numbers[160];
+  std::snprintf(numbers, sizeof numbers, "f = %.4g, residual |Σ input + bias − f| = %.2g (%.1e·|f|)", rel.target,
+                rel.residual, rel.relative_residual);
+  fig.title = model_title(wb) + " — logit of \"" + rel.token_text + "\" at position " + std::to_string(rel.position) +
+              ": " + numbers;
+  fig.shading = kind == 0 ? "LRP" : kind == 1 ? "rollout" : "flow";
+  const std::vector<double>& values = kind == 0 ? rel.input : kind == 1 ? rel.rollout : rel.flow;
+  for (size_t i = 0; i < tokens.tokens.size() && i < values.size(); ++i) {
+    fig.tokens.push_back(token_label(tokens.tokens[i], 16));
+    fig.values.push_back(values[i]);
+  }
+  fig.target = kind != 0 || !enc_dec ? rel.position : -1;
+  const auto& sel = wb.doc().session.selection;
+  auto it = rel.heads.find(sel.stack);
+  if (it == rel.heads.end()) it = rel.heads.begin();
+  if (it != rel.heads.end()) fig.stack = it->first, fig.heads = it->second;
+  write_relevance_figure(path, fig);
+  return true;
 }
 
 }  // namespace headlab::app

@@ -14,6 +14,9 @@ class RelevanceView : public View {
  public:
   RelevanceView() : View("Relevance", false) {}
   std::string workspace() const override { return "Analyse"; }
+  // Its figure as .svg or .pdf (app/export/analysis_figures.h).
+  bool exportFile(Workbench& wb, const std::string& path) override;
+  std::string exportFormats() const override { return ".svg, .pdf"; }
 
  protected:
   void drawContent(Workbench& wb) override;

@@ -1,6 +1,8 @@
 #include "app/gui/spectra_view.h"
 
+#include "app/export/analysis_figures.h"
 #include "app/gui/draw_util.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
 
@@ -73,6 +75,8 @@ void SpectraView::drawContent(Workbench& wb) {
     wb.apply(v);
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("singular values of each head's T×S logit matrix for the current input");
+  ImGui::SameLine();
+  export_buttons(wb, "spectra", title());
   ImGui::TextWrapped("%s L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
                      sel.stack.c_str(), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
                      s.singular_values.size());
@@ -130,6 +134,23 @@ void SpectraView::drawContent(Workbench& wb) {
     }
   }
   markFigure(top, ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x, ImGui::GetCursorScreenPos().y));
+}
+
+bool SpectraView::exportFile(Workbench& wb, const std::string& path) {
+  if (!is_vector_path(path)) return false;
+  const auto& snap = wb.doc().snapshot;
+  const auto& sel = wb.doc().session.selection;
+  const analysis::LayerSpectra* layer = snap ? layer_of(*snap, sel.stack, sel.layer) : nullptr;
+  if (!layer || sel.head < 0 || sel.head >= static_cast<int>(layer->heads.size()))
+    throw std::runtime_error("export " + path + ": no key-query spectra for " + sel.stack + " layer " +
+                             std::to_string(sel.layer) + " head " + std::to_string(sel.head) + " yet");
+  if (!layer->heads[sel.head].applicable)
+    throw std::runtime_error("export " + path + ": additive scoring has no bilinear key-query form: no spectrum");
+  write_spectra_figure(path,
+                       model_title(wb) + " — key-query spectra, " + sel.stack + " layer " + std::to_string(sel.layer) +
+                           " (head " + std::to_string(sel.head) + " highlighted)",
+                       layer->heads, sel.head);
+  return true;
 }
 
 }  // namespace headlab::app

@@ -1,6 +1,8 @@
 #include "app/gui/syntax_view.h"
 
 #include "analysis/head_stats.h"
+#include "app/export/analysis_figures.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 #include "app/state/arc_layout.h"
 
@@ -111,6 +113,8 @@ void SyntaxView::drawPicker(Workbench& wb) {
   if (doc.syntax) {
     ImGui::SameLine();
     ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
+    ImGui::SameLine();
+    export_buttons(wb, "syntax", title());
   }
 }
 
@@ -231,6 +235,20 @@ void SyntaxView::drawContent(Workbench& wb) {
     return;
   }
   relation_table(accuracy, table_h);
+}
+
+bool SyntaxView::exportFile(Workbench& wb, const std::string& path) {
+  if (!is_vector_path(path)) return false;
+  const auto& doc = wb.doc();
+  if (!doc.syntax) throw std::runtime_error("export " + path + ": no sentence has been run in the Syntax view yet");
+  const SyntaxResult& r = *doc.syntax;
+  const auto& sel = doc.session.selection;
+  const std::vector<int>* predicted = r.predicted(sel.stack, sel.layer, sel.head);
+  const std::string title = model_title(wb) + " — sentence " + std::to_string(r.index + 1) + " of " +
+                            std::filesystem::path(r.file).filename().string() + ", " + sel.stack + " layer " +
+                            std::to_string(sel.layer) + " head " + std::to_string(sel.head);
+  write_syntax_figure(path, title, r.words, r.heads, r.relations, predicted ? *predicted : std::vector<int>{});
+  return true;
 }
 
 }  // namespace headlab::app

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 using headlab::test::run_command;
 using headlab::test::TempDir;
@@ -228,4 +229,55 @@ TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs
   CHECK(pixels_near(dir.str("arcs.png"), 0x46C86E, 0, 0, 1, 1) > 20);
   const auto session = nlohmann::json::parse(slurp(dir.str("syntax-session.json")));
   CHECK(session["analysis"]["syntax_index"] == 2);
+}
+
+TEST_CASE("a script exports each analysis view as SVG and PDF", "[app][gui][export]") {
+  if (!have_xvfb()) {
+    WARN("xvfb-run not installed: GUI export test skipped");
+    return;
+  }
+  TempDir dir("gui-view-exports");
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
+  const char* views[] = {"Head table", "Head detail", "Spectra", "Relevance", "Syntax"};
+  std::ostringstream script;
+  script << R"({"actions": [
+    {"action": "open_model", "folder": ")" << model << R"("},
+    {"action": "run_dataset", "files": [")" << data << R"("], "metrics": ["confidence", "positional", "syntactic", "spectra"], "limit": 10},
+    {"action": "select_head", "layer": 3, "head": 2},
+    {"action": "select_sentence", "index": 2},
+    {"action": "select_view", "view": "Head table"},
+    {"action": "select_view", "view": "Head detail"},
+    {"action": "select_view", "view": "Spectra"},
+    {"action": "select_view", "view": "Relevance"},
+    {"action": "select_view", "view": "Syntax"},
+    {"action": "set_lrp_target", "position": -1},
+    {"action": "wait_frames", "frames": 5},)";
+  for (const char* view : views)
+    for (const char* ext : {"svg", "pdf"})
+      script << R"(
+    {"action": "export", "view": ")" << view << R"(", "path": ")" << dir.str(std::string(view) + "." + ext) << R"("},)";
+  script << R"(
+    {"action": "quit"}]})";
+  std::ofstream(dir.str("exports.json")) << script.str();
+  std::string out;
+  INFO(out);
+  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("exports.json")), out) == 0);
+  for (const char* view : views) {
+    INFO(view);
+    const std::string svg = slurp(dir.str(std::string(view) + ".svg"));
+    CHECK(svg.find("<svg") != std::string::npos);
+    CHECK(svg.find("<title>") != std::string::npos);
+    CHECK(svg.size() > 2000);
+    const std::string pdf = slurp(dir.str(std::string(view) + ".pdf"));
+    CHECK(pdf.rfind("%PDF-", 0) == 0);
+    CHECK(pdf.size() > 1000);
+  }
+  // Each file shows its view's data: the table's columns, the head's relations, the selected head's
+  // spectrum, the explained logit, the sentence's arcs.
+  CHECK(slurp(dir.str("Head table.svg")).find("positional_share") != std::string::npos);
+  CHECK(slurp(dir.str("Head detail.svg")).find("relations: ") != std::string::npos);
+  CHECK(slurp(dir.str("Spectra.svg")).find("H2: 90% of the energy") != std::string::npos);
+  CHECK(slurp(dir.str("Relevance.svg")).find("residual") != std::string::npos);
+  CHECK(slurp(dir.str("Syntax.svg")).find("argmax: ") != std::string::npos);
 }

@@ -1,0 +1,205 @@
+// The Analyse views' figures written headless from hand-made data: each is a valid SVG whose title
+// and text alternative carry the labels the view shows, and a non-empty PDF; pages are sized to
+// their content; a path with another extension throws naming the path.
+#include "test_common.h"
+
+#include "analysis/head_report.h"
+#include "analysis/spectra.h"
+#include "app/export/analysis_figures.h"
+#include "app/state/head_table.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace headlab;
+using namespace headlab::app;
+using headlab::test::TempDir;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+double svg_size(const std::string& svg, const std::string& attribute) {
+  const auto at = svg.find(attribute + "=\"");
+  REQUIRE(at != std::string::npos);
+  return std::stod(svg.substr(at + attribute.size() + 2));
+}
+
+// A non-trivial PDF: the header, the trailer and some drawing.
+void check_pdf(const std::string& path) {
+  const std::string pdf = slurp(path);
+  CHECK(pdf.rfind("%PDF-", 0) == 0);
+  CHECK(pdf.find("%%EOF") != std::string::npos);
+  CHECK(pdf.size() > 1000);
+}
+
+// 2 layers × 3 heads: L0 H0 positional (−1, 95%), L1 H0 syntactic on nsubj (80% against 40%),
+// L0 H1 with a key-query spectrum.
+analysis::HeadReport sample() {
+  analysis::HeadReport r;
+  r.model = "sample";
+  r.sentences = 10;
+  r.tree_sentences = 10;
+  r.settings.metrics = {"confidence", "positional", "syntactic", "spectra"};
+  const std::map<int, int64_t> offsets[6] = {
+      {{-1, 95}, {0, 5}}, {{1, 60}, {2, 40}}, {{-2, 30}, {0, 40}, {9, 30}}, {{0, 50}, {1, 50}}, {{-1, 60}, {1, 40}}, {}};
+  for (int i = 0; i < 6; ++i) {
+    analysis::HeadEntry e;
+    e.stack = "encoder";
+    e.layer = i / 3;
+    e.head = i % 3;
+    e.offsets = offsets[i];
+    e.queries = i == 5 ? 0 : 100;
+    e.confidence_sum = e.confidence_all_keys_sum = 10.0 * (i + 1);
+    if (i == 1) e.spectrum = analysis::spectrum_from_singular_values({8, 4, 2, 1, 0.5, 0.01, 0, 0});
+    r.heads.push_back(e);
+  }
+  analysis::RelationStats nsubj;
+  nsubj.count = 200;
+  nsubj.baseline_hits = {{-1, 80}, {1, 20}};
+  nsubj.dependent_to_head = {20, 40, 60, 160, 90, 0};
+  nsubj.head_to_dependent = {10, 10, 90, 10, 70, 0};
+  r.relations["encoder"]["nsubj"] = nsubj;
+  r.finalize();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the head table figure shows the rows as filtered and sorted, with badges and columns", "[app][export]") {
+  TempDir dir("table-figure");
+  const auto report = sample();
+  const auto rows = sorted_rows(report, all_rows(report), "confidence", true);
+  write_head_table_figure(dir.str("table.svg"), "sample — head table, by confidence", report, rows);
+  const std::string svg = slurp(dir.str("table.svg"));
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("<title>sample — head table, by confidence</title>") != std::string::npos);
+  // Every column of the table by name, and the roles as badge text.
+  CHECK(svg.find("roles\tstack\tlayer\thead") != std::string::npos);
+  CHECK(svg.find("positional_share") != std::string::npos);
+  CHECK(svg.find("nsubj") != std::string::npos);
+  // Sorted by confidence, largest first: L1 H1 (0.5) before L0 H0 (0.1).
+  const auto first = svg.find("\tencoder\t1\t1\t"), last = svg.find("\tencoder\t0\t0\t");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(last != std::string::npos);
+  CHECK(first < last);
+  // A filtered table has fewer rows and a shorter page.
+  write_head_table_figure(dir.str("two.svg"), "two rows", report, {0, 3});
+  const std::string two = slurp(dir.str("two.svg"));
+  CHECK(two.find("\tencoder\t1\t2\t") == std::string::npos);
+  CHECK(svg_size(two, "height") < svg_size(svg, "height"));
+  write_head_table_figure(dir.str("table.pdf"), "sample — head table", report, rows);
+  check_pdf(dir.str("table.pdf"));
+  CHECK_THROWS_WITH(write_head_table_figure(dir.str("table.txt"), "t", report, rows),
+                    Catch::Matchers::Contains(dir.str("table.txt")));
+  CHECK_THROWS_WITH(write_head_table_figure(dir.str("bad.svg"), "t", report, {7}), Catch::Matchers::Contains("row 7"));
+}
+
+TEST_CASE("the head detail figure draws offsets, relations against the baseline and the spectrum", "[app][export]") {
+  TempDir dir("detail-figure");
+  const auto report = sample();
+  const auto* syntactic = report.find("encoder", 1, 0);
+  REQUIRE(syntactic);
+  write_head_detail_figure(dir.str("detail.svg"), "sample — encoder layer 1, head 0", *syntactic, report.settings);
+  const std::string svg = slurp(dir.str("detail.svg"));
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("<title>sample — encoder layer 1, head 0</title>") != std::string::npos);
+  CHECK(svg.find("relations: nsubj d→h 0.800 vs 0.400 at -1") != std::string::npos);
+  CHECK(svg.find("offsets: 0 0.500, +1 0.500") != std::string::npos);
+  // Offsets past ±5 are gathered into one bar at the end.
+  const auto* wide = report.find("encoder", 0, 2);
+  write_head_detail_figure(dir.str("wide.svg"), "wide", *wide, report.settings);
+  CHECK(slurp(dir.str("wide.svg")).find("≥+6 0.300") != std::string::npos);
+  // A head with a spectrum gets its energy ranks; the page grows by the panel.
+  const auto* spectral = report.find("encoder", 0, 1);
+  write_head_detail_figure(dir.str("spectrum.svg"), "spectrum", *spectral, report.settings);
+  const std::string with_spectrum = slurp(dir.str("spectrum.svg"));
+  CHECK(with_spectrum.find("spectrum: 90% of the energy at rank 2, 95% at 3, 99% at 4") != std::string::npos);
+  CHECK(svg_size(with_spectrum, "height") > svg_size(svg, "height") - 1);
+  write_head_detail_figure(dir.str("detail.pdf"), "detail", *syntactic, report.settings);
+  check_pdf(dir.str("detail.pdf"));
+  CHECK_THROWS_WITH(write_head_detail_figure(dir.str("detail.jpg"), "t", *syntactic, report.settings),
+                    Catch::Matchers::Contains(dir.str("detail.jpg")));
+}
+
+TEST_CASE("the spectra figure draws the selected head over its layer's other heads", "[app][export]") {
+  TempDir dir("spectra-figure");
+  const std::vector<analysis::Spectrum> heads = {analysis::spectrum_from_singular_values({4, 2, 1, 0}),
+                                                 analysis::spectrum_from_singular_values({10, 1, 0.1, 0.01}),
+                                                 analysis::spectrum_from_singular_values({1, 1, 1, 1})};
+  const std::string title = "sample — key-query spectra, encoder layer 0 (head 1 highlighted)";
+  write_spectra_figure(dir.str("s.svg"), title, heads, 1);
+  const std::string svg = slurp(dir.str("s.svg"));
+  INFO(svg.substr(0, 600));
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("<title>" + title + "</title>") != std::string::npos);
+  CHECK(svg.find("H1: 90% of the energy at rank 1, 95% at 1, 99% at 1") != std::string::npos);
+  CHECK(svg.find("H2: 90% of the energy at rank 4") != std::string::npos);
+  // The page is at least as wide as the title.
+  CHECK(svg_size(svg, "width") > 400);
+  write_spectra_figure(dir.str("s.pdf"), title, heads, 1);
+  check_pdf(dir.str("s.pdf"));
+  CHECK_THROWS_WITH(write_spectra_figure(dir.str("s.eps"), title, heads, 1), Catch::Matchers::Contains(dir.str("s.eps")));
+  CHECK_THROWS_WITH(write_spectra_figure(dir.str("s.svg"), title, heads, 3), Catch::Matchers::Contains("head 3 of 3"));
+}
+
+TEST_CASE("the relevance figure shades tokens and heads and names the target", "[app][export]") {
+  TempDir dir("relevance-figure");
+  RelevanceFigure fig;
+  fig.title = "sample — logit of \"Paris\" at position 3: f = 7.2, residual |Σ input + bias − f| = 1e-05";
+  fig.shading = "LRP";
+  fig.tokens = {"[CLS]", "the", "capital", "[MASK]", "[SEP]"};
+  fig.values = {0.1, -0.4, 2.5, 0.0, 0.05};
+  fig.target = 3;
+  fig.stack = "encoder";
+  fig.heads = {{0.5, -0.2}, {1.5, 0.0}};
+  write_relevance_figure(dir.str("r.svg"), fig);
+  const std::string svg = slurp(dir.str("r.svg"));
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("logit of \"Paris\" at position 3") != std::string::npos);
+  CHECK(svg.find("residual") != std::string::npos);
+  CHECK(svg.find("LRP: [CLS] 0.1, the -0.4, capital 2.5") != std::string::npos);
+  CHECK(svg.find("L1: 1.5 0") != std::string::npos);
+  // A long input wraps onto more lines: a taller page, no wider than the line limit allows.
+  RelevanceFigure longer = fig;
+  for (int i = 0; i < 120; ++i) longer.tokens.push_back("token" + std::to_string(i)), longer.values.push_back(i % 7 - 3);
+  write_relevance_figure(dir.str("long.svg"), longer);
+  const std::string long_svg = slurp(dir.str("long.svg"));
+  CHECK(svg_size(long_svg, "height") > svg_size(svg, "height") + 50);
+  CHECK(svg_size(long_svg, "width") < 700);
+  write_relevance_figure(dir.str("r.pdf"), fig);
+  check_pdf(dir.str("r.pdf"));
+  CHECK_THROWS_WITH(write_relevance_figure(dir.str("r.html"), fig), Catch::Matchers::Contains(dir.str("r.html")));
+}
+
+TEST_CASE("the syntax figure draws gold arcs above and the head's argmax arcs below", "[app][export]") {
+  TempDir dir("syntax-figure");
+  const std::vector<std::string> words = {"The", "cat", "sat", "."};
+  const std::vector<int> heads = {1, 2, -1, 2};
+  const std::vector<std::string> relations = {"det", "nsubj", "root", "punct"};
+  const std::vector<int> predicted = {1, 0, 1, 2};  // det found, nsubj missed, punct not scored
+  write_syntax_figure(dir.str("a.svg"), "sample — sentence 1", words, heads, relations, predicted);
+  const std::string svg = slurp(dir.str("a.svg"));
+  CHECK(svg.find("<svg") != std::string::npos);
+  CHECK(svg.find("<title>sample — sentence 1</title>") != std::string::npos);
+  CHECK(svg.find("gold: The → cat (det), cat → sat (nsubj), . → sat (punct)") != std::string::npos);
+  CHECK(svg.find("The → cat (gold head)") != std::string::npos);
+  CHECK(svg.find("cat → The (another word)") != std::string::npos);
+  CHECK(svg.find(". → sat (not scored)") != std::string::npos);
+  // Without a head's argmax only the gold tree is drawn: a shorter page.
+  write_syntax_figure(dir.str("gold.svg"), "sample — sentence 1", words, heads, relations, {});
+  const std::string gold = slurp(dir.str("gold.svg"));
+  CHECK(gold.find("argmax:") == std::string::npos);
+  CHECK(svg_size(gold, "height") < svg_size(svg, "height"));
+  write_syntax_figure(dir.str("a.pdf"), "sentence", words, heads, relations, predicted);
+  check_pdf(dir.str("a.pdf"));
+  CHECK_THROWS_WITH(write_syntax_figure(dir.str("a.svgz"), "t", words, heads, relations, predicted),
+                    Catch::Matchers::Contains(dir.str("a.svgz")));
+  CHECK_THROWS_AS(write_syntax_figure(dir.str("b.svg"), "t", words, {1, 2}, relations, predicted), std::invalid_argument);
+}
