@@ -60,6 +60,14 @@ void AttentionMapView::drawContent(Workbench& wb) {
   ImGui::SameLine();
   export_buttons(wb, "attention-map", title());
 
+  // A script's zoom and query range: applied as a fresh view of this map.
+  if (wb.map_view) {
+    start_zoom_ = wb.map_view->zoom;
+    row_range_on_ = wb.map_view->query_to >= 0;
+    row_from_ = wb.map_view->query_from, row_to_ = wb.map_view->query_to;
+    shown_rows_ = -1;
+    wb.map_view.reset();
+  }
   // Zoom controls and the query range.
   const float font = ImGui::GetFontSize();
   if (ImGui::SmallButton("fit")) viewport_ = MapViewport{};

@@ -64,6 +64,9 @@ void Workbench::execute(const Command& command) {
     }
     v->open() = true;
     focus_view = v->title();
+  } else if (const auto* c = std::get_if<cmd::SetMapView>(&command)) {
+    if (!(c->zoom >= 1)) throw std::runtime_error("zoom must be at least 1 (the whole map)");
+    map_view = *c;
   } else if (const auto* c = std::get_if<cmd::WaitFrames>(&command)) {
     wait_frames = c->frames;
   } else if (std::holds_alternative<cmd::Quit>(command)) {

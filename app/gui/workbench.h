@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,7 @@ class Workbench : public Controller {
   bool reset_layout = false;     // views take their default rectangles this frame
   bool quit = false;
   int wait_frames = 0;           // a script's wait_frames
+  std::optional<cmd::SetMapView> map_view;  // a script's set_map_view, taken by the attention map
   int frames_since_change = 0;
   double upload_ms = 0;          // last texture sync
   double frame_ms = 0;

@@ -196,6 +196,11 @@ template <class Io> void fields(Io& io, cmd::ShowView& c) {
 }
 template <class Io> void fields(Io& io, cmd::SelectView& c) { io.required("view", c.view); }
 template <class Io> void fields(Io& io, cmd::WaitFrames& c) { io.required("frames", c.frames); }
+template <class Io> void fields(Io& io, cmd::SetMapView& c) {
+  io.required("zoom", c.zoom);
+  io.optional("query_from", c.query_from);
+  io.optional("query_to", c.query_to);
+}
 template <class Io> void fields(Io&, cmd::Quit&) {}
 
 // A default-constructed command of the variant's alternative `index`.
@@ -217,8 +222,8 @@ const std::vector<std::string>& command_names() {
       "select_token", "set_gate",      "set_ablation", "set_mix",            "reset",         "set_view",
       "run_dataset",  "set_dataset", "stop_dataset",  "select_sentence", "open_report", "sort_heads",          "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
-      "select_view",  "wait_frames",   "quit"};
-  static_assert(std::variant_size_v<Command> == 29, "one name per command");
+      "select_view",  "wait_frames",   "set_map_view", "quit"};
+  static_assert(std::variant_size_v<Command> == 30, "one name per command");
   return names;
 }
 
@@ -227,7 +232,8 @@ std::string command_name(const Command& command) { return command_names().at(com
 bool is_window_command(const Command& command) {
   return std::holds_alternative<cmd::Export>(command) || std::holds_alternative<cmd::Screenshot>(command) ||
          std::holds_alternative<cmd::ShowView>(command) || std::holds_alternative<cmd::SelectView>(command) ||
-         std::holds_alternative<cmd::WaitFrames>(command) || std::holds_alternative<cmd::Quit>(command);
+         std::holds_alternative<cmd::WaitFrames>(command) || std::holds_alternative<cmd::SetMapView>(command) ||
+         std::holds_alternative<cmd::Quit>(command);
 }
 
 Stage stage_from_name(const std::string& name) {

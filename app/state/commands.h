@@ -130,6 +130,12 @@ struct Screenshot { std::string path; int scale = 1; };
 struct ShowView { std::string view; bool open = true; };
 struct SelectView { std::string view; };
 struct WaitFrames { int frames = 1; };
+// The attention map's zoom (1 = the whole map), centred on the selected token, and its query
+// range (query_to < 0: every row) — the view's own state, set from a script for figures.
+struct SetMapView {
+  float zoom = 1;
+  int query_from = 0, query_to = -1;
+};
 struct Quit {};
 
 }  // namespace headlab::app::cmd
@@ -142,12 +148,13 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::OpenReport,
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
-                             cmd::SelectView, cmd::WaitFrames, cmd::Quit>;
+                             cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();
 std::string command_name(const Command& command);
-// True for the commands the window applies (export, screenshot, show_view, select_view, wait_frames, quit).
+// True for the commands the window applies (export, screenshot, show_view, select_view, wait_frames,
+// set_map_view, quit).
 bool is_window_command(const Command& command);
 
 // {"action": "select_head", "layer": 1, "head": 2} → cmd::SelectHead. Throws std::runtime_error

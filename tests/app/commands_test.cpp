@@ -42,7 +42,8 @@ json minimal_action(const std::string& name) {
       {"screenshot", R"({"path": "x.png"})"},
       {"show_view", R"({"view": "Syntax"})"},
       {"select_view", R"({"view": "Relevance"})"},
-      {"wait_frames", R"({"frames": 3})"}};
+      {"wait_frames", R"({"frames": 3})"},
+      {"set_map_view", R"({"zoom": 4.0, "query_from": 10, "query_to": 40})"}};
   json j = required.count(name) ? json::parse(required.at(name)) : json::object();
   j["action"] = name;
   return j;
