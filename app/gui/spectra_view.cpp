@@ -5,32 +5,12 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
+#include "app/state/spectrum_curves.h"
 
 #include <algorithm>
 
 namespace headlab::app {
 namespace {
-
-// The ranks worth drawing: a [D, D] form of key size d_k < D has D − d_k exact zeros (the low-rank
-// bottleneck); the curves stop at the last singular value above 1e-9·σ_1.
-size_t drawn_ranks(const analysis::Spectrum& s) {
-  const auto& v = s.singular_values;
-  size_t n = v.size();
-  while (n > 1 && !(v[n - 1] > 1e-9 * v.front())) --n;
-  return n;
-}
-
-// Singular values relative to the largest, so heads of different scale share an axis.
-std::vector<double> relative(const analysis::Spectrum& s) {
-  std::vector<double> v(s.singular_values.begin(), s.singular_values.begin() + static_cast<long>(drawn_ranks(s)));
-  const double top = v.empty() ? 1.0 : v.front();
-  for (double& x : v) x = top > 0 ? x / top : 0.0;
-  return v;
-}
-
-std::vector<double> energy(const analysis::Spectrum& s) {
-  return {s.cumulative_energy.begin(), s.cumulative_energy.begin() + static_cast<long>(drawn_ranks(s))};
-}
 
 const analysis::LayerSpectra* layer_of(const RunSnapshot& s, const std::string& stack, int layer) {
   if (!s.weight_spectra) return nullptr;
@@ -88,14 +68,14 @@ void SpectraView::drawContent(Workbench& wb) {
     Plot plot;
     plot.begin("sv", ImVec2(-1, h), "key-query singular values σ_k / σ_1 (bright: H" + std::to_string(sel.head) + ")", {""}, {"", log_scale_});
     if (whole_layer_) {
-      plot.add_line({}, relative(layer->query), IM_COL32(120, 180, 255, 255), "W_Q");
-      plot.add_line({}, relative(layer->key), IM_COL32(255, 160, 80, 255), "W_K");
-      if (layer->product.applicable) plot.add_line({}, relative(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
+      plot.add_line({}, relative_singular_values(layer->query), IM_COL32(120, 180, 255, 255), "W_Q");
+      plot.add_line({}, relative_singular_values(layer->key), IM_COL32(255, 160, 80, 255), "W_K");
+      if (layer->product.applicable) plot.add_line({}, relative_singular_values(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
     } else {
       for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
         if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable)
-          plot.add_line({}, relative(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
-      plot.add_line({}, relative(s), head_colour(sel.head));
+          plot.add_line({}, relative_singular_values(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
+      plot.add_line({}, relative_singular_values(s), head_colour(sel.head));
     }
     plot.end();
   }
@@ -103,14 +83,14 @@ void SpectraView::drawContent(Workbench& wb) {
     Plot plot;
     plot.begin("energy", ImVec2(-1, h), "cumulative energy Σ_{j≤k} σ_j² / Σ σ²", {show_input ? "" : "rank k"}, {"", false, AxisRange{0, 1.02}});
     if (whole_layer_ && layer->product.applicable) {
-      plot.add_line({}, energy(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
+      plot.add_line({}, drawn_energy(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
       plot.add_vline(layer->product.rank90, IM_COL32(255, 220, 80, 255), "90%");
       plot.add_vline(layer->product.rank99, IM_COL32(255, 110, 60, 255), "99%");
     } else {
       for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
         if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable)
-          plot.add_line({}, energy(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
-      plot.add_line({}, energy(s), head_colour(sel.head));
+          plot.add_line({}, drawn_energy(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
+      plot.add_line({}, drawn_energy(s), head_colour(sel.head));
       plot.add_vline(s.rank90, IM_COL32(255, 220, 80, 255), "90%");
       plot.add_vline(s.rank95, IM_COL32(255, 170, 60, 255), "95%");
       plot.add_vline(s.rank99, IM_COL32(255, 110, 60, 255), "99%");

@@ -3,6 +3,8 @@
 // their content; a path with another extension throws naming the path.
 #include "test_common.h"
 
+#include "sample_report.h"
+
 #include "analysis/head_report.h"
 #include "analysis/spectra.h"
 #include "app/export/analysis_figures.h"
@@ -42,30 +44,11 @@ void check_pdf(const std::string& path) {
 // 2 layers × 3 heads: L0 H0 positional (−1, 95%), L1 H0 syntactic on nsubj (80% against 40%),
 // L0 H1 with a key-query spectrum.
 analysis::HeadReport sample() {
-  analysis::HeadReport r;
-  r.model = "sample";
-  r.sentences = 10;
-  r.tree_sentences = 10;
-  r.settings.metrics = {"confidence", "positional", "syntactic", "spectra"};
   const std::map<int, int64_t> offsets[6] = {
       {{-1, 95}, {0, 5}}, {{1, 60}, {2, 40}}, {{-2, 30}, {0, 40}, {9, 30}}, {{0, 50}, {1, 50}}, {{-1, 60}, {1, 40}}, {}};
-  for (int i = 0; i < 6; ++i) {
-    analysis::HeadEntry e;
-    e.stack = "encoder";
-    e.layer = i / 3;
-    e.head = i % 3;
-    e.offsets = offsets[i];
-    e.queries = i == 5 ? 0 : 100;
-    e.confidence_sum = e.confidence_all_keys_sum = 10.0 * (i + 1);
-    if (i == 1) e.spectrum = analysis::spectrum_from_singular_values({8, 4, 2, 1, 0.5, 0.01, 0, 0});
-    r.heads.push_back(e);
-  }
-  analysis::RelationStats nsubj;
-  nsubj.count = 200;
-  nsubj.baseline_hits = {{-1, 80}, {1, 20}};
-  nsubj.dependent_to_head = {20, 40, 60, 160, 90, 0};
-  nsubj.head_to_dependent = {10, 10, 90, 10, 70, 0};
-  r.relations["encoder"]["nsubj"] = nsubj;
+  const double confidence[6] = {10, 20, 30, 40, 50, 60};
+  auto r = test::sample_report({"confidence", "positional", "syntactic", "spectra"}, offsets, confidence);
+  r.heads[1].spectrum = analysis::spectrum_from_singular_values({8, 4, 2, 1, 0.5, 0.01, 0, 0});
   r.finalize();
   return r;
 }

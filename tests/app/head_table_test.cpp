@@ -3,6 +3,8 @@
 // offset histogram and relation bars.
 #include "test_common.h"
 
+#include "sample_report.h"
+
 #include "analysis/head_report.h"
 #include "analysis/report_columns.h"
 #include "app/state/head_detail.h"
@@ -36,34 +38,16 @@ std::vector<std::string> split(const std::string& line) {
 //   L1 H1 has no role; L1 H2 measured nothing.
 // Confidence: 0.5, 0.8, 0.2, 0.7, 0.6 and none.
 analysis::HeadReport sample() {
-  analysis::HeadReport r;
-  r.model = "sample";
-  r.files = {"x.conllu"};
-  r.sentences = 10;
-  r.tree_sentences = 10;
-  r.settings.metrics = {"confidence", "positional", "rare", "syntactic"};
   const std::map<int, int64_t> offsets[6] = {
       {{-1, 95}, {0, 5}}, {{1, 92}, {2, 8}}, {{-2, 30}, {0, 40}, {3, 30}}, {{0, 50}, {1, 50}}, {{-1, 60}, {1, 40}}, {}};
   const double confidence[6] = {50, 80, 20, 70, 60, 0};
   const int64_t rare_hits[6] = {4, 2, 15, 6, 8, 0};
+  auto r = test::sample_report({"confidence", "positional", "rare", "syntactic"}, offsets, confidence);
+  r.files = {"x.conllu"};
   for (int i = 0; i < 6; ++i) {
-    analysis::HeadEntry e;
-    e.stack = "encoder";
-    e.layer = i / 3;
-    e.head = i % 3;
-    e.offsets = offsets[i];
-    e.queries = i == 5 ? 0 : 100;
-    e.confidence_sum = e.confidence_all_keys_sum = confidence[i];
-    e.rare_queries = i == 5 ? 0 : 20;
-    e.rare_hits = e.rare_two_hits = rare_hits[i];
-    r.heads.push_back(e);
+    r.heads[i].rare_queries = i == 5 ? 0 : 20;
+    r.heads[i].rare_hits = r.heads[i].rare_two_hits = rare_hits[i];
   }
-  analysis::RelationStats nsubj;
-  nsubj.count = 200;
-  nsubj.baseline_hits = {{-1, 80}, {1, 20}};
-  nsubj.dependent_to_head = {20, 40, 60, 160, 90, 0};
-  nsubj.head_to_dependent = {10, 10, 90, 10, 70, 0};
-  r.relations["encoder"]["nsubj"] = nsubj;
   r.finalize();
   return r;
 }
