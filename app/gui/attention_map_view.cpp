@@ -57,8 +57,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
   ImGui::Text("%s · layer %d · head %d · %s", sel.stack.c_str(), sel.layer, sel.head, stage_name(sel.stage));
   ImGui::SameLine();
   scale_controls(wb);
-  ImGui::SameLine();
-  export_buttons(wb, "attention-map", title());
+  export_buttons_same_line(wb, "attention-map", title());
 
   // A script's zoom and query range: applied as a fresh view of this map.
   if (wb.map_view) {

@@ -5,6 +5,11 @@
 
 namespace headlab::app {
 
+void same_line_if_fits(float width) {
+  ImGui::SameLine();
+  if (ImGui::GetCursorScreenPos().x + width > ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::NewLine();
+}
+
 void text_vertical(ImDrawList* list, ImVec2 bottom_left, ImU32 colour, const std::string& text) {
   const int first = list->VtxBuffer.Size;
   const ImVec4 no_clip(-1e6f, -1e6f, 1e6f, 1e6f);  // CPU clipping would drop glyphs before rotation

@@ -17,6 +17,8 @@ std::string token_label(const std::string& token, size_t max_chars = 14);
 void colour_bar(ImDrawList* list, ImVec2 pos, ImVec2 size, Colormap map, const MapRange& range);
 // Distinct colours for heads (Tableau 10, then hue steps).
 ImU32 head_colour(int head, float alpha = 1.0f);
+// SameLine() when an item `width` wide still fits on the current line, else a new line.
+void same_line_if_fits(float width);
 // Formats a legend value: 0.25, 1e-04, -3.2.
 std::string format_value(float v);
 

@@ -129,6 +129,11 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
   return path;
 }
 
+void export_buttons_same_line(Workbench& wb, const std::string& figure, const std::string& window_title) {
+  same_line_if_fits(ImGui::CalcTextSize("Export…").x + ImGui::GetStyle().FramePadding.x * 2);
+  export_buttons(wb, figure, window_title);
+}
+
 void export_buttons(Workbench& wb, const std::string& figure, const std::string& window_title) {
   ImGui::PushID(figure.c_str());
   if (ImGui::SmallButton("Export…")) ImGui::OpenPopup("export");

@@ -11,6 +11,8 @@ class Workbench;
 // "PNG", "SVG", "PDF" buttons and a scale choice for `figure` ("attention-map", "heads-grid",
 // "head-view"; other views get PNG only) shown in the window `window_title`.
 void export_buttons(Workbench& wb, const std::string& figure, const std::string& window_title);
+// The same after the previous item on its line, or on a new line when the button would not fit.
+void export_buttons_same_line(Workbench& wb, const std::string& figure, const std::string& window_title);
 
 // Writes `figure` to `path`: .svg/.pdf through cairo now, .png by queueing a capture of the
 // window at `scale`. Returns the path written (or queued); throws with the path on failure.

@@ -84,8 +84,7 @@ void HeadDetailView::drawContent(Workbench& wb) {
     ImGui::SameLine();
     ImGui::TextDisabled("no role at these thresholds");
   }
-  ImGui::SameLine();
-  export_buttons(wb, "head-detail", title());
+  export_buttons_same_line(wb, "head-detail", title());
   ImGui::BeginChild("evidence");
   const auto& set = report->settings;
   const float plot_h = std::max(200.0f, ImGui::GetFontSize() * 15);

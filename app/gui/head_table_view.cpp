@@ -1,5 +1,7 @@
 #include "app/gui/head_table_view.h"
 
+#include "app/gui/draw_util.h"
+
 #include "app/export/analysis_figures.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
@@ -100,11 +102,11 @@ void HeadTableView::drawControls(Workbench& wb) {
   ImGui::SetNextItemWidth(w);
   if (ImGui::SliderFloat("positional ≥", &positional, 0.5f, 1.0f, "%.2f")) wb.apply(cmd::SetThresholds{positional, {}, {}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is at one offset (Voita et al. 2019 §4.2)");
-  ImGui::SameLine();
+  same_line_if_fits(w + ImGui::CalcTextSize("rare >").x + ImGui::GetStyle().ItemInnerSpacing.x);
   ImGui::SetNextItemWidth(w);
   if (ImGui::SliderFloat("rare >", &rare, 0.0f, 1.0f, "%.2f")) wb.apply(cmd::SetThresholds{{}, rare, {}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is the rarest token (Voita et al. 2019 §4.3)");
-  ImGui::SameLine();
+  same_line_if_fits(w + ImGui::CalcTextSize("syntactic margin").x + ImGui::GetStyle().ItemInnerSpacing.x);
   ImGui::SetNextItemWidth(w);
   if (ImGui::SliderFloat("syntactic margin", &margin, 0.0f, 0.5f, "%.2f")) wb.apply(cmd::SetThresholds{{}, {}, margin});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("accuracy over the best fixed-offset baseline (Clark et al. 2019 §4)");
@@ -126,8 +128,7 @@ void HeadTableView::drawContent(Workbench& wb) {
   const std::vector<std::string> columns = head_table_columns(r);
   const std::vector<int> rows = shown_rows(r, a);
   ImGui::TextDisabled("%zu of %zu heads%s", rows.size(), r.heads.size(), r.partial ? " · partial report" : "");
-  ImGui::SameLine();
-  export_buttons(wb, "head-table", title());
+  export_buttons_same_line(wb, "head-table", title());
   // The sort lives in the document (scripts and sessions set it too), so the headers are plain
   // buttons that send SortHeads rather than ImGui's own sort state.
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollX |

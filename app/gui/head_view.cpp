@@ -29,8 +29,7 @@ void HeadView::drawContent(Workbench& wb) {
   int layer = sel.layer;
   if (ImGui::SliderInt("layer", &layer, 0, static_cast<int>(maps->layers.size()) - 1))
     wb.apply(cmd::SelectHead{"", layer, sel.head});
-  ImGui::SameLine();
-  export_buttons(wb, "head-view", title());
+  export_buttons_same_line(wb, "head-view", title());
   hidden_heads_.resize(sm.heads, 0);
   for (int h = 0; h < sm.heads; ++h) {
     if (h > 0) ImGui::SameLine(0, 4);

@@ -55,8 +55,7 @@ void SpectraView::drawContent(Workbench& wb) {
     wb.apply(v);
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("singular values of each head's T×S logit matrix for the current input");
-  ImGui::SameLine();
-  export_buttons(wb, "spectra", title());
+  export_buttons_same_line(wb, "spectra", title());
   ImGui::TextWrapped("%s L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
                      sel.stack.c_str(), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
                      s.singular_values.size());

@@ -113,8 +113,7 @@ void SyntaxView::drawPicker(Workbench& wb) {
   if (doc.syntax) {
     ImGui::SameLine();
     ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
-    ImGui::SameLine();
-    export_buttons(wb, "syntax", title());
+    export_buttons_same_line(wb, "syntax", title());
   }
 }
 
