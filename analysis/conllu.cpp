@@ -1,5 +1,6 @@
 #include "analysis/conllu.h"
 
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -19,9 +20,12 @@ int parse_int(const std::string& text, const std::string& where, const char* wha
 
 }  // namespace
 
-ConlluReader::ConlluReader(const std::string& path) : path_(path), in_(path) {
-  if (!in_) throw std::runtime_error(path + ": cannot open");
+ConlluReader::ConlluReader(const std::string& path) : path_(path), in_(std::make_unique<std::ifstream>(path)) {
+  if (!*in_) throw std::runtime_error(path + ": cannot open");
 }
+
+ConlluReader::ConlluReader(std::unique_ptr<std::istream> in, std::string name)
+    : path_(std::move(name)), in_(std::move(in)) {}
 
 bool ConlluReader::next(UdSentence& sentence) {
   sentence = UdSentence{};
@@ -29,7 +33,7 @@ bool ConlluReader::next(UdSentence& sentence) {
   int mwt_first = 0, mwt_last = 0;  // the word ids the current multi-word token covers
   std::string mwt_form;             // its surface form
   bool mwt_space_after = true;      // its own SpaceAfter
-  while (std::getline(in_, line)) {
+  while (std::getline(*in_, line)) {
     ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line_no_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
@@ -90,6 +94,13 @@ bool ConlluReader::next(UdSentence& sentence) {
 
 std::vector<UdSentence> read_conllu(const std::string& path) {
   ConlluReader reader(path);
+  std::vector<UdSentence> out;
+  for (UdSentence s; reader.next(s);) out.push_back(std::move(s));
+  return out;
+}
+
+std::vector<UdSentence> parse_conllu(const std::string& text, const std::string& name) {
+  ConlluReader reader(std::make_unique<std::istringstream>(text), name);
   std::vector<UdSentence> out;
   for (UdSentence s; reader.next(s);) out.push_back(std::move(s));
   return out;

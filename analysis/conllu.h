@@ -3,7 +3,8 @@
 // spacing of their words; empty nodes ("1.1") are skipped.
 #pragma once
 
-#include <fstream>
+#include <istream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,17 +28,21 @@ struct UdSentence {
 class ConlluReader {
  public:
   explicit ConlluReader(const std::string& path);
+  // Reads CoNLL-U from a stream (pasted text); `name` stands for the file in messages.
+  ConlluReader(std::unique_ptr<std::istream> in, std::string name);
   // The next sentence; false at the end of the file.
   bool next(UdSentence& sentence);
 
  private:
   std::string path_;
-  std::ifstream in_;
+  std::unique_ptr<std::istream> in_;
   size_t line_no_ = 0;
 };
 
 // Every sentence of a file.
 std::vector<UdSentence> read_conllu(const std::string& path);
+// Every sentence of CoNLL-U text (pasted); `name` stands for the file in messages and sources.
+std::vector<UdSentence> parse_conllu(const std::string& text, const std::string& name);
 
 // The relation HeadLab scores: UD v1's "dobj" is read as "obj" (UD v2), and with strip_subtypes
 // "nsubj:pass" becomes "nsubj".

@@ -73,6 +73,69 @@ struct DatasetReader::Impl {
   size_t line_no = 0;
 };
 
+DatasetSentence dataset_sentence(const UdSentence& ud) {
+  DatasetSentence out;
+  out.source = ud.source;
+  for (size_t w = 0; w < ud.words.size(); ++w) {
+    const auto& word = ud.words[w];
+    const int64_t start = static_cast<int64_t>(core::tok::utf8_to_u32(out.text).size());
+    out.text += word.form;
+    out.word_spans.emplace_back(start, start + static_cast<int64_t>(core::tok::utf8_to_u32(word.form).size()));
+    if (word.space_after && w + 1 < ud.words.size()) out.text += ' ';
+    out.heads.push_back(word.head - 1);
+    out.relations.push_back(word.relation);
+  }
+  return out;
+}
+
+namespace {
+
+bool is_space(char32_t c) { return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r' || c == 0xA0 || c == 0x3000; }
+
+// The first characters of `cps` from `at`, for messages.
+std::string excerpt(const std::u32string& cps, size_t at) {
+  const size_t n = std::min<size_t>(cps.size() - std::min(at, cps.size()), 24);
+  std::string out = core::tok::u32_to_utf8(cps.substr(std::min(at, cps.size()), n));
+  return at + n < cps.size() ? out + "…" : out;
+}
+
+// Lays the parse's words on the text; "" on success, else why not. Spans in code points.
+std::string lay_parse(const UdSentence& parse, const std::u32string& cps,
+                      std::vector<std::pair<int64_t, int64_t>>* spans) {
+  size_t at = 0;
+  for (size_t w = 0; w < parse.words.size(); ++w) {
+    while (at < cps.size() && is_space(cps[at])) ++at;
+    const std::u32string form = core::tok::utf8_to_u32(parse.words[w].form);
+    if (cps.compare(at, form.size(), form) != 0)
+      return "word " + std::to_string(w + 1) + " '" + parse.words[w].form + "' of the parse does not match the input at '" +
+             (at < cps.size() ? excerpt(cps, at) : std::string("(end of the input)")) + "'";
+    if (spans) spans->emplace_back(int64_t(at), int64_t(at + form.size()));
+    at += form.size();
+  }
+  while (at < cps.size() && is_space(cps[at])) ++at;
+  if (at < cps.size()) return "the input goes on after the parse's last word: '" + excerpt(cps, at) + "'";
+  return {};
+}
+
+}  // namespace
+
+DatasetSentence parse_on_text(const UdSentence& parse, const std::string& text) {
+  DatasetSentence out;
+  const std::string why = lay_parse(parse, core::tok::utf8_to_u32(text), &out.word_spans);
+  if (!why.empty()) throw std::runtime_error(parse.source + ": " + why);
+  out.source = parse.source;
+  out.text = text;
+  for (const auto& word : parse.words) {
+    out.heads.push_back(word.head - 1);
+    out.relations.push_back(word.relation);
+  }
+  return out;
+}
+
+bool parse_spells(const UdSentence& parse, const std::string& text) {
+  return lay_parse(parse, core::tok::utf8_to_u32(text), nullptr).empty();
+}
+
 DatasetReader::DatasetReader(std::vector<std::string> files) : files_(std::move(files)), impl_(std::make_unique<Impl>()) {}
 DatasetReader::~DatasetReader() = default;
 
@@ -84,17 +147,7 @@ bool DatasetReader::next(DatasetSentence& out) {
       if (!s.conllu) s.conllu = std::make_unique<ConlluReader>(path);
       UdSentence ud;
       if (s.conllu->next(ud)) {
-        out = DatasetSentence{};
-        out.source = ud.source;
-        for (size_t w = 0; w < ud.words.size(); ++w) {
-          const auto& word = ud.words[w];
-          const int64_t start = static_cast<int64_t>(core::tok::utf8_to_u32(out.text).size());
-          out.text += word.form;
-          out.word_spans.emplace_back(start, start + static_cast<int64_t>(core::tok::utf8_to_u32(word.form).size()));
-          if (word.space_after && w + 1 < ud.words.size()) out.text += ' ';
-          out.heads.push_back(word.head - 1);
-          out.relations.push_back(word.relation);
-        }
+        out = dataset_sentence(ud);
         return true;
       }
       s.conllu.reset();

@@ -29,6 +29,17 @@ struct DatasetSentence {
   bool has_tree() const { return !heads.empty(); }
 };
 
+// A CoNLL-U sentence as a dataset sentence: its words spaced as SpaceAfter says.
+DatasetSentence dataset_sentence(const UdSentence& ud);
+
+// A parse laid on text the user typed: the parse's words must spell `text` in order, apart from
+// whitespace (any amount, anywhere between words; none inside a word). Returns `text` with each
+// word's span and the parse's tree. Throws naming the first word that does not match, or the text
+// left over after the last word.
+DatasetSentence parse_on_text(const UdSentence& parse, const std::string& text);
+// Whether the parse's words spell `text` (as parse_on_text accepts it).
+bool parse_spells(const UdSentence& parse, const std::string& text);
+
 // Paths to files: a folder gives its CoNLL-U files (*.conllu, *.conll, *.conllx; sorted), or its
 // *.txt files when it has none; files are taken as given. Throws naming a path that does not exist or a folder with neither.
 std::vector<std::string> expand_dataset_paths(const std::vector<std::string>& paths);

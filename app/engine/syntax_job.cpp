@@ -30,6 +30,28 @@ std::vector<std::pair<std::string, int>> stacks_of(const core::ModelConfig& c) {
   return out;
 }
 
+// The typed input with its parse: pasted CoNLL-U (its one sentence, or the one that spells the
+// input), or the first sentence of a CoNLL-U file that spells the input.
+analysis::DatasetSentence input_sentence(const SyntaxRequest& request) {
+  if (request.text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw std::runtime_error("the input is empty: type the sentence the parse is of");
+  if (!request.parse.empty()) {
+    const auto parses = analysis::parse_conllu(request.parse, "the pasted parse");
+    if (parses.empty()) throw std::runtime_error("the pasted parse has no words");
+    if (parses.size() == 1) return analysis::parse_on_text(parses.front(), request.text);
+    for (const auto& p : parses)
+      if (analysis::parse_spells(p, request.text)) return analysis::parse_on_text(p, request.text);
+    throw std::runtime_error("none of the pasted parse's " + std::to_string(parses.size()) +
+                             " sentences spells the input");
+  }
+  analysis::ConlluReader reader(request.parse_file);
+  int count = 0;
+  for (analysis::UdSentence s; reader.next(s); ++count)
+    if (analysis::parse_spells(s, request.text)) return analysis::parse_on_text(s, request.text);
+  throw std::runtime_error("none of the " + std::to_string(count) + " sentences of " + request.parse_file +
+                           " spells the input (its words must match the input's, whitespace aside)");
+}
+
 }  // namespace
 
 const std::vector<int>* SyntaxResult::predicted(const std::string& stack, int layer, int head) const {
@@ -54,6 +76,7 @@ SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& 
 
   SyntaxResult r;
   r.source = sentence.source;
+  r.text = sentence.text;
   r.heads = sentence.heads;
   r.relations = sentence.relations;
   for (const auto& [start, end] : sentence.word_spans) {
@@ -169,6 +192,13 @@ std::shared_ptr<const SyntaxResult> SyntaxJob::run(const SyntaxRequest& request)
       model_.reset();
       model_ = core::load_model(request.model_folder);
       model_folder_ = request.model_folder;
+    }
+    if (request.on_input()) {
+      doing = "running the input with its parse";
+      auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model_, input_sentence(request), request.controls));
+      result->model_folder = request.model_folder;
+      result->on_input = true;
+      return result;
     }
     doing = "reading sentence " + std::to_string(request.index) + " of " + request.file;
     if (request.index < 0) throw std::runtime_error("the sentence index is negative");

@@ -26,12 +26,19 @@ struct DatasetSentence;
 
 namespace headlab::app {
 
-// Which sentence, on which model, under which controls.
+// Which sentence, on which model, under which controls: sentence `index` of a CoNLL-U file, or
+// the text the user typed with its parse (pasted CoNLL-U, or a CoNLL-U file holding a sentence whose
+// words spell the text).
 struct SyntaxRequest {
   std::string model_folder;  // must have a tokenizer
   std::string file;          // a CoNLL-U file
   int index = 0;             // 0-based sentence of `file`
   core::ModelControls controls;
+  // The typed input with its parse (used when `parse` or `parse_file` is set; `file` is then unused).
+  std::string text;
+  std::string parse;       // CoNLL-U text of the input's parse
+  std::string parse_file;  // a CoNLL-U file: its first sentence that spells `text`
+  bool on_input() const { return !parse.empty() || !parse_file.empty(); }
 };
 
 // One sentence with its gold tree and every head's word-level argmax.
@@ -39,7 +46,9 @@ struct SyntaxResult {
   std::string model_folder, file;
   int index = 0;
   int sentence_count = 0;  // sentences in `file`
-  std::string source;      // "file:line" of the sentence
+  std::string source;      // "file:line" of the sentence (of its parse, for typed input)
+  bool on_input = false;   // the typed input with its parse, rather than a file's sentence
+  std::string text;        // the sentence as the model read it
   std::vector<std::string> words;
   std::vector<int> heads;               // gold head word per word (0-based, −1 = root)
   std::vector<std::string> relations;   // as written

@@ -68,10 +68,66 @@ void relation_table(const std::vector<RelationAccuracy>& rows, float height) {
   ImGui::EndTable();
 }
 
+// The typed input with its parse rather than a file's sentence.
+bool on_input(const AnalysisChoices& a) { return !a.syntax_parse.empty() || !a.syntax_parse_file.empty(); }
+
 }  // namespace
+
+void SyntaxView::drawParsePopup(Workbench& wb) {
+  if (!ImGui::BeginPopup("syntax-parse")) return;
+  const float font = ImGui::GetFontSize();
+  ImGui::TextUnformatted("The parse of the text in the Input view, as CoNLL-U (10 tab-separated columns):");
+  ImGui::InputTextMultiline("##conllu", &parse_edit_, ImVec2(font * 36, font * 10), ImGuiInputTextFlags_AllowTabInput);
+  ImGui::TextUnformatted("or a CoNLL-U file holding a sentence whose words spell the input:");
+  ImGui::SetNextItemWidth(font * 36);
+  ImGui::InputText("##parse-file", &parse_file_edit_);
+  ImGui::TextDisabled("The words must match the input in order; whitespace between them is free.");
+  const bool one = parse_edit_.empty() != parse_file_edit_.empty();
+  ImGui::BeginDisabled(!one);
+  if (ImGui::Button("Show the input with this parse")) {
+    cmd::SetParse c;
+    c.conllu = parse_edit_;
+    c.file = parse_file_edit_;
+    wb.apply(c);
+    ImGui::CloseCurrentPopup();
+  }
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+  if (!one && !parse_edit_.empty()) ImGui::TextDisabled("paste a parse or name a file, not both");
+  ImGui::EndPopup();
+}
 
 void SyntaxView::drawPicker(Workbench& wb) {
   const auto& doc = wb.doc();
+  const auto& a = doc.session.analysis;
+  auto open_parse = [&] {
+    parse_edit_ = a.syntax_parse;
+    parse_file_edit_ = a.syntax_parse_file;
+    ImGui::OpenPopup("syntax-parse");
+  };
+  if (on_input(a)) {
+    ImGui::TextUnformatted("The typed input, parsed by");
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", a.syntax_parse_file.empty() ? "the pasted CoNLL-U"
+                                                           : std::filesystem::path(a.syntax_parse_file).filename().string().c_str());
+    ImGui::SameLine();
+    if (ImGui::Button("Parse…")) open_parse();
+    if (!syntax_file_of(a).empty()) {
+      ImGui::SameLine();
+      if (ImGui::Button("File sentences")) {
+        cmd::SelectSentence c;
+        c.index = a.syntax_index;
+        wb.apply(c);
+      }
+    }
+    drawParsePopup(wb);
+    const auto& sel = doc.session.selection;
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
+    if (doc.syntax) export_buttons_same_line(wb, "syntax", title());
+    return;
+  }
   const int index = doc.session.analysis.syntax_index;
   const int count = doc.syntax ? doc.syntax->sentence_count : 0;
   auto select = [&](int i) {
@@ -107,6 +163,18 @@ void SyntaxView::drawPicker(Workbench& wb) {
     }
     ImGui::EndPopup();
   }
+  ImGui::SameLine();
+  if (ImGui::Button("Parse of the input…")) open_parse();
+  drawParsePopup(wb);
+  if (doc.syntax && !doc.syntax->on_input) {
+    ImGui::SameLine();
+    // The maps, relevance and output views then show the same sentence.
+    if (ImGui::Button("Use as input")) {
+      cmd::SetText c;
+      c.text = doc.syntax->text;
+      wb.apply(c);
+    }
+  }
   const auto& sel = doc.session.selection;
   ImGui::SameLine();
   ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
@@ -120,13 +188,19 @@ void SyntaxView::drawPicker(Workbench& wb) {
 void SyntaxView::drawContent(Workbench& wb) {
   const auto& doc = wb.doc();
   const auto& a = doc.session.analysis;
-  if (syntax_file_of(a).empty()) {
-    ImGui::TextWrapped("No CoNLL-U sentence: run a dataset on a CoNLL-U file (Dataset view) or pick a file here.");
+  if (syntax_file_of(a).empty() && !on_input(a)) {
+    ImGui::TextWrapped(
+        "No CoNLL-U sentence: run a dataset on a CoNLL-U file (Dataset view), pick a file here, or give the parse "
+        "of the text you typed (Parse of the input…).");
     drawPicker(wb);
     return;
   }
   drawPicker(wb);
-  if (!doc.syntax_error.empty()) ImGui::TextColored(to_vec4(kMissedColour), "%s", doc.syntax_error.c_str());
+  if (!doc.syntax_error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, kMissedColour);
+    ImGui::TextWrapped("%s", doc.syntax_error.c_str());
+    ImGui::PopStyleColor();
+  }
   if (!doc.syntax) {
     if (doc.syntax_error.empty()) ImGui::TextDisabled("running the sentence…");
     return;
@@ -243,8 +317,10 @@ bool SyntaxView::exportFile(Workbench& wb, const std::string& path) {
   const SyntaxResult& r = *doc.syntax;
   const auto& sel = doc.session.selection;
   const std::vector<int>* predicted = r.predicted(sel.stack, sel.layer, sel.head);
-  const std::string title = model_title(wb) + " — sentence " + std::to_string(r.index + 1) + " of " +
-                            std::filesystem::path(r.file).filename().string() + ", " + sel.stack + " layer " +
+  const std::string sentence = r.on_input ? std::string("the input")
+                                          : "sentence " + std::to_string(r.index + 1) + " of " +
+                                                std::filesystem::path(r.file).filename().string();
+  const std::string title = model_title(wb) + " — " + sentence + ", " + sel.stack + " layer " +
                             std::to_string(sel.layer) + " head " + std::to_string(sel.head);
   write_syntax_figure(path, title, r.words, r.heads, r.relations, predicted ? *predicted : std::vector<int>{});
   return true;

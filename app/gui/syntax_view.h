@@ -1,4 +1,4 @@
-// Syntax: one CoNLL-U sentence with its gold dependency tree drawn above the words and the selected
+// Syntax: one CoNLL-U sentence (or the typed input with its parse) with its gold dependency tree drawn above the words and the selected
 // head's word-level argmax arcs below them (each word to the word it attends to most, as the head
 // report's syntactic measure reads it, Clark et al. 2019 §4), coloured by whether they find the
 // gold head, and the head's accuracy per relation on this sentence.
@@ -24,7 +24,10 @@ class SyntaxView : public View {
 
  private:
   void drawPicker(Workbench& wb);
-  std::string file_edit_;  // the file being typed in the picker's popup
+  void drawParsePopup(Workbench& wb);
+  std::string file_edit_;        // the file being typed in the picker's popup
+  std::string parse_edit_;       // CoNLL-U being pasted in the parse popup
+  std::string parse_file_edit_;  // or the CoNLL-U file that holds the input's parse
   const void* shown_ = nullptr;  // the result drawn last frame: a new one resets the scroll
   int scroll_frames_ = 0;
 };

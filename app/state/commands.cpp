@@ -157,6 +157,10 @@ template <class Io> void fields(Io& io, cmd::SelectSentence& c) {
   io.optional("file", c.file);
   io.required("index", c.index);
 }
+template <class Io> void fields(Io& io, cmd::SetParse& c) {
+  io.optional("conllu", c.conllu);
+  io.optional("file", c.file);
+}
 template <class Io> void fields(Io& io, cmd::OpenReport& c) { io.required("path", c.path); }
 template <class Io> void fields(Io& io, cmd::SortHeads& c) {
   io.required("by", c.by);
@@ -220,10 +224,11 @@ const std::vector<std::string>& command_names() {
   static const std::vector<std::string> names{
       "open_model",   "set_text",      "run",         "set_output_position", "select_head",   "select_attention",
       "select_token", "set_gate",      "set_ablation", "set_mix",            "reset",         "set_view",
-      "run_dataset",  "set_dataset", "stop_dataset",  "select_sentence", "open_report", "sort_heads",          "filter_heads",  "set_thresholds",
+      "run_dataset",  "set_dataset",   "stop_dataset", "select_sentence",    "set_parse",     "open_report",
+      "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "set_map_view", "quit"};
-  static_assert(std::variant_size_v<Command> == 30, "one name per command");
+  static_assert(std::variant_size_v<Command> == 31, "one name per command");
   return names;
 }
 

@@ -93,6 +93,12 @@ struct SelectSentence {
   std::optional<std::string> file;
   int index = 0;
 };
+// The Syntax view shows the typed input with its parse: CoNLL-U text (`conllu`), or a CoNLL-U file
+// holding a sentence whose words spell the input (`file`). Both empty: back to the file's sentences.
+struct SetParse {
+  std::string conllu;
+  std::string file;
+};
 struct OpenReport { std::string path; };
 // Sorts the head table by a column of head_report.csv.
 struct SortHeads { std::string by; bool descending = true; };
@@ -144,7 +150,7 @@ namespace headlab::app {
 
 using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOutputPosition, cmd::SelectHead,
                              cmd::SelectAttention, cmd::SelectToken, cmd::SetGate, cmd::SetAblation, cmd::SetMix,
-                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::SetDatasetChoices, cmd::StopDataset, cmd::SelectSentence,
+                             cmd::Reset, cmd::SetView, cmd::RunDataset, cmd::SetDatasetChoices, cmd::StopDataset, cmd::SelectSentence, cmd::SetParse,
                              cmd::OpenReport,
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,

@@ -35,7 +35,11 @@ bool is_conllu(const std::string& path) {
 bool same_request(const SyntaxRequest& a, const SyntaxRequest& b) {
   const auto& x = a.controls;
   const auto& y = b.controls;
-  return a.model_folder == b.model_folder && a.file == b.file && a.index == b.index &&
+  if (a.on_input() != b.on_input()) return false;
+  const bool same_sentence = a.on_input()
+                                 ? a.text == b.text && a.parse == b.parse && a.parse_file == b.parse_file
+                                 : a.file == b.file && a.index == b.index;
+  return a.model_folder == b.model_folder && same_sentence &&
          x.encoder_self == y.encoder_self && x.decoder_self == y.decoder_self && x.decoder_cross == y.decoder_cross;
 }
 
@@ -175,6 +179,18 @@ void Controller::execute(const Command& command) {
           if (syntax_file_of(a).empty())
             throw std::runtime_error("no CoNLL-U file: name one, or choose a CoNLL-U dataset in the Dataset view");
           a.syntax_index = std::max(0, c.index);
+          a.syntax_parse.clear();  // a file's sentence, not the typed input
+          a.syntax_parse_file.clear();
+          sync_syntax();
+        } else if constexpr (std::is_same_v<C, cmd::SetParse>) {
+          auto& a = s.analysis;
+          if (!c.conllu.empty() && !c.file.empty())
+            throw std::runtime_error("set_parse takes pasted CoNLL-U or a file, not both");
+          if (!c.file.empty() && !is_conllu(c.file))
+            throw std::runtime_error(c.file + " is not a CoNLL-U file (.conllu, .conll, .conllx)");
+          if (!c.file.empty() && !fs::is_regular_file(c.file)) throw std::runtime_error(c.file + ": no such file");
+          a.syntax_parse = c.conllu;
+          a.syntax_parse_file = c.file;
           sync_syntax();
         } else if constexpr (std::is_same_v<C, cmd::OpenReport>) {
           open_report(c.path);
@@ -266,6 +282,7 @@ void Controller::open_random_model() {
 void Controller::request_run() {
   if (!doc_.model) return;
   worker_.request_run(make_run_input(doc_.session));
+  ran_text_ = doc_.session.text;
   requested_at_ = std::chrono::steady_clock::now();
   unshown_request_ = true;
 }
@@ -284,12 +301,19 @@ bool Controller::idle() const {
 }
 
 std::optional<SyntaxRequest> Controller::syntax_request() const {
-  const std::string file = syntax_file_of(doc_.session.analysis);
-  if (file.empty() || !doc_.model || doc_.model->folder.empty() || pending_model_run_) return std::nullopt;
+  const auto& a = doc_.session.analysis;
   SyntaxRequest r;
+  r.parse = a.syntax_parse;
+  r.parse_file = a.syntax_parse_file;
+  if (r.on_input()) {
+    r.text = ran_text_;  // the text last run, not each keystroke
+  } else {
+    r.file = syntax_file_of(a);
+    r.index = a.syntax_index;
+    if (r.file.empty()) return std::nullopt;
+  }
+  if (!doc_.model || doc_.model->folder.empty() || pending_model_run_) return std::nullopt;
   r.model_folder = doc_.model->folder;
-  r.file = file;
-  r.index = doc_.session.analysis.syntax_index;
   r.controls = doc_.session.controls;
   return r;
 }

@@ -95,6 +95,7 @@ class Controller {
   std::unique_ptr<SyntaxJob> syntax_;  // declared in app/engine/syntax_job.h (via document.h)
   std::unique_ptr<SyntaxRequest> syntax_requested_;  // the last request started; null = none
   uint64_t syntax_serial_ = 0;
+  std::string ran_text_;  // the input text of the last run requested (the Syntax view's typed input)
   std::shared_ptr<const analysis::HeadReport> raw_report_;  // as measured or read, thresholds untouched
   std::string assets_dir_;
   std::chrono::steady_clock::time_point last_autosave_, requested_at_;

@@ -11,6 +11,7 @@
 //             workspace?: Explore|Analyse, logit_spectra?}
 //   run_dataset {files: [...], metrics?: [...], limit?}  (waits until it finishes)   stop_dataset
 //   set_dataset {files: [...], metrics?, limit?}  (the same choices, not run)
+//   select_sentence {index[, file]}   set_parse {conllu? | file?}  (the typed input with its parse; both "" = off)
 //   open_report {path}   sort_heads {by, descending?}   filter_heads {role?, layer?}
 //   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
 //   set_lrp_target {position[, token, enabled, shading: lrp|rollout|flow]}

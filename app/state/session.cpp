@@ -87,7 +87,8 @@ static json analysis_to_json(const AnalysisChoices& a) {
             {"thresholds_edited", a.thresholds_edited}, {"positional_threshold", a.positional_threshold},
             {"rare_threshold", a.rare_threshold}, {"syntactic_margin", a.syntactic_margin},
             {"lrp_enabled", a.lrp_enabled}, {"lrp_position", a.lrp_position}, {"lrp_token", a.lrp_token},
-            {"lrp_shading", a.lrp_shading}, {"syntax_file", a.syntax_file}, {"syntax_index", a.syntax_index}};
+            {"lrp_shading", a.lrp_shading}, {"syntax_file", a.syntax_file}, {"syntax_index", a.syntax_index},
+            {"syntax_parse", a.syntax_parse}, {"syntax_parse_file", a.syntax_parse_file}};
   // Embedded as JSON (not a string) so the session file stays readable and diffable.
   if (!a.report_embedded.empty()) j["report_embedded"] = json::parse(a.report_embedded);
   return j;
@@ -191,6 +192,8 @@ SessionLoad session_from_json(const json& j) {
   read(analysis, "lrp_shading", a.lrp_shading, w, "analysis.");
   read(analysis, "syntax_file", a.syntax_file, w, "analysis.");
   read(analysis, "syntax_index", a.syntax_index, w, "analysis.");
+  read(analysis, "syntax_parse", a.syntax_parse, w, "analysis.");
+  read(analysis, "syntax_parse_file", a.syntax_parse_file, w, "analysis.");
   const json& layout = j.contains("layout") ? j.at("layout") : empty;
   read(layout, "imgui_ini", s.imgui_ini, w, "layout.");
   return out;

@@ -60,6 +60,10 @@ struct AnalysisChoices {
   std::string lrp_shading = "lrp";   // tokens shaded by "lrp", "rollout" or "flow"
   std::string syntax_file;           // the Syntax view's CoNLL-U file; "" = the dataset's first
   int syntax_index = 0;              // its sentence (0-based)
+  // The typed input's parse instead of a file's sentence: CoNLL-U text, or a CoNLL-U file holding
+  // a sentence whose words spell the input. Both "" = the file's sentence above.
+  std::string syntax_parse;
+  std::string syntax_parse_file;
 };
 
 struct SessionState {

@@ -33,6 +33,7 @@ json minimal_action(const std::string& name) {
       {"run_dataset", R"({"files": ["a.conllu"], "limit": 5})"},
       {"set_dataset", R"({"files": ["a.conllu", "b.txt"]})"},
       {"select_sentence", R"({"file": "a.conllu", "index": 2})"},
+      {"set_parse", R"({"conllu": "1\tHi\t_\t_\t_\t_\t0\troot\t_\t_\n", "file": ""})"},
       {"open_report", R"({"path": "r.json"})"},
       {"sort_heads", R"({"by": "confidence"})"},
       {"set_lrp_target", R"({"position": 3, "token": 7})"},
@@ -217,4 +218,32 @@ TEST_CASE("select_sentence runs the Syntax view's sentence and follows the contr
   REQUIRE(c.doc().syntax);
   CHECK(c.doc().syntax->index == 7);
   CHECK(c.doc().session.analysis.syntax_file == ud);
+
+  // The typed input with its parse: the text last run, found in the file; typing alone does not re-run.
+  const std::string sentence = c.doc().syntax->text;
+  CHECK_THROWS_WITH(c.execute(cmd::SetParse{"1\tx\t_\t_\t_\t_\t0\troot\t_\t_\n", ud}), Catch::Contains("not both"));
+  CHECK_THROWS_WITH(c.execute(cmd::SetParse{"", dir.str("plain.txt")}), Catch::Contains("not a CoNLL-U file"));
+  CHECK_THROWS_WITH(c.execute(cmd::SetParse{"", dir.str("missing.conllu")}), Catch::Contains("no such file"));
+  c.execute(cmd::SetText{sentence, std::nullopt, true});
+  c.execute(cmd::SetParse{"", ud});
+  settle(c);
+  REQUIRE(c.doc().syntax);
+  CHECK(c.doc().syntax->on_input);
+  CHECK(c.doc().syntax->text == sentence);
+  CHECK(c.doc().syntax_error.empty());
+  const auto typed = c.doc().syntax;
+  c.execute(cmd::SetText{"The cat", std::nullopt, false});  // a keystroke
+  settle(c);
+  CHECK(c.doc().syntax == typed);
+  c.execute(cmd::SetText{"The cat", std::nullopt, true});  // run: the parse no longer spells it
+  settle(c);
+  CHECK(!c.doc().syntax);
+  CHECK(c.doc().syntax_error.find("spells the input") != std::string::npos);
+
+  // Picking a file's sentence leaves the typed input.
+  c.execute(cmd::SelectSentence{std::nullopt, 2});
+  settle(c);
+  REQUIRE(c.doc().syntax);
+  CHECK(!c.doc().syntax->on_input);
+  CHECK(c.doc().session.analysis.syntax_parse_file.empty());
 }

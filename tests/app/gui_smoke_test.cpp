@@ -214,10 +214,21 @@ TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs
     {"action": "screenshot", "path": ")" << dir.str("syntax.png") << R"("},
     {"action": "export", "view": "syntax", "path": ")" << dir.str("arcs.png") << R"(", "figure_only": true},
     {"action": "save_session", "path": ")" << dir.str("syntax-session.json") << R"("},
+    {"action": "set_text", "text": "President Bush on Tuesday nominated two individuals to replace retiring jurists on federal courts in the Washington area."},
+    {"action": "set_parse", "file": ")" << data << R"("},
+    {"action": "screenshot", "path": ")" << dir.str("typed.png") << R"("},
+    {"action": "set_text", "text": "President Bush nominated two people."},
+    {"action": "screenshot", "path": ")" << dir.str("unparsed.png") << R"("},
     {"action": "quit"}]})";
   std::string out;
   INFO(out);
   REQUIRE(run_command(gui(dir, "gui --script " + dir.str("syntax.json"), "1280x800"), out) == 0);
+  // Typed text with its parse found in the file (sentence 1 of the sample): arcs both ways; a text
+  // no sentence spells: the error in the view's red, and no arcs.
+  CHECK(pixels_near(dir.str("typed.png"), 0x96AAD2, 0.29, 0.52, 0.69, 0.95) > 50);
+  CHECK(pixels_near(dir.str("typed.png"), 0x46C86E, 0.29, 0.52, 0.69, 0.95) > 20);
+  CHECK(pixels_near(dir.str("unparsed.png"), 0x96AAD2, 0.29, 0.58, 0.69, 0.95) < 5);
+  CHECK(pixels_near(dir.str("unparsed.png"), 0xEB5550, 0.29, 0.52, 0.69, 0.65) > 20);
   // The Syntax window (lower middle of the Analyse layout): gold arcs, and argmax arcs both green
   // (found the gold head) and red (another word) for the next-token head on this sentence.
   const std::string shot = dir.str("syntax.png");

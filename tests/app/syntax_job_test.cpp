@@ -11,6 +11,7 @@
 #include "core/model.h"
 
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -136,4 +137,67 @@ TEST_CASE("the Syntax view's run applies gates and reports bad requests", "[synt
   request.model_folder = "/nonexistent-model";
   CHECK(!run_once(job, request, &error));
   CHECK(error.find("loading the model /nonexistent-model") != std::string::npos);
+}
+
+TEST_CASE("the Syntax view runs typed text with its parse, pasted or found in a file", "[syntax-job]") {
+  app::SyntaxJob job;
+  app::SyntaxRequest from_file;
+  from_file.model_folder = kModel;
+  from_file.file = kUd;
+  from_file.index = 5;
+  const auto file_result = run_once(job, from_file);
+  REQUIRE(file_result);
+  CHECK(!file_result->on_input);
+
+  // The same sentence typed as the file spells it, its parse found in the file: the same arcs.
+  app::SyntaxRequest typed;
+  typed.model_folder = kModel;
+  typed.text = file_result->text;
+  typed.parse_file = kUd;
+  REQUIRE(typed.on_input());
+  std::string error;
+  const auto found = run_once(job, typed, &error);
+  INFO(error);
+  REQUIRE(found);
+  CHECK(found->on_input);
+  CHECK(found->source == file_result->source);  // the file's sentence 5 is the one that spells it
+  CHECK(found->words == file_result->words);
+  CHECK(found->heads == file_result->heads);
+  CHECK(found->argmax == file_result->argmax);
+
+  // Pasted CoNLL-U: the sentence's own lines, typed with doubled spaces (the default's tokenizer
+  // splits on whitespace, so the model reads the same tokens and every head the same arcs).
+  std::ifstream in(kUd);
+  std::string line, block;
+  int sentence = -1;
+  bool in_sentence = false;
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      in_sentence = false;
+      continue;
+    }
+    if (!in_sentence) ++sentence, in_sentence = true;
+    if (sentence == 5) block += line + "\n";
+  }
+  REQUIRE(!block.empty());
+  typed.parse_file.clear();
+  typed.parse = block;
+  std::string spaced;
+  for (char c : file_result->text) spaced += c == ' ' ? std::string("  ") : std::string(1, c);
+  typed.text = spaced;
+  const auto pasted = run_once(job, typed, &error);
+  INFO(error);
+  REQUIRE(pasted);
+  CHECK(pasted->text == spaced);
+  CHECK(pasted->words == file_result->words);
+  CHECK(pasted->argmax == file_result->argmax);
+
+  // A parse of another sentence: the error says which word does not match.
+  typed.text = "Completely different words here .";
+  CHECK(!run_once(job, typed, &error));
+  CHECK(error.find("word 1 '" + file_result->words[0] + "'") != std::string::npos);
+  typed.parse.clear();
+  typed.parse_file = kUd;
+  CHECK(!run_once(job, typed, &error));
+  CHECK(error.find("none of the 100 sentences of " + kUd + " spells the input") != std::string::npos);
 }

@@ -83,6 +83,7 @@ SessionState sample_session() {
   s.analysis.lrp_token = 17;
   s.analysis.syntax_file = "ud/dev.conllu";
   s.analysis.syntax_index = 4;
+  s.analysis.syntax_parse = "1\tHi\t_\t_\t_\t_\t0\troot\t_\t_\n";
   s.analysis.report_embedded = R"({"format":"headlab-head-report","heads":[]})";
   return s;
 }
@@ -107,6 +108,8 @@ TEST_CASE("a session round-trips to identical JSON", "[app][session]") {
   CHECK(loaded.state.analysis.lrp_token == 17);
   CHECK(loaded.state.analysis.syntax_file == "ud/dev.conllu");
   CHECK(loaded.state.analysis.syntax_index == 4);
+  CHECK(loaded.state.analysis.syntax_parse == "1\tHi\t_\t_\t_\t_\t0\troot\t_\t_\n");
+  CHECK(loaded.state.analysis.syntax_parse_file.empty());
   CHECK(loaded.state.analysis.dataset_files == s.analysis.dataset_files);
   CHECK(loaded.state.view.grid_measure == "confidence");
   CHECK(nlohmann::json::parse(loaded.state.analysis.report_embedded) == nlohmann::json::parse(s.analysis.report_embedded));
@@ -127,6 +130,7 @@ TEST_CASE("a session written before the analyses existed still loads, with their
   CHECK(loaded.state.analysis.report_embedded.empty());
   CHECK(loaded.state.analysis.syntax_file.empty());
   CHECK(loaded.state.analysis.syntax_index == 0);
+  CHECK(loaded.state.analysis.syntax_parse.empty());
   CHECK(loaded.state.view.grid_measure == "maps");
   CHECK(loaded.state.selection.layer == 1);
 }
