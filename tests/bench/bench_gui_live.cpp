@@ -4,7 +4,8 @@
 // HEADLAB_FRAME_STATS=1). Targets: slider move → maps uploaded ≤ 16 ms median on the
 // default model. Shapes: the default model (4 layers × 8 heads, 256 wide, 8000 vocab) at 32/128/512
 // tokens, and BERT-base (12 × 12, 768 wide, 30522 vocab) at 128 tokens.
-// Run: build/tests/bench_gui_live [--repeats N] [--threads N (default: the worker's)]
+// Run: build/tests/bench_gui_live [--repeats N] [--threads N (default: the worker's)] [--tokens T (one length,
+// default-shaped model only)]
 #include "app/engine/workbench_engine.h"
 #include "app/state/colormap.h"
 #include "app/state/controls_edit.h"
@@ -97,10 +98,11 @@ void bench(const std::string& name, int layers, int heads, int hidden, int vocab
 
 int main(int argc, char** argv) {
   core::use_passive_openmp(argv);  // as headlab does
-  int repeats = 9, threads = 0;
+  int repeats = 9, threads = 0, only_tokens = 0;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--tokens") == 0) only_tokens = std::atoi(argv[i + 1]);
   }
   core::use_interactive_threads();
   if (threads > 0) torch::set_num_threads(threads);  // to compare with the worker's setting
@@ -109,6 +111,10 @@ int main(int argc, char** argv) {
   // As deep as the shipped default (5 layers).
   std::ifstream shipped(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default/config.json");
   const int layers = nlohmann::json::parse(shipped).at("encoder").at("layers").get<int>();
+  if (only_tokens > 0) {
+    bench("default-shaped", layers, 8, 256, 8000, only_tokens, repeats);
+    return 0;
+  }
   for (int tokens : {32, 128, 512}) bench("default-shaped", layers, 8, 256, 8000, tokens, repeats);
   bench("bert-base-shaped", 12, 12, 768, 30522, 128, repeats);
   return 0;
