@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <unistd.h>
 
 namespace headlab::test {
@@ -38,6 +39,18 @@ int run_command(const std::string& command, std::string& output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+void missing_environment(const std::string& why) {
+  const char* ci = std::getenv("CI");
+  if (ci && std::string(ci) == "true") FAIL(why << " (CI=true: this environment must be there)");
+  const char* ctest = std::getenv("HEADLAB_CTEST");
+  if (ctest && std::string(ctest) == "1") {
+    std::printf("skipped: %s\n", why.c_str());
+    std::fflush(stdout);
+    std::_Exit(77);  // ctest's SKIP_RETURN_CODE: reported as skipped, not passed
+  }
+  WARN("skipped: " << why);
+}
+
 }  // namespace headlab::test
 
 // Hidden: run only by the catch2_canary_check_fails ctest, which expects exactly one failure.
@@ -45,6 +58,12 @@ TEST_CASE("canary: a deliberately failing CHECK is reported as a failure", "[.][
   torch::Tensor t = torch::ones({2});
   CHECK(t.sum().item<float>() == 2.0f);
   CHECK(t.sum().item<float>() == 3.0f);  // must fail, not abort and not vanish
+}
+
+// Hidden: run by the missing_environment_* ctests, which expect exit 77 under ctest and a failure under CI=true.
+TEST_CASE("canary: a test whose environment is missing is skipped, never passed", "[.][skip-canary]") {
+  SKIP_UNLESS(false, "the canary's environment is never there");
+  CHECK(false);  // not reached
 }
 
 int main(int argc, char* argv[]) {

@@ -25,4 +25,23 @@ double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
 // Runs a shell command, returns its exit code; stdout+stderr go to `output`.
 int run_command(const std::string& command, std::string& output);
 
+// A test whose environment is missing (no Xvfb, …) never passes silently: under ctest
+// (HEADLAB_CTEST=1) the process exits 77, which ctest reports as skipped; under CI=true, where the
+// environment must be there, the test fails; run by hand, a warning. Use through SKIP_UNLESS.
+void missing_environment(const std::string& why);
+
+}  // namespace headlab::test
+
+// Leaves the test case (skipped, failed under CI=true, or warned; see missing_environment) unless
+// `available` holds.
+#define SKIP_UNLESS(available, why)                 \
+  do {                                              \
+    if (!(available)) {                             \
+      ::headlab::test::missing_environment(why);    \
+      return;                                       \
+    }                                               \
+  } while (false)
+
+namespace headlab::test {
+
 }  // namespace headlab::test

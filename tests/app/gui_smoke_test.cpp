@@ -74,10 +74,7 @@ size_t pixels_near(const std::string& png, uint32_t rgb, double x0, double y0, d
 }  // namespace
 
 TEST_CASE("the window draws heatmaps and a scripted session saves identically", "[app][gui]") {
-  if (!have_xvfb()) {
-    WARN("xvfb-run not installed: GUI smoke test skipped");
-    return;
-  }
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI smoke test skipped");
   TempDir dir("gui");
   std::string out;
   const std::string model = dir.str("model");
@@ -126,10 +123,7 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
 }
 
 TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and export", "[app][gui]") {
-  if (!have_xvfb()) {
-    WARN("xvfb-run not installed: GUI analysis test skipped");
-    return;
-  }
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI analysis test skipped");
   TempDir dir("gui-analysis");
   const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
   const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
@@ -198,10 +192,7 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
 }
 
 TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs", "[app][gui]") {
-  if (!have_xvfb()) {
-    WARN("xvfb-run not installed: GUI syntax test skipped");
-    return;
-  }
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI syntax test skipped");
   TempDir dir("gui-syntax");
   const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
   const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
@@ -243,10 +234,7 @@ TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs
 }
 
 TEST_CASE("a script exports each analysis view as SVG and PDF", "[app][gui][export]") {
-  if (!have_xvfb()) {
-    WARN("xvfb-run not installed: GUI export test skipped");
-    return;
-  }
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI export test skipped");
   TempDir dir("gui-view-exports");
   const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
   const std::string data = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";

@@ -6,6 +6,7 @@
 #include "analysis/spectra.h"
 #include "app/engine/workbench_engine.h"
 #include "core/model.h"
+#include "core/run.h"
 #include "app/state/controls_edit.h"
 #include "app/state/worker.h"
 
@@ -271,4 +272,47 @@ TEST_CASE("the engine gives the weights' key-query spectra and the input's logit
   CHECK(s.at(att.key_size - 1) > 1e-4 * s.at(0));
   in.logit_spectra = false;
   CHECK(!engine.run(in, nullptr, {})->logit_spectra);
+}
+
+TEST_CASE("the Output view's Δp and KL equal the formula on core's logits", "[app][engine]") {
+  // The shipped default twice: the engine's copy and one run through core directly.
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  WorkbenchEngine engine;
+  engine.load(folder);
+  const auto model = headlab::core::load_model(folder);
+  const int heads = model->config.encoder->attention.output_heads();
+  RunInput in;
+  in.text = "She opened the [MASK] and looked out at the garden.";
+  // Gates that change the prediction: half the heads of the last two layers closed.
+  for (int l = model->config.encoder->layers - 2; l < model->config.encoder->layers; ++l)
+    for (int h = 0; h < heads; h += 2) set_gate(in.controls, "encoder", l, h, 0.0f, heads);
+  const auto snap = engine.run(in, nullptr, {});
+  REQUIRE(snap->outputs.size() == 1);
+  const PositionOutput& out = snap->outputs[0];
+
+  headlab::core::RunRequest request;
+  request.ids = snap->tokens.ids;
+  request.capture = headlab::core::kCaptureNone;
+  const auto base = headlab::core::run(*model, request);
+  request.controls = in.controls;
+  const auto gated = headlab::core::run(*model, request);
+  // log-softmax in float64 at the shown position: p = gated, q = unmodified.
+  const auto log_p = torch::log_softmax(gated->logits[out.position].to(torch::kFloat64), -1);
+  const auto log_q = torch::log_softmax(base->logits[out.position].to(torch::kFloat64), -1);
+  // KL(unmodified ‖ gated) = Σ_v q_v (log q_v − log p_v): what the prediction lost.
+  const double kl = (log_q.exp() * (log_q - log_p)).sum().item<double>();
+  CHECK(kl > 0.01);  // the gates do change the output
+  CHECK(out.kl == Approx(kl).epsilon(1e-3).margin(1e-6));
+  REQUIRE(!out.top.empty());
+  // The top list is the gated model's top-k, each with its probability then and now.
+  const auto top = std::get<1>(log_p.topk(static_cast<int64_t>(out.top.size())));
+  double moved = 0;
+  for (size_t i = 0; i < out.top.size(); ++i) {
+    INFO("rank " << i);
+    CHECK(out.top[i].id == top[int64_t(i)].item<int64_t>());
+    CHECK(out.top[i].p == Approx(std::exp(log_p[out.top[i].id].item<double>())).epsilon(1e-4));
+    CHECK(out.top[i].p_base == Approx(std::exp(log_q[out.top[i].id].item<double>())).epsilon(1e-4));
+    moved += std::abs(out.top[i].p - out.top[i].p_base);
+  }
+  CHECK(moved > 0.01);
 }
