@@ -71,6 +71,66 @@ size_t pixels_near(const std::string& png, uint32_t rgb, double x0, double y0, d
                       [&](int r, int g, int b) { return std::abs(r - r0) + std::abs(g - g0) + std::abs(b - b0) < 40; });
 }
 
+// An image as grey levels (0–255), row-major.
+std::vector<double> grey(const std::string& png, int& w, int& h) {
+  cairo_surface_t* s = cairo_image_surface_create_from_png(png.c_str());
+  REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
+  w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+  const int stride = cairo_image_surface_get_stride(s);
+  const unsigned char* data = cairo_image_surface_get_data(s);
+  std::vector<double> out(size_t(w) * size_t(h));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const uint32_t c = reinterpret_cast<const uint32_t*>(data + y * stride)[x];
+      out[size_t(y) * size_t(w) + size_t(x)] = 0.299 * ((c >> 16) & 255) + 0.587 * ((c >> 8) & 255) + 0.114 * (c & 255);
+    }
+  cairo_surface_destroy(s);
+  return out;
+}
+
+// Sum of squared differences between neighbours: a step of height d gives d², the same step
+// smeared over two pixels 2·(d/2)² = d²/2, so crisp edges give more of it than smeared ones.
+double edge_energy(const std::vector<double>& g, int w, int h) {
+  double e = 0;
+  for (int y = 0; y + 1 < h; ++y)
+    for (int x = 0; x + 1 < w; ++x) {
+      const double v = g[size_t(y) * size_t(w) + size_t(x)];
+      const double dx = g[size_t(y) * size_t(w) + size_t(x + 1)] - v, dy = g[size_t(y + 1) * size_t(w) + size_t(x)] - v;
+      e += dx * dx + dy * dy;
+    }
+  return e;
+}
+
+struct UpscaleComparison {
+  double sharpness = 0;  // edge energy of the 2× export over that of the 1× upscaled bilinearly (1 = as smeared)
+  double new_detail = 0;  // share of the 2× export's pixels that differ from the 1× upscaled by copying pixels
+};
+
+// A 2× export against plain upscales of the 1× one: drawn at 2× it has crisper edges than a smooth
+// upscale and detail that a pixel-copying upscale does not have.
+UpscaleComparison compare_with_upscales(const std::string& one, const std::string& two) {
+  int w1 = 0, h1 = 0, w2 = 0, h2 = 0;
+  const auto a = grey(one, w1, h1);
+  const auto b = grey(two, w2, h2);
+  size_t differing = 0;
+  for (int y = 0; y < h2; ++y)
+    for (int x = 0; x < w2; ++x) {
+      const int nx = std::min(x * w1 / w2, w1 - 1), ny = std::min(y * h1 / h2, h1 - 1);
+      if (std::abs(b[size_t(y) * size_t(w2) + size_t(x)] - a[size_t(ny) * size_t(w1) + size_t(nx)]) > 24) ++differing;
+    }
+  std::vector<double> up(size_t(w2) * size_t(h2));
+  for (int y = 0; y < h2; ++y)
+    for (int x = 0; x < w2; ++x) {
+      const double sx = std::clamp((x + 0.5) * w1 / w2 - 0.5, 0.0, w1 - 1.0), sy = std::clamp((y + 0.5) * h1 / h2 - 0.5, 0.0, h1 - 1.0);
+      const int x0 = int(sx), y0 = int(sy), x1 = std::min(x0 + 1, w1 - 1), y1 = std::min(y0 + 1, h1 - 1);
+      const double fx = sx - x0, fy = sy - y0;
+      auto at = [&](int xx, int yy) { return a[size_t(yy) * size_t(w1) + size_t(xx)]; };
+      up[size_t(y) * size_t(w2) + size_t(x)] = (1 - fy) * ((1 - fx) * at(x0, y0) + fx * at(x1, y0)) +
+                                                fy * ((1 - fx) * at(x0, y1) + fx * at(x1, y1));
+    }
+  return {edge_energy(b, w2, h2) / edge_energy(up, w2, h2), double(differing) / double(b.size())};
+}
+
 }  // namespace
 
 TEST_CASE("the window draws heatmaps and a scripted session saves identically", "[app][gui]") {
@@ -106,6 +166,11 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
   CHECK(distinct_colours(dir.str("map1.png"), 0, 0, 1, 1, &width1) > 40);
   CHECK(distinct_colours(dir.str("map2.png"), 0, 0, 1, 1, &width2) > 40);
   CHECK(std::abs(width2 - 2 * width1) <= 2);
+  // … and sharper than the 1× export upscaled: its edges are drawn at 2×, not smeared.
+  const auto upscale = compare_with_upscales(dir.str("map1.png"), dir.str("map2.png"));
+  INFO("2× export against the 1× upscaled: sharpness " << upscale.sharpness << ", new detail " << upscale.new_detail);
+  CHECK(upscale.sharpness > 1.3);
+  CHECK(upscale.new_detail > 0.005);  // a pixel-copying upscale: 0
 
   std::ofstream(dir.str("resave.json")) << R"([{"action": "save_session", "path": ")" << dir.str("two.json") << R"("}])";
   REQUIRE(run_command(gui(dir, "gui --session " + dir.str("one.json") + " --script " + dir.str("resave.json")), out) == 0);
