@@ -1,0 +1,160 @@
+// The native config.json against hand-written JSON: every key a user writes is read into the field
+// it names (checked field by field against literals, not against HeadLab's own writer), and writing
+// the config back gives every one of those keys with the same value.
+#include "test_common.h"
+
+#include "core/config.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace headlab::core;
+using nlohmann::json;
+
+namespace {
+
+// An encoder-decoder that sets every key away from its default.
+const char* kHandWritten = R"({
+  "format": "headlab-model",
+  "format_version": 1,
+  "name": "hand-written",
+  "description": "every key set by hand",
+  "family": "native",
+  "kind": "encoder-decoder",
+  "objective": "seq2seq",
+  "vocab_size": 321,
+  "hidden_size": 48,
+  "max_positions": 77,
+  "type_vocab_size": 2,
+  "positions": "rope",
+  "rope_theta": 500000.0,
+  "rope_dim": 4,
+  "norm": "rmsnorm",
+  "norm_eps": 1e-06,
+  "norm_placement": "post",
+  "embedding_norm": true,
+  "final_norm": false,
+  "ffn": {"kind": "swiglu", "inner_size": 96, "activation": "silu", "bias": false},
+  "lm_head": {"transform": true, "tied": false, "bias": true},
+  "encoder": {
+    "layers": 3,
+    "nope_layers": [1],
+    "attention": {
+      "heads": 6, "kv_heads": 6, "key_size": 10, "value_size": 7, "scoring": "dot", "scale": 0.25,
+      "qkv_bias": false, "out_bias": false, "qk_norm": true, "qk_norm_eps": 1e-05,
+      "talking_heads": {"key_heads": 6, "softmax_heads": 4, "value_heads": 5},
+      "pattern": {"window": 5, "dilation": 2, "global_tokens": [0, 3]}
+    }
+  },
+  "decoder": {
+    "layers": 2,
+    "attention": {"heads": 4, "kv_heads": 4, "key_size": 8, "value_size": 8, "scoring": "dot",
+                  "qkv_bias": true, "out_bias": true, "collaborative": {"shared_key_size": 9},
+                  "pattern": {"window": 0, "dilation": 1, "global_tokens": []}},
+    "cross_attention": {"heads": 4, "kv_heads": 2, "key_size": 12, "value_size": 12, "scoring": "additive",
+                        "qkv_bias": true, "out_bias": true,
+                        "pattern": {"window": 0, "dilation": 1, "global_tokens": []}}
+  }
+})";
+
+// Every key of `expected` is in `actual` with the same value (objects compared key by key, numbers
+// as numbers so 1e-06 written as float survives).
+void check_contains(const json& actual, const json& expected, const std::string& where) {
+  if (expected.is_object()) {
+    REQUIRE(actual.is_object());
+    for (const auto& [key, value] : expected.items()) {
+      INFO(where + "." + key);
+      REQUIRE(actual.contains(key));
+      check_contains(actual[key], value, where + "." + key);
+    }
+  } else if (expected.is_number_float()) {
+    INFO(where);
+    CHECK(actual.get<double>() == Approx(expected.get<double>()).epsilon(1e-6));
+  } else {
+    INFO(where);
+    CHECK(actual == expected);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a hand-written config.json is read key by key and written back the same", "[config]") {
+  const ModelConfig c = model_config_from_json(json::parse(kHandWritten));
+  CHECK(c.name == "hand-written");
+  CHECK(c.description == "every key set by hand");
+  CHECK(c.kind == StackKind::EncoderDecoder);
+  CHECK(c.objective == "seq2seq");
+  CHECK(c.vocab_size == 321);
+  CHECK(c.hidden_size == 48);
+  CHECK(c.max_positions == 77);
+  CHECK(c.type_vocab_size == 2);
+  CHECK(c.positions == PositionKind::Rope);
+  CHECK(c.rope_theta == 500000.0f);
+  CHECK(c.rope_dim == 4);
+  CHECK(c.norm == NormKind::RMSNorm);
+  CHECK(c.norm_eps == 1e-6f);
+  CHECK(c.norm_placement == NormPlacement::Post);
+  CHECK(c.embedding_norm);
+  CHECK(!c.final_norm);
+  CHECK(c.ffn.kind == FfnKind::SwiGLU);
+  CHECK(c.ffn.inner_size == 96);
+  CHECK(c.ffn.activation == Activation::Silu);
+  CHECK(!c.ffn.bias);
+  CHECK(c.lm_head.transform);
+  CHECK(!c.lm_head.tied);
+  CHECK(c.lm_head.bias);
+
+  REQUIRE(c.encoder);
+  CHECK(c.encoder->layers == 3);
+  CHECK(c.encoder->nope_layers == std::vector<int>{1});
+  const AttentionConfig& e = c.encoder->attention;
+  CHECK(e.heads == 6);
+  CHECK(e.key_size == 10);
+  CHECK(e.value_size == 7);
+  REQUIRE(e.scale);
+  CHECK(*e.scale == 0.25f);
+  CHECK(!e.qkv_bias);
+  CHECK(!e.out_bias);
+  CHECK(e.qk_norm);
+  CHECK(e.qk_norm_eps == 1e-5f);
+  REQUIRE(e.talking_heads);
+  CHECK(e.talking_heads->key_heads == 6);
+  CHECK(e.talking_heads->softmax_heads == 4);
+  CHECK(e.talking_heads->value_heads == 5);
+  CHECK(e.output_heads() == 5);
+  CHECK(e.pattern.window == 5);
+  CHECK(e.pattern.dilation == 2);
+  CHECK(e.pattern.global_tokens == std::vector<int>{0, 3});
+
+  REQUIRE(c.decoder);
+  CHECK(c.decoder->layers == 2);
+  CHECK(c.decoder->attention.heads == 4);
+  CHECK(!c.decoder->attention.scale);
+  REQUIRE(c.decoder->attention.collaborative);
+  CHECK(c.decoder->attention.collaborative->shared_key_size == 9);
+  REQUIRE(c.decoder->cross_attention);
+  CHECK(c.decoder->cross_attention->scoring == Scoring::Additive);
+  CHECK(c.decoder->cross_attention->kv_heads == 2);
+  CHECK(c.decoder->cross_attention->key_size == 12);
+
+  // Written back: every hand-written key, same value.
+  check_contains(to_json(c), json::parse(kHandWritten), "config");
+}
+
+TEST_CASE("keys left out of a hand-written config.json take their documented defaults", "[config]") {
+  const ModelConfig c = model_config_from_json(json::parse(R"({
+    "vocab_size": 100, "hidden_size": 32,
+    "encoder": {"layers": 1, "attention": {"heads": 4, "key_size": 8}}})"));
+  CHECK(c.kind == StackKind::Encoder);
+  CHECK(c.positions == PositionKind::Learned);
+  CHECK(c.rope_theta == 10000.0f);
+  CHECK(c.norm == NormKind::LayerNorm);
+  CHECK(c.norm_placement == NormPlacement::Pre);
+  CHECK(c.final_norm);
+  REQUIRE(c.encoder);
+  CHECK(c.encoder->attention.kv_heads == 4);    // MHA unless said otherwise
+  CHECK(c.encoder->attention.value_size == 8);  // d_v = d_k unless said otherwise
+  CHECK(c.encoder->attention.scoring == Scoring::Dot);
+  CHECK(!c.encoder->attention.scale);  // 1/√d_k at run time
+  CHECK(c.encoder->attention.pattern.window == 0);
+  CHECK(c.encoder->attention.pattern.dilation == 1);
+}
