@@ -159,9 +159,13 @@ void Controller::execute(const Command& command) {
               throw std::runtime_error("unknown workspace '" + *c.workspace + "' (Explore or Analyse)");
             v.workspace = *c.workspace;
           }
+          // The Analyse workspace shows the weights' spectra: a run without them (made in Explore)
+          // runs again for them (no layer is recomputed; the engine keeps them per model).
+          const bool spectra_missing =
+              v.workspace == "Analyse" && doc_.snapshot && !doc_.snapshot->input.weight_spectra;
           const bool spectra_changed = c.logit_spectra && *c.logit_spectra != v.logit_spectra;
           if (c.logit_spectra) v.logit_spectra = *c.logit_spectra;
-          if (v.top_k != top_k || (spectra_changed && v.logit_spectra)) request_run();
+          if (v.top_k != top_k || (spectra_changed && v.logit_spectra) || spectra_missing) request_run();
         } else if constexpr (std::is_same_v<C, cmd::RunDataset>) {
           run_dataset(c);
         } else if constexpr (std::is_same_v<C, cmd::SetDatasetChoices>) {

@@ -130,6 +130,15 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
     CHECK(c.doc().session.selection.head == att.softmax_heads - 1);
     CHECK(c.doc().session.selection.mixer_layer == att.layers - 1);
   }
+  SECTION("opening the Analyse workspace brings the weights' spectra without another input") {
+    CHECK(!c.doc().snapshot->weight_spectra);  // Explore does not compute them
+    cmd::SetView v;
+    v.workspace = "Analyse";
+    c.execute(v);
+    settle(c);
+    REQUIRE(c.doc().snapshot->weight_spectra);
+    CHECK(c.doc().snapshot->weight_spectra->size() == size_t(att.layers));
+  }
   SECTION("a gate changes the controls and re-runs") {
     const uint64_t before = c.doc().snapshot->generation;
     c.execute(cmd::SetGate{"", 1, 2, 0.0f});
