@@ -59,7 +59,7 @@ void check_ids(const core::ModelConfig& c, const std::vector<int64_t>& ids, cons
 }
 
 // TransformerImpl::embed with the token embedding rows as a separate leaf: x = E[ids] (the input) +
-// positions + token types (type 0, as embed() without types), then the embedding norm.
+// positions + token types (type 0, as embed() without types), then the embedding norm (and projection).
 torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, bool lrp, torch::Tensor& token_leaf,
                     std::vector<torch::Tensor>& constants) {
   const int64_t T = static_cast<int64_t>(ids.size());
@@ -74,6 +74,7 @@ torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, b
   }
   if (m.token_types) x = x + m.token_types(torch::zeros_like(index));
   if (m.embed_norm) x = m.embed_norm(x, lrp);
+  if (m.embed_project) x = m.embed_project(x);  // factorised embeddings: E → D
   return x;
 }
 

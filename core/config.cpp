@@ -123,10 +123,11 @@ json pattern_to_json(const AttentionPattern& p) {
 
 StackConfig stack_from_json(const json& j, const std::string& where, bool allow_cross) {
   require_object(j, where);
-  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers"}, where);
+  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "shared_layers"}, where);
   StackConfig stack;
   read(j, "layers", stack.layers, where);
   read(j, "nope_layers", stack.nope_layers, where);
+  read(j, "shared_layers", stack.shared_layers, where);
   if (!j.contains("attention")) throw std::runtime_error(where + ".attention: missing");
   stack.attention = attention_config_from_json(j["attention"], where + ".attention");
   if (j.contains("cross_attention") && !j["cross_attention"].is_null()) {
@@ -139,6 +140,7 @@ StackConfig stack_from_json(const json& j, const std::string& where, bool allow_
 json stack_to_json(const StackConfig& s) {
   json j{{"layers", s.layers}, {"attention", to_json(s.attention)}};
   if (!s.nope_layers.empty()) j["nope_layers"] = s.nope_layers;
+  if (s.shared_layers) j["shared_layers"] = true;
   if (s.cross_attention) j["cross_attention"] = to_json(*s.cross_attention);
   return j;
 }
@@ -205,6 +207,7 @@ void ModelConfig::validate() const {
   if (vocab_size < 1) problem("vocab_size must be >= 1");
   if (hidden_size < 1) problem("hidden_size must be >= 1");
   if (max_positions < 1) problem("max_positions must be >= 1");
+  if (embedding_size < 0) problem("embedding_size must be >= 0 (0 = embeddings as wide as hidden_size)");
   if (ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
   if (norm_eps <= 0) problem("norm_eps must be > 0");
   const bool wants_encoder = kind != StackKind::Decoder;
@@ -223,6 +226,9 @@ void ModelConfig::validate() const {
     if (!stack->nope_layers.empty() && !rotary)
       problem(std::string(name) + ".nope_layers: only meaningful with positions 'rope' or 'rope+learned', not '" +
               to_string(positions) + "'");
+    if (stack->shared_layers && !stack->nope_layers.empty())
+      problem(std::string(name) + ".shared_layers: one set of shared weights cannot skip RoPE in some layers only "
+              "(nope_layers)");
     for (size_t i = 0; i < stack->nope_layers.size(); ++i) {
       const int l = stack->nope_layers[i];
       if (l < 0 || l >= stack->layers)
@@ -252,22 +258,26 @@ void ModelConfig::validate() const {
 
 int64_t ModelConfig::parameter_count() const {
   const int64_t D = hidden_size;
-  int64_t n = int64_t(vocab_size) * D;
-  if (positions == PositionKind::Learned || positions == PositionKind::RopeLearned) n += int64_t(max_positions) * D;
-  n += int64_t(type_vocab_size) * D;
+  const int64_t E = embedding_width();
+  int64_t n = int64_t(vocab_size) * E;
+  if (positions == PositionKind::Learned || positions == PositionKind::RopeLearned) n += int64_t(max_positions) * E;
+  n += int64_t(type_vocab_size) * E;
   const int64_t norm_params = norm == NormKind::LayerNorm ? 2 * D : D;
-  if (embedding_norm) n += norm_params;
+  const int64_t embedding_norm_params = norm == NormKind::LayerNorm ? 2 * E : E;
+  if (embedding_norm) n += embedding_norm_params;
+  if (embedding_size > 0) n += E * D + D;  // projection E → D
   const int64_t ffn_params = (ffn.kind == FfnKind::SwiGLU ? 3 : 2) * D * ffn.inner_size +
                              (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
   auto stack_params = [&](const std::optional<StackConfig>& s) -> int64_t {
     if (!s) return 0;
     int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params + 2 * norm_params;
     if (s->cross_attention) per_layer += attention_parameters(*s->cross_attention, hidden_size) + norm_params;
-    return per_layer * s->layers + (final_norm ? norm_params : 0);
+    return per_layer * (s->shared_layers ? 1 : s->layers) + (final_norm ? norm_params : 0);
   };
   n += stack_params(encoder) + stack_params(decoder);
-  if (lm_head.transform) n += D * D + D + norm_params;
-  if (!lm_head.tied) n += int64_t(vocab_size) * D;
+  // The head's transform maps D → E (E = D unless factorised); its decoder reads E, or D without transform.
+  if (lm_head.transform) n += D * E + E + embedding_norm_params;
+  if (!lm_head.tied) n += int64_t(vocab_size) * (lm_head.transform ? E : D);
   if (lm_head.bias) n += vocab_size;
   return n;
 }
@@ -276,7 +286,9 @@ std::string ModelConfig::summary() const {
   std::ostringstream out;
   out << name << " (" << family << "): ";
   if (!description.empty()) out << description << "\n  ";
-  out << to_string(kind) << ", hidden " << hidden_size << ", vocab " << vocab_size
+  out << to_string(kind) << ", hidden " << hidden_size;
+  if (embedding_size > 0) out << " (embeddings " << embedding_size << ", projected)";
+  out << ", vocab " << vocab_size
       << ", positions " << to_string(positions) << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
       << (ffn.kind == FfnKind::SwiGLU ? "SwiGLU" : std::string("MLP/") + to_string(ffn.activation)) << " "
@@ -286,6 +298,7 @@ std::string ModelConfig::summary() const {
     out << "\n  " << name << ": " << s->layers << " layers, " << s->attention.variant_name() << ", d_k "
         << s->attention.key_size << ", d_v " << s->attention.value_size;
     if (s->cross_attention) out << "; cross " << s->cross_attention->variant_name();
+    if (s->shared_layers) out << "; one set of weights shared by all layers";
     if (!s->nope_layers.empty()) {
       out << "; no RoPE in layer" << (s->nope_layers.size() > 1 ? "s" : "");
       for (size_t i = 0; i < s->nope_layers.size(); ++i) out << (i ? ", " : " ") << s->nope_layers[i];
@@ -401,6 +414,7 @@ json to_json(const ModelConfig& c) {
            {"activation", to_string(c.ffn.activation)},
            {"bias", c.ffn.bias}}},
          {"lm_head", {{"transform", c.lm_head.transform}, {"tied", c.lm_head.tied}, {"bias", c.lm_head.bias}}}};
+  if (c.embedding_size > 0) j["embedding_size"] = c.embedding_size;
   if (c.encoder) j["encoder"] = stack_to_json(*c.encoder);
   if (c.decoder) j["decoder"] = stack_to_json(*c.decoder);
   return j;
@@ -410,7 +424,7 @@ ModelConfig model_config_from_json(const json& j) {
   const std::string where = "config";
   require_object(j, where);
   check_known_keys(j, {"format", "format_version", "name", "description", "family", "kind", "objective", "vocab_size", "hidden_size",
-                       "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
+                       "embedding_size", "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
                        "norm_placement", "embedding_norm", "final_norm", "ffn", "lm_head", "encoder", "decoder"},
                    where);
   if (j.contains("format") && j["format"] != "headlab-model")
@@ -430,6 +444,7 @@ ModelConfig model_config_from_json(const json& j) {
   read(j, "objective", c.objective, where);
   read(j, "vocab_size", c.vocab_size, where);
   read(j, "hidden_size", c.hidden_size, where);
+  read(j, "embedding_size", c.embedding_size, where);
   read(j, "max_positions", c.max_positions, where);
   read(j, "type_vocab_size", c.type_vocab_size, where);
   read_enum(j, "positions", kPositions, c.positions, where);

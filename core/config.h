@@ -84,6 +84,10 @@ struct StackConfig {
   // Layers whose self-attention skips the rotary embedding ("NoPE" layers, as Llama 4's and
   // SmolLM3's no_rope_layers): with positions rope / rope+learned, these layers see content only.
   std::vector<int> nope_layers;
+  // Cross-layer parameter sharing (ALBERT, Lan et al. 2019, arXiv 1909.11942, §3.1): every layer of
+  // the stack runs the same weights, stored once as layer 0 ("encoder.0.*"). Layer l still has its
+  // own input, attention maps and head controls; only the parameters are shared.
+  bool shared_layers = false;
 };
 
 struct FfnConfig {
@@ -102,12 +106,18 @@ struct LmHeadConfig {
 struct ModelConfig {
   std::string name = "model";
   std::string description;  // free text shown by `headlab info`
-  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 (imported folders)
+  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 | electra | albert (imported folders)
   StackKind kind = StackKind::Encoder;
   int vocab_size = 0;
   int hidden_size = 256;
   int max_positions = 512;
   int type_vocab_size = 0;  // BERT token types (0 = none)
+  // Factorised embeddings (ALBERT, Lan et al. 2019, §3.1; ELECTRA's embeddings_project, Clark et al.
+  // 2020): 0 = none, the embeddings are hidden_size wide. E > 0: token, position and type embeddings
+  // and the embedding norm are E wide, and a Linear E → hidden_size (with bias) follows the norm.
+  // The LM head's transform then maps hidden_size → E, so a tied decoder reads the [V, E] table; a
+  // tied head without transform scores against the projected table E_tok·W_projᵀ [V, hidden_size].
+  int embedding_size = 0;
   PositionKind positions = PositionKind::Learned;
   float rope_theta = 10000.0f;
   int rope_dim = 0;  // rotated dims per head (0 = all of key_size)
@@ -128,6 +138,8 @@ struct ModelConfig {
   void validate() const;
   int64_t parameter_count() const;
   std::string summary() const;  // one paragraph for `headlab info`
+  // Width of the embedding tables: embedding_size when factorised, else hidden_size.
+  int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
 };
 
 // JSON <-> config (schema in README). from_json throws with the offending key path.

@@ -1,8 +1,10 @@
 // Hugging Face families → ModelConfig + native parameter sources. Each function transcribes the
 // config fields and weight names of one `transformers` modeling file (modeling_bert.py,
-// modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py); the numerics tests compare the result
-// with an independent transcription in tests/data/hf/make_fixtures.py.
+// modeling_gpt2.py, modeling_llama.py, modeling_qwen2.py; ELECTRA and ALBERT in
+// hf_families_encoders.cpp); the numerics tests compare the result with an independent transcription
+// in tests/data/hf/make_fixtures.py.
 #include "core/hf_families.h"
+#include "core/hf_family_parts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +13,6 @@
 #include <stdexcept>
 
 namespace headlab::core::hf {
-namespace {
 
 using nlohmann::json;
 
@@ -43,7 +44,7 @@ AttentionConfig attention(int heads, int kv_heads, int head_dim, bool qkv_bias, 
 
 // hidden / heads, or config.json's head_dim where the family reads one (Llama, Qwen2).
 int head_dim_of(const HfConfig& c, int hidden, int heads, const char* hidden_key, const char* heads_key,
-                bool explicit_allowed = false) {
+                bool explicit_allowed) {
   if (heads < 1) c.fail(std::string(heads_key) + " must be >= 1");
   if (explicit_allowed && c.find("head_dim")) return c.integer("head_dim");
   if (hidden % heads != 0)
@@ -51,53 +52,6 @@ int head_dim_of(const HfConfig& c, int hidden, int heads, const char* hidden_key
            std::to_string(heads) + ")");
   return hidden / heads;
 }
-
-// Collects native name → source entries.
-class Sources {
- public:
-  explicit Sources(const HasTensor& has) : has_(has) {}
-
-  void copy(const std::string& native, const std::string& name) {
-    TensorSource s;
-    s.name = name;
-    map_[native] = s;
-  }
-  void transposed(const std::string& native, const std::string& name) {
-    TensorSource s;
-    s.name = name;
-    s.transpose = true;
-    map_[native] = s;
-  }
-  // A Linear: native.weight ← name.weight (+ native.bias ← name.bias).
-  void linear(const std::string& native, const std::string& name, bool bias) {
-    copy(native + ".weight", name + ".weight");
-    if (bias) copy(native + ".bias", name + ".bias");
-  }
-  // A LayerNorm (weight/bias, or the gamma/beta of checkpoints converted from TensorFlow) or an
-  // RMSNorm (weight only).
-  void norm(const std::string& native, const std::string& name, bool bias) {
-    copy(native + ".weight", first_present({name + ".weight", name + ".gamma"}));
-    if (bias) copy(native + ".bias", first_present({name + ".bias", name + ".beta"}));
-  }
-  void add(const std::string& native, TensorSource source) { map_[native] = std::move(source); }
-  // The first name the checkpoint holds; the first one (for the error message) when none is.
-  std::string first_present(std::initializer_list<std::string> names) const {
-    for (const auto& n : names)
-      if (has_(n)) return n;
-    return *names.begin();
-  }
-  std::map<std::string, TensorSource> take() { return std::move(map_); }
-
- private:
-  const HasTensor& has_;
-  std::map<std::string, TensorSource> map_;
-};
-
-// A post-LN encoder layer's Hugging Face weight names (each with .weight and .bias), relative to
-// the layer's prefix: BERT/RoBERTa and DistilBERT name the same eight pieces differently.
-struct EncoderLayerNames {
-  const char *q, *k, *v, *o, *attn_norm, *up, *down, *ffn_norm;
-};
 
 // Maps `layers` encoder layers, each at `prefix` + l + ".", onto encoder.{l}.*.
 void add_encoder_layers(Sources& s, int layers, const std::string& prefix, const EncoderLayerNames& names) {
@@ -134,8 +88,6 @@ void no_mlm_head(Layout& layout) {
   layout.config.objective = "none";
   layout.note = "no MLM head in the file: logits = final hidden · token embeddingsᵀ";
 }
-
-}  // namespace
 
 // ---- HfConfig ----------------------------------------------------------------------------------
 
@@ -191,12 +143,15 @@ std::string family_of(const std::string& arch) {
   if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
   if (arch == "MistralModel" || arch == "MistralForCausalLM") return "mistral";
   if (arch == "Qwen3Model" || arch == "Qwen3ForCausalLM") return "qwen3";
+  if (arch == "ElectraForMaskedLM" || arch == "ElectraForPreTraining" || arch == "ElectraModel") return "electra";
+  if (arch == "AlbertForMaskedLM" || arch == "AlbertForPreTraining" || arch == "AlbertModel") return "albert";
   return "";
 }
 
 std::string supported_architectures() {
   return "BertModel, BertForMaskedLM, BertForPreTraining, RobertaModel, RobertaForMaskedLM, DistilBertModel, DistilBertForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
-         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM";
+         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM, "
+         "ElectraForMaskedLM, ElectraForPreTraining, ElectraModel, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel";
 }
 
 // modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).

@@ -61,6 +61,9 @@ Layout distilbert_layout(const HfConfig& config, const std::string& arch, const 
 Layout gpt2_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 // family: "llama", "qwen2" or "mistral".
 Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);
+// core/hf_families_encoders.cpp: ELECTRA (generator MLM, discriminator, bare model) and ALBERT.
+Layout electra_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
+Layout albert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 
 // The family of a supported architecture name ("bert", "gpt2", "llama", "qwen2", "mistral"), "" otherwise.
 std::string family_of(const std::string& arch);

@@ -187,6 +187,8 @@ std::shared_ptr<Model> import_hf_model(const std::string& folder, const nlohmann
   const hf::HasTensor has = [&](const std::string& name) { return checkpoint.find(name) != nullptr; };
   hf::Layout layout = family == "bert" || family == "roberta" ? hf::bert_layout(config, arch, has)
                       : family == "distilbert"                 ? hf::distilbert_layout(config, arch, has)
+                      : family == "electra"                    ? hf::electra_layout(config, arch, has)
+                      : family == "albert"                     ? hf::albert_layout(config, arch, has)
                       : family == "gpt2" ? hf::gpt2_layout(config, arch, has)
                                          : hf::llama_layout(config, arch, has, family);
   layout.config.name = folder_name(folder) + (layout.note.empty() ? "" : " [" + layout.note + "]");

@@ -100,27 +100,31 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   config_.validate();
   const auto& c = config_;
-  tokens = register_module("tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  const int64_t E = c.embedding_width();
+  tokens = register_module("tokens", torch::nn::Embedding(c.vocab_size, E));
   if (c.positions == PositionKind::Learned || c.positions == PositionKind::RopeLearned)
-    positions = register_module("positions", torch::nn::Embedding(c.max_positions, c.hidden_size));
+    positions = register_module("positions", torch::nn::Embedding(c.max_positions, E));
   if (c.positions == PositionKind::Sinusoidal) {
     // Vaswani et al. 2017: PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(…).
     auto pos = torch::arange(c.max_positions, torch::kFloat64).unsqueeze(1);
-    auto i = torch::arange(0, c.hidden_size, 2, torch::kFloat64);
-    auto angle = pos / torch::pow(10000.0, i / double(c.hidden_size));
-    auto table = torch::zeros({c.max_positions, c.hidden_size}, torch::kFloat64);
+    auto i = torch::arange(0, E, 2, torch::kFloat64);
+    auto angle = pos / torch::pow(10000.0, i / double(E));
+    auto table = torch::zeros({c.max_positions, E}, torch::kFloat64);
     table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, angle.sin());
     table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
-                     angle.cos().narrow(1, 0, c.hidden_size / 2));
+                     angle.cos().narrow(1, 0, E / 2));
     sinusoid = register_buffer("sinusoid", table.to(torch::kFloat32));
   }
   if (c.type_vocab_size > 0)
-    token_types = register_module("token_types", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
-  if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, c.hidden_size, c.norm_eps));
+    token_types = register_module("token_types", torch::nn::Embedding(c.type_vocab_size, E));
+  if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, E, c.norm_eps));
+  if (c.embedding_size > 0) embed_project = register_module("embed_project", torch::nn::Linear(E, c.hidden_size));
   auto make_stack = [&](const StackConfig& stack, const char* name, torch::nn::ModuleList& list, Norm& final_norm,
                         const char* norm_name) {
     list = torch::nn::ModuleList();
-    for (int l = 0; l < stack.layers; ++l) {
+    // Shared layers: one block, run once per layer (block()); its parameters are stored once.
+    const int distinct = stack.shared_layers ? 1 : stack.layers;
+    for (int l = 0; l < distinct; ++l) {
       const bool nope = std::count(stack.nope_layers.begin(), stack.nope_layers.end(), l) > 0;
       list->push_back(Block(c, stack, /*rotary=*/!nope));
     }
@@ -130,10 +134,12 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   if (c.encoder) make_stack(*c.encoder, "encoder", encoder_layers, encoder_final_norm, "encoder_norm");
   if (c.decoder) make_stack(*c.decoder, "decoder", decoder_layers, decoder_final_norm, "decoder_norm");
   if (c.lm_head.transform) {
-    head_transform = register_module("head_transform", torch::nn::Linear(c.hidden_size, c.hidden_size));
-    head_norm = register_module("head_norm", Norm(c.norm, c.hidden_size, c.norm_eps));
+    // Back into the embedding space (E = D unless factorised), where a tied decoder reads E_tok.
+    head_transform = register_module("head_transform", torch::nn::Linear(c.hidden_size, E));
+    head_norm = register_module("head_norm", Norm(c.norm, E, c.norm_eps));
   }
-  if (!c.lm_head.tied) head_weight = register_parameter("head_weight", torch::zeros({c.vocab_size, c.hidden_size}));
+  if (!c.lm_head.tied)
+    head_weight = register_parameter("head_weight", torch::zeros({c.vocab_size, c.lm_head.transform ? E : c.hidden_size}));
   if (c.lm_head.bias) head_bias = register_parameter("head_bias", torch::zeros({c.vocab_size}));
 }
 
@@ -155,6 +161,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
     x = x + token_types(t);
   }
   if (embed_norm) x = embed_norm(x, lrp);
+  if (embed_project) x = embed_project(x);
   return x;
 }
 
@@ -177,6 +184,9 @@ torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::stri
   if (final_norm) h = final_norm(h, lrp);
   if (head_transform) h = head_norm(activate(head_transform(h), config_.ffn.activation, lrp), lrp);
   auto weight = config_.lm_head.tied ? tokens->weight : head_weight;
+  // A tied head without transform on factorised embeddings scores against the projected table
+  // E_tok·W_projᵀ [V, D] (without the projection's bias, a constant over the vocabulary).
+  if (config_.lm_head.tied && !head_transform && embed_project) weight = torch::matmul(weight, embed_project->weight.t());
   auto logits = torch::matmul(h, weight.t());  // [B, T, V]
   if (head_bias.defined()) logits = logits + head_bias;
   return logits;
@@ -190,10 +200,11 @@ torch::nn::ModuleList& TransformerImpl::blocks(const std::string& stack) {
 
 Block TransformerImpl::block(const std::string& stack, int layer) {
   auto& list = blocks(stack);
-  if (layer < 0 || layer >= static_cast<int>(list->size()))
-    throw std::out_of_range(stack + " layer " + std::to_string(layer) + " does not exist (" +
-                            std::to_string(list->size()) + " layers)");
-  return Block(list->ptr<BlockImpl>(layer));
+  const int layers = layer_count(stack);
+  if (layer < 0 || layer >= layers)
+    throw std::out_of_range(stack + " layer " + std::to_string(layer) + " does not exist (" + std::to_string(layers) +
+                            " layers)");
+  return Block(list->ptr<BlockImpl>(list->size() == 1 ? 0 : layer));
 }
 
 int TransformerImpl::layer_count(const std::string& stack) const {

@@ -83,20 +83,24 @@ class TransformerImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
 
-  // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm).
+  // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm, and the
+  // projection E → D of factorised embeddings).
   torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false);
   // Rotary tables for T positions, empty unless the model uses RoPE.
   RopeTables rope_tables(int64_t T, const std::string& stack) const;
   // hidden [B, T, D] after the last layer → logits [B, T, V] (final norm + LM head).
   torch::Tensor head(const torch::Tensor& hidden, const std::string& stack, bool lrp = false);
 
-  // The blocks of "encoder" or "decoder".
+  // The distinct blocks of "encoder" or "decoder": one per layer, or a single one when the stack
+  // shares its layers (StackConfig::shared_layers). Run layer l with block(stack, l).
   torch::nn::ModuleList& blocks(const std::string& stack);
+  // The block that runs layer `layer` (the same block for every layer of a shared stack).
   Block block(const std::string& stack, int layer);
   int layer_count(const std::string& stack) const;
 
   torch::nn::Embedding tokens{nullptr}, positions{nullptr}, token_types{nullptr};
   Norm embed_norm{nullptr};
+  torch::nn::Linear embed_project{nullptr};  // factorised embeddings: E → D
   torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
   Norm encoder_final_norm{nullptr}, decoder_final_norm{nullptr};
   torch::nn::Linear head_transform{nullptr};

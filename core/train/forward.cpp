@@ -8,8 +8,8 @@ namespace {
 
 torch::Tensor run_stack(Transformer& model, const std::string& stack, torch::Tensor h, BlockCall call) {
   call.rope = model->rope_tables(h.size(1), stack);
-  auto& blocks = model->blocks(stack);
-  for (size_t l = 0; l < blocks->size(); ++l) h = blocks->ptr<BlockImpl>(l)->forward(h, call, nullptr, nullptr);
+  const int layers = model->layer_count(stack);
+  for (int l = 0; l < layers; ++l) h = model->block(stack, l)->forward(h, call, nullptr, nullptr);
   return h;
 }
 

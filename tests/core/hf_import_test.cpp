@@ -122,7 +122,9 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
   for (const Case& c : {Case{"bert", "bert", "F32"}, Case{"gpt2", "gpt2", "F32"}, Case{"llama", "llama", "F32"},
                         Case{"qwen2", "qwen2", "F32"}, Case{"llama-bf16", "llama", "BF16"},
                         Case{"mistral", "mistral", "F32"}, Case{"qwen3", "qwen3", "F32"},
-                        Case{"roberta", "roberta", "F32"}, Case{"distilbert", "distilbert", "F32"}}) {
+                        Case{"roberta", "roberta", "F32"}, Case{"distilbert", "distilbert", "F32"},
+                        Case{"electra", "electra", "F32"}, Case{"electra-discriminator", "electra", "F32"},
+                        Case{"albert", "albert", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -446,4 +448,157 @@ TEST_CASE("hf import: headlab run and info work on Hugging Face folders", "[hf_i
   REQUIRE(headlab::test::run_command(binary + " info --model " + fixture("llama-bf16"), output) == 0);
   CHECK_THAT(output, Contains("(llama)") && Contains("MQA(4q/1kv)") && Contains("2 layers") && Contains("BF16") &&
                          Contains("parameters"));
+}
+
+// ELECTRA and ALBERT: factorised embeddings (embedding_size → hidden_size) and, for ALBERT, one set
+// of layer weights shared by every layer. The reference numbers are in the family test above.
+TEST_CASE("hf import: ELECTRA and ALBERT map onto factorised embeddings and shared layers", "[hf_import][encoders]") {
+  SECTION("ElectraForMaskedLM: embeddings_project, the generator head at embedding_size, tied") {
+    const auto model = load_model(fixture("electra"));
+    const auto& c = model->config;
+    CHECK(c.family == "electra");
+    CHECK(c.embedding_size == 16);
+    CHECK(c.hidden_size == 32);
+    CHECK(c.type_vocab_size == 2);
+    CHECK(c.norm_placement == NormPlacement::Post);
+    CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
+    CHECK(model->module->head_transform->weight.sizes() == std::vector<int64_t>{16, 32});
+    CHECK(c.name == "electra");
+  }
+  SECTION("ElectraForPreTraining: the encoder; the discriminator head is named as not run") {
+    const auto c = load_model(fixture("electra-discriminator"))->config;
+    CHECK(c.embedding_size == 0);  // embedding_size = hidden_size: no embeddings_project
+    CHECK_FALSE(c.lm_head.transform);
+    CHECK_THAT(c.name, Contains("discriminator") && Contains("not run"));
+  }
+  SECTION("AlbertForMaskedLM: one layer's weights run in all three layers, gelu_new, projection") {
+    const auto model = load_model(fixture("albert"));
+    const auto& c = model->config;
+    CHECK(c.family == "albert");
+    CHECK(c.encoder->layers == 3);
+    CHECK(c.encoder->shared_layers);
+    CHECK(c.embedding_size == 16);
+    CHECK(c.ffn.activation == Activation::GeluTanh);
+    CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
+    CHECK(model->module->blocks("encoder")->size() == 1);
+    int64_t n = 0;
+    for (const auto& p : model->module->parameters()) n += p.numel();
+    CHECK(c.parameter_count() == n);
+    CHECK_THAT(c.summary(), Contains("(albert)") && Contains("3 layers") && Contains("shared by all layers"));
+  }
+}
+
+TEST_CASE("hf import: ALBERT and ELECTRA variants: bare models, pre-training files, no prefix", "[hf_import][encoders]") {
+  TempDir dir("hf-encoders");
+  const Expected albert_expected = read_expected(fixture("albert"));
+  const Tensors albert_weights = read_all(fixture("albert/model.safetensors"));
+  const auto albert_config = read_json(fixture("albert/config.json"));
+
+  SECTION("AlbertForPreTraining: the MLM head as AlbertForMaskedLM; pooler and sentence-order head unused") {
+    auto config = albert_config;
+    config["architectures"] = {"AlbertForPreTraining"};
+    Tensors weights;
+    for (const auto& [name, t] : albert_weights)
+      if (name != "predictions.decoder.bias" && name != "predictions.decoder.weight") weights.emplace_back(name, t);
+    weights.emplace_back("albert.pooler.weight", torch::zeros({32, 32}));
+    weights.emplace_back("albert.pooler.bias", torch::zeros({32}));
+    weights.emplace_back("sop_classifier.classifier.weight", torch::zeros({2, 32}));
+    weights.emplace_back("sop_classifier.classifier.bias", torch::zeros({2}));
+    write_variant(dir, config, weights);
+    const Errors errors = compare(*load_model(dir.str()), albert_expected);
+    CHECK(errors.attention <= 2e-4);
+    CHECK(errors.logits <= 1e-3);
+  }
+  SECTION("AlbertModel without a prefix: reference attention; logits against the projected embeddings") {
+    auto config = albert_config;
+    config["architectures"] = {"AlbertModel"};
+    Tensors weights;
+    for (const auto& [name, t] : albert_weights)
+      if (name.rfind("albert.", 0) == 0) weights.emplace_back(name.substr(7), t);
+    weights.emplace_back("pooler.weight", torch::zeros({32, 32}));
+    weights.emplace_back("pooler.bias", torch::zeros({32}));
+    write_variant(dir, config, weights);
+    auto model = load_model(dir.str());
+    CHECK_FALSE(model->config.lm_head.transform);
+    CHECK_THAT(model->config.name, Contains("no MLM head") && Contains("embedding projection"));
+    RunRequest request;
+    request.ids = albert_expected.ids;
+    request.token_types = albert_expected.token_types;
+    auto trace = run(*model, request);
+    REQUIRE(trace->encoder.layers.size() == 3);
+    for (size_t l = 0; l < 3; ++l)
+      CHECK(headlab::test::max_abs_diff(value_weights(trace->encoder.layers[l].self), albert_expected.attentions[l]) <= 2e-4);
+    torch::NoGradGuard no_grad;
+    const auto& m = *model->module;
+    auto projected = torch::matmul(m.tokens->weight, m.embed_project->weight.t());  // [V, D]
+    CHECK(headlab::test::max_abs_diff(trace->logits, torch::matmul(trace->encoder.hidden.back(), projected.t())) <= 1e-4);
+  }
+  SECTION("ElectraModel without a prefix: the generator's encoder, reference attention") {
+    auto config = read_json(fixture("electra/config.json"));
+    config["architectures"] = {"ElectraModel"};
+    Tensors weights;
+    for (const auto& [name, t] : read_all(fixture("electra/model.safetensors")))
+      if (name.rfind("electra.", 0) == 0) weights.emplace_back(name.substr(8), t);
+    write_variant(dir, config, weights);
+    auto model = load_model(dir.str());
+    CHECK(model->config.embedding_size == 16);
+    CHECK_THAT(model->config.name, Contains("no MLM head"));
+    const Expected expected = read_expected(fixture("electra"));
+    RunRequest request;
+    request.ids = expected.ids;
+    request.token_types = expected.token_types;
+    auto trace = run(*model, request);
+    for (size_t l = 0; l < expected.attentions.size(); ++l)
+      CHECK(headlab::test::max_abs_diff(value_weights(trace->encoder.layers[l].self), expected.attentions[l]) <= 2e-4);
+  }
+  SECTION("the comparison can fail: ALBERT without its token types differs from the reference") {
+    RunRequest request;
+    request.ids = albert_expected.ids;  // token types all 0 instead of the reference's 0…0 1…1
+    auto trace = run(*load_model(fixture("albert")), request);
+    double worst = 0;
+    for (size_t l = 0; l < 3; ++l)
+      worst = std::max(worst, headlab::test::max_abs_diff(value_weights(trace->encoder.layers[l].self), albert_expected.attentions[l]));
+    CHECK(worst > 1e-3);
+  }
+}
+
+TEST_CASE("hf import: ELECTRA and ALBERT options HeadLab does not run are refused by name", "[hf_import][encoders]") {
+  TempDir dir("hf-encoder-errors");
+  const auto albert_config = read_json(fixture("albert/config.json"));
+  const Tensors albert_weights = read_all(fixture("albert/model.safetensors"));
+  const auto electra_config = read_json(fixture("electra/config.json"));
+  const Tensors electra_weights = read_all(fixture("electra/model.safetensors"));
+  auto albert_error = [&](const char* key, const nlohmann::json& value) {
+    auto config = albert_config;
+    config[key] = value;
+    write_variant(dir, config, albert_weights);
+    return load_error(dir.str());
+  };
+  auto electra_error = [&](const char* key, const nlohmann::json& value) {
+    auto config = electra_config;
+    config[key] = value;
+    write_variant(dir, config, electra_weights);
+    return load_error(dir.str());
+  };
+  CHECK_THAT(albert_error("num_hidden_groups", 3),
+             Contains("config.json") && Contains("num_hidden_groups 3 is not supported"));
+  CHECK_THAT(albert_error("inner_group_num", 2), Contains("inner_group_num 2 is not supported"));
+  CHECK_THAT(albert_error("position_embedding_type", "relative_key"),
+             Contains("position_embedding_type 'relative_key' is not supported"));
+  CHECK_THAT(albert_error("hidden_act", "quick_gelu"), Contains("hidden_act 'quick_gelu' is not supported"));
+  CHECK_THAT(electra_error("hidden_act", "relu"),
+             Contains("hidden_act 'relu' is not supported for ElectraForMaskedLM") && Contains("generator head"));
+  CHECK_THAT(electra_error("position_embedding_type", "relative_key_query"),
+             Contains("position_embedding_type 'relative_key_query'"));
+  CHECK_THAT(electra_error("is_decoder", true), Contains("is_decoder true"));
+  // A second layer group's weights in an ALBERT file whose config says one group.
+  Tensors extra = albert_weights;
+  extra.emplace_back("albert.encoder.albert_layer_groups.1.albert_layers.0.ffn.bias", torch::zeros({64}));
+  write_variant(dir, albert_config, extra);
+  CHECK_THAT(load_error(dir.str()), Contains("unexpected tensor 'albert.encoder.albert_layer_groups.1"));
+  // embedding_size that disagrees with the file's tables names the tensor and the shapes.
+  auto wrong = electra_config;
+  wrong["embedding_size"] = 8;
+  write_variant(dir, wrong, electra_weights);
+  CHECK_THAT(load_error(dir.str()), Contains("'electra.embeddings.word_embeddings.weight' has shape [100, 16], expected [100, 8]"));
 }

@@ -12,7 +12,7 @@ For each folder under tests/data/hf/ it writes
 
 The reference forward passes below are independent transcriptions of the eager code paths of
 transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, modeling_gpt2.py, modeling_llama.py,
-modeling_qwen2.py, modeling_mistral.py and modeling_qwen3.py
+modeling_qwen2.py, modeling_mistral.py and modeling_qwen3.py (ELECTRA and ALBERT: fixtures_encoders.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -558,6 +558,9 @@ def main():
     for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral,
                               make_qwen3, make_roberta, make_distilbert]):
         make(torch.Generator().manual_seed(1000 + i))
+    import fixtures_encoders  # ELECTRA, ALBERT
+    for i, make in enumerate(fixtures_encoders.MAKERS):
+        make(torch.Generator().manual_seed(2000 + i))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,87 @@
+// Internal to the Hugging Face importer: the pieces every family mapping is built from (typed
+// activations, attention configs, the source collector and the shared encoder/MLM-head mappings),
+// defined in core/hf_families.cpp and used by each core/hf_families*.cpp.
+#pragma once
+
+#include "core/hf_families.h"
+
+#include <initializer_list>
+#include <map>
+#include <string>
+
+namespace headlab::core::hf {
+
+bool ends_with(const std::string& text, const std::string& suffix);
+bool starts_with(const std::string& text, const std::string& prefix);
+
+// `hidden_act` / `activation_function` → HeadLab's activations (names from transformers' ACT2FN);
+// an unknown name fails naming the key.
+Activation activation_from(const HfConfig& c, const char* key, const std::string& fallback);
+
+// One attention config: `heads` query heads, `kv_heads` key/value heads of `head_dim`.
+AttentionConfig attention(int heads, int kv_heads, int head_dim, bool qkv_bias, bool out_bias);
+
+// hidden / heads, or config.json's head_dim where the family reads one (Llama, Qwen2).
+int head_dim_of(const HfConfig& c, int hidden, int heads, const char* hidden_key, const char* heads_key,
+                bool explicit_allowed = false);
+
+// Collects native name → source entries.
+class Sources {
+ public:
+  explicit Sources(const HasTensor& has) : has_(has) {}
+
+  void copy(const std::string& native, const std::string& name) {
+    TensorSource s;
+    s.name = name;
+    map_[native] = s;
+  }
+  void transposed(const std::string& native, const std::string& name) {
+    TensorSource s;
+    s.name = name;
+    s.transpose = true;
+    map_[native] = s;
+  }
+  // A Linear: native.weight ← name.weight (+ native.bias ← name.bias).
+  void linear(const std::string& native, const std::string& name, bool bias) {
+    copy(native + ".weight", name + ".weight");
+    if (bias) copy(native + ".bias", name + ".bias");
+  }
+  // A LayerNorm (weight/bias, or the gamma/beta of checkpoints converted from TensorFlow) or an
+  // RMSNorm (weight only).
+  void norm(const std::string& native, const std::string& name, bool bias) {
+    copy(native + ".weight", first_present({name + ".weight", name + ".gamma"}));
+    if (bias) copy(native + ".bias", first_present({name + ".bias", name + ".beta"}));
+  }
+  void add(const std::string& native, TensorSource source) { map_[native] = std::move(source); }
+  // The first name the checkpoint holds; the first one (for the error message) when none is.
+  std::string first_present(std::initializer_list<std::string> names) const {
+    for (const auto& n : names)
+      if (has_(n)) return n;
+    return *names.begin();
+  }
+  std::map<std::string, TensorSource> take() { return std::move(map_); }
+
+ private:
+  const HasTensor& has_;
+  std::map<std::string, TensorSource> map_;
+};
+
+// A post-LN encoder layer's Hugging Face weight names (each with .weight and .bias), relative to
+// the layer's prefix: BERT/RoBERTa and DistilBERT name the same eight pieces differently.
+struct EncoderLayerNames {
+  const char *q, *k, *v, *o, *attn_norm, *up, *down, *ffn_norm;
+};
+
+// Maps `layers` encoder layers, each at `prefix` + l + ".", onto encoder.{l}.*.
+void add_encoder_layers(Sources& s, int layers, const std::string& prefix, const EncoderLayerNames& names);
+
+// Maps a BERT-style MLM head — decoder(LayerNorm(act(dense(h)))) + bias, the decoder tied to the word
+// embeddings unless `tied` is false — from its Hugging Face names.
+void add_mlm_head(Layout& layout, Sources& s, bool tied, const std::string& dense, const std::string& norm,
+                  const std::string& bias, const std::string& decoder_weight);
+
+// A bare encoder file has no MLM head: the logits are the final hidden states scored against the
+// (tied) token embeddings with no transform and no bias, and the model's note says so.
+void no_mlm_head(Layout& layout);
+
+}  // namespace headlab::core::hf
