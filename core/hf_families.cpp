@@ -191,12 +191,13 @@ std::string family_of(const std::string& arch) {
   if (arch == "Qwen2Model" || arch == "Qwen2ForCausalLM") return "qwen2";
   if (arch == "MistralModel" || arch == "MistralForCausalLM") return "mistral";
   if (arch == "Qwen3Model" || arch == "Qwen3ForCausalLM") return "qwen3";
-  return "";
+  return gemma_family_of(arch);
 }
 
 std::string supported_architectures() {
   return "BertModel, BertForMaskedLM, BertForPreTraining, RobertaModel, RobertaForMaskedLM, DistilBertModel, DistilBertForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
-         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM";
+         "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM, " +
+         gemma_architectures();
 }
 
 // modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).
