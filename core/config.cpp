@@ -351,7 +351,10 @@ std::string ModelConfig::summary() const {
   out << to_string(kind) << ", hidden " << hidden_size << ", vocab " << vocab_size
       << ", positions " << to_string(positions) << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
-      << (ffn.kind == FfnKind::SwiGLU ? "SwiGLU" : std::string("MLP/") + to_string(ffn.activation)) << " "
+      << (ffn.kind == FfnKind::Mlp                ? std::string("MLP/") + to_string(ffn.activation)
+          : ffn.activation == Activation::Silu ? std::string("SwiGLU")
+                                               : std::string("GLU/") + to_string(ffn.activation))  // GeGLU: GLU/gelu_tanh
+      << " "
       << ffn.inner_size;
   auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {
     if (!s) return;

@@ -474,7 +474,7 @@ TEST_CASE("hf import: Gemma 2 and Gemma 3 map onto local layers, soft-caps and o
     CHECK(c.embedding_scale == static_cast<float>(std::sqrt(32.0)));
     CHECK((c.ffn.kind == FfnKind::SwiGLU && c.ffn.activation == Activation::GeluTanh));
     CHECK(c.lm_head.tied);
-    CHECK_THAT(c.summary(), Contains("local layers 0, 2 (window 3)") && Contains("softcap=3"));
+    CHECK_THAT(c.summary(), Contains("local layers 0, 2 (window 3)") && Contains("softcap=3") && Contains("FFN GLU/gelu_tanh"));
   }
   SECTION("Gemma 3: one global layer in six, local RoPE base, q/k norms, no soft-caps, BF16 √hidden") {
     const auto c = load_model(fixture("gemma3"))->config;
