@@ -6,6 +6,7 @@
 #include "small_models.h"
 
 #include "analysis/lrp.h"
+#include "analysis/spectra.h"
 #include "core/attention.h"
 #include "core/model.h"
 #include "core/run.h"
@@ -162,6 +163,10 @@ TEST_CASE("norm_weight_offset: norms scale by (1 + w), as a model with weights 1
     auto a = run_ids(*plain, kIds), b = run_ids(*shifted, kIds);
     CHECK(max_abs_diff(a->logits, b->logits) < 1e-4);
     CHECK(max_abs_diff(a->decoder.layers[1].self.weights, b->decoder.layers[1].self.weights) < 1e-6);
+    // The key-query form carries the norms' scales offset + w.
+    for (int head : {0, 3})
+      CHECK(max_abs_diff(analysis::key_query_form(*plain, "decoder", 1, head),
+                         analysis::key_query_form(*shifted, "decoder", 1, head)) < 1e-6);
     // Without the offset the same stored weights give another model: the option is read.
     auto unshifted = core::make_random_model(config, 4);
     copy_weights(*shifted, *unshifted, [](const std::string&, const torch::Tensor& t) { return t; });
