@@ -45,9 +45,13 @@ std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int
   }
   const int64_t dk = c.key_size;
   // qk_norm: q̂ᵀk̂ = qᵀ diag(w_q ⊙ w_k) k / (rms(q) rms(k)); up to that positive per-pair factor the
-  // form is W_Q diag(w_q ⊙ w_k) W_Kᵀ.
+  // form is W_Q diag(w_q ⊙ w_k) W_Kᵀ, with each norm's scale offset + w (Gemma 3 stores offsets from 1).
+  // A logit soft-cap (a monotone function of the logit) does not enter the form.
   torch::Tensor WQ_scaled = WQ;
-  if (c.qk_norm) WQ_scaled = WQ * (f64(a.q_norm) * f64(a.k_norm)).repeat({c.heads}).unsqueeze(0);
+  if (c.qk_norm) {
+    const double offset = c.qk_norm_weight_offset;
+    WQ_scaled = WQ * ((f64(a.q_norm) + offset) * (f64(a.k_norm) + offset)).repeat({c.heads}).unsqueeze(0);
+  }
   if (c.talking_heads) {
     // Shazeer et al. 2020: L_h = Σ_k P_l[k, h] J_k, so B_h = Σ_k P_l[k, h] W_Q^k W_K^kᵀ = (W_Q · diag(P_l[:, h] ⊗ 1_{d_k})) W_Kᵀ.
     auto weights = f64(a.pre_mix).select(1, head).repeat_interleave(dk);  // [h_k·d_k]

@@ -46,6 +46,13 @@ torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const Attenti
   return allowed;
 }
 
+torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp) {
+  auto capped = torch::tanh(x / cap) * cap;
+  if (!lrp) return capped;
+  auto ratio = torch::where(x.eq(0), torch::ones_like(x), capped / x).detach();  // the slope at 0 is 1
+  return x * ratio;
+}
+
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables) {
   const int64_t rot = tables.cos.size(1);
   const int64_t T = x.size(2);
@@ -133,7 +140,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       // (analysis/LRP.md rule 2).
       auto rms_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
         auto rms = (t.pow(2).mean(-1, true) + c.qk_norm_eps).sqrt();
-        return t / (call.lrp ? rms.detach() : rms) * w;
+        return t / (call.lrp ? rms.detach() : rms) * (c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w);
       };
       q_heads = rms_norm(q_heads, q_norm);
       k_heads = rms_norm(k_heads, k_norm);
@@ -154,6 +161,9 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     auto bias = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]
     J = J + bias * c.logit_scale();
   }
+  // Soft-capping bounds every logit to (−cap, cap) before the mask (Gemma 2's attn_logit_softcapping).
+  // Under LRP the weights are constants (rule 1), so the cap needs no rule of its own here.
+  if (c.logit_softcap > 0) J = soft_cap(J, c.logit_softcap);
   auto L = c.talking_heads ? mix_heads(J, pre_mix) : J;  // [B, h, T, S]
   const HeadControls* controls = call.controls;
   if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix"));

@@ -26,7 +26,7 @@ enum Capture : unsigned {
 
 // The stages of one attention call; a tensor is undefined unless captured.
 struct AttentionStages {
-  torch::Tensor logits;         // J [B, h_k, T, S] — scaled raw scores per key head
+  torch::Tensor logits;         // J [B, h_k, T, S] — scaled scores per key head (soft-capped when logit_softcap > 0)
   torch::Tensor mixed_logits;   // L [B, h, T, S]   — after P_l and the user's pre-softmax mix, before the mask
   torch::Tensor weights;        // W [B, h, T, S]   — softmax over keys
   torch::Tensor mixed_weights;  // U [B, h_v, T, S] — after P_w and the user's post-softmax mix (== W when none)
@@ -41,6 +41,8 @@ struct AttentionStages {
 struct RopeTables {
   torch::Tensor cos;  // [T, rot]
   torch::Tensor sin;  // [T, rot]
+  // The tables of StackConfig::local layers when they have a RoPE base of their own, else undefined.
+  torch::Tensor local_cos, local_sin;  // [T, rot]
   bool defined() const { return cos.defined(); }
 };
 
@@ -58,6 +60,10 @@ struct AttentionCall {
 
 // [T, S] bool, true where query t may attend to key s.
 torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const AttentionPattern& pattern);
+
+// Soft-capping cap · tanh(x / cap) (Gemma 2). With `lrp` it passes relevance unchanged: x · [capped / x]
+// with the bracket constant (analysis/LRP.md rule 3).
+torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp = false);
 
 // Applies rotary embeddings to x [B, H, T, d] over its first rot = tables.cos.size(1) dims.
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);

@@ -86,6 +86,13 @@ void require_object(const json& j, const std::string& where) {
   if (!j.is_object()) throw std::runtime_error(where + ": expected an object, got " + std::string(j.type_name()));
 }
 
+void validate_pattern(const AttentionPattern& p, const std::string& where, std::vector<std::string>& problems) {
+  if (p.window < 0) problems.push_back(where + ".window must be >= 0");
+  if (p.dilation < 1) problems.push_back(where + ".dilation must be >= 1");
+  for (int g : p.global_tokens)
+    if (g < 0) problems.push_back(where + ".global_tokens must be >= 0");
+}
+
 void validate_attention(const AttentionConfig& a, int hidden, const std::string& where,
                         std::vector<std::string>& problems) {
   auto problem = [&](const std::string& text) { problems.push_back(where + ": " + text); };
@@ -110,15 +117,57 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   if (a.scoring == Scoring::Additive && a.collaborative) problem("additive scoring cannot be collaborative");
   if (a.qk_norm && a.collaborative) problem("qk_norm cannot be combined with collaborative heads (no per-head keys)");
   if (a.qk_norm && !(a.qk_norm_eps > 0)) problem("qk_norm_eps must be > 0");
-  if (a.pattern.window < 0) problem("pattern.window must be >= 0");
-  if (a.pattern.dilation < 1) problem("pattern.dilation must be >= 1");
-  for (int g : a.pattern.global_tokens)
-    if (g < 0) problem("pattern.global_tokens must be >= 0");
+  if (!std::isfinite(a.qk_norm_weight_offset)) problem("qk_norm_weight_offset must be finite");
+  if (!(a.logit_softcap >= 0) || !std::isfinite(a.logit_softcap)) problem("logit_softcap must be >= 0 (0 = none)");
+  validate_pattern(a.pattern, where + ".pattern", problems);
   (void)hidden;
 }
 
 json pattern_to_json(const AttentionPattern& p) {
   return json{{"window", p.window}, {"dilation", p.dilation}, {"global_tokens", p.global_tokens}};
+}
+
+AttentionPattern pattern_from_json(const json& p, const std::string& where) {
+  require_object(p, where);
+  check_known_keys(p, {"window", "dilation", "global_tokens"}, where);
+  AttentionPattern pattern;
+  read(p, "window", pattern.window, where);
+  read(p, "dilation", pattern.dilation, where);
+  read(p, "global_tokens", pattern.global_tokens, where);
+  return pattern;
+}
+
+LocalLayers local_from_json(const json& j, const std::string& where) {
+  require_object(j, where);
+  check_known_keys(j, {"layers", "pattern", "rope_theta"}, where);
+  LocalLayers local;
+  read(j, "layers", local.layers, where);
+  if (j.contains("pattern") && !j["pattern"].is_null()) local.pattern = pattern_from_json(j["pattern"], where + ".pattern");
+  if (j.contains("rope_theta") && !j["rope_theta"].is_null()) {
+    float theta = 0;
+    read(j, "rope_theta", theta, where);
+    local.rope_theta = theta;
+  }
+  return local;
+}
+
+json local_to_json(const LocalLayers& local) {
+  json j{{"layers", local.layers}, {"pattern", pattern_to_json(local.pattern)}};
+  if (local.rope_theta) j["rope_theta"] = *local.rope_theta;
+  return j;
+}
+
+// A list of layer indices in 0..layers-1, each at most once.
+void validate_layer_list(const std::vector<int>& list, int layers, const std::string& where,
+                         std::vector<std::string>& problems) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int l = list[i];
+    if (l < 0 || l >= layers)
+      problems.push_back(where + "[" + std::to_string(i) + "]: layer " + std::to_string(l) + " is not in 0.." +
+                         std::to_string(layers - 1));
+    else if (std::count(list.begin(), list.begin() + i, l))
+      problems.push_back(where + ": layer " + std::to_string(l) + " is listed twice");
+  }
 }
 
 StackConfig stack_from_json(const json& j, const std::string& where, bool allow_cross) {
@@ -128,6 +177,11 @@ StackConfig stack_from_json(const json& j, const std::string& where, bool allow_
   read(j, "layers", stack.layers, where);
   read(j, "nope_layers", stack.nope_layers, where);
   read(j, "shared_layers", stack.shared_layers, where);
+  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "local"}, where);
+  StackConfig stack;
+  read(j, "layers", stack.layers, where);
+  read(j, "nope_layers", stack.nope_layers, where);
+  if (j.contains("local") && !j["local"].is_null()) stack.local = local_from_json(j["local"], where + ".local");
   if (!j.contains("attention")) throw std::runtime_error(where + ".attention: missing");
   stack.attention = attention_config_from_json(j["attention"], where + ".attention");
   if (j.contains("cross_attention") && !j["cross_attention"].is_null()) {
@@ -140,7 +194,12 @@ StackConfig stack_from_json(const json& j, const std::string& where, bool allow_
 json stack_to_json(const StackConfig& s) {
   json j{{"layers", s.layers}, {"attention", to_json(s.attention)}};
   if (!s.nope_layers.empty()) j["nope_layers"] = s.nope_layers;
-  if (s.shared_layers) j["shared_layers"] = true;
+  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "shared_layers", "local"}, where);
+  StackConfig stack;
+  read(j, "layers", stack.layers, where);
+  read(j, "nope_layers", stack.nope_layers, where);
+  read(j, "shared_layers", stack.shared_layers, where);
+  if (j.contains("local") && !j["local"].is_null()) stack.local = local_from_json(j["local"], where + ".local");
   if (s.cross_attention) j["cross_attention"] = to_json(*s.cross_attention);
   return j;
 }
@@ -168,6 +227,16 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
 
 }  // namespace
 
+bool StackConfig::is_local(int layer) const {
+  return local && std::count(local->layers.begin(), local->layers.end(), layer) > 0;
+}
+
+AttentionConfig StackConfig::layer_attention(int layer) const {
+  AttentionConfig a = attention;
+  if (is_local(layer)) a.pattern = local->pattern;
+  return a;
+}
+
 float AttentionConfig::logit_scale() const {
   if (scale) return *scale;
   if (scoring == Scoring::Additive) return 1.0f;
@@ -193,6 +262,7 @@ std::string AttentionConfig::variant_name() const {
   }
   if (scoring == Scoring::Additive) out << " additive";
   if (qk_norm) out << " qk-norm";
+  if (logit_softcap > 0) out << " softcap=" << logit_softcap;
   if (pattern.window > 0) {
     out << " window=" << pattern.window;
     if (pattern.dilation > 1) out << " dilation=" << pattern.dilation;
@@ -210,6 +280,11 @@ void ModelConfig::validate() const {
   if (embedding_size < 0) problem("embedding_size must be >= 0 (0 = embeddings as wide as hidden_size)");
   if (ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
   if (norm_eps <= 0) problem("norm_eps must be > 0");
+  if (!std::isfinite(norm_weight_offset)) problem("norm_weight_offset must be finite");
+  if (!(embedding_scale > 0) || !std::isfinite(embedding_scale)) problem("embedding_scale must be > 0");
+  if (!(lm_head.softcap >= 0) || !std::isfinite(lm_head.softcap)) problem("lm_head.softcap must be >= 0 (0 = none)");
+  if (sublayer_output_norm && norm_placement != NormPlacement::Pre)
+    problem("sublayer_output_norm needs norm_placement 'pre' (a post-LN block already normalises each sum)");
   const bool wants_encoder = kind != StackKind::Decoder;
   const bool wants_decoder = kind != StackKind::Encoder;
   if (wants_encoder != encoder.has_value())
@@ -229,13 +304,16 @@ void ModelConfig::validate() const {
     if (stack->shared_layers && !stack->nope_layers.empty())
       problem(std::string(name) + ".shared_layers: one set of shared weights cannot skip RoPE in some layers only "
               "(nope_layers)");
-    for (size_t i = 0; i < stack->nope_layers.size(); ++i) {
-      const int l = stack->nope_layers[i];
-      if (l < 0 || l >= stack->layers)
-        problem(std::string(name) + ".nope_layers[" + std::to_string(i) + "]: layer " + std::to_string(l) +
-                " is not in 0.." + std::to_string(stack->layers - 1));
-      else if (std::count(stack->nope_layers.begin(), stack->nope_layers.begin() + i, l))
-        problem(std::string(name) + ".nope_layers: layer " + std::to_string(l) + " is listed twice");
+    validate_layer_list(stack->nope_layers, stack->layers, std::string(name) + ".nope_layers", problems);
+    if (stack->local) {
+      const std::string where = std::string(name) + ".local";
+      validate_layer_list(stack->local->layers, stack->layers, where + ".layers", problems);
+      validate_pattern(stack->local->pattern, where + ".pattern", problems);
+      if (stack->local->rope_theta && !rotary)
+        problem(where + ".rope_theta: only meaningful with positions 'rope' or 'rope+learned', not '" +
+                to_string(positions) + "'");
+      if (stack->local->rope_theta && (!(*stack->local->rope_theta > 0) || !std::isfinite(*stack->local->rope_theta)))
+        problem(where + ".rope_theta must be > 0");
     }
     if (rotary) {
       const auto& a = stack->attention;
@@ -270,8 +348,10 @@ int64_t ModelConfig::parameter_count() const {
                              (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
   auto stack_params = [&](const std::optional<StackConfig>& s) -> int64_t {
     if (!s) return 0;
-    int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params + 2 * norm_params;
-    if (s->cross_attention) per_layer += attention_parameters(*s->cross_attention, hidden_size) + norm_params;
+    const int64_t norms_per_sublayer = sublayer_output_norm ? 2 : 1;
+    int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params + 2 * norms_per_sublayer * norm_params;
+    if (s->cross_attention)
+      per_layer += attention_parameters(*s->cross_attention, hidden_size) + norms_per_sublayer * norm_params;
     return per_layer * (s->shared_layers ? 1 : s->layers) + (final_norm ? norm_params : 0);
   };
   n += stack_params(encoder) + stack_params(decoder);
@@ -291,7 +371,10 @@ std::string ModelConfig::summary() const {
   out << ", vocab " << vocab_size
       << ", positions " << to_string(positions) << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
-      << (ffn.kind == FfnKind::SwiGLU ? "SwiGLU" : std::string("MLP/") + to_string(ffn.activation)) << " "
+      << (ffn.kind == FfnKind::Mlp                ? std::string("MLP/") + to_string(ffn.activation)
+          : ffn.activation == Activation::Silu ? std::string("SwiGLU")
+                                               : std::string("GLU/") + to_string(ffn.activation))  // GeGLU: GLU/gelu_tanh
+      << " "
       << ffn.inner_size;
   auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {
     if (!s) return;
@@ -302,6 +385,13 @@ std::string ModelConfig::summary() const {
     if (!s->nope_layers.empty()) {
       out << "; no RoPE in layer" << (s->nope_layers.size() > 1 ? "s" : "");
       for (size_t i = 0; i < s->nope_layers.size(); ++i) out << (i ? ", " : " ") << s->nope_layers[i];
+    }
+    if (s->local) {
+      out << "; local layer" << (s->local->layers.size() > 1 ? "s" : "");
+      for (size_t i = 0; i < s->local->layers.size(); ++i) out << (i ? ", " : " ") << s->local->layers[i];
+      out << " (window " << s->local->pattern.window;
+      if (s->local->rope_theta) out << ", RoPE θ " << *s->local->rope_theta;
+      out << ")";
     }
   };
   stack_line(encoder, "encoder");
@@ -323,7 +413,9 @@ json to_json(const AttentionConfig& a) {
   if (a.qk_norm) {
     j["qk_norm"] = true;
     j["qk_norm_eps"] = a.qk_norm_eps;
+    if (a.qk_norm_weight_offset != 0) j["qk_norm_weight_offset"] = a.qk_norm_weight_offset;
   }
+  if (a.logit_softcap > 0) j["logit_softcap"] = a.logit_softcap;
   if (a.talking_heads)
     j["talking_heads"] = {{"key_heads", a.talking_heads->key_heads},
                           {"softmax_heads", a.talking_heads->softmax_heads},
@@ -335,7 +427,8 @@ json to_json(const AttentionConfig& a) {
 AttentionConfig attention_config_from_json(const json& j, const std::string& where) {
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
-                       "qk_norm", "qk_norm_eps", "talking_heads", "collaborative", "pattern"},
+                       "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "logit_softcap", "talking_heads",
+                       "collaborative", "pattern"},
                    where);
   AttentionConfig a;
   read(j, "heads", a.heads, where);
@@ -354,6 +447,8 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   read(j, "out_bias", a.out_bias, where);
   read(j, "qk_norm", a.qk_norm, where);
   read(j, "qk_norm_eps", a.qk_norm_eps, where);
+  read(j, "qk_norm_weight_offset", a.qk_norm_weight_offset, where);
+  read(j, "logit_softcap", a.logit_softcap, where);
   if (j.contains("talking_heads") && !j["talking_heads"].is_null()) {
     const std::string w = where + ".talking_heads";
     const json& t = j["talking_heads"];
@@ -376,15 +471,7 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
     read(c, "shared_key_size", co.shared_key_size, w);
     a.collaborative = co;
   }
-  if (j.contains("pattern") && !j["pattern"].is_null()) {
-    const std::string w = where + ".pattern";
-    const json& p = j["pattern"];
-    require_object(p, w);
-    check_known_keys(p, {"window", "dilation", "global_tokens"}, w);
-    read(p, "window", a.pattern.window, w);
-    read(p, "dilation", a.pattern.dilation, w);
-    read(p, "global_tokens", a.pattern.global_tokens, w);
-  }
+  if (j.contains("pattern") && !j["pattern"].is_null()) a.pattern = pattern_from_json(j["pattern"], where + ".pattern");
   return a;
 }
 
@@ -415,6 +502,11 @@ json to_json(const ModelConfig& c) {
            {"bias", c.ffn.bias}}},
          {"lm_head", {{"transform", c.lm_head.transform}, {"tied", c.lm_head.tied}, {"bias", c.lm_head.bias}}}};
   if (c.embedding_size > 0) j["embedding_size"] = c.embedding_size;
+  // Written only when set, so configs without them read in any HeadLab.
+  if (c.norm_weight_offset != 0) j["norm_weight_offset"] = c.norm_weight_offset;
+  if (c.sublayer_output_norm) j["sublayer_output_norm"] = true;
+  if (c.embedding_scale != 1) j["embedding_scale"] = c.embedding_scale;
+  if (c.lm_head.softcap > 0) j["lm_head"]["softcap"] = c.lm_head.softcap;
   if (c.encoder) j["encoder"] = stack_to_json(*c.encoder);
   if (c.decoder) j["decoder"] = stack_to_json(*c.decoder);
   return j;
@@ -425,7 +517,8 @@ ModelConfig model_config_from_json(const json& j) {
   require_object(j, where);
   check_known_keys(j, {"format", "format_version", "name", "description", "family", "kind", "objective", "vocab_size", "hidden_size",
                        "embedding_size", "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
-                       "norm_placement", "embedding_norm", "final_norm", "ffn", "lm_head", "encoder", "decoder"},
+                       "norm_placement", "embedding_norm", "final_norm", "norm_weight_offset", "sublayer_output_norm",
+                       "embedding_scale", "ffn", "lm_head", "encoder", "decoder"},
                    where);
   if (j.contains("format") && j["format"] != "headlab-model")
     throw std::runtime_error("config.format: expected 'headlab-model' (is this a Hugging Face config? "
@@ -455,6 +548,9 @@ ModelConfig model_config_from_json(const json& j) {
   read_enum(j, "norm_placement", kPlacements, c.norm_placement, where);
   read(j, "embedding_norm", c.embedding_norm, where);
   read(j, "final_norm", c.final_norm, where);
+  read(j, "norm_weight_offset", c.norm_weight_offset, where);
+  read(j, "sublayer_output_norm", c.sublayer_output_norm, where);
+  read(j, "embedding_scale", c.embedding_scale, where);
   if (j.contains("ffn")) {
     const json& f = j["ffn"];
     require_object(f, "config.ffn");
@@ -467,10 +563,11 @@ ModelConfig model_config_from_json(const json& j) {
   if (j.contains("lm_head")) {
     const json& h = j["lm_head"];
     require_object(h, "config.lm_head");
-    check_known_keys(h, {"transform", "tied", "bias"}, "config.lm_head");
+    check_known_keys(h, {"transform", "tied", "bias", "softcap"}, "config.lm_head");
     read(h, "transform", c.lm_head.transform, "config.lm_head");
     read(h, "tied", c.lm_head.tied, "config.lm_head");
     read(h, "bias", c.lm_head.bias, "config.lm_head");
+    read(h, "softcap", c.lm_head.softcap, "config.lm_head");
   }
   if (j.contains("encoder") && !j["encoder"].is_null()) c.encoder = stack_from_json(j["encoder"], "config.encoder", false);
   if (j.contains("decoder") && !j["decoder"].is_null())

@@ -64,6 +64,12 @@ struct AttentionConfig {
   // q_norm/k_norm): q_h ← q_h / sqrt(mean(q_h²) + eps) ⊙ w_q, likewise k. Not with collaborative heads.
   bool qk_norm = false;
   float qk_norm_eps = 1e-6f;
+  // The q/k norms scale by (qk_norm_weight_offset + w): 1 for Gemma 3, whose weights are stored as
+  // offsets from 1 (Gemma3RMSNorm), 0 for Qwen3.
+  float qk_norm_weight_offset = 0.0f;
+  // > 0: logit soft-capping J ← cap · tanh(J / cap) after the scale, before the mask and softmax
+  // (Gemma 2's attn_logit_softcapping; Gemma Team 2024, arXiv 2408.00118 § 2). 0 = none.
+  float logit_softcap = 0.0f;
   std::optional<TalkingHeads> talking_heads;
   std::optional<Collaborative> collaborative;
   AttentionPattern pattern;
@@ -77,6 +83,14 @@ struct AttentionConfig {
   std::string variant_name() const;
 };
 
+// Layers that attend through a pattern and RoPE base of their own: Gemma 2/3's sliding-window
+// ("local") layers between global ones (Gemma Team 2024, arXiv 2408.00118; 2025, arXiv 2503.19786).
+struct LocalLayers {
+  std::vector<int> layers;
+  AttentionPattern pattern;         // replaces attention.pattern in these layers
+  std::optional<float> rope_theta;  // RoPE base of these layers; empty = the model's rope_theta
+};
+
 struct StackConfig {
   int layers = 0;
   AttentionConfig attention;                       // self-attention
@@ -88,6 +102,11 @@ struct StackConfig {
   // the stack runs the same weights, stored once as layer 0 ("encoder.0.*"). Layer l still has its
   // own input, attention maps and head controls; only the parameters are shared.
   bool shared_layers = false;
+  std::optional<LocalLayers> local;
+
+  // The self-attention config of layer `layer`: `attention`, with the local pattern in local layers.
+  AttentionConfig layer_attention(int layer) const;
+  bool is_local(int layer) const;
 };
 
 struct FfnConfig {
@@ -101,12 +120,15 @@ struct LmHeadConfig {
   bool transform = false;  // BERT: dense + activation + LayerNorm before the decoder
   bool tied = true;        // decoder weight shared with the token embedding
   bool bias = false;
+  // > 0: final logit soft-capping, logits ← softcap · tanh(logits / softcap) (Gemma 2's
+  // final_logit_softcapping). 0 = none.
+  float softcap = 0.0f;
 };
 
 struct ModelConfig {
   std::string name = "model";
   std::string description;  // free text shown by `headlab info`
-  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 | electra | albert (imported folders)
+  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 | electra | albert | gemma2 | gemma3 (imported folders)
   StackKind kind = StackKind::Encoder;
   int vocab_size = 0;
   int hidden_size = 256;
@@ -126,6 +148,15 @@ struct ModelConfig {
   NormPlacement norm_placement = NormPlacement::Pre;
   bool embedding_norm = false;  // BERT: LayerNorm after the embeddings
   bool final_norm = true;       // pre-LN stacks: a norm after the last layer
+  // Every norm scales by (norm_weight_offset + w): 1 for Gemma, whose RMSNorm weights are stored as
+  // offsets from 1 (output · (1 + w)); 0 elsewhere.
+  float norm_weight_offset = 0.0f;
+  // Pre-LN blocks also normalise each sublayer's output before it joins the residual stream,
+  // h ← h + norm_out(sublayer(norm_in(h))) (Gemma 2/3's post_attention_layernorm and
+  // post_feedforward_layernorm around pre_feedforward_layernorm).
+  bool sublayer_output_norm = false;
+  // Token embeddings are multiplied by this before positions are added (Gemma: √hidden).
+  float embedding_scale = 1.0f;
   FfnConfig ffn;
   LmHeadConfig lm_head;
   std::optional<StackConfig> encoder;

@@ -26,6 +26,8 @@ class HfConfig {
   std::string string(const char* key, const std::string& fallback) const;
   // The value of `key`, nullptr when absent or null.
   const nlohmann::json* find(const char* key) const;
+  // Whether `key` is written at all (a null counts: it can switch off a family's default).
+  bool contains(const char* key) const { return json_.contains(key); }
   [[noreturn]] void fail(const std::string& text) const;
 
  private:
@@ -54,6 +56,8 @@ struct Layout {
 
 // Does the checkpoint hold a tensor of this name? (Used to detect prefixes and optional heads.)
 using HasTensor = std::function<bool(const std::string&)>;
+// The stored dtype of a checkpoint tensor ("F32", "BF16", "F16", …), "" when it is absent.
+using TensorDType = std::function<std::string(const std::string&)>;
 
 // `arch` is config.json's architectures[0]; the family functions throw for unsupported options.
 Layout bert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
@@ -64,6 +68,13 @@ Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTe
 // core/hf_families_encoders.cpp: ELECTRA (generator MLM, discriminator, bare model) and ALBERT.
 Layout electra_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 Layout albert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
+
+// family: "gemma2" or "gemma3" (core/hf_families_gemma.cpp).
+Layout gemma_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const TensorDType& dtype_of,
+                    const std::string& family);
+// "gemma2" / "gemma3" for the Gemma architectures, "" otherwise; and their names for messages.
+std::string gemma_family_of(const std::string& arch);
+std::string gemma_architectures();
 
 // The family of a supported architecture name ("bert", "gpt2", "llama", "qwen2", "mistral"), "" otherwise.
 std::string family_of(const std::string& arch);

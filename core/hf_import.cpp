@@ -185,12 +185,17 @@ std::shared_ptr<Model> import_hf_model(const std::string& folder, const nlohmann
   const hf::HfConfig config(raw, config_path);
   const Checkpoint checkpoint = Checkpoint::open(dir);
   const hf::HasTensor has = [&](const std::string& name) { return checkpoint.find(name) != nullptr; };
+  const hf::TensorDType dtype_of = [&](const std::string& name) -> std::string {
+    const Checkpoint::Entry* entry = checkpoint.find(name);
+    return entry ? dtype_name(entry->info->dtype) : "";
+  };
   hf::Layout layout = family == "bert" || family == "roberta" ? hf::bert_layout(config, arch, has)
                       : family == "distilbert"                 ? hf::distilbert_layout(config, arch, has)
                       : family == "electra"                    ? hf::electra_layout(config, arch, has)
                       : family == "albert"                     ? hf::albert_layout(config, arch, has)
-                      : family == "gpt2" ? hf::gpt2_layout(config, arch, has)
-                                         : hf::llama_layout(config, arch, has, family);
+                      : family == "gpt2"                       ? hf::gpt2_layout(config, arch, has)
+                      : family == "gemma2" || family == "gemma3" ? hf::gemma_layout(config, arch, has, dtype_of, family)
+                                                                 : hf::llama_layout(config, arch, has, family);
   layout.config.name = folder_name(folder) + (layout.note.empty() ? "" : " [" + layout.note + "]");
 
   auto model = std::make_shared<Model>();

@@ -8,21 +8,24 @@
 
 namespace headlab::core {
 
-NormImpl::NormImpl(NormKind kind, int64_t size, float eps) : kind_(kind), eps_(eps) {
+NormImpl::NormImpl(NormKind kind, int64_t size, float eps, float weight_offset)
+    : kind_(kind), eps_(eps), weight_offset_(weight_offset) {
   weight = register_parameter("weight", torch::ones({size}));
   if (kind == NormKind::LayerNorm) bias = register_parameter("bias", torch::zeros({size}));
 }
 
 torch::Tensor NormImpl::forward(const torch::Tensor& x, bool lrp) {
+  // Gemma stores its RMSNorm weights as offsets from 1: output · (1 + w).
+  const auto scale = weight_offset_ != 0 ? weight + weight_offset_ : weight;
   if (kind_ == NormKind::LayerNorm) {
-    if (!lrp) return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps_);
+    if (!lrp) return torch::layer_norm(x, {x.size(-1)}, scale, bias, eps_);
     auto centred = x - x.mean(-1, true);
     auto std = (centred.pow(2).mean(-1, true) + eps_).sqrt().detach();  // analysis/LRP.md rule 2
-    return centred / std * weight + bias;
+    return centred / std * scale + bias;
   }
   auto rms = (x.pow(2).mean(-1, true) + eps_).sqrt();
   if (lrp) rms = rms.detach();  // analysis/LRP.md rule 2
-  return x / rms * weight;
+  return x / rms * scale;
 }
 
 torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp) {
@@ -57,16 +60,23 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
   return down(product);
 }
 
-BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary)
-    : pre_norm_(model.norm_placement == NormPlacement::Pre), rotary_(rotary) {
-  attn = register_module("attn", Attention(stack.attention, model.hidden_size));
-  attn_norm = register_module("attn_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
+BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary, int layer)
+    : pre_norm_(model.norm_placement == NormPlacement::Pre),
+      rotary_(rotary),
+      local_rope_(stack.is_local(layer) && stack.local->rope_theta.has_value()) {
+  auto norm = [&] { return Norm(model.norm, model.hidden_size, model.norm_eps, model.norm_weight_offset); };
+  const bool out_norms = model.sublayer_output_norm;
+  attn = register_module("attn", Attention(stack.layer_attention(layer), model.hidden_size));
+  attn_norm = register_module("attn_norm", norm());
+  if (out_norms) attn_out_norm = register_module("attn_out_norm", norm());
   if (stack.cross_attention) {
     cross_attn = register_module("cross_attn", Attention(*stack.cross_attention, model.hidden_size));
-    cross_norm = register_module("cross_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
+    cross_norm = register_module("cross_norm", norm());
+    if (out_norms) cross_out_norm = register_module("cross_out_norm", norm());
   }
   ffn = register_module("ffn", FeedForward(model.ffn, model.hidden_size));
-  ffn_norm = register_module("ffn_norm", Norm(model.norm, model.hidden_size, model.norm_eps));
+  ffn_norm = register_module("ffn_norm", norm());
+  if (out_norms) ffn_out_norm = register_module("ffn_out_norm", norm());
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
@@ -81,15 +91,25 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     a.key_padding = self ? call.padding : call.memory_padding;
     a.controls = self ? call.self_controls : call.cross_controls;
     a.capture = call.capture;
-    if (self && rotary_) a.rope = call.rope;
+    if (self && rotary_) {
+      a.rope = call.rope;
+      if (local_rope_ && call.rope.defined()) {
+        if (!call.rope.local_cos.defined())
+          throw std::logic_error("a local layer with its own RoPE base was called without local rotary tables");
+        a.rope = RopeTables{call.rope.local_cos, call.rope.local_sin, {}, {}};
+      }
+    }
     a.lrp = call.lrp;
     return module->forward(a, stages);
   };
   torch::Tensor h = x;
   if (pre_norm_) {
-    h = h + attend(attn, attn_norm(h, call.lrp), {}, true, self_stages);
-    if (cross_attn) h = h + attend(cross_attn, cross_norm(h, call.lrp), call.memory, false, cross_stages);
-    return h + ffn(ffn_norm(h, call.lrp), call.lrp);
+    // Sandwich norms when present: h + out_norm(sublayer(norm(h))).
+    auto out = [&](Norm& norm, const torch::Tensor& y) { return norm ? norm(y, call.lrp) : y; };
+    h = h + out(attn_out_norm, attend(attn, attn_norm(h, call.lrp), {}, true, self_stages));
+    if (cross_attn)
+      h = h + out(cross_out_norm, attend(cross_attn, cross_norm(h, call.lrp), call.memory, false, cross_stages));
+    return h + out(ffn_out_norm, ffn(ffn_norm(h, call.lrp), call.lrp));
   }
   // Post-LN (BERT): norm(x + sublayer(x)).
   h = attn_norm(h + attend(attn, h, {}, true, self_stages), call.lrp);
@@ -117,7 +137,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   }
   if (c.type_vocab_size > 0)
     token_types = register_module("token_types", torch::nn::Embedding(c.type_vocab_size, E));
-  if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, E, c.norm_eps));
+  if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
   if (c.embedding_size > 0) embed_project = register_module("embed_project", torch::nn::Linear(E, c.hidden_size));
   auto make_stack = [&](const StackConfig& stack, const char* name, torch::nn::ModuleList& list, Norm& final_norm,
                         const char* norm_name) {
@@ -126,17 +146,18 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
     const int distinct = stack.shared_layers ? 1 : stack.layers;
     for (int l = 0; l < distinct; ++l) {
       const bool nope = std::count(stack.nope_layers.begin(), stack.nope_layers.end(), l) > 0;
-      list->push_back(Block(c, stack, /*rotary=*/!nope));
+      list->push_back(Block(c, stack, /*rotary=*/!nope, l));
     }
     register_module(name, list);
-    if (c.final_norm) final_norm = register_module(norm_name, Norm(c.norm, c.hidden_size, c.norm_eps));
+    if (c.final_norm)
+      final_norm = register_module(norm_name, Norm(c.norm, c.hidden_size, c.norm_eps, c.norm_weight_offset));
   };
   if (c.encoder) make_stack(*c.encoder, "encoder", encoder_layers, encoder_final_norm, "encoder_norm");
   if (c.decoder) make_stack(*c.decoder, "decoder", decoder_layers, decoder_final_norm, "decoder_norm");
   if (c.lm_head.transform) {
     // Back into the embedding space (E = D unless factorised), where a tied decoder reads E_tok.
     head_transform = register_module("head_transform", torch::nn::Linear(c.hidden_size, E));
-    head_norm = register_module("head_norm", Norm(c.norm, E, c.norm_eps));
+    head_norm = register_module("head_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
   }
   if (!c.lm_head.tied)
     head_weight = register_parameter("head_weight", torch::zeros({c.vocab_size, c.lm_head.transform ? E : c.hidden_size}));
@@ -154,6 +175,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
     throw std::invalid_argument("token id " + std::to_string(ids.masked_select(bad)[0].item<int64_t>()) +
                                 " is outside the vocabulary (size " + std::to_string(c.vocab_size) + ")");
   auto x = tokens(ids);  // [B, T, D]
+  if (c.embedding_scale != 1.0f) x = x * c.embedding_scale;  // Gemma: √hidden
   if (positions) x = x + positions(torch::arange(T, torch::kLong)).unsqueeze(0);
   if (sinusoid.defined()) x = x + sinusoid.narrow(0, 0, T).unsqueeze(0);
   if (token_types) {
@@ -168,14 +190,24 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
 RopeTables TransformerImpl::rope_tables(int64_t T, const std::string& stack) const {
   const auto& c = config_;
   if (c.positions != PositionKind::Rope && c.positions != PositionKind::RopeLearned) return {};
-  const auto& a = (stack == "encoder" ? c.encoder : c.decoder)->attention;
+  const auto& s = *(stack == "encoder" ? c.encoder : c.decoder);
+  const auto& a = s.attention;
   const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
   const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;
   // Hugging Face: inv_freq = 1 / θ^(2i/rot); emb = cat(freqs, freqs) (rotate-half layout).
-  auto inv_freq = 1.0 / torch::pow(double(c.rope_theta), torch::arange(0, rot, 2, torch::kFloat64) / double(rot));
-  auto freqs = torch::outer(torch::arange(T, torch::kFloat64), inv_freq);  // [T, rot/2]
-  auto emb = torch::cat({freqs, freqs}, -1);                                  // [T, rot]
-  return {emb.cos().to(torch::kFloat32), emb.sin().to(torch::kFloat32)};
+  auto table = [&](double theta) {
+    auto inv_freq = 1.0 / torch::pow(theta, torch::arange(0, rot, 2, torch::kFloat64) / double(rot));
+    auto freqs = torch::outer(torch::arange(T, torch::kFloat64), inv_freq);  // [T, rot/2]
+    return torch::cat({freqs, freqs}, -1);                                    // [T, rot]
+  };
+  auto emb = table(c.rope_theta);
+  RopeTables tables{emb.cos().to(torch::kFloat32), emb.sin().to(torch::kFloat32), {}, {}};
+  if (s.local && s.local->rope_theta) {
+    auto local = table(*s.local->rope_theta);
+    tables.local_cos = local.cos().to(torch::kFloat32);
+    tables.local_sin = local.sin().to(torch::kFloat32);
+  }
+  return tables;
 }
 
 torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::string& stack, bool lrp) {
@@ -189,6 +221,7 @@ torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::stri
   if (config_.lm_head.tied && !head_transform && embed_project) weight = torch::matmul(weight, embed_project->weight.t());
   auto logits = torch::matmul(h, weight.t());  // [B, T, V]
   if (head_bias.defined()) logits = logits + head_bias;
+  if (config_.lm_head.softcap > 0) logits = soft_cap(logits, config_.lm_head.softcap, lrp);  // Gemma 2
   return logits;
 }
 
@@ -216,14 +249,26 @@ int TransformerImpl::layer_count(const std::string& stack) const {
 void initialize_weights(Transformer& model, uint64_t seed) {
   torch::NoGradGuard no_grad;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const ModelConfig& config = model->config();
+  // Norms start as the identity: scale (offset + w) = 1.
+  auto qk_norm_offset = [&](const std::string& name) {
+    const bool encoder = name.rfind("encoder.", 0) == 0;
+    const auto& stack = encoder ? config.encoder : config.decoder;
+    if (!stack) return 0.0f;
+    const bool cross = name.find(".cross_attn.") != std::string::npos;
+    return cross && stack->cross_attention ? stack->cross_attention->qk_norm_weight_offset
+                                           : stack->attention.qk_norm_weight_offset;
+  };
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
     auto& p = item.value();
     auto ends_with = [&](const std::string& suffix) {
       return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (ends_with("norm.weight") || ends_with(".q_norm") || ends_with(".k_norm")) {
-      p.fill_(1.0);
+    if (ends_with("norm.weight")) {
+      p.fill_(1.0 - config.norm_weight_offset);
+    } else if (ends_with(".q_norm") || ends_with(".k_norm")) {
+      p.fill_(1.0 - qk_norm_offset(name));
     } else if (ends_with(".bias") || ends_with("head_bias")) {
       p.zero_();
     } else if (ends_with("pre_mix") || ends_with("post_mix")) {

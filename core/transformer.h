@@ -17,16 +17,18 @@
 
 namespace headlab::core {
 
-// LayerNorm or RMSNorm; with `lrp` the denominator is a constant (analysis/LRP.md rule 2).
+// LayerNorm or RMSNorm scaled by (weight_offset + weight); with `lrp` the denominator is a constant
+// (analysis/LRP.md rule 2).
 class NormImpl : public torch::nn::Module {
  public:
-  NormImpl(NormKind kind, int64_t size, float eps);
+  NormImpl(NormKind kind, int64_t size, float eps, float weight_offset = 0.0f);
   torch::Tensor forward(const torch::Tensor& x, bool lrp = false);
   torch::Tensor weight, bias;
 
  private:
   NormKind kind_;
   float eps_;
+  float weight_offset_;
 };
 TORCH_MODULE(Norm);
 
@@ -61,7 +63,8 @@ struct BlockCall {
 class BlockImpl : public torch::nn::Module {
  public:
   // rotary = false: a NoPE layer (StackConfig::nope_layers) whose self-attention skips RoPE.
-  BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary = true);
+  // layer: its index in the stack, which decides whether it is one of StackConfig::local.
+  BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary = true, int layer = -1);
   // x [B, T, D] → [B, T, D]
   torch::Tensor forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
                         AttentionStages* cross_stages);
@@ -70,10 +73,13 @@ class BlockImpl : public torch::nn::Module {
   Attention cross_attn{nullptr};
   FeedForward ffn{nullptr};
   Norm attn_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
+  // ModelConfig::sublayer_output_norm: norms of each sublayer's output, before the residual sum.
+  Norm attn_out_norm{nullptr}, cross_out_norm{nullptr}, ffn_out_norm{nullptr};
 
  private:
   bool pre_norm_;
-  bool rotary_;  // false in a NoPE layer: self-attention ignores BlockCall::rope
+  bool rotary_;      // false in a NoPE layer: self-attention ignores BlockCall::rope
+  bool local_rope_;  // a StackConfig::local layer with its own RoPE base: reads rope.local_cos/sin
 };
 TORCH_MODULE(Block);
 
@@ -86,7 +92,8 @@ class TransformerImpl : public torch::nn::Module {
   // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm, and the
   // projection E → D of factorised embeddings).
   torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false);
-  // Rotary tables for T positions, empty unless the model uses RoPE.
+  // Rotary tables for T positions, empty unless the model uses RoPE (with the local layers' tables
+  // when StackConfig::local sets a RoPE base of its own).
   RopeTables rope_tables(int64_t T, const std::string& stack) const;
   // hidden [B, T, D] after the last layer → logits [B, T, V] (final norm + LM head).
   torch::Tensor head(const torch::Tensor& hidden, const std::string& stack, bool lrp = false);

@@ -65,6 +65,11 @@ AttentionSummary summarize(const std::string& stack, const std::string& title, c
   out.talking_heads = a.talking_heads.has_value();
   out.causal = causal;
   out.variant = a.variant_name();
+  if (s.local && &a == &s.attention) {  // self-attention with local layers (Gemma's sliding-window layers)
+    out.variant += ", local layers";
+    for (size_t i = 0; i < s.local->layers.size(); ++i) out.variant += (i ? ", " : " ") + std::to_string(s.local->layers[i]);
+    if (s.local->pattern.window > 0) out.variant += " window=" + std::to_string(s.local->pattern.window);
+  }
   return out;
 }
 

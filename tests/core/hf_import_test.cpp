@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -124,7 +125,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"mistral", "mistral", "F32"}, Case{"qwen3", "qwen3", "F32"},
                         Case{"roberta", "roberta", "F32"}, Case{"distilbert", "distilbert", "F32"},
                         Case{"electra", "electra", "F32"}, Case{"electra-discriminator", "electra", "F32"},
-                        Case{"albert", "albert", "F32"}}) {
+                        Case{"albert", "albert", "F32"},
+                        Case{"gemma2", "gemma2", "F32"}, Case{"gemma3", "gemma3", "BF16"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -601,4 +603,138 @@ TEST_CASE("hf import: ELECTRA and ALBERT options HeadLab does not run are refuse
   wrong["embedding_size"] = 8;
   write_variant(dir, wrong, electra_weights);
   CHECK_THAT(load_error(dir.str()), Contains("'electra.embeddings.word_embeddings.weight' has shape [100, 16], expected [100, 8]"));
+}
+
+// ---- Gemma 2 / Gemma 3 ------------------------------------------------------------------------
+
+TEST_CASE("hf import: Gemma 2 and Gemma 3 map onto local layers, soft-caps and offset norms", "[hf_import][gemma]") {
+  SECTION("Gemma 2: even layers slide, both soft-caps, query_pre_attn_scalar, (1 + w) norms, √hidden") {
+    const auto c = load_model(fixture("gemma2"))->config;
+    CHECK(c.family == "gemma2");
+    const auto& a = c.decoder->attention;
+    CHECK(c.decoder->local->layers == std::vector<int>{0, 2});
+    CHECK(c.decoder->local->pattern.window == 3);  // sliding_window 4: the query and 3 before it
+    CHECK_FALSE(c.decoder->local->rope_theta);     // one RoPE base for every layer
+    CHECK(a.pattern.window == 0);
+    CHECK(a.logit_softcap == 3.0f);
+    CHECK(c.lm_head.softcap == 10.0f);
+    CHECK(*a.scale == Approx(0.25));  // 16^-½, not head_dim (12)^-½
+    CHECK((a.heads == 4 && a.kv_heads == 2 && a.key_size == 12));
+    CHECK_FALSE(a.qk_norm);
+    CHECK(c.norm_weight_offset == 1.0f);
+    CHECK(c.sublayer_output_norm);
+    CHECK(c.embedding_scale == static_cast<float>(std::sqrt(32.0)));
+    CHECK((c.ffn.kind == FfnKind::SwiGLU && c.ffn.activation == Activation::GeluTanh));
+    CHECK(c.lm_head.tied);
+    CHECK_THAT(c.summary(), Contains("local layers 0, 2 (window 3)") && Contains("softcap=3") && Contains("FFN GLU/gelu_tanh"));
+  }
+  SECTION("Gemma 3: one global layer in six, local RoPE base, q/k norms, no soft-caps, BF16 √hidden") {
+    const auto c = load_model(fixture("gemma3"))->config;
+    CHECK(c.family == "gemma3");
+    CHECK(c.decoder->local->layers == std::vector<int>{0, 1, 2, 3, 4});
+    CHECK(c.decoder->local->pattern.window == 3);
+    CHECK(*c.decoder->local->rope_theta == 10000.0f);
+    CHECK(c.rope_theta == 1e6f);
+    const auto& a = c.decoder->attention;
+    CHECK((a.qk_norm && a.qk_norm_weight_offset == 1.0f && a.qk_norm_eps == Approx(1e-6)));
+    CHECK(a.logit_softcap == 0.0f);
+    CHECK(c.lm_head.softcap == 0.0f);
+    CHECK((a.kv_heads == 1 && a.key_size == 16));
+    CHECK(c.embedding_scale == 6.9375f);  // sqrt(48) = 6.928… rounded to BF16, as the BF16 model computes it
+  }
+}
+
+// Gemma's layer pattern and RoPE bases as transformers 5 (and late 4.x) write them — layer_types and
+// rope_parameters per layer type — give the same numbers; contradictions and unsupported options are
+// refused with the key named.
+TEST_CASE("hf import: Gemma config spellings are read or refused", "[hf_import][gemma]") {
+  TempDir dir("hf-gemma");
+  const auto gemma2 = read_json(fixture("gemma2/config.json"));
+  const auto gemma3 = read_json(fixture("gemma3/config.json"));
+  const Tensors gemma2_weights = read_all(fixture("gemma2/model.safetensors"));
+  const Tensors gemma3_weights = read_all(fixture("gemma3/model.safetensors"));
+  auto matches = [&](const nlohmann::json& config, const Tensors& weights, const char* reference) {
+    write_variant(dir, config, weights, reference == std::string("gemma3") ? DType::BF16 : DType::F32);
+    const Errors errors = compare(*load_model(dir.str()), read_expected(fixture(reference)));
+    return errors.attention <= 2e-4 && errors.logits <= 1e-3;
+  };
+
+  SECTION("transformers 5: layer_types and rope_parameters") {
+    auto v5 = gemma2;
+    v5.erase("rope_theta");
+    v5["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
+    v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}};
+    CHECK(matches(v5, gemma2_weights, "gemma2"));
+
+    auto v5_3 = gemma3;
+    for (const char* key : {"rope_theta", "rope_local_base_freq", "rope_scaling", "sliding_window_pattern"}) v5_3.erase(key);
+    v5_3["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention",
+                           "sliding_attention", "sliding_attention", "full_attention"};
+    v5_3["rope_parameters"] = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+                               {"full_attention", {{"rope_type", "default"}, {"rope_theta", 1000000.0}}}};
+    CHECK(matches(v5_3, gemma3_weights, "gemma3"));
+  }
+  SECTION("the comparison can fail: wrong layer types, local RoPE base, soft-cap or window") {
+    auto all_global = gemma2;
+    all_global["layer_types"] = {"full_attention", "full_attention", "full_attention"};
+    CHECK_FALSE(matches(all_global, gemma2_weights, "gemma2"));
+    auto no_cap = gemma2;
+    no_cap["attn_logit_softcapping"] = nullptr;
+    CHECK_FALSE(matches(no_cap, gemma2_weights, "gemma2"));
+    auto no_final_cap = gemma2;
+    no_final_cap["final_logit_softcapping"] = nullptr;
+    CHECK_FALSE(matches(no_final_cap, gemma2_weights, "gemma2"));
+    auto local_theta = gemma3;
+    local_theta["rope_local_base_freq"] = 1000000.0;
+    CHECK_FALSE(matches(local_theta, gemma3_weights, "gemma3"));
+    auto window = gemma3;
+    window["sliding_window"] = 5;
+    CHECK_FALSE(matches(window, gemma3_weights, "gemma3"));
+    auto scalar = gemma3;
+    scalar.erase("query_pre_attn_scalar");  // the default 256, not head_dim
+    CHECK_FALSE(matches(scalar, gemma3_weights, "gemma3"));
+  }
+  SECTION("Gemma 2 defaults: soft-caps 50 and 30 when the keys are absent") {
+    auto defaults = gemma2;
+    defaults.erase("attn_logit_softcapping");
+    defaults.erase("final_logit_softcapping");
+    write_variant(dir, defaults, gemma2_weights);
+    const auto c = load_model(dir.str())->config;
+    CHECK(c.decoder->attention.logit_softcap == 50.0f);
+    CHECK(c.lm_head.softcap == 30.0f);
+  }
+  SECTION("refused, naming the key") {
+    auto refuse = [&](const nlohmann::json& config, const Tensors& weights) {
+      write_variant(dir, config, weights);
+      return load_error(dir.str());
+    };
+    auto multimodal = gemma3;
+    multimodal["architectures"] = {"Gemma3ForConditionalGeneration"};
+    multimodal["model_type"] = "gemma3";
+    CHECK_THAT(refuse(multimodal, gemma3_weights),
+               Contains("Gemma3ForConditionalGeneration") && Contains("not supported") && Contains("Gemma3ForCausalLM") &&
+                   Contains("config.json"));
+    auto linear = gemma3;
+    linear["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+    CHECK_THAT(refuse(linear, gemma3_weights), Contains("rope_scaling type \"linear\" is not supported"));
+    auto disagree = gemma3;
+    disagree["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention",
+                               "sliding_attention", "sliding_attention", "full_attention"};
+    CHECK_THAT(refuse(disagree, gemma3_weights), Contains("layer_types[1] 'full_attention' disagrees with sliding_window_pattern"));
+    auto theta = gemma3;
+    theta["rope_parameters"] = {{"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 500.0}}}};
+    CHECK_THAT(refuse(theta, gemma3_weights), Contains("rope_local_base_freq 10000.0 and 'rope_parameters.sliding_attention.rope_theta' 500.0 disagree"));
+    auto bidirectional = gemma3;
+    bidirectional["use_bidirectional_attention"] = true;
+    CHECK_THAT(refuse(bidirectional, gemma3_weights), Contains("use_bidirectional_attention"));
+    auto no_window = gemma2;
+    no_window["sliding_window"] = nullptr;
+    CHECK_THAT(refuse(no_window, gemma2_weights), Contains("'sliding_window' is null"));
+    auto activation = gemma2;
+    activation["hidden_activation"] = "relu";
+    CHECK_THAT(refuse(activation, gemma2_weights), Contains("hidden_activation 'relu'"));
+    auto type = gemma2;
+    type["layer_types"] = {"sliding_attention", "chunked_attention", "sliding_attention"};
+    CHECK_THAT(refuse(type, gemma2_weights), Contains("layer_types[1] \"chunked_attention\" is not supported"));
+  }
 }

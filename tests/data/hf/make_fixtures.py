@@ -12,7 +12,8 @@ For each folder under tests/data/hf/ it writes
 
 The reference forward passes below are independent transcriptions of the eager code paths of
 transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, modeling_gpt2.py, modeling_llama.py,
-modeling_qwen2.py, modeling_mistral.py and modeling_qwen3.py (ELECTRA and ALBERT: fixtures_encoders.py)
+modeling_qwen2.py, modeling_mistral.py, modeling_qwen3.py, modeling_gemma2.py and modeling_gemma3.py
+(ELECTRA and ALBERT: fixtures_encoders.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -553,10 +554,142 @@ def make_qwen3(g):
     write_folder("qwen3", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
 
 
+# ---- Gemma 2 / Gemma 3 (modeling_gemma2.py, modeling_gemma3.py) -------------------------------
+
+def gemma_rms_norm(x, w, eps):  # Gemma2RMSNorm / Gemma3RMSNorm: the weight is stored as an offset from 1
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1.0 + w)
+
+
+def gemma_layer_types(cfg):
+    if cfg.get("layer_types"):
+        return cfg["layer_types"]
+    # Gemma2DecoderLayer: is_sliding = not bool(layer_idx % 2); Gemma3: bool((layer_idx + 1) % pattern).
+    pattern = cfg.get("sliding_window_pattern", 6 if cfg["model_type"] == "gemma3_text" else 2)
+    return ["sliding_attention" if (l + 1) % pattern else "full_attention" for l in range(cfg["num_hidden_layers"])]
+
+
+def rope_cos_sin(theta, hd, T):  # the default rotary embedding: float32 inv_freq and angles
+    inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    emb = torch.cat((torch.outer(torch.arange(T).float(), inv_freq),) * 2, dim=-1)
+    return emb.cos().double(), emb.sin().double()
+
+
+def gemma_reference(W, cfg, ids, embed_dtype, global_theta, local_theta):
+    """Gemma2ForCausalLM / Gemma3ForCausalLM, eager attention, no padding. `global_theta` and
+    `local_theta` are the RoPE bases of full_attention and sliding_attention layers."""
+    gemma3 = cfg["model_type"] == "gemma3_text"
+    D, H, KV, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    eps, T, p = cfg["rms_norm_eps"], len(ids), "model."
+    bias = cfg.get("attention_bias", False)
+    scaling = cfg["query_pre_attn_scalar"] ** -0.5
+    attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
+    rope = {"full_attention": rope_cos_sin(global_theta, hd, T), "sliding_attention": rope_cos_sin(local_theta, hd, T)}
+    min_value = torch.finfo(torch.float64).min
+    causal = torch.triu(torch.full((T, T), min_value, dtype=torch.float64), diagonal=1)
+    # Sliding layers also mask keys j <= i - sliding_window (tril(ones, diagonal=-sliding_window)).
+    window = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-cfg["sliding_window"])
+    # The embeddings are multiplied by sqrt(hidden_size) as a tensor of the embeddings' dtype.
+    normalizer = torch.tensor(D ** 0.5, dtype=embed_dtype).double()
+    x = W[p + "embed_tokens.weight"][torch.tensor(ids)] * normalizer
+    out = {}
+    for l, layer_type in enumerate(gemma_layer_types(cfg)):
+        h = "%slayers.%d." % (p, l)
+        a = gemma_rms_norm(x, W[h + "input_layernorm.weight"], eps)
+        q = linear(a, W, h + "self_attn.q_proj", bias).view(T, H, hd).transpose(0, 1)
+        k = linear(a, W, h + "self_attn.k_proj", bias).view(T, KV, hd).transpose(0, 1)
+        v = linear(a, W, h + "self_attn.v_proj", bias).view(T, KV, hd).transpose(0, 1)
+        if gemma3:  # Gemma3Attention: q_norm/k_norm over head_dim, before RoPE
+            q = gemma_rms_norm(q, W[h + "self_attn.q_norm.weight"], eps)
+            k = gemma_rms_norm(k, W[h + "self_attn.k_norm.weight"], eps)
+        cos, sin = rope[layer_type]
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        n_rep = H // KV
+        k = k[:, None].expand(KV, n_rep, T, hd).reshape(H, T, hd)
+        v = v[:, None].expand(KV, n_rep, T, hd).reshape(H, T, hd)
+        w = q @ k.transpose(-1, -2) * scaling
+        if attn_cap is not None:
+            w = torch.tanh(w / attn_cap) * attn_cap
+        mask = causal.masked_fill(window, min_value) if layer_type == "sliding_attention" else causal
+        w = torch.softmax(w + mask, dim=-1)
+        out["attentions.%d" % l] = w
+        context = (w @ v).transpose(0, 1).reshape(T, H * hd)
+        o = linear(context, W, h + "self_attn.o_proj", bias)
+        x = x + gemma_rms_norm(o, W[h + "post_attention_layernorm.weight"], eps)
+        m = gemma_rms_norm(x, W[h + "pre_feedforward_layernorm.weight"], eps)
+        m = linear(gelu_new(linear(m, W, h + "mlp.gate_proj", False)) * linear(m, W, h + "mlp.up_proj", False),
+                   W, h + "mlp.down_proj", False)  # gelu_pytorch_tanh is gelu_new's formula
+        x = x + gemma_rms_norm(m, W[h + "post_feedforward_layernorm.weight"], eps)
+    x = gemma_rms_norm(x, W[p + "norm.weight"], eps)
+    logits = x @ W[p + "embed_tokens.weight"].T  # tied
+    if final_cap is not None:
+        logits = torch.tanh(logits / final_cap) * final_cap
+    out["logits"] = logits
+    return out
+
+
+def gemma_weights(g, cfg):
+    D, H, V, I = cfg["hidden_size"], cfg["num_attention_heads"], cfg["vocab_size"], cfg["intermediate_size"]
+    KV, hd = cfg["num_key_value_heads"], cfg["head_dim"]
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+    p = "model."
+    w = {p + "embed_tokens.weight": rnd(V, D, std=0.5)}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%slayers.%d." % (p, l)
+        for norm in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            w[h + norm + ".weight"] = rnd(D, std=0.3)  # offsets from 1
+        w[h + "self_attn.q_proj.weight"] = rnd(H * hd, D, std=0.4)
+        w[h + "self_attn.k_proj.weight"] = rnd(KV * hd, D, std=0.4)
+        w[h + "self_attn.v_proj.weight"] = rnd(KV * hd, D)
+        w[h + "self_attn.o_proj.weight"] = rnd(D, H * hd)
+        if cfg["model_type"] == "gemma3_text":
+            w[h + "self_attn.q_norm.weight"] = rnd(hd, std=0.5)
+            w[h + "self_attn.k_norm.weight"] = rnd(hd, std=0.5)
+        w[h + "mlp.gate_proj.weight"] = rnd(I, D)
+        w[h + "mlp.up_proj.weight"] = rnd(I, D)
+        w[h + "mlp.down_proj.weight"] = rnd(D, I)
+    w[p + "norm.weight"] = rnd(D, std=0.3)
+    return w
+
+
+def make_gemma2(g):
+    # Gemma 2 as transformers 4.44 writes it (no layer_types: even layers slide): a window of 4 keys
+    # within the 12-token input, both soft-caps small enough to bend the logits, head_dim (12) unlike
+    # hidden/heads (8) and query_pre_attn_scalar (16) unlike head_dim.
+    cfg = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "attention_bias": False,
+           "attention_dropout": 0.0, "attn_logit_softcapping": 3.0, "bos_token_id": 2,
+           "cache_implementation": "hybrid", "eos_token_id": 1, "final_logit_softcapping": 10.0, "head_dim": 12,
+           "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32,
+           "initializer_range": 0.02, "intermediate_size": 64, "max_position_embeddings": 64,
+           "num_attention_heads": 4, "num_hidden_layers": 3, "num_key_value_heads": 2, "pad_token_id": 0,
+           "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4,
+           "torch_dtype": "float32", "transformers_version": "4.44.0", "use_cache": True, "vocab_size": 100}
+    w = gemma_weights(g, cfg)
+    expected = gemma_reference(as_f64(w), cfg, IDS, torch.float32, 10000.0, 10000.0)
+    write_folder("gemma2", cfg, w, expected, IDS)
+
+
+def make_gemma3(g):
+    # Gemma 3 text as transformers 4.50 writes it: five sliding layers (RoPE base 10⁴) and one global
+    # layer (10⁶), q/k norms, no soft-capping; BF16 weights, so sqrt(48) is rounded to BF16 (6.9375).
+    cfg = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "attention_bias": False,
+           "attention_dropout": 0.0, "attn_logit_softcapping": None, "bos_token_id": 2,
+           "cache_implementation": "hybrid", "eos_token_id": 1, "final_logit_softcapping": None, "head_dim": 16,
+           "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 48, "initializer_range": 0.02,
+           "intermediate_size": 64, "max_position_embeddings": 128, "num_attention_heads": 4,
+           "num_hidden_layers": 6, "num_key_value_heads": 1, "pad_token_id": 0, "query_pre_attn_scalar": 16,
+           "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0, "rope_scaling": None, "rope_theta": 1000000.0,
+           "sliding_window": 4, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+           "transformers_version": "4.50.0", "use_cache": True, "vocab_size": 100}
+    w = {k: v.to(torch.bfloat16) for k, v in gemma_weights(g, cfg).items()}
+    expected = gemma_reference(as_f64(w), cfg, IDS, torch.bfloat16, 1000000.0, 10000.0)
+    write_folder("gemma3", cfg, w, expected, IDS)
+
+
 def main():
     torch.manual_seed(0)
     for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral,
-                              make_qwen3, make_roberta, make_distilbert]):
+                              make_qwen3, make_roberta, make_distilbert, make_gemma2, make_gemma3]):
         make(torch.Generator().manual_seed(1000 + i))
     import fixtures_encoders  # ELECTRA, ALBERT
     for i, make in enumerate(fixtures_encoders.MAKERS):
