@@ -1,6 +1,28 @@
 #include "analysis/cairo_image.h"
 
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+
 namespace headlab::analysis {
+
+namespace {
+
+cairo_status_t append_bytes(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+cairo_surface_t* create_vector_surface_in_memory(const std::string& format, std::string& bytes, double width,
+                                                 double height) {
+  if (format == "pdf") return cairo_pdf_surface_create_for_stream(append_bytes, &bytes, width, height);
+  return cairo_svg_surface_create_for_stream(append_bytes, &bytes, width, height);
+}
+
+cairo_status_t png_to_memory(cairo_surface_t* image, std::string& bytes) {
+  return cairo_surface_write_to_png_stream(image, append_bytes, &bytes);
+}
 
 void draw_pixels(cairo_t* cr, int cols, int rows, const std::function<uint32_t(int, int)>& pixel, double x, double y,
                  double w, double h) {

@@ -1,17 +1,27 @@
 // Drawing a grid of colours (an attention map, a colour bar) into a cairo figure as one embedded
 // image scaled with nearest-neighbour sampling, so an SVG or PDF holds one picture rather than a
-// rectangle per cell. Shared by the report figures and the window's figure export.
+// rectangle per cell; and surfaces whose bytes land in memory, so a figure file is written whole
+// through core::write_file_atomic. Shared by the report figures and the window's figure export.
 #pragma once
 
 #include <cairo.h>
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace headlab::analysis {
 
 // pixel(row, col) gives 0xRRGGBB; the cols × rows picture fills (x, y, w, h).
 void draw_pixels(cairo_t* cr, int cols, int rows, const std::function<uint32_t(int, int)>& pixel, double x, double y,
                  double w, double h);
+
+// An SVG ("svg") or PDF ("pdf") surface of width × height points whose bytes are appended to
+// `bytes` (which must outlive the surface) as cairo writes them; check cairo_surface_status.
+cairo_surface_t* create_vector_surface_in_memory(const std::string& format, std::string& bytes, double width,
+                                                 double height);
+
+// An image surface encoded as PNG into `bytes`.
+cairo_status_t png_to_memory(cairo_surface_t* image, std::string& bytes);
 
 }  // namespace headlab::analysis

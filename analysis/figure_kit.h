@@ -8,16 +8,14 @@
 #include "analysis/head_report.h"
 #include "analysis/report_figures.h"
 #include "analysis/viridis.h"
+#include "core/atomic_file.h"
 
-#include <cairo-pdf.h>
-#include <cairo-svg.h>
 #include <cairo.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -241,12 +239,10 @@ inline void prepare(cairo_t* cr) {
 
 // Cairo writes no <title> (and draws text as glyph outlines); the figure's title goes in one, and
 // an optional text alternative of what it shows (its labels and values) in a <desc>, so that the
-// SVG says what it shows to screen readers, file browsers and text search.
-inline void add_svg_title(const std::string& path, const std::string& title, const std::string& description = "") {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string svg = buffer.str();
+// SVG says what it shows to screen readers, file browsers and text search. `path` names the file
+// in errors.
+inline void add_svg_title(std::string& svg, const std::string& path, const std::string& title,
+                          const std::string& description = "") {
   const auto open = svg.find("<svg");
   const auto end = open == std::string::npos ? std::string::npos : svg.find('>', open);
   if (end == std::string::npos) throw std::runtime_error(path + ": cairo wrote no <svg> element");
@@ -262,87 +258,66 @@ inline void add_svg_title(const std::string& path, const std::string& title, con
   };
   svg.insert(end + 1, "\n<title>" + escape(title) + "</title>" +
                           (description.empty() ? "" : "\n<desc>" + escape(description) + "</desc>"));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << svg;
-  if (!out) throw std::runtime_error(path + ": cannot write");
 }
 
-inline void write_figure(const std::string& folder, const std::string& name, const std::string& title, double width,
-                  double height, const Draw& draw, std::vector<std::string>& written) {
-  width = std::ceil(width), height = std::ceil(height);
-  const std::string svg = folder + "/" + name + ".svg";
-  {
-    cairo_surface_t* surface = cairo_svg_surface_create(svg.c_str(), width, height);
-    check(cairo_surface_status(surface), svg);
-    cairo_t* cr = cairo_create(surface);
-    prepare(cr);
-    draw(cr);
-    const cairo_status_t drawn = cairo_status(cr);
-    cairo_destroy(cr);
-    cairo_surface_finish(surface);
-    const cairo_status_t finished = cairo_surface_status(surface);
-    cairo_surface_destroy(surface);
-    check(drawn, svg);
-    check(finished, svg);
-    add_svg_title(svg, title);
-  }
-  const std::string png = folder + "/" + name + ".png";
-  {
-    cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(width * kPngScale),
-                                                          int(height * kPngScale));
-    check(cairo_surface_status(surface), png);
-    cairo_t* cr = cairo_create(surface);
-    cairo_scale(cr, kPngScale, kPngScale);
-    prepare(cr);
-    draw(cr);
-    const cairo_status_t drawn = cairo_status(cr);
-    cairo_destroy(cr);
-    cairo_surface_flush(surface);
-    const cairo_status_t saved = drawn == CAIRO_STATUS_SUCCESS ? cairo_surface_write_to_png(surface, png.c_str()) : drawn;
-    cairo_surface_destroy(surface);
-    check(saved, png);
-  }
-  written.push_back(name + ".svg");
-  written.push_back(name + ".png");
-}
-
-// Writes one figure to `path`, the format by its extension: .svg (with <title> and <desc>), .pdf,
-// or .png (at kPngScale). Throws naming the path for another extension or when cairo fails.
-inline void write_figure_file(const std::string& path, const std::string& title, double width, double height,
-                              const Draw& draw, const std::string& description = "") {
-  width = std::ceil(width), height = std::ceil(height);
-  std::string ext = std::filesystem::path(path).extension().string();
-  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  cairo_surface_t* surface = nullptr;
-  if (ext == ".svg")
-    surface = cairo_svg_surface_create(path.c_str(), width, height);
-  else if (ext == ".pdf")
-    surface = cairo_pdf_surface_create(path.c_str(), width, height);
-  else if (ext == ".png")
-    surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(width * kPngScale), int(height * kPngScale));
-  else
-    throw std::runtime_error("export " + path + ": use .svg, .pdf or .png");
+// Draws `draw` into memory as "svg", "pdf" or "png" (at kPngScale) and returns the file's bytes.
+// Throws naming `path` when cairo fails.
+inline std::string render_figure(const std::string& format, const std::string& path, double width, double height,
+                                 const Draw& draw) {
+  std::string bytes;
+  const bool png = format == "png";
+  cairo_surface_t* surface =
+      png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(width * kPngScale), int(height * kPngScale))
+          : create_vector_surface_in_memory(format, bytes, width, height);
   if (cairo_surface_status(surface) != CAIRO_STATUS_SUCCESS) {
     const cairo_status_t status = cairo_surface_status(surface);
     cairo_surface_destroy(surface);
     check(status, path);
   }
   cairo_t* cr = cairo_create(surface);
-  if (ext == ".png") cairo_scale(cr, kPngScale, kPngScale);
+  if (png) cairo_scale(cr, kPngScale, kPngScale);
   prepare(cr);
   draw(cr);
   const cairo_status_t drawn = cairo_status(cr);
   cairo_destroy(cr);
   cairo_status_t saved = drawn;
-  if (ext == ".png" && drawn == CAIRO_STATUS_SUCCESS) {
+  if (png && drawn == CAIRO_STATUS_SUCCESS) {
     cairo_surface_flush(surface);
-    saved = cairo_surface_write_to_png(surface, path.c_str());
+    saved = png_to_memory(surface, bytes);
   }
   cairo_surface_finish(surface);
   if (saved == CAIRO_STATUS_SUCCESS) saved = cairo_surface_status(surface);
   cairo_surface_destroy(surface);
   check(saved, path);
-  if (ext == ".svg") add_svg_title(path, title, description);
+  return bytes;
+}
+
+// Writes `folder`/`name`.svg and .png (atomically, core/atomic_file.h) and adds both names to `written`.
+inline void write_figure(const std::string& folder, const std::string& name, const std::string& title, double width,
+                  double height, const Draw& draw, std::vector<std::string>& written) {
+  width = std::ceil(width), height = std::ceil(height);
+  const std::string svg_path = folder + "/" + name + ".svg";
+  std::string svg = render_figure("svg", svg_path, width, height, draw);
+  add_svg_title(svg, svg_path, title);
+  core::write_file_atomic(svg_path, svg);
+  const std::string png_path = folder + "/" + name + ".png";
+  core::write_file_atomic(png_path, render_figure("png", png_path, width, height, draw));
+  written.push_back(name + ".svg");
+  written.push_back(name + ".png");
+}
+
+// Writes one figure to `path`, the format by its extension: .svg (with <title> and <desc>), .pdf,
+// or .png (at kPngScale), atomically. Throws naming the path for another extension or when cairo
+// or the file system fails.
+inline void write_figure_file(const std::string& path, const std::string& title, double width, double height,
+                              const Draw& draw, const std::string& description = "") {
+  width = std::ceil(width), height = std::ceil(height);
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ext != ".svg" && ext != ".pdf" && ext != ".png") throw std::runtime_error("export " + path + ": use .svg, .pdf or .png");
+  std::string bytes = render_figure(ext.substr(1), path, width, height, draw);
+  if (ext == ".svg") add_svg_title(bytes, path, title, description);
+  core::write_file_atomic(path, bytes);
 }
 
 // ---- report helpers ------------------------------------------------------------------------------

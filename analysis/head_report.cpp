@@ -1,5 +1,6 @@
 #include "analysis/head_report.h"
 
+#include "core/atomic_file.h"
 #include "core/safetensors.h"
 
 #include <nlohmann/json.hpp>
@@ -463,32 +464,13 @@ HeadReport merge_shards(const std::vector<HeadReport>& shards, bool allow_missin
 
 // ---- files ---------------------------------------------------------------------------------------
 
-namespace {
-
-// Temp file beside the target, then rename: a reader never sees a half-written file.
-void write_text_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(path + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": " + ec.message());
-}
-
-}  // namespace
-
 void write_report_files(const HeadReport& report, const std::string& folder) {
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec) throw std::runtime_error(folder + ": " + ec.message());
-  write_text_atomic(folder + "/head_report.json", to_json(report).dump(1) + "\n");
-  write_text_atomic(folder + "/head_report.csv", to_csv(report));
-  write_text_atomic(folder + "/head_report.md", to_markdown(report));
+  core::write_file_atomic(folder + "/head_report.csv", to_csv(report));
+  core::write_file_atomic(folder + "/head_report.md", to_markdown(report));
+  core::write_file_atomic(folder + "/head_report.json", to_json(report).dump(1) + "\n");  // what readers open
 }
 
 HeadReport read_head_report(const std::string& path) {

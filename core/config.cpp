@@ -172,15 +172,11 @@ void validate_layer_list(const std::vector<int>& list, int layers, const std::st
 
 StackConfig stack_from_json(const json& j, const std::string& where, bool allow_cross) {
   require_object(j, where);
-  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "shared_layers"}, where);
+  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "shared_layers", "local"}, where);
   StackConfig stack;
   read(j, "layers", stack.layers, where);
   read(j, "nope_layers", stack.nope_layers, where);
   read(j, "shared_layers", stack.shared_layers, where);
-  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "local"}, where);
-  StackConfig stack;
-  read(j, "layers", stack.layers, where);
-  read(j, "nope_layers", stack.nope_layers, where);
   if (j.contains("local") && !j["local"].is_null()) stack.local = local_from_json(j["local"], where + ".local");
   if (!j.contains("attention")) throw std::runtime_error(where + ".attention: missing");
   stack.attention = attention_config_from_json(j["attention"], where + ".attention");
@@ -194,12 +190,8 @@ StackConfig stack_from_json(const json& j, const std::string& where, bool allow_
 json stack_to_json(const StackConfig& s) {
   json j{{"layers", s.layers}, {"attention", to_json(s.attention)}};
   if (!s.nope_layers.empty()) j["nope_layers"] = s.nope_layers;
-  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "shared_layers", "local"}, where);
-  StackConfig stack;
-  read(j, "layers", stack.layers, where);
-  read(j, "nope_layers", stack.nope_layers, where);
-  read(j, "shared_layers", stack.shared_layers, where);
-  if (j.contains("local") && !j["local"].is_null()) stack.local = local_from_json(j["local"], where + ".local");
+  if (s.shared_layers) j["shared_layers"] = true;
+  if (s.local) j["local"] = local_to_json(*s.local);
   if (s.cross_attention) j["cross_attention"] = to_json(*s.cross_attention);
   return j;
 }

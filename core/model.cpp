@@ -1,5 +1,6 @@
 #include "core/model.h"
 
+#include "core/atomic_file.h"
 #include "core/hf_import.h"
 #include "core/safetensors.h"
 
@@ -98,21 +99,20 @@ std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder
 void save_model(const Model& model, const std::string& folder, const std::string& dtype,
                 const std::string& tokenizer_json) {
   fs::create_directories(folder);
+  // config.json last: a folder is loadable only once it is complete, so a crash while the weights
+  // are written never leaves a folder that looks whole (each file is replaced atomically). Over
+  // another model's folder its config goes first, so old config and new weights never meet.
   const std::string config_path = (fs::path(folder) / "config.json").string();
-  const std::string tmp = config_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(model.config).dump(2) << "\n";
-    if (!out) throw std::runtime_error(tmp + ": write failed");
-  }
-  fs::rename(tmp, config_path);
+  const std::string config_text = to_json(model.config).dump(2) + "\n";
+  if (fs::exists(config_path) && read_file_bytes(config_path) != config_text && !fs::remove(config_path))
+    throw std::runtime_error(config_path + ": cannot remove the previous model's config");
   save_safetensors((fs::path(folder) / "model.safetensors").string(), named_weights(model.module),
                    dtype_from_name(dtype), {{"format", "pt"}, {"producer", "headlab"}});
   if (!tokenizer_json.empty()) {
     const auto target = fs::path(folder) / "tokenizer.json";
-    if (fs::absolute(tokenizer_json) != fs::absolute(target))
-      fs::copy_file(tokenizer_json, target, fs::copy_options::overwrite_existing);
+    if (fs::absolute(tokenizer_json) != fs::absolute(target)) copy_file_atomic(tokenizer_json, target.string());
   }
+  write_file_atomic(config_path, config_text);
 }
 
 }  // namespace headlab::core

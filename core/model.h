@@ -31,8 +31,8 @@ std::shared_ptr<Model> load_model(const std::string& folder);
 // none. Errors start with "loading tokenizer: ".
 std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder);
 
-// Writes a native folder: config.json + model.safetensors (+ tokenizer.json when `tokenizer_json`
-// names a file to copy). Atomic per file.
+// Writes a native folder: model.safetensors (+ tokenizer.json when `tokenizer_json` names a file
+// to copy), then config.json, so a folder interrupted mid-save never looks complete. Atomic per file.
 void save_model(const Model& model, const std::string& folder, const std::string& dtype = "F32",
                 const std::string& tokenizer_json = "");
 

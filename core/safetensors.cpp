@@ -3,6 +3,8 @@
 // it, so a damaged or hostile file yields a std::runtime_error("<path>: ...") and never a crash.
 #include "core/safetensors.h"
 
+#include "core/atomic_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
@@ -11,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -127,20 +128,6 @@ TensorInfo parse_tensor(const std::string& path, const std::string& name, const 
     fail_tensor(path, name, range + " hold " + std::to_string(info.end - info.begin) + " bytes but " + dt->name +
                                 " with shape " + shape->dump() + " needs " + std::to_string(nbytes));
   return info;
-}
-
-// write(2) until done: it may write less than asked (and caps one call near 2 GiB).
-void write_all(int fd, const void* data, size_t size, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail(path, "write failed: " + errno_text(errno));
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
 }
 
 }  // namespace
@@ -352,43 +339,12 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   text.append((8 - text.size() % 8) % 8, ' ');
   const uint64_t header_len = text.size();
 
-  // Atomic replace: write a temp file in the same folder (rename is atomic only within one file
-  // system), fsync it, rename over the target, then fsync the folder so the rename is durable.
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" +
-                  std::to_string(counter++)))
-              .string();
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);  // 0666 & ~umask
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) fail(path, "cannot create temporary file '" + tmp + "': " + errno_text(errno));
-
-  try {
-    write_all(fd, &header_len, 8, path);
-    write_all(fd, text.data(), text.size(), path);
-    for (const auto& t : blobs) write_all(fd, t.data_ptr(), t.numel() * t.element_size(), path);
-    if (::fsync(fd) != 0) fail(path, "fsync failed: " + errno_text(errno));
-    const int closed = ::close(fd);
-    fd = -1;
-    if (closed != 0) fail(path, "close failed: " + errno_text(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, "cannot rename temporary file: " + errno_text(errno));
-  } catch (...) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  // Best effort: some file systems refuse fsync on a directory; the data itself is already safe.
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  // Atomic replace (core/atomic_file.h): a crash mid-write leaves the previous file intact.
+  AtomicFile file(path);
+  file.write(&header_len, 8);
+  file.write(text.data(), text.size());
+  for (const auto& t : blobs) file.write(t.data_ptr(), t.numel() * t.element_size());
+  file.commit();
 }
 
 }  // namespace headlab::core

@@ -1,5 +1,6 @@
 #include "core/token_counts.h"
 
+#include "core/atomic_file.h"
 #include "core/tokenizer.h"
 
 #include <nlohmann/json.hpp>
@@ -58,16 +59,7 @@ std::vector<int64_t> frequency_ranks(const TokenCounts& counts, const Tokenizer&
 void save_token_counts(const TokenCounts& counts, const std::string& path) {
   nlohmann::json j = {{"format", "headlab-token-counts"}, {"format_version", 1}, {"files", counts.files},
                       {"total", counts.total}, {"counts", counts.counts}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write");
-    out << j.dump() << "\n";
-    if (!out.flush()) throw std::runtime_error(path + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": " + ec.message());
+  write_file_atomic(path, j.dump() + "\n");
 }
 
 TokenCounts load_token_counts(const std::string& path) {

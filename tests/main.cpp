@@ -2,6 +2,7 @@
 #define CATCH_CONFIG_RUNNER
 #include "test_common.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -26,6 +27,18 @@ TempDir::~TempDir() {
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   REQUIRE(a.sizes() == b.sizes());
   return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+std::vector<std::string> temp_files_of(const std::string& target) {
+  const std::filesystem::path path(target);
+  const std::string prefix = "." + path.filename().string() + ".tmp.";
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(path.has_parent_path() ? path.parent_path() : ".")) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) == 0) found.push_back(entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 int run_command(const std::string& command, std::string& output) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace headlab::test {
 
@@ -21,6 +22,10 @@ struct TempDir {
 
 // Max absolute difference of two tensors (as float64).
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
+
+// The temporary files the atomic writer (core/atomic_file.h) has beside `target`
+// (".NAME.tmp.<pid>.<random>"), sorted.
+std::vector<std::string> temp_files_of(const std::string& target);
 
 // Runs a shell command, returns its exit code; stdout+stderr go to `output`.
 int run_command(const std::string& command, std::string& output);

@@ -2,10 +2,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <vector>
 
 namespace headlab::app {
+
+void refuse_overwrite(const std::string& path, bool force) {
+  if (!force && std::filesystem::exists(path)) throw UsageError(path + " exists; pass --force to replace it");
+}
 
 int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
   // `headlab --model DIR …` means `headlab gui --model DIR …`.

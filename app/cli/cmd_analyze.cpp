@@ -28,7 +28,7 @@ struct AnalyzeCliOptions {
   std::string model, out, shard, stage = "values";
   std::vector<std::string> data, metrics, freq;
   int64_t limit = 0, max_tokens = 0;
-  bool strip_subtypes = false;
+  bool strip_subtypes = false, force = false;
   double positional = 0.9, rare = 0.5, margin = 0.10;
   int64_t min_relation = 100;
 };
@@ -120,11 +120,12 @@ int analyze_command(const AnalyzeCliOptions& c) {
     if (std::find(analysis::all_metrics().begin(), analysis::all_metrics().end(), m) == analysis::all_metrics().end())
       throw UsageError("--metrics: unknown metric '" + m +
                        "' (confidence, positional, rare, syntactic, lrp, importance, spectra)");
-  auto model = core::load_model(c.model);
   // Sharded runs write each shard beside the others; `headlab merge OUT --out OUT` joins them.
   std::string folder = c.out;
   if (s.shard_count > 1)
     folder = c.out + "/shard-" + std::to_string(s.shard_index) + "-of-" + std::to_string(s.shard_count);
+  refuse_overwrite(folder + "/head_report.json", c.force);
+  auto model = core::load_model(c.model);
   ProgressPrinter progress;
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
   g_interrupted = false;
@@ -148,11 +149,12 @@ int analyze_command(const AnalyzeCliOptions& c) {
 struct MergeCliOptions {
   std::vector<std::string> inputs;
   std::string out;
-  bool allow_missing = false;
+  bool allow_missing = false, force = false;
 };
 
 int merge_command(const MergeCliOptions& c) {
   namespace fs = std::filesystem;
+  refuse_overwrite(c.out + "/head_report.json", c.force);
   std::vector<std::string> reports;
   for (const auto& input : c.inputs) {
     // A folder of shard-I-of-N folders, as sharded `headlab analyze --out` writes them: the shards
@@ -184,6 +186,7 @@ int merge_command(const MergeCliOptions& c) {
 struct CountCliOptions {
   std::string model, out;
   std::vector<std::string> data;
+  bool force = false;
 };
 
 // Gives a model folder the token counts of a corpus (its training text, usually): the frequency
@@ -191,8 +194,9 @@ struct CountCliOptions {
 int count_tokens_command(const CountCliOptions& c) {
   auto tokenizer = core::load_folder_tokenizer(c.model);
   if (!tokenizer) throw UsageError(c.model + " has no tokenizer");
-  const auto counts = core::count_tokens_in_files(*tokenizer, c.data);
   const std::string out = c.out.empty() ? c.model + "/token_counts.json" : c.out;
+  refuse_overwrite(out, c.force);
+  const auto counts = core::count_tokens_in_files(*tokenizer, c.data);
   core::save_token_counts(counts, out);
   std::cout << "counted " << counts.total << " tokens in " << c.data.size() << " file(s); wrote " << out << "\n";
   return 0;
@@ -220,6 +224,7 @@ void add_analyze_command(CLI::App& app, Action& action) {
                   "Maps the attention measures read: values (U, what multiplies the values) or softmax (W)")
       ->check(CLI::IsMember({"values", "softmax"}));
   cmd->add_flag("--strip-subtypes", c->strip_subtypes, "Score nsubj:pass as nsubj (subtypes are kept by default)");
+  cmd->add_flag("--force", c->force, "Replace a report already in --out");
   cmd->add_option("--positional-threshold", c->positional, "Positional head: share at one offset >= this")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--rare-threshold", c->rare, "Rare-word head: share on the rarest token > this")->check(CLI::Range(0.0, 1.0));
@@ -234,6 +239,7 @@ void add_analyze_command(CLI::App& app, Action& action) {
   merge->add_option("reports", m->inputs, "Report folders (or a folder of shard-* folders)")->required();
   merge->add_option("--out", m->out, "Merged report folder")->required();
   merge->add_flag("--allow-missing", m->allow_missing, "Merge even when shards are missing (the report says which)");
+  merge->add_flag("--force", m->force, "Replace a report already in --out");
   merge->callback([m, &action] { action = [m] { return merge_command(*m); }; });
 
   auto t = std::make_shared<CountCliOptions>();
@@ -241,6 +247,7 @@ void add_analyze_command(CLI::App& app, Action& action) {
   count->add_option("--model", t->model, "Model folder with a tokenizer")->required()->check(CLI::ExistingDirectory);
   count->add_option("--data", t->data, "Plain-text files (a model's training text)")->required()->check(CLI::ExistingFile);
   count->add_option("--out", t->out, "Where to write (default: MODEL/token_counts.json)");
+  count->add_flag("--force", t->force, "Replace an existing token_counts.json");
   count->callback([t, &action] { action = [t] { return count_tokens_command(*t); }; });
 }
 

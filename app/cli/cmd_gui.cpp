@@ -15,8 +15,12 @@ void add_gui_command(CLI::App& app, Action& action, const GuiEntry& gui) {
   cmd->add_option("--session", options->session, "Session file to open")->excludes(model);
   cmd->add_option("--script", options->script, "JSON actions to run in the window (see README § Scripted runs)");
   cmd->add_option("--screenshot", options->screenshot, "Write a PNG once the first run (or the script) is drawn, then exit");
+  cmd->add_flag("--force", options->force, "Replace an existing --screenshot file");
   cmd->callback([options, &action, gui] {
-    action = [options, gui] { return gui(*options); };
+    action = [options, gui] {
+      if (!options->screenshot.empty()) refuse_overwrite(options->screenshot, options->force);
+      return gui(*options);
+    };
   });
 }
 

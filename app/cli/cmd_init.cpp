@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -13,6 +14,7 @@ void add_init_command(CLI::App& app, Action& action) {
   struct Options {
     std::string config, out, dtype = "F32", tokenizer;
     uint64_t seed = 0;
+    bool force = false;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("init", "Write a model folder with random weights for any config");
@@ -21,8 +23,11 @@ void add_init_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", options->seed, "Random seed");
   cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
   cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json to copy into the folder");
+  cmd->add_flag("--force", options->force, "Replace a model already in --out");
   cmd->callback([options, &action] {
     action = [options] {
+      for (const char* file : {"config.json", "model.safetensors"})
+        refuse_overwrite((std::filesystem::path(options->out) / file).string(), options->force);
       const auto config = core::load_model_config(options->config);
       auto model = core::make_random_model(config, options->seed);
       core::save_model(*model, options->out, options->dtype, options->tokenizer);

@@ -28,6 +28,7 @@ struct RunOptions {
   std::string lrp_target;  // "POS" or "POS:TOKEN"; implies --lrp
   bool rollout = false;        // attention rollout [T, T] and flow [T] (Abnar & Zuidema 2020)
   bool logit_spectra = false;  // singular values of each head's T×S logit matrix
+  bool force = false;          // replace an existing --out
 };
 
 std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
@@ -258,9 +259,11 @@ void add_run_command(CLI::App& app, Action& action) {
                  "Add logit_singular_values.{l} [H, min(T, S)]: each head's T×S logit matrix's singular values");
   cmd->add_flag("!--no-special-tokens", options->add_special, "Do not add [CLS]/[SEP]/BOS around --text");
   cmd->add_option("--out", options->out, "Output .safetensors dump")->required();
+  cmd->add_flag("--force", options->force, "Replace an existing --out file");
   cmd->callback([options, &action] {
     action = [options] {
       if (options->ids.empty() && options->text.empty()) throw UsageError("give --ids or --text");
+      refuse_overwrite(options->out, options->force);
       return run_command(*options);
     };
   });

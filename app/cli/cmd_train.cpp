@@ -1,5 +1,6 @@
 // `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
 #include "app/cli/cli.h"
+#include "core/atomic_file.h"
 #include "core/model.h"
 #include "core/token_counts.h"
 #include "core/tokenizer.h"
@@ -25,10 +26,16 @@ struct TrainCliOptions {
   std::vector<std::string> data, frozen_heads;  // LAYER.HEAD, parsed into train.frozen_heads
   core::train::TrainOptions train;
   double held_out = 0.02;
+  bool force = false;  // replace a model already in --out (without --resume)
 };
 
 int train_command(TrainCliOptions& options) {
   namespace fs = std::filesystem;
+  if (!options.train.resume && !options.force)
+    for (const char* file : {"checkpoint.pt", "config.json", "model.safetensors"})
+      if (fs::exists(fs::path(options.out) / file))
+        throw UsageError(options.out + " already holds a model (" + file +
+                         "); pass --resume to continue its training or --force to start over");
   auto config = core::load_model_config(options.config);
   auto& o = options.train;
   if (o.steps <= 0 && o.minutes <= 0) throw UsageError("give --steps N or --minutes M");
@@ -43,7 +50,7 @@ int train_command(TrainCliOptions& options) {
   fs::create_directories(options.out);
   const auto target = fs::path(options.out) / "tokenizer.json";
   if (fs::weakly_canonical(tokenizer_path) != fs::weakly_canonical(target))
-    fs::copy_file(tokenizer_path, target, fs::copy_options::overwrite_existing);
+    core::copy_file_atomic(tokenizer_path, target.string());
   o.tokenizer_json = target.string();
   config.vocab_size = static_cast<int>(tokenizer->vocab_size());
   config.validate();
@@ -111,6 +118,7 @@ void add_train_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
   cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt");
+  cmd->add_flag("--force", options->force, "Start over in an --out folder that already holds a model");
   cmd->add_option("--init", o.init_from,
                   "Start from this model folder's weights (same architecture and tokenizer; fresh optimizer and schedule)")
       ->check(CLI::ExistingDirectory);

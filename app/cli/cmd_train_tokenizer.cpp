@@ -1,13 +1,11 @@
 // `headlab train-tokenizer --data PATH… --vocab-size N --out tokenizer.json [--kind wordpiece|bpe]`
 #include "app/cli/cli.h"
+#include "core/atomic_file.h"
 #include "core/tokenizer.h"
 #include "core/train/tokenizer_trainer.h"
 
 #include <CLI/CLI.hpp>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -18,7 +16,7 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
     std::vector<std::string> data;
     std::string out;
     core::train::TokenizerTrainOptions train;
-    bool lowercase = false, cased = false;
+    bool lowercase = false, cased = false, force = false;
   };
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("train-tokenizer", "Train a WordPiece, byte-level BPE or WordLevel tokenizer (tokenizer.json)");
@@ -31,18 +29,14 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-cls-sep", [options](int64_t) { options->train.cls_sep = false; },
                 "WordPiece/WordLevel: add no [CLS]/[SEP] around a sentence (a model trained with it has no sink tokens)");
   cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times (WordLevel: a rarer word is [UNK])");
+  cmd->add_flag("--force", options->force, "Replace an existing --out file");
   cmd->callback([options, &action] {
     action = [options] {
       if (options->lowercase && options->cased) throw UsageError("--lowercase and --cased exclude each other");
+      refuse_overwrite(options->out, options->force);
       options->train.lowercase = !options->cased;
       const auto doc = core::train::train_tokenizer_on_files(options->data, options->train);
-      const std::string tmp = options->out + ".tmp";
-      {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << doc.dump(2) << "\n";
-        if (!out) throw std::runtime_error(tmp + ": write failed");
-      }
-      std::filesystem::rename(tmp, options->out);
+      core::write_file_atomic(options->out, doc.dump(2) + "\n");
       auto tokenizer = core::Tokenizer::load(options->out);  // proves it loads
       std::cout << "wrote " << options->out << " (" << tokenizer->kind() << ", " << tokenizer->vocab_size()
                 << " tokens)\n";

@@ -1,9 +1,8 @@
 #include "app/export/figures.h"
 
 #include "analysis/cairo_image.h"
+#include "core/atomic_file.h"
 
-#include <cairo-pdf.h>
-#include <cairo-svg.h>
 #include <cairo.h>
 
 #include <algorithm>
@@ -22,14 +21,13 @@ std::string extension(const std::string& path) {
   return ext;
 }
 
-// A cairo context on an SVG, PDF or PNG surface of width × height points.
+// A cairo context on an SVG, PDF or PNG surface of width × height points, drawn in memory;
+// finish() writes the file atomically (core/atomic_file.h).
 class Canvas {
  public:
   Canvas(const std::string& path, double width, double height) : path_(path), ext_(extension(path)) {
-    if (ext_ == "svg")
-      surface_ = cairo_svg_surface_create(path.c_str(), width, height);
-    else if (ext_ == "pdf")
-      surface_ = cairo_pdf_surface_create(path.c_str(), width, height);
+    if (ext_ == "svg" || ext_ == "pdf")
+      surface_ = analysis::create_vector_surface_in_memory(ext_, bytes_, width, height);
     else if (ext_ == "png")
       surface_ = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, static_cast<int>(width * 2), static_cast<int>(height * 2));
     else
@@ -47,16 +45,18 @@ class Canvas {
     if (surface_) cairo_surface_destroy(surface_);
   }
   void finish() {
-    if (ext_ == "png" && cairo_surface_write_to_png(surface_, path_.c_str()) != CAIRO_STATUS_SUCCESS)
-      throw std::runtime_error("export " + path_ + ": cannot write the PNG");
+    if (ext_ == "png" && analysis::png_to_memory(surface_, bytes_) != CAIRO_STATUS_SUCCESS)
+      throw std::runtime_error("export " + path_ + ": cannot encode the PNG");
     cairo_surface_finish(surface_);
     if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS)
       throw std::runtime_error("export " + path_ + ": " + cairo_status_to_string(cairo_surface_status(surface_)));
+    core::write_file_atomic(path_, bytes_);
   }
   cairo_t* cr = nullptr;
 
  private:
   std::string path_, ext_;
+  std::string bytes_;  // the file, as cairo writes it
   cairo_surface_t* surface_ = nullptr;
 };
 

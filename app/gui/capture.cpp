@@ -1,5 +1,7 @@
 #include "app/gui/capture.h"
 
+#include "core/atomic_file.h"
+
 #define GL_GLEXT_PROTOTYPES
 #include <GL/gl.h>
 #include <GL/glext.h>
@@ -74,8 +76,18 @@ bool capture_png(ImDrawData* dd, const std::string& path, int scale, ImVec2 pos,
   std::error_code ec;
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), w * 4)) {
-    error = "capture " + path + ": cannot write the PNG";
+  std::string png;
+  auto append = [](void* context, void* data, int size) {
+    static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  if (!stbi_write_png_to_func(append, &png, w, h, 4, flipped.data(), w * 4)) {
+    error = "capture " + path + ": cannot encode the PNG";
+    return false;
+  }
+  try {
+    core::write_file_atomic(path, png);
+  } catch (const std::exception& e) {
+    error = std::string("capture ") + e.what();
     return false;
   }
   return true;

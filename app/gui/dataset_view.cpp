@@ -2,6 +2,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/report_figures.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 
 #include <imgui_stdlib.h>
@@ -166,12 +167,11 @@ void DatasetView::drawReport(Workbench& wb) {
   ImGui::InputText("##export", &export_folder_);
   ImGui::SameLine();
   if (ImGui::Button("Export report")) {
-    try {
-      exportFile(wb, (fs::path(export_folder_) / "head_report.json").string());
-      wb.notice("wrote " + export_folder_ + "/head_report.{json,csv,md} and figures/");
-    } catch (const std::exception& e) {
-      wb.set_error(e.what());
-    }
+    const std::string folder = export_folder_;
+    export_or_ask(wb, (fs::path(folder) / "head_report.json").string(), [this, &wb, folder] {
+      exportFile(wb, (fs::path(folder) / "head_report.json").string());
+      wb.notice("wrote " + folder + "/head_report.{json,csv,md} and figures/");
+    });
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("head_report.json, .csv, .md and figures/ as `headlab analyze` writes them");
 }

@@ -129,6 +129,48 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
   return path;
 }
 
+void export_or_ask(Workbench& wb, const std::string& path, std::function<void()> write) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    wb.pending_overwrite = PendingOverwrite{path, std::move(write)};
+    return;
+  }
+  try {
+    write();
+  } catch (const std::exception& e) {
+    wb.set_error(e.what());
+  }
+}
+
+void draw_overwrite_prompt(Workbench& wb) {
+  const char* title = "Replace file?";
+  if (wb.pending_overwrite && !ImGui::IsPopupOpen(title)) ImGui::OpenPopup(title);
+  if (!ImGui::BeginPopupModal(title, nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
+  if (!wb.pending_overwrite) {
+    ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+    return;
+  }
+  ImGui::Text("%s already exists.", wb.pending_overwrite->path.c_str());
+  ImGui::TextUnformatted("Replace it with this export?");
+  const bool replace = ImGui::Button("Replace");
+  ImGui::SameLine();
+  const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape));
+  if (replace || cancel) {
+    PendingOverwrite pending = std::move(*wb.pending_overwrite);
+    wb.pending_overwrite.reset();
+    ImGui::CloseCurrentPopup();
+    if (replace) {
+      try {
+        pending.write();
+      } catch (const std::exception& e) {
+        wb.set_error(e.what());
+      }
+    }
+  }
+  ImGui::EndPopup();
+}
+
 void export_buttons_same_line(Workbench& wb, const std::string& figure, const std::string& window_title) {
   same_line_if_fits(ImGui::CalcTextSize("Export…").x + ImGui::GetStyle().FramePadding.x * 2);
   export_buttons(wb, figure, window_title);
@@ -154,14 +196,13 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
     for (const std::string& ext : exts) {
       const std::string path = default_export_path(wb, figure, ext);
       if (ImGui::Selectable(path.c_str())) {
-        try {
-          const bool png = ext == "png";
-          export_figure(wb, figure, png ? window_title : "", path, wb.doc().session.view.export_scale,
-                        wb.export_figure_only);
+        const bool png = ext == "png";
+        const int scale = wb.doc().session.view.export_scale;
+        const bool figure_only = wb.export_figure_only;
+        export_or_ask(wb, path, [&wb, figure, window_title, path, png, scale, figure_only] {
+          export_figure(wb, figure, png ? window_title : "", path, scale, figure_only);
           wb.notice("exported " + path);
-        } catch (const std::exception& e) {
-          wb.set_error(e.what());
-        }
+        });
       }
     }
     ImGui::EndPopup();

@@ -2,6 +2,7 @@
 // SVG/PDF of the attention map, the heads grid and the head view (cairo).
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace headlab::app {
@@ -23,6 +24,12 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
 // .png captures the view's window (or the whole window) at `scale`; other extensions go to the
 // view's own file export (View::exportFile). Throws naming the view when it has none for `path`.
 void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale, bool figure_only = false);
+
+// Runs `write` (an export to `path`; it throws naming the file, shown as the window's error) now,
+// or — when `path` already exists — once the user confirms replacing it (draw_overwrite_prompt).
+void export_or_ask(Workbench& wb, const std::string& path, std::function<void()> write);
+// The "Replace file?" dialog of a pending export; once a frame, outside any view.
+void draw_overwrite_prompt(Workbench& wb);
 
 // True for the extensions a view draws through cairo (.svg, .pdf, any case).
 bool is_vector_path(const std::string& path);

@@ -2,6 +2,7 @@
 #include "app/gui/gui_main.h"
 
 #include "app/gui/capture.h"
+#include "app/gui/export_actions.h"
 #include "app/gui/main_menu.h"
 #include "app/gui/script_runner.h"
 #include "app/gui/views.h"
@@ -190,6 +191,7 @@ int gui_main(const GuiOptions& options) {
       menu.draw(wb, views);
       for (auto& v : views) v->draw(wb);
       menu.drawOverlays(wb);
+      draw_overwrite_prompt(wb);
       wb.focus_view.clear();
       wb.apply_layout = false;
       wb.reset_layout = false;

@@ -37,12 +37,10 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
           for (const char* ext : {"svg", "pdf"}) {
             const std::string path = default_export_path(wb, figure, ext);
             if (ImGui::MenuItem(path.c_str())) {
-              try {
+              export_or_ask(wb, path, [&wb, figure = std::string(figure), path] {
                 export_figure(wb, figure, "", path, 1);
                 wb.notice("exported " + path);
-              } catch (const std::exception& e) {
-                wb.set_error(e.what());
-              }
+              });
             }
           }
         ImGui::Separator();
@@ -50,14 +48,14 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
         const std::string report_path = (fs::path(wb.doc().session.view.export_dir.empty() ? "." : wb.doc().session.view.export_dir) /
                                          "head_report" / "head_report.json").string();
         if (ImGui::MenuItem("Head report (JSON, CSV, Markdown, figures)", nullptr, false, wb.doc().report != nullptr)) {
-          try {
+          export_or_ask(wb, report_path, [&wb, report_path] {
             export_view(wb, "Dataset", report_path, 1);
             wb.notice("exported " + fs::path(report_path).parent_path().string() + "/");
-          } catch (const std::exception& e) {
-            wb.set_error(e.what());
-          }
+          });
         }
-        if (ImGui::MenuItem("Whole window (PNG)")) wb.captures.push_back({"headlab-window.png", "", wb.doc().session.view.export_scale});
+        if (ImGui::MenuItem("Whole window (PNG)"))
+          export_or_ask(wb, "headlab-window.png",
+                        [&wb] { wb.captures.push_back({"headlab-window.png", "", wb.doc().session.view.export_scale}); });
         ImGui::EndMenu();
       }
       ImGui::Separator();

@@ -6,6 +6,8 @@
 
 #include <imgui.h>
 
+#include <filesystem>
+
 namespace headlab::app {
 
 std::string window_of(const std::string& view) {
@@ -47,9 +49,17 @@ void Workbench::execute(const Command& command) {
     if (!v) throw std::runtime_error("no view '" + name + "'");
     return v;
   };
+  // A script cannot answer the window's "Replace file?": it says "overwrite" instead.
+  auto refuse_existing = [](const std::string& path, bool overwrite) {
+    std::error_code ec;
+    if (!overwrite && std::filesystem::exists(path, ec))
+      throw std::runtime_error(path + " exists; add \"overwrite\": true to replace it");
+  };
   if (const auto* c = std::get_if<cmd::Export>(&command)) {
+    refuse_existing(c->path, c->overwrite);
     export_view(*this, c->view, c->path, c->scale, c->figure_only);
   } else if (const auto* c = std::get_if<cmd::Screenshot>(&command)) {
+    refuse_existing(c->path, c->overwrite);
     captures.push_back({c->path, "", c->scale});
   } else if (const auto* c = std::get_if<cmd::ShowView>(&command)) {
     view_of(c->view)->open() = c->open;

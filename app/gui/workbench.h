@@ -8,6 +8,7 @@
 #include "app/state/controller.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,12 @@ struct CaptureRequest {
   std::string window;  // "" = the whole window, else a view's window title
   int scale = 1;
   bool content_only = false;  // the view's figure alone, without its title bar and controls
+};
+
+// An export waiting for the user to confirm that it may replace an existing file.
+struct PendingOverwrite {
+  std::string path;
+  std::function<void()> write;  // the export itself; throws naming the file
 };
 
 class Workbench : public Controller {
@@ -48,6 +55,7 @@ class Workbench : public Controller {
   HeadTextures textures;
   std::vector<CaptureRequest> captures;
   bool export_figure_only = false;  // the Export popups' "figure only" choice
+  std::optional<PendingOverwrite> pending_overwrite;  // asked about by draw_overwrite_prompt
   std::string focus_view;        // a view to bring to the front this frame (select_view)
   bool apply_layout = false;     // views re-read their position from the ImGui ini this frame
   bool reset_layout = false;     // views take their default rectangles this frame

@@ -189,10 +189,12 @@ template <class Io> void fields(Io& io, cmd::Export& c) {
   io.required("path", c.path);
   io.optional("scale", c.scale);
   io.optional("figure_only", c.figure_only);
+  io.optional("overwrite", c.overwrite);
 }
 template <class Io> void fields(Io& io, cmd::Screenshot& c) {
   io.required("path", c.path);
   io.optional("scale", c.scale);
+  io.optional("overwrite", c.overwrite);
 }
 template <class Io> void fields(Io& io, cmd::ShowView& c) {
   io.required("view", c.view);

@@ -126,13 +126,15 @@ struct SaveSession { std::string path; };
 struct OpenSession { std::string path; };
 
 // --- window only (applied by the window, not the Controller) ---
-// .png of a view's window, or of its figure alone (figure_only: no title bar, no controls).
+// .png of a view's window, or of its figure alone (figure_only: no title bar, no controls). An
+// existing file is replaced only with `overwrite` (a script cannot answer the window's question).
 struct Export {
   std::string view, path;
   int scale = 1;
   bool figure_only = false;
+  bool overwrite = false;
 };
-struct Screenshot { std::string path; int scale = 1; };
+struct Screenshot { std::string path; int scale = 1; bool overwrite = false; };
 struct ShowView { std::string view; bool open = true; };
 struct SelectView { std::string view; };
 struct WaitFrames { int frames = 1; };

@@ -57,7 +57,11 @@ Controller::Controller()
       syntax_(std::make_unique<SyntaxJob>()),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
-  doc_.session.recent_folders = load_recent_folders();
+  try {
+    doc_.session.recent_folders = load_recent_folders();
+  } catch (const std::exception& e) {
+    notice(std::string("The recent folders could not be read: ") + e.what());
+  }
 }
 
 Controller::~Controller() = default;
@@ -367,8 +371,9 @@ bool Controller::poll() {
         remember_folder(session.recent_folders, model->folder);
         try {
           save_recent_folders(session.recent_folders);
-        } catch (const std::exception&) {
-          // A read-only state folder only costs the recent list.
+        } catch (const std::exception& e) {
+          // A read-only state folder only costs the recent list; the run goes on.
+          notice(std::string("The recent folders could not be saved: ") + e.what());
         }
       }
       if (session.text.empty()) session.text = demo_text(*model);
@@ -551,6 +556,7 @@ void Controller::poll_dataset(bool& changed) {
     const std::string folder = (fs::path(state_dir()) / "reports").string();
     const std::string path = (fs::path(folder) / ("head_report-" + std::to_string(std::hash<std::string>{}(text)) + ".json")).string();
     try {
+      fs::create_directories(folder);
       write_file_atomic(path, text + "\n");
       a.report_path = path;
       a.report_hash = hash_file(path);

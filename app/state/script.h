@@ -16,7 +16,7 @@
 //   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
 //   set_lrp_target {position[, token, enabled, shading: lrp|rollout|flow]}
 //   save_session {path}  open_session {path}
-//   export {view, path[, scale, figure_only]}  screenshot {path[, scale]}  show_view {view[, open]}  select_view {view}
+//   export {view, path[, scale, figure_only, overwrite]}  screenshot {path[, scale, overwrite]}  show_view {view[, open]}  select_view {view}
 //   wait_frames {frames}  set_map_view {zoom[, query_from, query_to]}  quit
 #pragma once
 

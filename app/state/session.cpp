@@ -7,12 +7,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -210,31 +208,9 @@ SessionLoad load_session_file(const std::string& path) {
 }
 
 void save_session_file(const std::string& path, const SessionState& state) {
-  write_file_atomic(path, session_text(state));
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
   const fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot write " + temp);
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw std::runtime_error("writing " + temp + " failed");
-    }
-    done += static_cast<size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    throw std::runtime_error("cannot replace " + path);
-  }
+  write_file_atomic(path, session_text(state));
 }
 
 std::string state_dir() {
@@ -254,12 +230,12 @@ std::string autosave_path() { return (fs::path(state_dir()) / "autosave.json").s
 std::string recent_list_path() { return (fs::path(state_dir()) / "recent.json").string(); }
 
 std::vector<std::string> load_recent_folders() {
-  std::ifstream in(recent_list_path());
-  if (!in) return {};
+  const std::string path = recent_list_path();
+  if (!fs::exists(path)) return {};
   try {
-    return json::parse(in).get<std::vector<std::string>>();
-  } catch (const std::exception&) {
-    return {};
+    return json::parse(core::read_file_bytes(path)).get<std::vector<std::string>>();
+  } catch (const json::exception& e) {
+    throw std::runtime_error(path + ": not a list of folders (" + e.what() + ")");
   }
 }
 

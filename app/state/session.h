@@ -3,6 +3,7 @@
 #pragma once
 
 #include "app/engine/workbench_engine.h"
+#include "core/atomic_file.h"
 #include "core/controls.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -95,15 +96,18 @@ struct SessionLoad {
 // Keeps whatever it can read; throws only when the text is not a HeadLab session at all.
 SessionLoad session_from_json(const nlohmann::json& json);
 SessionLoad load_session_file(const std::string& path);
+// Replaces `path` atomically (its folder is created); a crash mid-save leaves the previous file.
 void save_session_file(const std::string& path, const SessionState& state);
 
-// Writes `content` to a temp file beside `path`, fsyncs it and renames it over `path`.
-void write_file_atomic(const std::string& path, const std::string& content);
+// Every file the window writes goes through core's atomic writer (core/atomic_file.h).
+using core::write_file_atomic;
 
 // $XDG_STATE_HOME/headlab (default ~/.local/state/headlab), created on demand.
 std::string state_dir();
 std::string autosave_path();      // state_dir()/autosave.json
 std::string recent_list_path();   // state_dir()/recent.json
+// The recent-folders list; none when the file does not exist. Throws naming the file when it
+// cannot be read or is not a JSON list of strings.
 std::vector<std::string> load_recent_folders();
 void save_recent_folders(const std::vector<std::string>& folders);
 // Moves `folder` to the front, keeps at most 10.

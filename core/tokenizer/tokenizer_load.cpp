@@ -38,16 +38,14 @@ json parse_json(std::string_view text, const std::string& origin) {
   }
 }
 
-// tokenizer_config.json beside the tokenizer, or null.
+// tokenizer_config.json beside the tokenizer, or null when there is none. A broken one is an error
+// naming the file: it decides special tokens, and silently ignoring it would change the ids.
 json read_config(const fs::path& dir) {
   const fs::path p = dir / "tokenizer_config.json";
   if (!fs::is_regular_file(p)) return nullptr;
-  try {
-    json j = parse_json(read_text(p), p.string());
-    return j.is_object() ? j : json(nullptr);
-  } catch (const std::exception&) {
-    return nullptr;  // the config only refines special-token ids; a broken one is not fatal
-  }
+  json j = parse_json(read_text(p), p.string());
+  if (!j.is_object()) throw std::runtime_error(p.string() + ": not a JSON object");
+  return j;
 }
 
 Vocab vocab_from_json(const json& j) {

@@ -1,27 +1,13 @@
 #include "core/train/checkpoint.h"
 
+#include "core/atomic_file.h"
+
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
 #include <stdexcept>
 
 namespace headlab::core::train {
-
-namespace {
-
-void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
-}  // namespace
 
 void save_checkpoint(const std::string& path, Transformer& model, torch::optim::Optimizer& optimizer,
                      const nlohmann::json& meta) {
@@ -35,16 +21,13 @@ void save_checkpoint(const std::string& path, Transformer& model, torch::optim::
   archive.write("model", weights);
   archive.write("optimizer", optim);
   archive.write("meta", c10::IValue(meta.dump()));
-  const std::string tmp = path + ".tmp";
+  AtomicFile file(path);
   try {
-    archive.save_to(tmp);
+    archive.save_to(file.stream());
   } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(tmp + ": writing the checkpoint failed: " + e.what());
+    throw std::runtime_error(path + ": writing the checkpoint failed: " + e.what());
   }
-  fsync_path(tmp, false);
-  std::filesystem::rename(tmp, path);
-  fsync_path(std::filesystem::absolute(path).parent_path().string(), true);
+  file.commit();
 }
 
 namespace {
@@ -53,7 +36,11 @@ nlohmann::json read_meta(torch::serialize::InputArchive& archive, const std::str
   c10::IValue value;
   if (!archive.try_read("meta", value) || !value.isString())
     throw std::runtime_error(path + ": not a HeadLab checkpoint (no 'meta' record)");
-  return nlohmann::json::parse(value.toStringRef());
+  try {
+    return nlohmann::json::parse(value.toStringRef());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": the checkpoint's record is not valid JSON (" + e.what() + ")");
+  }
 }
 
 }  // namespace

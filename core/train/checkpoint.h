@@ -1,6 +1,6 @@
 // Training checkpoints: one file holding the model parameters, the optimizer state and a JSON
-// record (step, data position, seeds, schedule). Written to a temp file, fsynced and renamed,
-// so a crash mid-write leaves the previous checkpoint intact.
+// record (step, data position, seeds, schedule). Written atomically (core/atomic_file.h), so a
+// crash mid-write leaves the previous checkpoint intact.
 #pragma once
 
 #include "core/transformer.h"
@@ -12,7 +12,7 @@
 
 namespace headlab::core::train {
 
-// Atomically writes `path` (via `path`.tmp).
+// Atomically replaces `path`.
 void save_checkpoint(const std::string& path, Transformer& model, torch::optim::Optimizer& optimizer,
                      const nlohmann::json& meta);
 

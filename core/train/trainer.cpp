@@ -1,5 +1,6 @@
 #include "core/train/trainer.h"
 
+#include "core/atomic_file.h"
 #include "core/model.h"
 #include "core/safetensors.h"
 #include "core/train/checkpoint.h"
@@ -12,8 +13,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -79,21 +82,35 @@ EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches) {
   return r;
 }
 
-// Keeps the log lines up to `step` (a resumed run rewrites what came after its checkpoint).
+// Keeps the log lines up to `step` (a resumed run rewrites what came after its checkpoint),
+// replacing the file atomically. A last line cut short by a crash is dropped; any other line that is
+// not JSON stops the resume with the file and line named.
 void truncate_log(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::vector<std::string> keep;
-  for (std::string line; std::getline(in, line);) {
+  if (!fs::exists(path)) return;
+  const std::string text = read_file_bytes(path);
+  std::string kept;
+  size_t line_number = 0;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t newline = text.find('\n', begin);
+    const bool last = newline == std::string::npos;
+    const std::string line = text.substr(begin, last ? std::string::npos : newline - begin);
+    begin = last ? text.size() : newline + 1;
+    ++line_number;
     if (line.empty()) continue;
+    json entry;
     try {
-      if (json::parse(line).value("step", int64_t(0)) <= step) keep.push_back(line);
-    } catch (const std::exception&) {
+      entry = json::parse(line);
+    } catch (const json::exception& e) {
+      if (last) break;  // an append interrupted mid-line
+      throw std::runtime_error(path + ": line " + std::to_string(line_number) + " is not JSON (" + e.what() +
+                               "); repair or remove the log to resume");
     }
+    if (!entry.is_object() || !entry.contains("step") || !entry.at("step").is_number_integer())
+      throw std::runtime_error(path + ": line " + std::to_string(line_number) +
+                               " has no integer \"step\"; repair or remove the log to resume");
+    if (entry.at("step").get<int64_t>() <= step) kept += line + "\n";
   }
-  in.close();
-  std::ofstream out(path, std::ios::trunc);
-  for (const auto& l : keep) out << l << "\n";
+  write_file_atomic(path, kept);
 }
 
 // Loads the weights of the native model folder `folder` into `model` (continued training) with the
@@ -232,7 +249,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (o.progress && !frozen.empty())
     std::fprintf(stderr, "%lld weights stay fixed\n", static_cast<long long>(frozen.frozen_values()));
 
+  // Appended a line at a time (each line is whole or, after a crash, the last one is cut short);
+  // rewrites go through truncate_log.
   std::ofstream log(log_path, std::ios::app);
+  if (!log) throw std::runtime_error(log_path + ": cannot open for appending: " + std::strerror(errno));
   const auto start = Clock::now();
   auto run_seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   const int64_t start_step = step, start_tokens = tokens_seen;
@@ -265,6 +285,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
                  {"tokens_per_second", secs > 0 ? double(tokens_seen - start_tokens) / secs : 0.0}};
     log << line.dump() << "\n";
     log.flush();
+    if (!log) throw std::runtime_error(log_path + ": appending failed: " + std::strerror(errno));
     loss_sum = 0;
     loss_count = 0;
     if (o.progress) {

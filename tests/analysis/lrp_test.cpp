@@ -548,7 +548,7 @@ TEST_CASE("headlab run --lrp dumps head and input relevance", "[lrp][cli]") {
   CHECK(file.metadata().at("lrp_position") == "9");
 
   // A chosen target.
-  REQUIRE(run_command(headlab_cmd("run --model " + dir.str("model") + " --ids 1,5,9,14,2,7,3,8,11,4 --lrp-target 3:17 --out " + dump),
+  REQUIRE(run_command(headlab_cmd("run --model " + dir.str("model") + " --ids 1,5,9,14,2,7,3,8,11,4 --lrp-target 3:17 --force --out " + dump),
                       out) == 0);
   auto chosen = core::SafetensorsFile::open(dump);
   CHECK(chosen.metadata().at("lrp_position") == "3");
@@ -558,7 +558,7 @@ TEST_CASE("headlab run --lrp dumps head and input relevance", "[lrp][cli]") {
   for (const std::string bad : {"x", "3:", "-1", "10", "2:1000", "1:2:3"}) {
     INFO("--lrp-target " << bad);
     CHECK(run_command(headlab_cmd("run --model " + dir.str("model") + " --ids 1,5,9,14,2,7,3,8,11,4 --lrp-target " + bad +
-                                  " --out " + dump),
+                                  " --force --out " + dump),
                       out) == 2);
     CHECK(out.find("--lrp-target") != std::string::npos);
     CHECK(std::count(out.begin(), out.end(), '\n') == 1);

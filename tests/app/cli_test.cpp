@@ -1,6 +1,7 @@
 // The `headlab` binary as a user runs it: init every shipped config, run it, read the dump back.
 #include "test_common.h"
 
+#include "core/atomic_file.h"
 #include "core/model.h"
 #include "core/run.h"
 #include "core/safetensors.h"
@@ -119,6 +120,27 @@ TEST_CASE("bad input gives one clear line and exit code 1 or 2", "[cli]") {
   std::ofstream(dir.str("bad.json")) << R"({"kind": "encoder", "vocab_size": 10, "hidden_size": 8, "hiden": 3})";
   CHECK(run_command(headlab_cmd("init --config " + dir.str("bad.json") + " --out " + dir.str("n")), out) == 1);
   CHECK(out.find("hiden") != std::string::npos);
+}
+
+TEST_CASE("commands refuse to replace an existing output without --force", "[cli]") {
+  TempDir dir("cli-force");
+  std::string out;
+  const std::string init = headlab_cmd("init --config " + config_path("mha") + " --out " + dir.str("m"));
+  REQUIRE(run_command(init + " --seed 1", out) == 0);
+  const std::string weights = headlab::core::read_file_bytes(dir.str("m/model.safetensors"));
+  CHECK(run_command(init + " --seed 2", out) == 2);
+  CHECK(count_lines(out) == 1);
+  CHECK(out.find(dir.str("m/config.json") + " exists; pass --force to replace it") != std::string::npos);
+  CHECK(headlab::core::read_file_bytes(dir.str("m/model.safetensors")) == weights);
+  REQUIRE(run_command(init + " --seed 2 --force", out) == 0);
+  CHECK(headlab::core::read_file_bytes(dir.str("m/model.safetensors")) != weights);
+
+  const std::string run = headlab_cmd("run --model " + dir.str("m") + " --ids 1,2,3 --out " + dir.str("d.st"));
+  REQUIRE(run_command(run, out) == 0);
+  CHECK(run_command(run, out) == 2);
+  CHECK(out.find("d.st exists; pass --force") != std::string::npos);
+  CHECK(run_command(run + " --force", out) == 0);
+  CHECK(headlab::test::temp_files_of(dir.str("d.st")).empty());
 }
 
 TEST_CASE("every command answers --help", "[cli]") {

@@ -178,6 +178,19 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
   CHECK(one.find("\"gates\"") != std::string::npos);
   CHECK(one == two);
 
+  // A script replaces an existing export only when it says "overwrite" (the window would ask).
+  const std::string svg = slurp(dir.str("map.svg"));
+  std::ofstream(dir.str("again.json")) << R"([{"action": "export", "view": "attention_map", "path": ")"
+                                       << dir.str("map.svg") << R"("}])";
+  CHECK(run_command(gui(dir, "gui --session " + dir.str("one.json") + " --script " + dir.str("again.json")), out) == 1);
+  CHECK(out.find(dir.str("map.svg") + " exists; add \"overwrite\": true") != std::string::npos);
+  CHECK(slurp(dir.str("map.svg")) == svg);
+  std::ofstream(dir.str("again.json")) << R"([{"action": "export", "view": "attention_map", "path": ")"
+                                       << dir.str("map.svg") << R"(", "overwrite": true}])";
+  CHECK(run_command(gui(dir, "gui --session " + dir.str("one.json") + " --script " + dir.str("again.json")), out) == 0);
+  CHECK(std::filesystem::file_size(dir.str("map.svg")) > 1000);
+  CHECK(headlab::test::temp_files_of(dir.str("map.svg")).empty());
+
   // Plain `headlab --model DIR --screenshot OUT.png`: first view, first run drawn, exit 0.
   REQUIRE(run_command(gui(dir, "--model " + model + " --screenshot " + dir.str("first.png")), out) == 0);
   CHECK(distinct_colours(dir.str("first.png"), 0.26, 0.08, 0.62, 0.40) > 40);

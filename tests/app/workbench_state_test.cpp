@@ -95,7 +95,7 @@ TEST_CASE("a session round-trips to identical JSON", "[app][session]") {
   const SessionState s = sample_session();
   const std::string path = dir.str("s.json");
   save_session_file(path, s);
-  CHECK(!std::filesystem::exists(path + ".tmp." + std::to_string(::getpid())));
+  CHECK(headlab::test::temp_files_of(path).empty());
   auto loaded = load_session_file(path);
   CHECK(loaded.warnings.empty());
   CHECK(loaded.state.controls.get("encoder", 1).gates == std::vector<float>{1, 1, 0.25f, 1});
@@ -285,6 +285,11 @@ TEST_CASE("autosave and recent folders live in the XDG state folder", "[app][ses
   CHECK(recent.front() == "/m/5");
   save_recent_folders(recent);
   CHECK(load_recent_folders() == recent);
+  // A damaged list is an error naming the file, not silently an empty list.
+  headlab::core::write_file_atomic(recent_list_path(), "[\"/m/1\", ");
+  CHECK_THROWS_WITH(load_recent_folders(), Catch::Contains(recent_list_path()));
+  headlab::core::write_file_atomic(recent_list_path(), "{\"not\": \"a list\"}");
+  CHECK_THROWS_WITH(load_recent_folders(), Catch::Contains("recent.json"));
   // An autosave is an ordinary session file: recovery is opening it.
   save_session_file(autosave_path(), sample_session());
   CHECK(session_text(load_session_file(autosave_path()).state) == session_text(sample_session()));

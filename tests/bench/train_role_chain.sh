@@ -56,7 +56,7 @@ tok="$OUT/tokenizer.json"
 [[ -f "$tok" ]] || "$HEADLAB" train-tokenizer --data "$DATA"/*.txt --vocab-size 8000 --kind wordlevel \
   --no-cls-sep --out "$tok"
 
-common=(--data "$DATA"/*.txt --tokenizer "$tok" --objective mlm --batch-tokens 2048 --warmup 0.03
+common=(--force --data "$DATA"/*.txt --tokenizer "$tok" --objective mlm --batch-tokens 2048 --warmup 0.03
         --eval-every 200 --eval-batches 10 --threads 1)
 all_mask=(--mlm-rate 0.4 --mlm-mask 1.0 --mlm-random 0 --seq-len 128)
 # Everything below layer 3's heads: their input stays exactly what phase A trained.

@@ -305,6 +305,19 @@ TEST_CASE("malformed tokenizer files give errors naming the file", "[tokenizer]"
   CHECK(m.find("regex.json") != std::string::npos);
   CHECK(m.find("(unclosed") != std::string::npos);
 
+  // A broken tokenizer_config.json beside a good tokenizer.json is named, not silently ignored
+  // (it decides the special tokens).
+  std::filesystem::create_directories(dir.str("with_config"));
+  write_all(dir.str("with_config/tokenizer.json"),
+            R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "a": 1}}})");
+  CHECK(message_of(dir.str("with_config")) == "no error");
+  write_all(dir.str("with_config/tokenizer_config.json"), "{\"eos_token\": ");
+  m = message_of(dir.str("with_config"));
+  CHECK(m.find(dir.str("with_config/tokenizer_config.json")) != std::string::npos);
+  CHECK(m.find("invalid JSON") != std::string::npos);
+  write_all(dir.str("with_config/tokenizer_config.json"), "[1, 2]");
+  CHECK(message_of(dir.str("with_config")).find("tokenizer_config.json: not a JSON object") != std::string::npos);
+
   CHECK(message_of(dir.str("missing")).find("does not exist") != std::string::npos);
   CHECK(message_of(dir.str()).find("holds no tokenizer.json") != std::string::npos);
 }

@@ -45,7 +45,7 @@ TEST_CASE("a checkpoint round-trips model, optimizer state and record", "[train]
   core::initialize_weights(b.model, 2);
   const std::string path = dir.str("checkpoint.pt");
   core::train::save_checkpoint(path, a.model, *a.optimizer, {{"step", 7}});
-  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK(test::temp_files_of(path).empty());
   auto meta = core::train::load_checkpoint(path, b.model, *b.optimizer);
   CHECK(meta["step"] == 7);
   CHECK(test::max_abs_diff(a.model->tokens->weight, b.model->tokens->weight) == 0.0);
@@ -60,7 +60,7 @@ TEST_CASE("a writer killed mid-checkpoint leaves the previous checkpoint loadabl
   core::train::save_checkpoint(path, f.model, *f.optimizer, {{"step", 1}});
   int killed_mid_write = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    std::filesystem::remove(path + ".tmp");
+    for (const auto& stale : test::temp_files_of(path)) std::filesystem::remove(stale);
     const pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
@@ -70,14 +70,14 @@ TEST_CASE("a writer killed mid-checkpoint leaves the previous checkpoint loadabl
     }
     // Kill it as soon as a temp file is being written (and a little later on later attempts).
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!std::filesystem::exists(path + ".tmp") && std::chrono::steady_clock::now() < deadline)
+    while (test::temp_files_of(path).empty() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt * 3));
     kill(child, SIGKILL);
     int status = 0;
     waitpid(child, &status, 0);
     CHECK(WIFSIGNALED(status));
-    if (std::filesystem::exists(path + ".tmp")) ++killed_mid_write;
+    if (!test::temp_files_of(path).empty()) ++killed_mid_write;
     // Whatever moment it died at, checkpoint.pt is a complete checkpoint.
     Fixture reader(256);
     auto meta = core::train::load_checkpoint(path, reader.model, *reader.optimizer);
@@ -85,9 +85,9 @@ TEST_CASE("a writer killed mid-checkpoint leaves the previous checkpoint loadabl
     CHECK(test::max_abs_diff(reader.model->tokens->weight, f.model->tokens->weight) == 0.0);
   }
   CHECK(killed_mid_write > 0);  // the kill did land during a write
-  // A later save replaces the stale temp file.
+  // A later save removes the dead writer's temp file.
   core::train::save_checkpoint(path, f.model, *f.optimizer, {{"step", 100}});
-  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+  CHECK(test::temp_files_of(path).empty());
   CHECK(core::train::read_checkpoint_meta(path)["step"] == 100);
 }
 

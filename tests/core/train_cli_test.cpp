@@ -1,6 +1,7 @@
 // End to end through the binary: train-tokenizer → train → predict; and the shipped models.
 #include "test_common.h"
 
+#include "core/atomic_file.h"
 #include "core/model.h"
 #include "core/run.h"
 #include "core/token_counts.h"
@@ -57,6 +58,23 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
   // Resume to a longer schedule is refused only for data-shaping options; the same command resumes.
   REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
   CHECK(out.find("trained at step 40; held-out (step 40)") != std::string::npos);
+  // The folder holds a model: training into it again needs --resume or --force.
+  CHECK(test::run_command(train + " --steps 40", out) == 2);
+  CHECK_THAT(out, Catch::Contains(model) && Catch::Contains("--force"));
+  CHECK(test::run_command(bin + " train-tokenizer --data " + corpus + " --vocab-size 300 --out " + dir.str("tokenizer.json"),
+                          out) == 2);
+  CHECK_THAT(out, Catch::Contains("tokenizer.json exists; pass --force"));
+  // A training log damaged in the middle stops a resume with the file and line named; the log is left as it was.
+  const std::string log = model + "/train_log.jsonl";
+  const std::string good_log = core::read_file_bytes(log);
+  core::write_file_atomic(log, "{\"step\": 0}\nnot json\n" + good_log);
+  CHECK(test::run_command(train + " --steps 40 --resume", out) == 1);
+  CHECK_THAT(out, Catch::Contains(log + ": line 2 is not JSON"));
+  CHECK(core::read_file_bytes(log) == "{\"step\": 0}\nnot json\n" + good_log);
+  // A last line cut short by a crash is dropped on resume.
+  core::write_file_atomic(log, good_log + "{\"step\": 4");
+  REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
+  CHECK(core::read_file_bytes(log) == good_log);
 
   REQUIRE(test::run_command(bin + " predict --model " + model + " --text \"the [MASK] sat on the mat .\" --top-k 3", out) == 0);
   CHECK(out.find("[MASK] #1") != std::string::npos);
