@@ -1,6 +1,7 @@
 #include "app/export/figures.h"
 
 #include "analysis/cairo_image.h"
+#include "analysis/figure_kit.h"
 #include "core/atomic_file.h"
 
 #include <cairo.h>
@@ -44,12 +45,15 @@ class Canvas {
     if (cr) cairo_destroy(cr);
     if (surface_) cairo_surface_destroy(surface_);
   }
-  void finish() {
+  // Writes the file; an SVG also gets the title and a text alternative of what it shows (cairo
+  // draws text as glyph outlines, so without these the labels cannot be read back or searched).
+  void finish(const std::string& title, const std::string& description) {
     if (ext_ == "png" && analysis::png_to_memory(surface_, bytes_) != CAIRO_STATUS_SUCCESS)
       throw std::runtime_error("export " + path_ + ": cannot encode the PNG");
     cairo_surface_finish(surface_);
     if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS)
       throw std::runtime_error("export " + path_ + ": " + cairo_status_to_string(cairo_surface_status(surface_)));
+    if (ext_ == "svg") analysis::add_svg_title(bytes_, path_, title, description);
     core::write_file_atomic(path_, bytes_);
   }
   cairo_t* cr = nullptr;
@@ -120,6 +124,18 @@ void colour_bar(cairo_t* cr, double x, double y, double w, double h, Colormap co
   if (range.log) text(cr, x + w + 4, y + h, "log", 8);
 }
 
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? separator : "") + parts[i];
+  return out;
+}
+
+// The colour bar's words: the colormap and its two ends, as drawn under the map.
+std::string colour_bar_text(Colormap colormap, const MapRange& range) {
+  return std::string("colour bar: ") + colormap_name(colormap) + ", " + fmt(range.log ? range.hi * 1e-4f : range.lo) +
+         " to " + fmt(range.hi) + (range.log ? " (log)" : "");
+}
+
 // The widest of `texts` at `size` points, measured on a scratch context before the page size is known.
 double widest_text(const std::vector<std::string>& texts, double size) {
   cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
@@ -160,7 +176,8 @@ void write_attention_map(const std::string& path, const std::string& title, cons
     text(cr, x0 + (k + 0.5) * cell + label * 0.35, y0 - 4, tokens.keys[k], label, false, -M_PI / 2);
   text(cr, margin, y0 - 4, "query ↓ / key →", 7);
   colour_bar(cr, x0, y0 + h + 10, std::min(w, 200.0), 8, colormap, map.range);
-  c.finish();
+  c.finish(title, "queries (rows): " + join(tokens.queries, " ") + "\nkeys (columns): " + join(tokens.keys, " ") +
+                      "\n" + colour_bar_text(colormap, map.range));
 }
 
 void write_heads_grid(const std::string& path, const std::string& title, const std::vector<std::vector<FigureMap>>& maps,
@@ -190,7 +207,9 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   colour_bar(cr, x0, y0 + layers * (cell + pad) + 6, std::min(200.0, heads * (cell + pad)), 8, colormap, shown);
   cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
   text(cr, x0 + 210, y0 + layers * (cell + pad) + 14, "each map scaled to its own maximum unless fixed to 0–1", 7);
-  c.finish();
+  c.finish(title, std::to_string(layers) + " layers (L0–L" + std::to_string(layers - 1) + ") × " + std::to_string(heads) +
+                      " heads (H0–H" + std::to_string(heads - 1) + "), each map " + std::to_string(rows) + " × " +
+                      std::to_string(cols) + "\n" + colour_bar_text(colormap, shown));
 }
 
 void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads, int rows,
@@ -234,7 +253,8 @@ void write_head_view(const std::string& path, const std::string& title, const st
         cairo_stroke(cr);
       }
   }
-  c.finish();
+  c.finish(title, std::to_string(heads.size()) + " heads, one colour each; lines from queries (left): " +
+                      join(tokens.queries, " ") + "\nto keys (right): " + join(tokens.keys, " "));
 }
 
 }  // namespace headlab::app

@@ -106,6 +106,18 @@ void SyntaxView::drawPicker(Workbench& wb) {
     parse_file_edit_ = a.syntax_parse_file;
     ImGui::OpenPopup("syntax-parse");
   };
+  // The head whose arcs are drawn, where the sentence comes from, and the exports.
+  auto status = [&] {
+    const auto& sel = doc.session.selection;
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
+    if (!doc.syntax) return;
+    if (!doc.syntax->on_input) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
+    }
+    export_buttons_same_line(wb, "syntax", title());
+  };
   if (on_input(a)) {
     ImGui::TextUnformatted("The typed input, parsed by");
     ImGui::SameLine();
@@ -122,10 +134,7 @@ void SyntaxView::drawPicker(Workbench& wb) {
       }
     }
     drawParsePopup(wb);
-    const auto& sel = doc.session.selection;
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
-    if (doc.syntax) export_buttons_same_line(wb, "syntax", title());
+    status();
     return;
   }
   const int index = doc.session.analysis.syntax_index;
@@ -175,14 +184,7 @@ void SyntaxView::drawPicker(Workbench& wb) {
       wb.apply(c);
     }
   }
-  const auto& sel = doc.session.selection;
-  ImGui::SameLine();
-  ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
-  if (doc.syntax) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
-    export_buttons_same_line(wb, "syntax", title());
-  }
+  status();
 }
 
 void SyntaxView::drawContent(Workbench& wb) {

@@ -8,6 +8,7 @@
 #include "analysis/head_report.h"
 #include "analysis/spectra.h"
 #include "app/export/analysis_figures.h"
+#include "app/export/figures.h"
 #include "app/state/head_table.h"
 
 #include <filesystem>
@@ -185,4 +186,53 @@ TEST_CASE("the syntax figure draws gold arcs above and the head's argmax arcs be
   CHECK_THROWS_WITH(write_syntax_figure(dir.str("a.svgz"), "t", words, heads, relations, predicted),
                     Catch::Matchers::Contains(dir.str("a.svgz")));
   CHECK_THROWS_AS(write_syntax_figure(dir.str("b.svg"), "t", words, {1, 2}, relations, predicted), std::invalid_argument);
+}
+
+// The input's figures (attention map, heads grid, head view): cairo draws text as glyph outlines, so
+// the SVG carries the title, the token labels and the colour bar's range as <title>/<desc> text.
+TEST_CASE("the input's figures carry their title, token labels and colour bar as text", "[app][export]") {
+  TempDir dir("token-figures");
+  // The text between <tag> and </tag>, "" when absent.
+  auto element = [](const std::string& svg, const std::string& tag) -> std::string {
+    const auto open = svg.find("<" + tag + ">");
+    const auto close = svg.find("</" + tag + ">");
+    if (open == std::string::npos || close == std::string::npos) return "";
+    return svg.substr(open + tag.size() + 2, close - open - tag.size() - 2);
+  };
+  const FigureTokens tokens{{"the", "cat", "<sat>"}, {"the", "cat", "<sat>"}};
+  const std::vector<float> map{0.7f, 0.2f, 0.1f, 0.5f, 0.25f, 0.25f, 0.0f, 0.9f, 0.1f};  // [3, 3]
+  FigureMap figure{map.data(), map_range(map.data(), map.size(), false, false, false)};
+
+  write_attention_map(dir.str("map.svg"), "demo — encoder layer 1, head 2", figure, 3, 3, tokens, Colormap::Viridis);
+  const std::string svg = slurp(dir.str("map.svg"));
+  CHECK(element(svg, "title") == "demo — encoder layer 1, head 2");
+  const std::string desc = element(svg, "desc");
+  CHECK(desc.find("queries (rows): the cat &lt;sat&gt;") != std::string::npos);  // escaped, readable
+  CHECK(desc.find("keys (columns): the cat &lt;sat&gt;") != std::string::npos);
+  CHECK(desc.find("colour bar: viridis, 0 to 0.9") != std::string::npos);  // the map's own range
+  CHECK(svg.find("<svg") < svg.find("<title>"));
+
+  // Log scale: the bar spans four decades below the maximum, and says so.
+  FigureMap logged = figure;
+  logged.range = map_range(map.data(), map.size(), false, true, false);
+  write_attention_map(dir.str("log.svg"), "log", logged, 3, 3, tokens, Colormap::Gray);
+  CHECK(element(slurp(dir.str("log.svg")), "desc").find("colour bar: gray, 9e-05 to 0.9 (log)") != std::string::npos);
+
+  std::vector<std::vector<FigureMap>> grid(2, std::vector<FigureMap>(4, figure));
+  write_heads_grid(dir.str("grid.svg"), "demo — all heads", grid, 3, 3, Colormap::Viridis);
+  const std::string grid_svg = slurp(dir.str("grid.svg"));
+  CHECK(element(grid_svg, "title") == "demo — all heads");
+  CHECK(element(grid_svg, "desc").find("2 layers (L0–L1) × 4 heads (H0–H3), each map 3 × 3") != std::string::npos);
+  CHECK(element(grid_svg, "desc").find("colour bar: viridis") != std::string::npos);
+
+  write_head_view(dir.str("heads.svg"), "demo — head view", {map.data(), map.data()}, 3, 3, tokens);
+  const std::string heads_desc = element(slurp(dir.str("heads.svg")), "desc");
+  CHECK(heads_desc.find("2 heads") != std::string::npos);
+  CHECK(heads_desc.find("to keys (right): the cat &lt;sat&gt;") != std::string::npos);
+
+  // PDF: a PDF; another extension: refused with the path.
+  write_attention_map(dir.str("map.pdf"), "pdf", figure, 3, 3, tokens, Colormap::Viridis);
+  check_pdf(dir.str("map.pdf"));
+  CHECK_THROWS_WITH(write_attention_map(dir.str("map.bmp"), "x", figure, 3, 3, tokens, Colormap::Viridis),
+                    Catch::Contains("map.bmp") && Catch::Contains(".svg, .pdf or .png"));
 }
