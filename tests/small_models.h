@@ -25,7 +25,7 @@ inline core::ModelConfig small_model(core::StackKind kind, const core::Attention
   c.hidden_size = 16;
   c.max_positions = 32;
   c.ffn.inner_size = 24;
-  core::StackConfig stack{layers, a, std::nullopt, {}, std::nullopt};
+  core::StackConfig stack{layers, a, std::nullopt, {}, false, std::nullopt};
   if (kind != core::StackKind::Decoder) c.encoder = stack;
   if (kind != core::StackKind::Encoder) {
     c.decoder = stack;

@@ -53,7 +53,7 @@ class Canvas {
     cairo_surface_finish(surface_);
     if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS)
       throw std::runtime_error("export " + path_ + ": " + cairo_status_to_string(cairo_surface_status(surface_)));
-    if (ext_ == "svg") analysis::add_svg_title(bytes_, path_, title, description);
+    if (ext_ == "svg") analysis::figure_kit::add_svg_title(bytes_, path_, title, description);
     core::write_file_atomic(path_, bytes_);
   }
   cairo_t* cr = nullptr;

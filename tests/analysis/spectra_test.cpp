@@ -37,7 +37,7 @@ core::ModelConfig tiny_model(const core::AttentionConfig& a, int hidden = 16, in
   c.max_positions = 32;
   c.positions = core::PositionKind::Learned;
   c.ffn.inner_size = 24;
-  c.encoder = core::StackConfig{layers, a, std::nullopt, {}, std::nullopt};
+  c.encoder = core::StackConfig{layers, a, std::nullopt, {}, false, std::nullopt};
   return c;
 }
 
@@ -269,7 +269,7 @@ TEST_CASE("cross-attention forms reproduce the cross logits; RoPE forms hold at 
   SECTION("cross-attention: queries from the decoder, keys from the encoder's memory") {
     auto config = tiny_model(attention(4, 4, 4));
     config.kind = core::StackKind::EncoderDecoder;
-    config.decoder = core::StackConfig{2, attention(4, 4, 4), attention(4, 2, 3), {}, std::nullopt};
+    config.decoder = core::StackConfig{2, attention(4, 4, 4), attention(4, 2, 3), {}, false, std::nullopt};
     config.objective = "seq2seq";
     auto model = core::make_random_model(config, 7);
     randomize_attention(*model, 8);
