@@ -2,6 +2,7 @@
 
 #include "analysis/head_stats.h"
 #include "app/export/analysis_figures.h"
+#include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
 #include "app/state/arc_layout.h"
@@ -9,6 +10,7 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -109,12 +111,16 @@ void SyntaxView::drawPicker(Workbench& wb) {
   // The head whose arcs are drawn, where the sentence comes from, and the exports.
   auto status = [&] {
     const auto& sel = doc.session.selection;
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head, doc.syntax_running ? " · running…" : "");
+    char head[128];
+    std::snprintf(head, sizeof head, "%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head,
+                  doc.syntax_running ? " · running…" : "");
+    same_line_if_fits(ImGui::CalcTextSize(head).x);  // wraps rather than being cut at the window's edge
+    ImGui::TextDisabled("%s", head);
     if (!doc.syntax) return;
     if (!doc.syntax->on_input) {
-      ImGui::SameLine();
-      ImGui::TextDisabled("%s", std::filesystem::path(doc.syntax->source).filename().string().c_str());
+      const std::string source = std::filesystem::path(doc.syntax->source).filename().string();
+      same_line_if_fits(ImGui::CalcTextSize(source.c_str()).x);
+      ImGui::TextDisabled("%s", source.c_str());
     }
     export_buttons_same_line(wb, "syntax", title());
   };
