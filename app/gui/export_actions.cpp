@@ -152,7 +152,7 @@ void draw_overwrite_prompt(Workbench& wb) {
     return;
   }
   ImGui::Text("%s already exists.", wb.pending_overwrite->path.c_str());
-  ImGui::TextUnformatted("Replace it with this export?");
+  ImGui::TextUnformatted("Replace it?");
   const bool replace = ImGui::Button("Replace");
   ImGui::SameLine();
   const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape));

@@ -133,12 +133,20 @@ void MainMenu::drawPrompts(Workbench& wb) {
   if (ImGui::Button(prompt_ == "save" ? "Save" : "Open") || enter) {
     try {
       if (prompt_ == "save") {
-        wb.execute(cmd::SaveSession{path_input_});
-        wb.notice("saved " + path_input_);
+        const std::string path = path_input_;
+        auto save = [this, &wb, path] {
+          wb.execute(cmd::SaveSession{path});
+          wb.notice("saved " + path);
+          session_path_ = path;
+        };
+        // Saving again to the session's own file just saves; another existing file is replaced
+        // only once the user says so.
+        if (path == session_path_) save();
+        else export_or_ask(wb, path, save);
       } else {
         wb.execute(cmd::OpenSession{path_input_});
+        session_path_ = path_input_;
       }
-      session_path_ = path_input_;
     } catch (const std::exception& e) {
       wb.set_error(e.what());
     }
