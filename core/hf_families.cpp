@@ -453,6 +453,24 @@ void require_layer_types(const HfConfig& c, const std::string& allowed) {
 // rotate-half layout (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases;
 // Mistral a sliding window over the keys; Qwen3 (modeling_qwen3.py) a per-head RMSNorm of queries
 // and keys before RoPE.
+Layout rope_decoder_layout(const HfConfig& c, const std::string& family, int default_positions, double theta) {
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = family;
+  m.kind = StackKind::Decoder;
+  m.objective = "causal";
+  m.vocab_size = c.integer("vocab_size");
+  m.hidden_size = c.integer("hidden_size");
+  m.max_positions = c.integer("max_position_embeddings", default_positions);
+  m.positions = PositionKind::Rope;
+  m.rope_theta = static_cast<float>(theta);
+  m.rope_dim = 0;  // the whole head
+  m.norm = NormKind::RMSNorm;
+  m.norm_eps = static_cast<float>(c.number("rms_norm_eps", 1e-6));
+  m.norm_placement = NormPlacement::Pre;
+  return layout;
+}
+
 Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const std::string& family) {
   const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3";
   const RopeSettings rope = read_rope(c);
@@ -472,21 +490,9 @@ Layout llama_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   if ((qwen2 || qwen3) && c.boolean("use_sliding_window", false))
     c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
 
-  Layout layout;
+  Layout layout = rope_decoder_layout(c, family, qwen2 ? 32768 : 2048, rope.theta);
   ModelConfig& m = layout.config;
-  m.family = family;
-  m.kind = StackKind::Decoder;
-  m.objective = "causal";
-  m.vocab_size = c.integer("vocab_size");
-  const int D = c.integer("hidden_size");
-  m.hidden_size = D;
-  m.max_positions = c.integer("max_position_embeddings", qwen2 ? 32768 : 2048);
-  m.positions = PositionKind::Rope;
-  m.rope_theta = static_cast<float>(rope.theta);
-  m.rope_dim = 0;  // the whole head
-  m.norm = NormKind::RMSNorm;
-  m.norm_eps = static_cast<float>(c.number("rms_norm_eps", 1e-6));
-  m.norm_placement = NormPlacement::Pre;
+  const int D = m.hidden_size;
   m.final_norm = true;
   const bool mlp_bias = c.boolean("mlp_bias", false);
   m.ffn = FfnConfig{FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::Silu, mlp_bias};

@@ -14,6 +14,7 @@
 // The numerics tests compare the result with an independent float64 transcription in
 // tests/data/hf/make_fixtures.py.
 #include "core/hf_families.h"
+#include "core/hf_family_parts.h"
 
 #include <cmath>
 #include <map>
@@ -193,20 +194,9 @@ Layout gemma_layout(const HfConfig& c, const std::string& arch, const HasTensor&
     c.fail("hidden_activation '" + act + "' is not supported (Gemma's GeGLU uses gelu_pytorch_tanh)");
   const GemmaRope rope = read_gemma_rope(c, gemma3);
 
-  Layout layout;
+  Layout layout = rope_decoder_layout(c, family, gemma3 ? 131072 : 8192, rope.global_theta);
   ModelConfig& m = layout.config;
-  m.family = family;
-  m.kind = StackKind::Decoder;
-  m.objective = "causal";
-  m.vocab_size = c.integer("vocab_size");
-  const int D = c.integer("hidden_size");
-  m.hidden_size = D;
-  m.max_positions = c.integer("max_position_embeddings", gemma3 ? 131072 : 8192);
-  m.positions = PositionKind::Rope;
-  m.rope_theta = static_cast<float>(rope.global_theta);
-  m.norm = NormKind::RMSNorm;
-  m.norm_eps = static_cast<float>(c.number("rms_norm_eps", 1e-6));
-  m.norm_placement = NormPlacement::Pre;
+  const int D = m.hidden_size;
   m.norm_weight_offset = 1.0f;      // Gemma2RMSNorm / Gemma3RMSNorm: x̂ · (1 + w)
   m.sublayer_output_norm = true;    // post_attention_layernorm, post_feedforward_layernorm
   m.final_norm = true;

@@ -25,6 +25,11 @@ AttentionConfig attention(int heads, int kv_heads, int head_dim, bool qkv_bias, 
 int head_dim_of(const HfConfig& c, int hidden, int heads, const char* hidden_key, const char* heads_key,
                 bool explicit_allowed = false);
 
+// The config every RoPE decoder family starts from (Llama, Qwen2/3, Mistral, Gemma): a causal
+// decoder of vocab_size × hidden_size, RoPE with base `theta`, pre-norm RMSNorm with rms_norm_eps,
+// max_position_embeddings (else `default_positions`). The family sets the rest.
+Layout rope_decoder_layout(const HfConfig& c, const std::string& family, int default_positions, double theta);
+
 // Collects native name → source entries.
 class Sources {
  public:
