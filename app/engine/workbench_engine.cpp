@@ -5,6 +5,7 @@
 #include "app/engine/relevance_run.h"
 #include "analysis/spectra.h"
 #include "app/state/file_hash.h"
+#include "core/attention.h"
 #include "core/model.h"
 #include "core/run.h"
 
@@ -155,8 +156,31 @@ struct WorkbenchEngine::Impl {
         maps.stages[i] = to_maps(src[i]);
       c.source[i] = src[i];
     }
+    maps.masked = masked_cells(a, l, src);
     c.maps = maps;
     return maps;
+  }
+
+  // The cells the layer's pattern forbids (core::attention_allowed), as the maps' [rows, cols].
+  std::shared_ptr<const std::vector<uint8_t>> masked_cells(size_t a, size_t l, const torch::Tensor (&src)[kStageCount]) {
+    const torch::Tensor* any = nullptr;
+    for (const auto& t : src)
+      if (t.defined()) any = &t;
+    if (!any || any->dim() < 2) return nullptr;
+    const auto& att = summary.attentions[a];
+    const auto& c = model->config;
+    const core::StackConfig* stack = att.stack == "encoder" ? (c.encoder ? &*c.encoder : nullptr)
+                                                            : (c.decoder ? &*c.decoder : nullptr);
+    if (!stack) return nullptr;
+    const core::AttentionPattern pattern =
+        att.stack == "cross" ? stack->cross_attention->pattern : stack->layer_attention(static_cast<int>(l)).pattern;
+    const int64_t T = any->size(-2), S = any->size(-1);
+    const auto allowed = core::attention_allowed(T, S, att.causal, pattern).to(torch::kUInt8).contiguous();  // [T, S]
+    if (allowed.min().item<int>() == 1) return nullptr;
+    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(T * S));
+    const uint8_t* p = allowed.data_ptr<uint8_t>();
+    for (size_t i = 0; i < out->size(); ++i) (*out)[i] = p[i] ? 0 : 1;
+    return out;
   }
 };
 

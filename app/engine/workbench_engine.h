@@ -65,6 +65,16 @@ struct StageMaps {
 struct LayerMaps {
   StageMaps stages[kStageCount];  // J, L, W, U (a stage not captured is empty)
   uint64_t version = 0;           // changes whenever this layer was recomputed
+  // [rows, cols]: 1 where the layer's attention pattern forbids the key (causal, sliding window,
+  // dilation, global tokens), so a view can shade it apart from a weight that is merely small;
+  // null when every key is allowed.
+  std::shared_ptr<const std::vector<uint8_t>> masked;
+  bool is_masked(int q, int k) const { return masked && (*masked)[static_cast<size_t>(q) * cols() + k]; }
+  int cols() const {
+    for (const auto& s : stages)
+      if (!s.empty()) return s.cols;
+    return 0;
+  }
 };
 
 struct AttentionMaps {

@@ -5,6 +5,8 @@
 #include <GL/glext.h>
 
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <cstdlib>
 
 namespace headlab::app {
@@ -27,6 +29,9 @@ void main() {
 }
 )";
 
+// The CPU path's colour of a key the layer's pattern forbids (the shader hatches it).
+constexpr uint8_t kMaskedRgba[4] = {56, 56, 61, 255};
+
 // MapRange::normalize, then the colormap texel: the CPU path's colours from raw weights.
 const char* kFragmentShader = R"(#version 330 core
 in vec2 Frag_UV;
@@ -39,8 +44,13 @@ uniform int Log;
 layout (location = 0) out vec4 Out_Color;
 void main() {
   float v = texture(Map, Frag_UV).r;
+  if (isnan(v)) {  // a key the layer's pattern forbids: hatched grey, apart from any weight
+    float g = mod(gl_FragCoord.x + gl_FragCoord.y, 6.0) < 3.0 ? 0.20 : 0.28;
+    Out_Color = vec4(g, g, g + 0.02, 1.0) * Frag_Color;
+    return;
+  }
   float t;
-  if (isnan(v) || isinf(v)) {
+  if (isinf(v)) {
     t = 0.0;
   } else if (Log != 0) {
     float floor_v = Hi * 1e-4;
@@ -236,11 +246,24 @@ int HeadTextures::sync(const AttentionMaps* maps, Stage stage, const MapStyle& s
     layer.heads.resize(heads);
     if (heads == 0) continue;
     if (!gpu_colour()) pixels_.resize(static_cast<size_t>(sm.rows) * sm.cols * 4);
+    const size_t cells = static_cast<size_t>(sm.rows) * sm.cols;
+    const bool shade = lm.masked && lm.masked->size() == cells;
     for (int h = 0; h < heads; ++h) {
       Entry& e = layer.heads[h];
       const float* data = sm.head(h);
       e.range = map_range(data, static_cast<size_t>(sm.rows) * sm.cols, logits, style.log_scale, style.fixed_range);
-      if (!gpu_colour()) colorize(data, sm.rows, sm.cols, e.range, style.colormap, pixels_.data());
+      if (!gpu_colour()) {
+        colorize(data, sm.rows, sm.cols, e.range, style.colormap, pixels_.data());
+        if (shade)
+          for (size_t i = 0; i < cells; ++i)
+            if ((*lm.masked)[i]) std::memcpy(&pixels_[i * 4], kMaskedRgba, 4);
+      } else if (shade) {
+        // Forbidden keys go up as NaN, which the shader hatches.
+        masked_.assign(data, data + cells);
+        for (size_t i = 0; i < cells; ++i)
+          if ((*lm.masked)[i]) masked_[i] = std::numeric_limits<float>::quiet_NaN();
+        data = masked_.data();
+      }
       if (!e.texture) {
         glGenTextures(1, &e.texture);
         glBindTexture(GL_TEXTURE_2D, e.texture);

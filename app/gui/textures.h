@@ -65,6 +65,7 @@ class HeadTextures {
   Stage stage_ = Stage::U;
   MapStyle style_;
   std::vector<uint8_t> pixels_;
+  std::vector<float> masked_;  // a map with its forbidden keys as NaN, for the shader
   double last_upload_ms_ = 0;
 
   // The GPU path: the program, its uniforms, the colormap texture and per-draw parameters that

@@ -316,3 +316,32 @@ TEST_CASE("the Output view's Δp and KL equal the formula on core's logits", "[a
   }
   CHECK(moved > 0.01);
 }
+
+TEST_CASE("snapshots mark the keys each layer's pattern forbids, for views to shade", "[app][engine]") {
+  // Gemma 2 fixture: decoder layers 0 and 2 slide (the query and 3 keys before it), layer 1 is global.
+  WorkbenchEngine engine;
+  engine.load(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/gemma2");
+  RunInput in;
+  in.text = "a b c d e f g h i";
+  const auto snap = engine.run(in, nullptr, {});
+  const auto& layers = snap->attentions.at(0).layers;
+  REQUIRE(layers.size() == 3);
+  const int T = static_cast<int>(snap->tokens.ids.size());
+  REQUIRE(T >= 6);
+  for (int l = 0; l < 3; ++l) {
+    INFO("layer " << l);
+    REQUIRE(layers[size_t(l)].masked);
+    const StageMaps& w = layers[size_t(l)].stages[static_cast<int>(Stage::W)];
+    for (int q = 0; q < T; ++q)
+      for (int k = 0; k < T; ++k) {
+        const bool forbidden = k > q || (l != 1 && q - k > 3);
+        CHECK(layers[size_t(l)].is_masked(q, k) == forbidden);
+        if (forbidden) CHECK(w.at(0, q, k) == 0.0f);  // a forbidden key gets no weight
+      }
+  }
+  // A bidirectional encoder without a pattern forbids nothing.
+  WorkbenchEngine encoder;
+  encoder.load_random(config("mha"), 1);
+  const auto open = encoder.run(in, nullptr, {});
+  for (const auto& layer : open->attentions.at(0).layers) CHECK(!layer.masked);
+}
