@@ -126,7 +126,7 @@ struct WorkbenchEngine::Impl {
       if (c.decoder->cross_attention)
         s.attentions.push_back(summarize("cross", "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
     }
-    if (!folder.empty()) s.weights_hash = hash_weight_files(folder);
+    if (!folder.empty()) s.weights_hash = weights_identity(folder);
     summary = std::move(s);
     cache.resize(summary.attentions.size());
   }

@@ -358,7 +358,8 @@ bool Controller::poll() {
     doc_.snapshot.reset();
     if (const auto& model = doc_.model) {
       const bool same_model = session.model_folder == model->folder;
-      if (!model->folder.empty() && !expected_hash_.empty() && model->weights_hash != expected_hash_)
+      if (!model->folder.empty() && !expected_hash_.empty() && model->weights_hash != expected_hash_ &&
+          !same_weights(model->folder, expected_hash_))
         notice("The weights in " + model->folder + " changed since the session was saved (hash " + expected_hash_ +
                " → " + model->weights_hash + "): the controls were kept.");
       expected_hash_.clear();
