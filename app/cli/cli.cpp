@@ -37,6 +37,7 @@ int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
   add_train_command(app, action);
   add_train_tokenizer_command(app, action);
   add_predict_command(app, action);
+  add_evaluate_command(app, action);
   add_analyze_command(app, action);
   try {
     app.parse(argc, argv);

@@ -42,6 +42,7 @@ void add_tokenize_command(CLI::App& app, Action& action);
 void add_train_command(CLI::App& app, Action& action);
 void add_train_tokenizer_command(CLI::App& app, Action& action);
 void add_predict_command(CLI::App& app, Action& action);
+void add_evaluate_command(CLI::App& app, Action& action);
 void add_analyze_command(CLI::App& app, Action& action);  // analyze and merge
 
 // Parses argv and runs the chosen command. `gui` runs when no command is given, or when the first

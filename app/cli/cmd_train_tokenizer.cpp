@@ -28,12 +28,20 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
   cmd->add_flag("--cased", options->cased, "WordPiece/WordLevel: keep case and accents");
   cmd->add_flag("--no-cls-sep", [options](int64_t) { options->train.cls_sep = false; },
                 "WordPiece/WordLevel: add no [CLS]/[SEP] around a sentence (a model trained with it has no sink tokens)");
+  cmd->add_option("--whole-words", options->train.whole_words,
+                  "WordPiece: keep this many of the most frequent words whole; other words get subword pieces")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--limit-alphabet", options->train.limit_alphabet,
+                  "WordPiece: keep this many of the most frequent characters (rarer ones are [UNK])")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times (WordLevel: a rarer word is [UNK])");
   cmd->add_flag("--force", options->force, "Replace an existing --out file");
   cmd->callback([options, &action] {
     action = [options] {
       if (options->lowercase && options->cased) throw UsageError("--lowercase and --cased exclude each other");
       refuse_overwrite(options->out, options->force);
+      if (options->train.whole_words > 0 && options->train.kind != "wordpiece")
+        throw UsageError("--whole-words needs --kind wordpiece");
       options->train.lowercase = !options->cased;
       const auto doc = core::train::train_tokenizer_on_files(options->data, options->train);
       core::write_file_atomic(options->out, doc.dump(2) + "\n");

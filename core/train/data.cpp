@@ -60,14 +60,10 @@ int64_t Dataset::train_tokens() const {
   return n;
 }
 
-namespace {
-
 int64_t held_out_period(double fraction) {
   if (fraction <= 0) return 0;
   return std::max<int64_t>(2, static_cast<int64_t>(std::llround(1.0 / fraction)));
 }
-
-}  // namespace
 
 Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int64_t seq_len, Objective objective,
                         const SpecialTokens& specials, double held_out_fraction) {

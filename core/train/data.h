@@ -41,6 +41,9 @@ struct Dataset {
   int64_t train_tokens() const;
 };
 
+// Every k-th example is held out: k for a held-out fraction (0 for none, else at least 2).
+int64_t held_out_period(double held_out_fraction);
+
 // Cuts each document's token stream into examples of `seq_len` tokens (MLM: [begin] + text +
 // [end] when the tokenizer frames sentences and has them); every k-th example
 // (k = 1/held_out_fraction) is held out.

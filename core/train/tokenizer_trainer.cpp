@@ -266,9 +266,32 @@ json train_wordpiece(const std::vector<std::string>& texts, const TokenizerTrain
   }
   for (const auto& [ch, c] : chars) vocab.push_back(kPrefix + ch);
 
+  // Whole words: the most frequent ones (ties by word), made of alphabet characters only.
+  std::unordered_set<std::string> whole;
+  if (o.whole_words > 0) {
+    std::vector<std::pair<std::string, int64_t>> words;
+    for (const auto& [w, c] : counts.words) {
+      if (c < o.min_frequency) continue;
+      const std::u32string u = utf8_to_u32(w);
+      if (u.size() < 2 || u.size() > 100) continue;  // one character is in the alphabet already
+      bool ok = true;
+      for (char32_t ch : u) ok = ok && alphabet.count(u32_to_utf8(std::u32string(1, ch))) > 0;
+      if (ok) words.emplace_back(w, c);
+    }
+    std::sort(words.begin(), words.end(),
+              [](const auto& x, const auto& y) { return x.second != y.second ? x.second > y.second : x.first < y.first; });
+    for (const auto& [w, c] : words) {
+      if (static_cast<int64_t>(whole.size()) >= o.whole_words || static_cast<int64_t>(vocab.size()) >= o.vocab_size)
+        break;
+      whole.insert(w);
+      vocab.push_back(w);
+    }
+  }
+
   std::vector<std::vector<std::string>> symbols;
   std::vector<int64_t> word_counts;
   for (const auto& [w, c] : counts.words) {
+    if (whole.count(w)) continue;  // already one token
     const std::u32string u = utf8_to_u32(w);
     std::vector<std::string> syms;
     bool ok = true;

@@ -82,6 +82,27 @@ EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches) {
   return r;
 }
 
+}  // namespace
+
+EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& examples, Objective objective,
+                             const SpecialTokens& specials, const Masking& masking, uint64_t seed,
+                             int64_t batch_size) {
+  Masking uniform = masking;
+  uniform.rarity = 0;
+  uniform.weights.clear();
+  batch_size = std::max<int64_t>(1, batch_size);
+  std::vector<Batch> batches;
+  for (size_t start = 0; start < examples.size(); start += static_cast<size_t>(batch_size)) {
+    std::vector<const Example*> ex;
+    for (size_t i = start; i < std::min(examples.size(), start + static_cast<size_t>(batch_size)); ++i)
+      ex.push_back(&examples[i]);
+    batches.push_back(make_batch(ex, objective, specials, mix_seed(seed ^ 0xE7A1u, batches.size()), uniform));
+  }
+  return evaluate(model, batches);
+}
+
+namespace {
+
 // Keeps the log lines up to `step` (a resumed run rewrites what came after its checkpoint),
 // replacing the file atomically. A last line cut short by a crash is dropped; any other line that is
 // not JSON stops the resume with the file and line named.

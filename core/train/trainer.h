@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/train/data.h"
 #include "core/train/frozen_weights.h"
+#include "core/transformer.h"
 
 #include <atomic>
 #include <functional>
@@ -73,6 +74,14 @@ struct TrainResult {
   int64_t last_eval_step = 0;  // the step last_eval was measured at
   double tokens_per_second = 0;
 };
+
+// Evaluates `examples` as the trainer evaluates its held-out split: batches of
+// max(1, batch_tokens / seq_len) examples in order, MLM masks drawn from (seed, batch number) with
+// `masking` (targets chosen uniformly), no gradient. With the trainer's seed, batch size and
+// masking this reproduces its held-out loss and top-1 when every held-out batch is evaluated.
+EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& examples, Objective objective,
+                             const SpecialTokens& specials, const Masking& masking, uint64_t seed,
+                             int64_t batch_size);
 
 // Trains `config` (vocab_size must match `specials`) on `data`; writes the model folder,
 // checkpoint.pt and train_log.jsonl into options.out. With options.resume, continues from

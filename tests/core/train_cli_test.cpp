@@ -76,6 +76,40 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
   REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
   CHECK(core::read_file_bytes(log) == good_log);
 
+  // `evaluate --held-out` measures the examples training held out, masked as the trainer masked them:
+  // with the trainer's seed (0) and batch size it gives the log's last held-out loss and top-1.
+  {
+    nlohmann::json last;
+    for (size_t begin = 0; begin < good_log.size();) {
+      const size_t end = good_log.find('\n', begin);
+      const std::string line = good_log.substr(begin, end - begin);
+      if (!line.empty()) last = nlohmann::json::parse(line);
+      begin = end == std::string::npos ? good_log.size() : end + 1;
+    }
+    REQUIRE(last["step"] == 40);
+    REQUIRE(test::run_command(bin + " evaluate --model " + model + " --data " + corpus +
+                                  " --held-out 0.1 --seq-len 16 --batch-tokens 256 --seed 0 --threads 1 --json",
+                              out) == 0);
+    INFO(out);
+    const auto result = nlohmann::json::parse(out.substr(out.find('[')));
+    REQUIRE(result.size() == 1);
+    CHECK(result[0]["unknown"] == 0);
+    CHECK(result[0]["loss"].get<double>() == Approx(last["eval_loss"].get<double>()).epsilon(1e-5));
+    CHECK(result[0]["top1"].get<double>() == Approx(last["eval_accuracy"].get<double>()).epsilon(1e-9));
+    // Text with characters the tokenizer never saw: its words are [UNK], counted among the tokens
+    // (7 words of 8 tokens a line, two of them unknown).
+    const std::string odd = dir.str("odd.txt");
+    {
+      std::ofstream o(odd);
+      for (int i = 0; i < 40; ++i) o << "the cat \xe6\x9d\xb1 sat on \xe4\xba\xac mat .\n";
+    }
+    REQUIRE(test::run_command(bin + " evaluate --model " + model + " --data " + odd + " --seq-len 16 --json", out) == 0);
+    const auto unk = nlohmann::json::parse(out.substr(out.find('[')));
+    CHECK(unk[0]["unknown"].get<int64_t>() > 0);
+    CHECK(unk[0]["unknown_share"].get<double>() == Approx(0.25).margin(0.03));
+    CHECK(test::run_command(bin + " evaluate --model " + model + " --data /nonexistent.txt", out) != 0);
+  }
+
   REQUIRE(test::run_command(bin + " predict --model " + model + " --text \"the [MASK] sat on the mat .\" --top-k 3", out) == 0);
   CHECK(out.find("[MASK] #1") != std::string::npos);
   CHECK(out.find("%") != std::string::npos);

@@ -84,6 +84,58 @@ TEST_CASE("WordPiece training gives a BERT tokenizer", "[train][tokenizer]") {
   for (auto id : split.ids) CHECK(id != *tok->unk_id());
 }
 
+TEST_CASE("WordPiece with whole words: frequent words are one token, every other word spelled in pieces",
+          "[train][tokenizer]") {
+  // Zipf-like words of 8 random letters a–h: word i appears about 3000 / (i + 1) times.
+  std::vector<std::string> words;
+  std::string text;
+  std::mt19937 rng(11);
+  for (int i = 0; i < 400; ++i) {
+    std::string w;
+    do {
+      w.clear();
+      for (int k = 0; k < 8; ++k) w += static_cast<char>('a' + rng() % 8);
+    } while (std::find(words.begin(), words.end(), w) != words.end());
+    words.push_back(w);
+    for (int c = 0; c < 3000 / (i + 1); ++c) text += w + (c % 9 == 8 ? ".\n" : " ");
+  }
+  core::train::TokenizerTrainOptions o;
+  o.kind = "wordpiece";
+  o.vocab_size = 400;
+  o.whole_words = 100;
+  o.cls_sep = false;
+  auto doc = core::train::train_tokenizer({text}, o);
+  CHECK(doc["model"]["type"] == "WordPiece");
+  auto tok = core::Tokenizer::from_json(doc.dump(), "trained-whole-words");
+  CHECK(tok->vocab_size() == 400);
+  // The 100 most frequent words are in the vocabulary whole, ranked by frequency right after the
+  // specials and the alphabet (letters and their "##" forms, '.').
+  const auto first = tok->token_to_id(words[0]);
+  REQUIRE(first);
+  for (int i = 0; i < 100; ++i) {
+    INFO(words[i]);
+    const auto id = tok->token_to_id(words[i]);
+    REQUIRE(id);
+    if (i < 50) CHECK(*id == *first + i);  // counts 3000/(i+1) differ there; ties would sort by spelling
+    CHECK(tok->encode(words[i]).ids == std::vector<int64_t>{*id});
+  }
+  // Rarer words: pieces (never [UNK]), and they spell the word back.
+  int split = 0;
+  for (int i = 300; i < 400; ++i) {
+    const auto e = tok->encode(words[i]);
+    for (auto id : e.ids) CHECK(id != *tok->unk_id());
+    split += e.ids.size() > 1;
+    CHECK(tok->decode(e.ids) == words[i]);
+  }
+  CHECK(split > 50);
+  // Plain WordPiece of the same size cannot afford the merges that build 100 such words whole.
+  o.whole_words = 0;
+  auto plain = core::Tokenizer::from_json(core::train::train_tokenizer({text}, o).dump(), "trained-plain");
+  int whole_plain = 0;
+  for (int i = 0; i < 100; ++i) whole_plain += plain->encode(words[i]).ids.size() == 1;
+  CHECK(whole_plain < 100);
+}
+
 TEST_CASE("WordLevel training keeps the most frequent words whole", "[train][tokenizer]") {
   core::train::TokenizerTrainOptions o;
   o.kind = "wordlevel";

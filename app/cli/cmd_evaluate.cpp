@@ -1,0 +1,129 @@
+// `headlab evaluate --model DIR --data FILE… [--seq-len N] [--held-out F]`: how well a model reads a
+// text — the share of its tokens the tokenizer cannot spell ([UNK]), and the model's masked-LM (or
+// next-token) loss and top-1 on it, measured as the trainer measures its held-out split.
+#include "app/cli/cli.h"
+#include "core/model.h"
+#include "core/tokenizer.h"
+#include "core/train/data.h"
+#include "core/train/trainer.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+namespace {
+
+struct EvaluateCliOptions {
+  std::string model;
+  std::vector<std::string> data;
+  int64_t seq_len = 128, batch_tokens = 2048;
+  double held_out = 0;  // 0: every example; else only the trainer's held-out split at this fraction
+  uint64_t seed = 1;
+  int threads = 0;
+  bool json = false;
+};
+
+struct FileResult {
+  std::string name;
+  int64_t tokens = 0, unknown = 0, examples = 0;
+  core::train::EvalResult eval;
+};
+
+int evaluate_command(const EvaluateCliOptions& c) {
+  if (c.threads > 0) torch::set_num_threads(c.threads);
+  auto model = core::load_model(c.model);
+  if (!model->tokenizer) throw UsageError(c.model + " has no tokenizer");
+  const auto& tokenizer = *model->tokenizer;
+  if (model->config.encoder && model->config.decoder)
+    throw UsageError(c.model + " is an encoder-decoder model; evaluate reads masked-LM and causal models");
+  // A stack of decoders reads text left to right; an encoder is a masked LM.
+  const auto objective = model->config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
+  const auto specials = core::train::special_tokens(tokenizer);
+  const auto unk = tokenizer.unk_id();
+  const int64_t batch_size = std::max<int64_t>(1, c.batch_tokens / c.seq_len);
+  std::vector<FileResult> results;
+  FileResult total{"all"};
+  // Examples are counted across the files in order, as `headlab train --data` counts them, so
+  // --held-out picks the very examples training on these files (in this order) held out.
+  const int64_t period = core::train::held_out_period(c.held_out);
+  int64_t index = 0;
+  for (const auto& path : c.data) {
+    auto all = core::train::load_text_dataset({path}, tokenizer, objective, c.seq_len, 0).train;
+    std::vector<core::train::Example> examples;
+    for (auto& ex : all)
+      if (!period || ++index % period == 0) examples.push_back(std::move(ex));
+    FileResult r{path};
+    for (const auto& ex : examples)
+      for (int64_t id : ex.source) {
+        bool special = false;
+        for (int64_t s : specials.specials) special = special || (s == id && (!unk || id != *unk));
+        if (special) continue;
+        ++r.tokens;
+        if (unk && id == *unk) ++r.unknown;
+      }
+    r.examples = static_cast<int64_t>(examples.size());
+    r.eval = core::train::evaluate_examples(model->module, examples, objective, specials, core::train::Masking{},
+                                            c.seed, batch_size);
+    total.tokens += r.tokens;
+    total.unknown += r.unknown;
+    total.examples += r.examples;
+    total.eval.loss += r.eval.loss * double(r.eval.targets);
+    total.eval.accuracy += r.eval.accuracy * double(r.eval.targets);
+    total.eval.targets += r.eval.targets;
+    results.push_back(r);
+  }
+  if (total.eval.targets > 0) {
+    total.eval.loss /= double(total.eval.targets);
+    total.eval.accuracy /= double(total.eval.targets);
+  }
+  if (results.size() > 1) results.push_back(total);
+  const char* what = objective == core::train::Objective::Mlm ? "masked LM (BERT masking, 15%: 80/10/10)" : "next token";
+  if (c.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : results)
+      out.push_back({{"file", r.name}, {"tokens", r.tokens}, {"unknown", r.unknown},
+                     {"unknown_share", r.tokens ? double(r.unknown) / double(r.tokens) : 0.0},
+                     {"examples", r.examples}, {"targets", r.eval.targets}, {"loss", r.eval.loss},
+                     {"top1", r.eval.accuracy}});
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << c.model << ": " << what << ", " << c.seq_len << "-token sequences"
+            << (c.held_out > 0 ? ", the trainer's held-out split only" : "") << "\n";
+  for (const auto& r : results) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%-60s tokens %9lld  [UNK] %6.3f%%  loss %.3f  top-1 %5.1f%%  (%lld targets)\n",
+                  r.name.c_str(), static_cast<long long>(r.tokens),
+                  r.tokens ? 100.0 * double(r.unknown) / double(r.tokens) : 0.0, r.eval.loss, 100.0 * r.eval.accuracy,
+                  static_cast<long long>(r.eval.targets));
+    std::cout << line;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_evaluate_command(CLI::App& app, Action& action) {
+  auto c = std::make_shared<EvaluateCliOptions>();
+  auto* cmd = app.add_subcommand("evaluate", "How well a model reads text: its [UNK] share, masked-LM / next-token loss and top-1");
+  cmd->add_option("--model", c->model, "Model folder with a tokenizer")->required();
+  cmd->add_option("--data", c->data, "Plain-text files (each reported on its own, then together)")
+      ->required()->check(CLI::ExistingFile);
+  cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training")->check(CLI::Range(4, 100000));
+  cmd->add_option("--batch-tokens", c->batch_tokens, "Tokens per batch (sets which examples share a mask draw)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--held-out", c->held_out,
+                  "Only the examples `headlab train --held-out F` holds out of these files, given in the same order (default: all)")
+      ->check(CLI::Range(0.0, 0.5));
+  cmd->add_option("--seed", c->seed, "Mask seed (the trainer's --seed reproduces its held-out evaluation)");
+  cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)");
+  cmd->add_flag("--json", c->json, "Print JSON instead of a table");
+  cmd->callback([c, &action] { action = [c] { return evaluate_command(*c); }; });
+}
+
+}  // namespace headlab::app
