@@ -93,12 +93,23 @@ void validate_pattern(const AttentionPattern& p, const std::string& where, std::
     if (g < 0) problems.push_back(where + ".global_tokens must be >= 0");
 }
 
+// Size limits far above any published model (the largest have hidden 16,384, 126 layers, 128 heads,
+// a 262k vocabulary and ~1M positions).
+constexpr int64_t kMaxHidden = 1 << 16, kMaxLayers = 1024, kMaxHeads = 1024, kMaxHeadSize = 1 << 14,
+                  kMaxVocab = 1 << 22, kMaxInner = 1 << 19, kMaxPositions = 1 << 21;
+constexpr double kMaxParameters = 1ull << 40;
+
 void validate_attention(const AttentionConfig& a, int hidden, const std::string& where,
                         std::vector<std::string>& problems) {
   auto problem = [&](const std::string& text) { problems.push_back(where + ": " + text); };
   if (a.heads < 1) problem("heads must be >= 1");
   if (a.key_size < 1) problem("key_size must be >= 1");
   if (a.value_size < 1) problem("value_size must be >= 1");
+  // Beyond any published model by far: a config asking for more is damaged or hostile, and must not
+  // make the engine allocate first and fail later.
+  if (a.heads > kMaxHeads) problem("heads " + std::to_string(a.heads) + " is more than HeadLab opens (" + std::to_string(kMaxHeads) + ")");
+  if (a.key_size > kMaxHeadSize || a.value_size > kMaxHeadSize)
+    problem("key_size/value_size above " + std::to_string(kMaxHeadSize) + " is more than HeadLab opens");
   if (a.kv_heads < 1 || (a.heads >= 1 && a.heads % a.kv_heads != 0))
     problem("kv_heads (" + std::to_string(a.kv_heads) + ") must divide heads (" + std::to_string(a.heads) + ")");
   if (a.talking_heads && a.collaborative) problem("talking_heads and collaborative cannot be combined");
@@ -271,6 +282,19 @@ void ModelConfig::validate() const {
   if (max_positions < 1) problem("max_positions must be >= 1");
   if (embedding_size < 0) problem("embedding_size must be >= 0 (0 = embeddings as wide as hidden_size)");
   if (ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
+  auto limit = [&](int64_t value, int64_t most, const char* what) {
+    if (value > most)
+      problem(std::string(what) + " " + std::to_string(value) + " is more than HeadLab opens (at most " +
+              std::to_string(most) + ")");
+  };
+  limit(hidden_size, kMaxHidden, "hidden_size");
+  limit(embedding_size, kMaxHidden, "embedding_size");
+  limit(vocab_size, kMaxVocab, "vocab_size");
+  limit(type_vocab_size, kMaxVocab, "type_vocab_size");
+  limit(ffn.inner_size, kMaxInner, "ffn.inner_size");
+  limit(max_positions, kMaxPositions, "max_positions");
+  for (const auto* stack : {&encoder, &decoder})
+    if (*stack) limit((*stack)->layers, kMaxLayers, "layers");
   if (norm_eps <= 0) problem("norm_eps must be > 0");
   if (!std::isfinite(norm_weight_offset)) problem("norm_weight_offset must be finite");
   if (!(embedding_scale > 0) || !std::isfinite(embedding_scale)) problem("embedding_scale must be > 0");
@@ -319,11 +343,29 @@ void ModelConfig::validate() const {
     problem("decoder.cross_attention: an encoder-decoder decoder needs cross attention");
   if (kind != StackKind::EncoderDecoder && decoder && decoder->cross_attention)
     problem("decoder.cross_attention: only an encoder-decoder has cross attention");
+  if (problems.empty() && parameter_estimate() > kMaxParameters)
+    problem("the config describes " + std::to_string(static_cast<long double>(parameter_estimate())) +
+            " parameters, more than HeadLab opens (2^40)");
   if (!problems.empty()) {
     std::string text = "invalid model config: ";
     for (size_t i = 0; i < problems.size(); ++i) text += (i ? "; " : "") + problems[i];
     throw std::runtime_error(text);
   }
+}
+
+double ModelConfig::parameter_estimate() const {
+  // parameter_count's sum in floating point, so that no size can overflow it: layers × (4·D² + 2·D·F)
+  // plus the embeddings is within a few per cent of the exact count for every variant.
+  const double D = hidden_size, E = embedding_width(), F = ffn.inner_size;
+  double n = (double(vocab_size) + double(max_positions) + double(type_vocab_size)) * E * 2;
+  auto stack = [&](const std::optional<StackConfig>& s) {
+    if (!s) return 0.0;
+    const auto& a = s->attention;
+    const double attention = D * (double(a.heads) * a.key_size + double(a.kv_heads) * (a.key_size + a.value_size) +
+                                  double(a.heads) * a.value_size);
+    return (s->shared_layers ? 1.0 : double(s->layers)) * (attention * (s->cross_attention ? 2 : 1) + 3 * D * F);
+  };
+  return n + stack(encoder) + stack(decoder);
 }
 
 int64_t ModelConfig::parameter_count() const {

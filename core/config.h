@@ -168,6 +168,9 @@ struct ModelConfig {
   // "decoder.attention: kv_heads (3) must divide heads (8)".
   void validate() const;
   int64_t parameter_count() const;
+  // An upper estimate of parameter_count in floating point (never overflows): what validate()
+  // compares with its limit before anything is allocated.
+  double parameter_estimate() const;
   std::string summary() const;  // one paragraph for `headlab info`
   // Width of the embedding tables: embedding_size when factorised, else hidden_size.
   int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }

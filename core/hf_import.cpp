@@ -202,10 +202,20 @@ std::shared_ptr<Model> import_hf_model(const std::string& folder, const nlohmann
   model->folder = folder;
   model->config = layout.config;
   try {
-    model->module = Transformer(model->config);  // validates the config
+    model->config.validate();
   } catch (const std::exception& e) {
     throw std::runtime_error(config_path + " (" + arch + "): " + e.what());
   }
+  // Nothing is allocated for a config the weights cannot fill. Every native parameter has one
+  // source tensor; the margin covers sources read twice (tied or shared weights).
+  int64_t held = 0;
+  for (const auto& [name, entry] : checkpoint.entries()) held += numel_of(entry.info->shape);
+  if (double(model->config.parameter_count()) > 2.0 * double(held) + double(1 << 20))
+    throw std::runtime_error(config_path + " (" + arch + ") describes " +
+                             std::to_string(model->config.parameter_count()) + " parameters but " +
+                             checkpoint.source() + " holds " + std::to_string(held) +
+                             " values: config and weights disagree");
+  model->module = Transformer(model->config);
 
   // Every native parameter has exactly one source and every source feeds a parameter.
   torch::NoGradGuard no_grad;
@@ -237,6 +247,7 @@ std::shared_ptr<Model> import_hf_model(const std::string& folder, const nlohmann
       throw std::runtime_error(entry->file->path() + ": tensor '" + source.name + "' has dtype " +
                                dtype_name(info.dtype) + ", expected F32, F16 or BF16");
     copy_into(param, *entry, source);
+    require_finite(param, entry->file->path(), source.name);
     used.insert(source.name);
     if (native == "tokens.weight") model->weights_dtype = dtype_name(info.dtype);
   }

@@ -25,6 +25,20 @@ std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t see
   return model;
 }
 
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;  // the safetensors reader has bounded every product by 2^62
+  return n;
+}
+
+void require_finite(const torch::Tensor& weights, const std::string& file, const std::string& name) {
+  if (weights.numel() > 0 && !torch::isfinite(weights).all().item<bool>()) {
+    const int64_t bad = weights.numel() - torch::isfinite(weights).sum().item<int64_t>();
+    throw std::runtime_error(file + ": tensor '" + name + "' holds " + std::to_string(bad) +
+                             " NaN or infinite value" + (bad == 1 ? "" : "s"));
+  }
+}
+
 void load_native_weights(Transformer& module, const SafetensorsFile& file,
                          const std::function<bool(const std::string&)>& may_be_missing) {
   torch::NoGradGuard no_grad;
@@ -41,6 +55,7 @@ void load_native_weights(Transformer& module, const SafetensorsFile& file,
                                expected);
     }
     item.value().copy_(file.load(name, torch::kFloat32));
+    require_finite(item.value(), file.path(), name);
     used.insert(name);
   }
   for (const auto& info : file.tensors())
@@ -49,7 +64,23 @@ void load_native_weights(Transformer& module, const SafetensorsFile& file,
                                "' (config.json and model.safetensors disagree)");
 }
 
+namespace {
+std::shared_ptr<Model> load_model_unguarded(const std::string& folder);
+}
+
 std::shared_ptr<Model> load_model(const std::string& folder) {
+  // File system failures (a symbolic link loop, a file that cannot be read) as one line naming the
+  // path, not the library's "filesystem error: status: …".
+  try {
+    return load_model_unguarded(folder);
+  } catch (const fs::filesystem_error& e) {
+    throw std::runtime_error((e.path1().empty() ? folder : e.path1().string()) + ": " + e.code().message());
+  }
+}
+
+namespace {
+
+std::shared_ptr<Model> load_model_unguarded(const std::string& folder) {
   const fs::path dir(folder);
   if (!fs::is_directory(dir)) throw std::runtime_error(folder + ": not a folder");
   const fs::path config_path = dir / "config.json";
@@ -77,12 +108,27 @@ std::shared_ptr<Model> load_model(const std::string& folder) {
   auto file = SafetensorsFile::open(weights_path.string());
   if (file.tensors().empty()) throw std::runtime_error(weights_path.string() + ": holds no tensors");
   model->weights_dtype = dtype_name(file.tensors().front().dtype);
+  // Nothing is allocated for a config the file cannot fill (a damaged layer count or width would
+  // otherwise allocate gigabytes before the first missing tensor is noticed).
+  try {
+    model->config.validate();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(config_path.string() + ": " + e.what());
+  }
+  int64_t held = 0;
+  for (const auto& info : file.tensors()) held += numel_of(info.shape);
+  if (model->config.parameter_count() > held)
+    throw std::runtime_error(config_path.string() + " describes " + std::to_string(model->config.parameter_count()) +
+                             " parameters but " + weights_path.string() + " holds " + std::to_string(held) +
+                             " values: config and weights disagree");
   model->module = Transformer(model->config);
   load_native_weights(model->module, file);
   model->module->eval();
   model->tokenizer = load_folder_tokenizer(folder);
   return model;
 }
+
+}  // namespace
 
 std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder) {
   for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"}) {

@@ -40,6 +40,10 @@ void save_model(const Model& model, const std::string& folder, const std::string
 // and no unknown tensor may remain. Parameters for which `may_be_missing(name)` holds may be absent
 // (they keep their values: e.g. the new layers of a deeper model started from a shallower one).
 class SafetensorsFile;
+// Throws "FILE: tensor 'NAME' holds N NaN or infinite values" unless every value is finite.
+void require_finite(const torch::Tensor& weights, const std::string& file, const std::string& name);
+// The product of a tensor's dimensions (shapes come bounded from the safetensors reader).
+int64_t numel_of(const std::vector<int64_t>& shape);
 void load_native_weights(Transformer& module, const SafetensorsFile& file,
                          const std::function<bool(const std::string&)>& may_be_missing = {});
 
