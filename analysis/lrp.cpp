@@ -19,6 +19,8 @@
 // (plain gradient × input, gradient_x_input) the identity fails, which the tests show.
 #include "analysis/lrp.h"
 
+#include "core/memory_budget.h"
+
 #include "core/model.h"
 #include "core/transformer.h"
 
@@ -139,6 +141,12 @@ void check_inputs(const core::Model& model, const std::vector<int64_t>& ids, con
   } else if (!decoder_ids.empty()) {
     throw std::invalid_argument(std::string(what) + ": decoder ids given for a model without a decoder stack");
   }
+  // A backward pass keeps every layer's scores and activations: refuse what would not fit.
+  core::check_memory(core::estimate_run_memory(model.config, static_cast<int64_t>(ids.size()),
+                                               static_cast<int64_t>(decoder_ids.size()), core::kCaptureHeadOutputs, 0,
+                                               /*with_backward=*/true),
+                     std::string("the ") + what + " pass",
+                     static_cast<int64_t>(std::max(ids.size(), decoder_ids.size())));
 }
 
 // Per-value-head gates of one layer (missing = 1).

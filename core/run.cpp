@@ -1,5 +1,7 @@
 #include "core/run.h"
 
+#include "core/memory_budget.h"
+
 #include <torch/torch.h>
 
 namespace headlab::core {
@@ -92,6 +94,12 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   for (int64_t p : request.logit_positions)
     if (p < 0 || static_cast<size_t>(p) >= out_len)
       throw std::invalid_argument("run: logit position " + std::to_string(p) + " is outside 0.." + std::to_string(out_len - 1));
+
+  // Refuse before allocating what the machine cannot hold (core/memory_budget.h).
+  check_memory(estimate_run_memory(config, static_cast<int64_t>(request.ids.size()),
+                                   static_cast<int64_t>(request.decoder_ids.size()), request.capture,
+                                   static_cast<int64_t>(request.logit_positions.size())),
+               "this run", static_cast<int64_t>(std::max(request.ids.size(), request.decoder_ids.size())));
 
   const int enc_layers = module->layer_count("encoder");
   const int dec_layers = module->layer_count("decoder");

@@ -1,5 +1,7 @@
 #include "app/cli/cli.h"
 
+#include "core/memory_budget.h"
+
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
@@ -28,6 +30,12 @@ int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
                "With no command, opens the workbench window."};
   app.set_version_flag("--version", std::string("headlab ") + HEADLAB_VERSION);
   app.require_subcommand(0, 1);
+  // Every command: runs refuse what would need more memory than this (core/memory_budget.h).
+  std::string memory_limit;
+  app.add_option("--memory-limit", memory_limit,
+                 "Refuse runs estimated to need more memory than this (e.g. 8G, 'none'; default: half the free "
+                 "memory, or $HEADLAB_MEMORY_LIMIT); any command accepts it");
+  app.fallthrough();
   Action action;
   if (gui) add_gui_command(app, action, gui);
   add_info_command(app, action);
@@ -50,6 +58,14 @@ int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "headlab: " << e.what() << " (see headlab --help)\n";
     return 2;
+  }
+  if (!memory_limit.empty()) {
+    try {
+      core::set_memory_limit(memory_limit == "none" ? -1 : core::parse_byte_size(memory_limit));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "headlab: --memory-limit: " << e.what() << "\n";
+      return 2;
+    }
   }
   if (!action) {
     if (gui) return gui(GuiOptions{});
