@@ -4,6 +4,7 @@
 #include "analysis/analyze.h"
 #include "analysis/report_figures.h"
 #include "app/cli/cli.h"
+#include "core/asset_paths.h"
 #include "core/model.h"
 #include "core/system_info.h"
 #include "core/token_counts.h"
@@ -207,7 +208,7 @@ int count_tokens_command(const CountCliOptions& c) {
 void add_analyze_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<AnalyzeCliOptions>();
   auto* cmd = app.add_subcommand("analyze", "Measure every head over a dataset: confidence, roles, LRP, importance, spectra");
-  cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer")->required();
+  cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer (default: the shipped default model)");
   cmd->add_option("--data", c->data, "Plain text (a sentence a line), CoNLL-U files, or folders of them")->required();
   cmd->add_option("--out", c->out, "Report folder (head_report.json/.csv/.md, figures/)")->required();
   cmd->add_option("--metrics", c->metrics,
@@ -232,7 +233,10 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--min-relation-count", c->min_relation,
                   "Score relations with at least this many arcs (nsubj, obj, amod, advmod always)")
       ->check(CLI::NonNegativeNumber);
-  cmd->callback([c, &action] { action = [c] { return analyze_command(*c); }; });
+  cmd->callback([c, &action] { action = [c] {
+      if (c->model.empty()) c->model = core::default_model_or_throw();
+      return analyze_command(*c);
+    }; });
 
   auto m = std::make_shared<MergeCliOptions>();
   auto* merge = app.add_subcommand("merge", "Join sharded head reports into the report of one pass");

@@ -2,6 +2,7 @@
 // text — the share of its tokens the tokenizer cannot spell ([UNK]), and the model's masked-LM (or
 // next-token) loss and top-1 on it, measured as the trainer measures its held-out split.
 #include "app/cli/cli.h"
+#include "core/asset_paths.h"
 #include "core/model.h"
 #include "core/tokenizer.h"
 #include "core/train/data.h"
@@ -111,7 +112,7 @@ int evaluate_command(const EvaluateCliOptions& c) {
 void add_evaluate_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<EvaluateCliOptions>();
   auto* cmd = app.add_subcommand("evaluate", "How well a model reads text: its [UNK] share, masked-LM / next-token loss and top-1");
-  cmd->add_option("--model", c->model, "Model folder with a tokenizer")->required();
+  cmd->add_option("--model", c->model, "Model folder with a tokenizer (default: the shipped default model)");
   cmd->add_option("--data", c->data, "Plain-text files (each reported on its own, then together)")
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training")->check(CLI::Range(4, 100000));
@@ -123,7 +124,10 @@ void add_evaluate_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", c->seed, "Mask seed (the trainer's --seed reproduces its held-out evaluation)");
   cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)");
   cmd->add_flag("--json", c->json, "Print JSON instead of a table");
-  cmd->callback([c, &action] { action = [c] { return evaluate_command(*c); }; });
+  cmd->callback([c, &action] { action = [c] {
+      if (c->model.empty()) c->model = core::default_model_or_throw();
+      return evaluate_command(*c);
+    }; });
 }
 
 }  // namespace headlab::app

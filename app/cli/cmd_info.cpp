@@ -1,5 +1,6 @@
 // `headlab info --model DIR [--json]` and `headlab info --system`.
 #include "app/cli/cli.h"
+#include "core/asset_paths.h"
 #include "core/model.h"
 #include "core/system_info.h"
 
@@ -59,13 +60,13 @@ int print_model(const InfoOptions& options) {
 void add_info_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<InfoOptions>();
   auto* cmd = app.add_subcommand("info", "Describe a model folder, or this machine's BLAS and threads");
-  cmd->add_option("--model", options->model, "Model folder (native or Hugging Face)");
+  cmd->add_option("--model", options->model, "Model folder (native or Hugging Face; default: the shipped default model)");
   cmd->add_flag("--json", options->json, "Print the model description as JSON");
   cmd->add_flag("--system", options->system, "Print the BLAS in use, thread counts and measured GEMM GFLOP/s");
   cmd->callback([options, &action] {
     action = [options] {
       if (options->system) return print_system();
-      if (options->model.empty()) throw UsageError("give --model DIR or --system");
+      if (options->model.empty()) options->model = core::default_model_or_throw();
       return print_model(*options);
     };
   });

@@ -1,6 +1,7 @@
 // `headlab predict --model DIR --text "The [MASK] sat on the mat." [--top-k 5]`: the top-k fills of
 // each [MASK] (masked LM) or the next token (causal LM / encoder-decoder), with probabilities.
 #include "app/cli/cli.h"
+#include "core/asset_paths.h"
 #include "core/run.h"
 #include "core/system_info.h"
 
@@ -75,11 +76,14 @@ int predict_command(const PredictOptions& o) {
 void add_predict_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PredictOptions>();
   auto* cmd = app.add_subcommand("predict", "Top-k fills of [MASK] (masked LM) or the next token (causal LM)");
-  cmd->add_option("--model", options->model, "Model folder")->required();
+  cmd->add_option("--model", options->model, "Model folder (default: the shipped default model)");
   cmd->add_option("--text", options->text, "Input text (with [MASK] for a masked LM)")->required();
   cmd->add_option("--target", options->target, "Encoder-decoder: the decoder's text so far");
   cmd->add_option("--top-k", options->top_k, "How many candidates")->check(CLI::Range(1, 1000));
-  cmd->callback([options, &action] { action = [options] { return predict_command(*options); }; });
+  cmd->callback([options, &action] { action = [options] {
+      if (options->model.empty()) options->model = core::default_model_or_throw();
+      return predict_command(*options);
+    }; });
 }
 
 }  // namespace headlab::app

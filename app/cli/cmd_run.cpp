@@ -4,6 +4,7 @@
 #include "analysis/rollout.h"
 #include "analysis/spectra.h"
 #include "app/cli/cli.h"
+#include "core/asset_paths.h"
 #include "core/controls.h"
 #include "core/run.h"
 #include "core/safetensors.h"
@@ -241,7 +242,7 @@ int run_command(const RunOptions& options) {
 void add_run_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a model on ids or text and dump logits and every head's attention");
-  cmd->add_option("--model", options->model, "Model folder")->required();
+  cmd->add_option("--model", options->model, "Model folder (default: the shipped default model)");
   auto* ids = cmd->add_option("--ids", options->ids, "Comma-separated token ids, e.g. 1,2,3");
   auto* text = cmd->add_option("--text", options->text, "Text to tokenize with the model's tokenizer");
   ids->excludes(text);
@@ -264,6 +265,7 @@ void add_run_command(CLI::App& app, Action& action) {
     action = [options] {
       if (options->ids.empty() && options->text.empty()) throw UsageError("give --ids or --text");
       refuse_overwrite(options->out, options->force);
+      if (options->model.empty()) options->model = core::default_model_or_throw();
       return run_command(*options);
     };
   });

@@ -4,6 +4,7 @@
 // Not thread-safe: one WorkbenchEngine is driven by one worker thread.
 #pragma once
 
+#include "core/asset_paths.h"
 #include "analysis/spectra.h"
 #include "core/controls.h"
 
@@ -211,10 +212,8 @@ class WorkbenchEngine {
   std::unique_ptr<Impl> impl_;
 };
 
-// Where the workbench looks for models and configs: $HEADLAB_ASSETS, ./assets, next to the
-// executable, then the source tree. "" when none exists.
-std::string find_assets_dir();
-// The newest sub-folder of assets/models holding a config.json, or "".
-std::string find_default_model(const std::string& assets_dir);
+// Where the workbench looks for models and configs (core/asset_paths.h).
+using core::find_assets_dir;
+using core::find_default_model;
 
 }  // namespace headlab::app
