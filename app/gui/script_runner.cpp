@@ -28,7 +28,33 @@ void ScriptRunner::step(Workbench& wb) {
     }
     return;
   }
-  // A dataset run that failed fails the script.
+  // An expected refusal: the last error must contain the text; it is printed and cleared.
+  if (const auto* expect = std::get_if<cmd::ExpectError>(&actions_[next_].command)) {
+    const int index = actions_[next_++].index;
+    // The previous action's message: the status line's, or the one its view shows (a dataset run's,
+    // the Syntax view's sentence).
+    const Command* previous = next_ >= 2 ? &actions_[next_ - 2].command : nullptr;
+    const bool after_dataset = previous && std::holds_alternative<cmd::RunDataset>(*previous);
+    const bool after_syntax = previous && (std::holds_alternative<cmd::SetParse>(*previous) ||
+                                           std::holds_alternative<cmd::SelectSentence>(*previous));
+    const std::string error = !wb.doc().last_error.empty() ? wb.doc().last_error
+                              : after_dataset             ? wb.doc().dataset.error
+                              : after_syntax              ? wb.doc().syntax_error
+                                                          : std::string();
+    if (error.empty() || error.find(expect->contains) == std::string::npos) {
+      std::cerr << "headlab gui: " << origin_ << ": action " << index << " (expect_error): expected an error"
+                << (expect->contains.empty() ? "" : " containing '" + expect->contains + "'")
+                << (error.empty() ? ", got none" : ", got: " + error) << "\n";
+      exit_code_ = 1;
+      wb.quit = true;
+      return;
+    }
+    std::cout << "headlab gui: " << origin_ << ": action " << index << ": expected error: " << error << "\n";
+    wb.clear_error();
+    waiting_since_ = now;
+    return;
+  }
+  // A dataset run that failed fails the script (unless the next action expects it).
   if (next_ > 0 && std::holds_alternative<cmd::RunDataset>(actions_[next_ - 1].command) && !wb.doc().dataset.error.empty()) {
     std::cerr << "headlab gui: " << origin_ << ": action " << actions_[next_ - 1].index
               << " (run_dataset): " << wb.doc().dataset.error << "\n";
@@ -40,10 +66,14 @@ void ScriptRunner::step(Workbench& wb) {
   try {
     wb.execute(a.command);
   } catch (const std::exception& e) {
-    std::cerr << "headlab gui: " << origin_ << ": action " << a.index << " (" << command_name(a.command)
-              << "): " << e.what() << "\n";
-    exit_code_ = 1;
-    wb.quit = true;
+    if (next_ < actions_.size() && std::holds_alternative<cmd::ExpectError>(actions_[next_].command)) {
+      wb.set_error(command_name(a.command) + ": " + e.what());  // as the window shows it; checked next
+    } else {
+      std::cerr << "headlab gui: " << origin_ << ": action " << a.index << " (" << command_name(a.command)
+                << "): " << e.what() << "\n";
+      exit_code_ = 1;
+      wb.quit = true;
+    }
   }
   waiting_since_ = now;
 }

@@ -208,6 +208,7 @@ template <class Io> void fields(Io& io, cmd::SetMapView& c) {
   io.optional("query_to", c.query_to);
 }
 template <class Io> void fields(Io&, cmd::Quit&) {}
+template <class Io> void fields(Io& io, cmd::ExpectError& c) { io.optional("contains", c.contains); }
 
 // A default-constructed command of the variant's alternative `index`.
 template <size_t I = 0>
@@ -229,8 +230,8 @@ const std::vector<std::string>& command_names() {
       "run_dataset",  "set_dataset",   "stop_dataset", "select_sentence",    "set_parse",     "open_report",
       "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
-      "select_view",  "wait_frames",   "set_map_view", "quit"};
-  static_assert(std::variant_size_v<Command> == 31, "one name per command");
+      "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error"};
+  static_assert(std::variant_size_v<Command> == 32, "one name per command");
   return names;
 }
 
@@ -240,7 +241,7 @@ bool is_window_command(const Command& command) {
   return std::holds_alternative<cmd::Export>(command) || std::holds_alternative<cmd::Screenshot>(command) ||
          std::holds_alternative<cmd::ShowView>(command) || std::holds_alternative<cmd::SelectView>(command) ||
          std::holds_alternative<cmd::WaitFrames>(command) || std::holds_alternative<cmd::SetMapView>(command) ||
-         std::holds_alternative<cmd::Quit>(command);
+         std::holds_alternative<cmd::Quit>(command) || std::holds_alternative<cmd::ExpectError>(command);
 }
 
 Stage stage_from_name(const std::string& name) {

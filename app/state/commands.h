@@ -145,6 +145,10 @@ struct SetMapView {
   int query_from = 0, query_to = -1;
 };
 struct Quit {};
+// Scripts only: the previous action must have failed with a message containing `contains` (any
+// message when empty); the message is printed and cleared, and the script goes on. A script that
+// opens damaged files checks each refusal this way; no error, or another one, fails the script.
+struct ExpectError { std::string contains; };
 
 }  // namespace headlab::app::cmd
 
@@ -156,7 +160,7 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::OpenReport,
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
-                             cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit>;
+                             cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

@@ -404,7 +404,8 @@ bool Controller::poll() {
     if (!doc_.model && status.error.rfind("loading ", 0) == 0 && doc_.banner.empty()) {
       notice(status.error + " — opening a random-weight model instead.");
       open_random_model();
-    } else if (!doc_.model && status.error.rfind("loading ", 0) == 0) {
+    } else if (status.error.rfind("loading ", 0) == 0) {
+      // The load failed: the model open before (if any) stays, and nothing is pending any more.
       pending_model_run_ = false;
     }
   }

@@ -18,6 +18,7 @@
 //   save_session {path}  open_session {path}
 //   export {view, path[, scale, figure_only, overwrite]}  screenshot {path[, scale, overwrite]}  show_view {view[, open]}  select_view {view}
 //   wait_frames {frames}  set_map_view {zoom[, query_from, query_to]}  quit
+//   expect_error {contains?}  (the previous action failed with such a message: printed, cleared, go on)
 #pragma once
 
 #include "app/state/commands.h"
