@@ -292,7 +292,11 @@ void ModelConfig::validate() const {
   limit(vocab_size, kMaxVocab, "vocab_size");
   limit(type_vocab_size, kMaxVocab, "type_vocab_size");
   limit(ffn.inner_size, kMaxInner, "ffn.inner_size");
-  limit(max_positions, kMaxPositions, "max_positions");
+  // Learned and sinusoidal positions are tables of max_positions rows; RoPE allocates nothing for it
+  // (Llama 4 declares 10M positions).
+  const bool table = positions == PositionKind::Learned || positions == PositionKind::RopeLearned ||
+                     positions == PositionKind::Sinusoidal;
+  limit(max_positions, table ? kMaxPositions : int64_t(1) << 30, "max_positions");
   for (const auto* stack : {&encoder, &decoder})
     if (*stack) limit((*stack)->layers, kMaxLayers, "layers");
   if (norm_eps <= 0) problem("norm_eps must be > 0");
@@ -357,7 +361,9 @@ double ModelConfig::parameter_estimate() const {
   // parameter_count's sum in floating point, so that no size can overflow it: layers × (4·D² + 2·D·F)
   // plus the embeddings is within a few per cent of the exact count for every variant.
   const double D = hidden_size, E = embedding_width(), F = ffn.inner_size;
-  double n = (double(vocab_size) + double(max_positions) + double(type_vocab_size)) * E * 2;
+  const bool table = positions == PositionKind::Learned || positions == PositionKind::RopeLearned ||
+                     positions == PositionKind::Sinusoidal;
+  double n = (double(vocab_size) + (table ? double(max_positions) : 0.0) + double(type_vocab_size)) * E * 2;
   auto stack = [&](const std::optional<StackConfig>& s) {
     if (!s) return 0.0;
     const auto& a = s->attention;
