@@ -17,13 +17,7 @@
 #      The twin trains all of layer 3's query/key and logit mix there, weight decay off (a decay
 #      would reach all eight heads). Weights are stored as F16 (the shipped form).
 #
-# Data: the seven Gutenberg books, then modern English — WikiText-2 valid and the sentences of UD
-# English-EWT train (their `# text =` lines, extracted into OUT). EWT dev/test and WikiText-2 test
-# stay out: `headlab evaluate` measures the [UNK] share and top-1 there. The tokenizer is WordPiece
-# with the 8,000 most frequent words whole and subword pieces for every other word (12k in all).
-#
-# Environment: HEADLAB (binary, default build/app/headlab), DATA (books folder), MODERN (folder with
-# text/wikitext-2/ and ud/, default ../shared/data), OUT (run root), STEPS_A (phase A's steps, default 2000),
+# Environment: HEADLAB (binary, default build/app/headlab), DATA (books folder), OUT (run root),
 # TWIN=1 for the talking-heads twin (same phases; talking heads mix all heads, so no head locks),
 # SEED_B (phase B's seed, default 1), RARE (the rare-word head, default 3.5), POS1 / POS2 (the
 # positional heads B and C/D form, default 3.7 / 3.2).
@@ -31,8 +25,6 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 HEADLAB="${HEADLAB:-$here/build/app/headlab}"
 DATA="${DATA:-$here/../shared/data/text/gutenberg}"
-MODERN="${MODERN:-$here/../shared/data}"
-STEPS_A="${STEPS_A:-2000}"
 OUT="${OUT:-$here/runs/roles}"
 TWIN="${TWIN:-0}"
 SEED_B="${SEED_B:-1}"
@@ -49,33 +41,22 @@ c = json.load(open(sys.argv[1]))
 twin = "talking" in c["name"]
 for layers, path in ((4, sys.argv[2]), (5, sys.argv[3])):
     c["encoder"]["layers"] = layers
-    c["vocab_size"] = 12000
     c["description"] = (
         f"HeadLab's talking-heads twin of the default model: the same {layers}-layer, hidden-256 masked-LM "
-        "encoder (RoPE, 12k WordPiece vocabulary with 8k whole words, same text, phases and budget) with talking-heads "
+        "encoder (RoPE, 8k word-level vocabulary, same books, phases and budget) with talking-heads "
         "attention (Shazeer et al. 2020), 8 key heads, 8 softmax heads, 8 value heads." if twin else
         f"HeadLab's default model: a BERT-like masked-LM encoder ({layers} layers, 8 MHA heads, hidden 256, "
-        "RoPE, 12k WordPiece vocabulary with the 8k most frequent words whole) trained by HeadLab on seven "
-        "public-domain Project Gutenberg books and modern English (WikiText-2 valid, UD English-EWT train) "
-        "in phases (tests/bench/train_role_chain.sh).")
+        "RoPE, 8k word-level vocabulary) trained by HeadLab on seven public-domain Project Gutenberg "
+        "books in phases (tests/bench/train_role_chain.sh): L3 H5 attends to the rarest word, L3 H7 to "
+        "the previous token, L3 H2 to the next.")
     json.dump(c, open(path, "w"), indent=2)
 EOF
 
-ewt="$OUT/en_ewt-ud-train.txt"
-[[ -f "$ewt" ]] || python3 - "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt" <<'EOF'
-import sys
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    for line in open(sys.argv[1], encoding="utf-8"):
-        if line.startswith("# newdoc"): out.write("\n")
-        elif line.startswith("# text = "): out.write(line[9:].rstrip("\n") + "\n")
-EOF
-data=("$DATA"/*.txt "$MODERN/text/wikitext-2/valid.txt" "$ewt")
-
 tok="$OUT/tokenizer.json"
-[[ -f "$tok" ]] || "$HEADLAB" train-tokenizer --data "${data[@]}" --kind wordpiece --vocab-size 12000 \
-  --whole-words 8000 --limit-alphabet 400 --no-cls-sep --out "$tok"
+[[ -f "$tok" ]] || "$HEADLAB" train-tokenizer --data "$DATA"/*.txt --vocab-size 8000 --kind wordlevel \
+  --no-cls-sep --out "$tok"
 
-common=(--force --data "${data[@]}" --tokenizer "$tok" --objective mlm --batch-tokens 2048 --warmup 0.03
+common=(--force --data "$DATA"/*.txt --tokenizer "$tok" --objective mlm --batch-tokens 2048 --warmup 0.03
         --eval-every 200 --eval-batches 10 --threads 1)
 all_mask=(--mlm-rate 0.4 --mlm-mask 1.0 --mlm-random 0 --seq-len 128)
 # Everything below layer 3's heads: their input stays exactly what phase A trained.
@@ -85,7 +66,7 @@ lock() { [[ "$TWIN" == 1 ]] && return; echo --freeze-heads "$@"; }
 for phase in "$@"; do
   d="$OUT/${tag}_$phase"
   case "$phase" in
-    A) "$HEADLAB" train --config "$cfg4" "${common[@]}" --out "$d" --seed 1 --seq-len 256 --steps "$STEPS_A" \
+    A) "$HEADLAB" train --config "$cfg4" "${common[@]}" --out "$d" --seed 1 --seq-len 256 --steps 1400 \
          --mlm-random 0 ;;
     B) "$HEADLAB" train --config "$cfg5" "${common[@]}" --out "$d" --seed "$SEED_B" --init "$OUT/${tag}_A" \
          --reinit 'encoder.4.*' --freeze "${below[@]}" $(lock "$RARE") "${all_mask[@]}" --lr 3e-3 \
