@@ -570,8 +570,9 @@ TEST_CASE("safetensors: save rejects bad input before touching the old file", "[
       {"tensor 'u': undefined", {{"u", torch::Tensor()}}},
       {"tensor 'c'", {{"c", torch::ones({2}, torch::kComplexFloat)}}},
   };
-  for (const auto& [expect, tensors] : bad) {
+  for (const auto& [expect, tensors_of_case] : bad) {
     INFO(expect);
+    const auto& tensors = tensors_of_case;  // C++17: a lambda cannot capture a structured binding
     const std::string message = error_of([&] { save_safetensors(path, tensors); });
     CHECK_THAT(message, Contains(path + ": ") && Contains(expect));
   }
