@@ -1,4 +1,5 @@
 #include "analysis/head_report.h"
+#include "core/json_integer.h"
 
 #include "core/atomic_file.h"
 #include "core/safetensors.h"
@@ -159,9 +160,9 @@ Spectrum spectrum_from(const json& j) {
   Spectrum s;
   s.singular_values = j.at("singular_values").get<std::vector<double>>();
   s.cumulative_energy = j.at("cumulative_energy").get<std::vector<double>>();
-  s.rank90 = j.at("rank90").get<int>();
-  s.rank95 = j.at("rank95").get<int>();
-  s.rank99 = j.at("rank99").get<int>();
+  s.rank90 = core::get_integer<int>(j.at("rank90"));
+  s.rank95 = core::get_integer<int>(j.at("rank95"));
+  s.rank99 = core::get_integer<int>(j.at("rank99"));
   s.applicable = j.value("applicable", true);
   return s;
 }
@@ -174,7 +175,7 @@ json offsets_json(const std::map<int, int64_t>& m) {
 
 std::map<int, int64_t> offsets_from(const json& j) {
   std::map<int, int64_t> m;
-  for (const auto& [k, v] : j.items()) m[std::stoi(k)] = v.get<int64_t>();
+  for (const auto& [k, v] : j.items()) m[std::stoi(k)] = core::get_integer<int64_t>(v);
   return m;
 }
 
@@ -274,7 +275,7 @@ HeadReport head_report_from_json(const json& j) {
   try {
     if (j.value("format", "") != "headlab-head-report")
       throw std::runtime_error("'format' is not \"headlab-head-report\"");
-    const int version = j.at("format_version").get<int>();
+    const int version = core::get_integer<int>(j.at("format_version"));
     if (version > kHeadReportFormatVersion)
       throw std::runtime_error("format_version " + std::to_string(version) + " is newer than this HeadLab reads (" +
                                std::to_string(kHeadReportFormatVersion) + ")");
@@ -283,9 +284,9 @@ HeadReport head_report_from_json(const json& j) {
     where = "data";
     const json& data = j.at("data");
     r.files = data.at("files").get<std::vector<std::string>>();
-    r.sentences = data.at("sentences").get<int64_t>();
-    r.tokens = data.at("tokens").get<int64_t>();
-    r.skipped = data.at("skipped").get<int64_t>();
+    r.sentences = core::get_integer<int64_t>(data.at("sentences"));
+    r.tokens = core::get_integer<int64_t>(data.at("tokens"));
+    r.skipped = core::get_integer<int64_t>(data.at("skipped"));
     if (data.contains("skipped_reasons")) r.skipped_reasons = data["skipped_reasons"].get<std::map<std::string, int64_t>>();
     r.tree_sentences = data.value("tree_sentences", int64_t{0});
     where = "settings";
@@ -294,41 +295,41 @@ HeadReport head_report_from_json(const json& j) {
     o.metrics = s.at("metrics").get<std::vector<std::string>>();
     o.positional_threshold = s.at("positional_threshold").get<double>();
     o.rare_threshold = s.at("rare_threshold").get<double>();
-    o.rare_min_rank = s.at("rare_min_rank").get<int64_t>();
+    o.rare_min_rank = core::get_integer<int64_t>(s.at("rare_min_rank"));
     o.syntactic_margin = s.at("syntactic_margin").get<double>();
-    o.min_relation_count = s.at("min_relation_count").get<int64_t>();
+    o.min_relation_count = core::get_integer<int64_t>(s.at("min_relation_count"));
     o.always_relations = s.at("always_relations").get<std::vector<std::string>>();
-    o.baseline_max_offset = s.at("baseline_max_offset").get<int>();
+    o.baseline_max_offset = core::get_integer<int>(s.at("baseline_max_offset"));
     o.strip_subtypes = s.at("strip_subtypes").get<bool>();
     o.lrp_tolerance = s.at("lrp_tolerance").get<double>();
     o.frequency_source = s.at("frequency_source").get<std::string>();
     o.frequency_files = s.at("frequency_files").get<std::vector<std::string>>();
-    o.limit = s.at("limit").get<int64_t>();
+    o.limit = core::get_integer<int64_t>(s.at("limit"));
     o.max_tokens = s.value("max_tokens", int64_t{0});
     o.stage = s.value("stage", "values");
-    o.shard_index = s.at("shard").at("index").get<int>();
-    o.shard_count = s.at("shard").at("count").get<int>();
+    o.shard_index = core::get_integer<int>(s.at("shard").at("index"));
+    o.shard_count = core::get_integer<int>(s.at("shard").at("count"));
     r.partial = j.at("partial").get<bool>();
     for (size_t i = 0; i < j.at("heads").size(); ++i) {
       where = "heads[" + std::to_string(i) + "]";
       const json& e = j["heads"][i];
       HeadEntry h;
       h.stack = e.at("stack").get<std::string>();
-      h.layer = e.at("layer").get<int>();
-      h.head = e.at("head").get<int>();
+      h.layer = core::get_integer<int>(e.at("layer"));
+      h.head = core::get_integer<int>(e.at("head"));
       const json& st = e.at("stats");
-      h.queries = st.at("queries").get<int64_t>();
+      h.queries = core::get_integer<int64_t>(st.at("queries"));
       h.confidence_sum = st.at("confidence_sum").get<double>();
       h.confidence_all_keys_sum = st.at("confidence_all_keys_sum").get<double>();
       h.offsets = offsets_from(st.at("offsets"));
-      h.rare_queries = st.at("rare_queries").get<int64_t>();
-      h.rare_hits = st.at("rare_hits").get<int64_t>();
-      h.rare_two_hits = st.at("rare_two_hits").get<int64_t>();
+      h.rare_queries = core::get_integer<int64_t>(st.at("rare_queries"));
+      h.rare_hits = core::get_integer<int64_t>(st.at("rare_hits"));
+      h.rare_two_hits = core::get_integer<int64_t>(st.at("rare_two_hits"));
       h.lrp_raw_sum = st.at("lrp_raw_sum").get<double>();
       h.lrp_normalized_sum = st.at("lrp_normalized_sum").get<double>();
-      h.lrp_sentences = st.at("lrp_sentences").get<int64_t>();
+      h.lrp_sentences = core::get_integer<int64_t>(st.at("lrp_sentences"));
       h.importance_sum = st.at("importance_sum").get<double>();
-      h.importance_sentences = st.at("importance_sentences").get<int64_t>();
+      h.importance_sentences = core::get_integer<int64_t>(st.at("importance_sentences"));
       if (e.contains("spectrum") && !e["spectrum"].is_null()) h.spectrum = spectrum_from(e["spectrum"]);
       r.heads.push_back(std::move(h));
     }
@@ -337,7 +338,7 @@ HeadReport head_report_from_json(const json& j) {
       const json& e = j["layers"][i];
       LayerEntry l;
       l.stack = e.at("stack").get<std::string>();
-      l.layer = e.at("layer").get<int>();
+      l.layer = core::get_integer<int>(e.at("layer"));
       l.query = spectrum_from(e.at("spectrum").at("query"));
       l.key = spectrum_from(e.at("spectrum").at("key"));
       l.product = spectrum_from(e.at("spectrum").at("product"));
@@ -347,7 +348,7 @@ HeadReport head_report_from_json(const json& j) {
     for (const auto& [stack, rels] : j.at("relations").items())
       for (const auto& [name, st] : rels.items()) {
         RelationStats rs;
-        rs.count = st.at("count").get<int64_t>();
+        rs.count = core::get_integer<int64_t>(st.at("count"));
         rs.baseline_hits = offsets_from(st.at("baseline_hits"));
         rs.dependent_to_head = st.at("dependent_to_head").get<std::vector<int64_t>>();
         rs.head_to_dependent = st.at("head_to_dependent").get<std::vector<int64_t>>();
@@ -356,7 +357,7 @@ HeadReport head_report_from_json(const json& j) {
     where = "lrp_conservation";
     const json& c = j.at("lrp_conservation");
     r.lrp_max_relative_residual = c.at("max_relative_residual").get<double>();
-    r.lrp_sentences_over_tolerance = c.at("sentences_over_tolerance").get<int64_t>();
+    r.lrp_sentences_over_tolerance = core::get_integer<int64_t>(c.at("sentences_over_tolerance"));
     r.lrp_failures = c.value("examples_over_tolerance", std::vector<std::string>{});
     r.notes = j.value("notes", std::vector<std::string>{});
     r.finalize();

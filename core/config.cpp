@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include "core/json_integer.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -60,9 +62,13 @@ void read(const json& object, const char* key, T& out, const std::string& where)
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return;
   try {
-    out = it->get<T>();
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) out = get_integer<T>(*it);
+    else out = it->get<T>();
+  } catch (const json::out_of_range&) {
+    throw std::runtime_error(where + "." + key + ": " + it->dump() + " is out of range");
   } catch (const json::exception&) {
-    throw std::runtime_error(where + "." + key + ": wrong type (" + it->type_name() + ")");
+    throw std::runtime_error(where + "." + key + ": wrong type (" + (it->is_number() ? it->dump() : it->type_name()) +
+                             ")");
   }
 }
 

@@ -1,4 +1,5 @@
 #include "core/token_counts.h"
+#include "core/json_integer.h"
 
 #include "core/atomic_file.h"
 #include "core/tokenizer.h"
@@ -71,7 +72,7 @@ TokenCounts load_token_counts(const std::string& path) {
       throw std::runtime_error("'format' is not \"headlab-token-counts\"");
     TokenCounts counts;
     counts.counts = j.at("counts").get<std::vector<int64_t>>();
-    counts.total = j.at("total").get<int64_t>();
+    counts.total = core::get_integer<int64_t>(j.at("total"));
     counts.files = j.value("files", std::vector<std::string>{});
     for (int64_t c : counts.counts)
       if (c < 0) throw std::runtime_error("'counts' holds a negative count");

@@ -1,4 +1,5 @@
 #include "app/state/commands.h"
+#include "core/json_integer.h"
 
 #include <stdexcept>
 
@@ -39,7 +40,8 @@ struct Reader {
   template <class V>
   V as(const char* name) const {
     try {
-      return j.at(name).get<V>();
+      if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return core::get_integer<V>(j.at(name));
+      else return j.at(name).get<V>();
     } catch (const json::exception&) {
       fail(name, "has the wrong type (" + std::string(j.at(name).type_name()) + ")");
     }

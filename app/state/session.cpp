@@ -1,4 +1,5 @@
 #include "app/state/session.h"
+#include "core/json_integer.h"
 
 #include "app/state/controls_edit.h"
 
@@ -29,7 +30,8 @@ template <class T>
 void read(const json& j, const char* key, T& out, std::vector<std::string>& warnings, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) return;
   try {
-    out = j.at(key).get<T>();
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) out = core::get_integer<T>(j.at(key));
+    else out = j.at(key).get<T>();
   } catch (const std::exception& e) {
     warnings.push_back(where + key + " ignored: " + e.what());
   }
@@ -65,7 +67,7 @@ core::ModelControls controls_from_json(const json& j) {
     for (const auto& layer : j.at(stack)) {
       const std::string where = std::string("controls.") + stack;
       if (!layer.contains("layer")) throw std::runtime_error(where + ": an entry has no 'layer'");
-      const int l = layer.at("layer").get<int>();
+      const int l = core::get_integer<int>(layer.at("layer"));
       if (l < 0 || l > 4096) throw std::runtime_error(where + ": bad layer " + std::to_string(l));
       auto& c = controls.at(stack, l);
       c.ablation = layer.value("ablation", "zero") == "mean" ? core::Ablation::Mean : core::Ablation::Zero;

@@ -1,4 +1,5 @@
 #include "core/train/trainer.h"
+#include "core/json_integer.h"
 
 #include "core/atomic_file.h"
 #include "core/model.h"
@@ -129,7 +130,7 @@ void truncate_log(const std::string& path, int64_t step) {
     if (!entry.is_object() || !entry.contains("step") || !entry.at("step").is_number_integer())
       throw std::runtime_error(path + ": line " + std::to_string(line_number) +
                                " has no integer \"step\"; repair or remove the log to resume");
-    if (entry.at("step").get<int64_t>() <= step) kept += line + "\n";
+    if (core::get_integer<int64_t>(entry.at("step")) <= step) kept += line + "\n";
   }
   write_file_atomic(path, kept);
 }

@@ -6,6 +6,7 @@
 #include "small_models.h"
 
 #include "core/atomic_file.h"
+#include "core/json_integer.h"
 #include "core/model.h"
 #include "core/safetensors.h"
 
@@ -160,4 +161,37 @@ TEST_CASE("headlab info on a hostile folder: one line naming the file, exit 1", 
   INFO(out);
   CHECK_THAT(out, Catch::Contains(folder + "/config.json") && Catch::Contains("layers 1000000"));
   CHECK(std::count(out.begin(), out.end(), '\n') <= 1);
+}
+
+// Found by fuzzing (fuzz_model_config): a number too large for an int in config.json — as a float or
+// as an integer — must be refused by name, never cast (a float → int cast out of range is undefined).
+TEST_CASE("config numbers beyond an int are refused, naming the key", "[model][hostile][config]") {
+  test::TempDir dir("hostile_numbers");
+  const std::string folder = write_folder(dir, "m");
+  SECTION("a float of 2.5e30") {
+    edit_config(folder, [](nlohmann::json& j) { j["max_positions"] = 2.5e30; });
+    CHECK_THAT(load_error(folder), Catch::Contains("max_positions") && Catch::Contains("wrong type"));
+  }
+  SECTION("an integer of 2^40") {
+    edit_config(folder, [](nlohmann::json& j) { j["hidden_size"] = int64_t(1) << 40; });
+    CHECK_THAT(load_error(folder), Catch::Contains("hidden_size") && Catch::Contains("out of range"));
+  }
+  SECTION("a fraction") {
+    edit_config(folder, [](nlohmann::json& j) { j["encoder"]["layers"] = 2.5; });
+    CHECK_THAT(load_error(folder), Catch::Contains("layers") && Catch::Contains("wrong type"));
+  }
+}
+
+TEST_CASE("get_integer takes integers within range only", "[model][hostile]") {
+  using nlohmann::json;
+  CHECK(core::get_integer<int>(json(42)) == 42);
+  CHECK(core::get_integer<int>(json(-7)) == -7);
+  CHECK(core::get_integer<int64_t>(json(int64_t(1) << 40)) == int64_t(1) << 40);
+  CHECK(core::get_integer<uint8_t>(json(255)) == 255);
+  CHECK_THROWS_AS(core::get_integer<int>(json(2.5e30)), json::type_error);
+  CHECK_THROWS_AS(core::get_integer<int>(json(3.0)), json::type_error);
+  CHECK_THROWS_AS(core::get_integer<int>(json("3")), json::type_error);
+  CHECK_THROWS_AS(core::get_integer<int>(json(int64_t(1) << 40)), json::out_of_range);
+  CHECK_THROWS_AS(core::get_integer<uint8_t>(json(-1)), json::out_of_range);
+  CHECK_THROWS_AS(core::get_integer<int64_t>(json(std::numeric_limits<uint64_t>::max())), json::out_of_range);
 }
