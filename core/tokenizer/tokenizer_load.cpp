@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tokenizer.h"
+#include "core/json_integer.h"
 #include "core/tokenizer/byte_level_bpe.h"
 #include "core/tokenizer/hf_tokenizer.h"
 #include "core/tokenizer/word_level.h"
@@ -54,7 +55,14 @@ Vocab vocab_from_json(const json& j) {
   v.token_to_id.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!it.value().is_number_integer()) throw std::runtime_error("model.vocab: id of '" + it.key() + "' is not an integer");
-    v.add(it.key(), it.value().get<int32_t>());
+    // Ids are dense in real files; gaps are tolerated, an id far beyond the entries is damage.
+    const int64_t id = it.value().is_number_unsigned() ? int64_t(std::min<uint64_t>(it.value().get<uint64_t>(), 1ull << 40))
+                                                       : it.value().get<int64_t>();
+    const int64_t most = std::max<int64_t>(2 * int64_t(j.size()), int64_t(j.size()) + 65536);
+    if (id >= most)
+      throw std::runtime_error("model.vocab: id " + std::to_string(id) + " of '" + it.key() + "' is far beyond its " +
+                               std::to_string(j.size()) + " entries");
+    v.add(it.key(), static_cast<int32_t>(id));
   }
   return v;
 }
@@ -62,7 +70,7 @@ Vocab vocab_from_json(const json& j) {
 AddedToken added_token_from_json(const json& t) {
   AddedToken a;
   a.content = t.at("content").get<std::string>();
-  a.id = t.at("id").get<int32_t>();
+  a.id = get_integer<int32_t>(t.at("id"));
   a.single_word = t.value("single_word", false);
   a.lstrip = t.value("lstrip", false);
   a.rstrip = t.value("rstrip", false);

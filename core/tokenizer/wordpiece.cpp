@@ -8,6 +8,10 @@ namespace headlab::core::tok {
 
 void Vocab::add(const std::string& token, int32_t id) {
   if (id < 0) throw std::runtime_error("negative id " + std::to_string(id) + " for token '" + token + "'");
+  // Ids index a table: a damaged file's id of 10^9 must not allocate gigabytes (the largest real
+  // vocabularies have ~262k tokens; a model config allows 2^22).
+  if (id >= (1 << 22))
+    throw std::runtime_error("id " + std::to_string(id) + " for token '" + token + "' is beyond any vocabulary (2^22)");
   token_to_id[token] = id;
   if (static_cast<size_t>(id) >= id_to_token.size()) {
     id_to_token.resize(static_cast<size_t>(id) + 1);

@@ -371,3 +371,15 @@ TEST_CASE("headlab tokenize rejects a line that is not a JSON string", "[tokeniz
   std::ostringstream none_out;
   CHECK(headlab::app::run_tokenize_command(data_dir() + "/no-such-tokenizer", false, none, none_out) == 1);
 }
+
+// Found by fuzzing (fuzz_tokenizer_json): a vocabulary id far beyond the entries made the id table
+// allocate tens of gigabytes. It is refused by name instead.
+TEST_CASE("a tokenizer.json whose vocabulary ids are far beyond its entries is refused", "[tokenizer]") {
+  const std::string doc = R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+    "vocab": {"[UNK]": 0, "the": 777777777}}, "normalizer": null, "pre_tokenizer": {"type": "BertPreTokenizer"}})";
+  CHECK_THROWS_WITH(headlab::core::Tokenizer::from_json(doc, "hostile"), Catch::Contains("777777777"));
+  // A gap that real files have (ids not quite dense) still loads.
+  const std::string gap = R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+    "vocab": {"[UNK]": 0, "the": 5}}, "normalizer": null, "pre_tokenizer": {"type": "BertPreTokenizer"}})";
+  CHECK(headlab::core::Tokenizer::from_json(gap, "gap")->encode("the").ids == std::vector<int64_t>{5});
+}
