@@ -152,6 +152,22 @@ TEST_CASE("a session from a newer version or with bad fields keeps what it can",
   CHECK_THROWS_WITH(load_session_file(dir.str("x.json")), Catch::Contains(dir.str("x.json")));
 }
 
+// Found by fuzzing (fuzz_json_documents): numbers too large for an int were cast to int (undefined
+// behaviour). They are now a warning naming the field, and the default is kept.
+TEST_CASE("session numbers beyond an int are warned about, not cast", "[app][session]") {
+  nlohmann::json j = session_to_json(sample_session());
+  j["version"] = 2.2e22;
+  j["selection"]["layer"] = 1e30;
+  j["selection"]["head"] = int64_t(1) << 40;
+  const auto loaded = session_from_json(j);
+  REQUIRE(loaded.warnings.size() == 3);
+  CHECK_THAT(loaded.warnings[0], Catch::Contains("version"));
+  CHECK_THAT(loaded.warnings[1], Catch::Contains("selection.layer"));
+  CHECK_THAT(loaded.warnings[2], Catch::Contains("selection.head") && Catch::Contains("out of range"));
+  CHECK(loaded.state.selection.layer == 0);
+  CHECK(loaded.state.selection.head == 0);
+}
+
 TEST_CASE("the session decides what runs", "[app][session]") {
   SessionState s = sample_session();
   auto in = make_run_input(s);
