@@ -62,8 +62,7 @@ void read(const json& object, const char* key, T& out, const std::string& where)
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return;
   try {
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) out = get_integer<T>(*it);
-    else out = it->get<T>();
+    out = get_value<T>(*it);
   } catch (const json::out_of_range&) {
     throw std::runtime_error(where + "." + key + ": " + it->dump() + " is out of range");
   } catch (const json::exception&) {
@@ -298,11 +297,8 @@ void ModelConfig::validate() const {
   limit(vocab_size, kMaxVocab, "vocab_size");
   limit(type_vocab_size, kMaxVocab, "type_vocab_size");
   limit(ffn.inner_size, kMaxInner, "ffn.inner_size");
-  // Learned and sinusoidal positions are tables of max_positions rows; RoPE allocates nothing for it
-  // (Llama 4 declares 10M positions).
-  const bool table = positions == PositionKind::Learned || positions == PositionKind::RopeLearned ||
-                     positions == PositionKind::Sinusoidal;
-  limit(max_positions, table ? kMaxPositions : int64_t(1) << 30, "max_positions");
+  // Only position tables allocate max_positions rows (a RoPE model may declare 10M positions).
+  limit(max_positions, has_position_table() ? kMaxPositions : int64_t(1) << 30, "max_positions");
   for (const auto* stack : {&encoder, &decoder})
     if (*stack) limit((*stack)->layers, kMaxLayers, "layers");
   if (norm_eps <= 0) problem("norm_eps must be > 0");
@@ -367,9 +363,7 @@ double ModelConfig::parameter_estimate() const {
   // parameter_count's sum in floating point, so that no size can overflow it: layers × (4·D² + 2·D·F)
   // plus the embeddings is within a few per cent of the exact count for every variant.
   const double D = hidden_size, E = embedding_width(), F = ffn.inner_size;
-  const bool table = positions == PositionKind::Learned || positions == PositionKind::RopeLearned ||
-                     positions == PositionKind::Sinusoidal;
-  double n = (double(vocab_size) + (table ? double(max_positions) : 0.0) + double(type_vocab_size)) * E * 2;
+  double n = (double(vocab_size) + (has_position_table() ? double(max_positions) : 0.0) + double(type_vocab_size)) * E * 2;
   auto stack = [&](const std::optional<StackConfig>& s) {
     if (!s) return 0.0;
     const auto& a = s->attention;

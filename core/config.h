@@ -172,6 +172,11 @@ struct ModelConfig {
   // compares with its limit before anything is allocated.
   double parameter_estimate() const;
   std::string summary() const;  // one paragraph for `headlab info`
+  // Learned and sinusoidal positions are tables of max_positions rows; RoPE allocates nothing for it.
+  bool has_position_table() const {
+    return positions == PositionKind::Learned || positions == PositionKind::RopeLearned ||
+           positions == PositionKind::Sinusoidal;
+  }
   // Width of the embedding tables: embedding_size when factorised, else hidden_size.
   int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
 };

@@ -34,4 +34,11 @@ T get_integer(const nlohmann::json& value) {
   throw nlohmann::json::out_of_range::create(406, "integer " + value.dump() + " is out of range", &value);
 }
 
+// Any value a document holds: integers through get_integer, everything else as nlohmann reads it.
+template <class T>
+T get_value(const nlohmann::json& value) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return get_integer<T>(value);
+  else return value.get<T>();
+}
+
 }  // namespace headlab::core

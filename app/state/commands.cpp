@@ -40,8 +40,7 @@ struct Reader {
   template <class V>
   V as(const char* name) const {
     try {
-      if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return core::get_integer<V>(j.at(name));
-      else return j.at(name).get<V>();
+      return core::get_value<V>(j.at(name));
     } catch (const json::exception&) {
       fail(name, "has the wrong type (" + std::string(j.at(name).type_name()) + ")");
     }

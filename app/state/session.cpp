@@ -30,8 +30,7 @@ template <class T>
 void read(const json& j, const char* key, T& out, std::vector<std::string>& warnings, const std::string& where) {
   if (!j.is_object() || !j.contains(key)) return;
   try {
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) out = core::get_integer<T>(j.at(key));
-    else out = j.at(key).get<T>();
+    out = core::get_value<T>(j.at(key));
   } catch (const std::exception& e) {
     warnings.push_back(where + key + " ignored: " + e.what());
   }
