@@ -2,7 +2,7 @@
 #include "core/json_integer.h"
 
 #include "core/atomic_file.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

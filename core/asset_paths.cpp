@@ -21,6 +21,7 @@ std::string find_assets_dir() {
     candidates.push_back(exe.parent_path() / "../assets");
     candidates.push_back(exe.parent_path() / "../../assets");
     candidates.push_back(exe.parent_path() / "../share/headlab/assets");
+    candidates.push_back(exe.parent_path() / "../../share/headlab/assets");  // libexec/headlab/headlab-engine
   }
   for (const auto& c : candidates)
     if (fs::is_directory(c / "configs", ec) || fs::is_directory(c / "models", ec))

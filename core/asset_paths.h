@@ -9,7 +9,8 @@ namespace headlab::core {
 
 // The first folder holding configs/ or models/ among: $HEADLAB_DATA, $HEADLAB_ASSETS, ./assets, and
 // next to the executable: assets, ../assets, ../../assets (a build tree inside the source tree),
-// ../share/headlab/assets (an installed prefix). "" when there is none.
+// ../share/headlab/assets (an installed prefix; ../../share/headlab/assets from the engine in
+// libexec/headlab). "" when there is none.
 std::string find_assets_dir();
 
 // assets/models/default when complete (config.json and model.safetensors), else the newest complete

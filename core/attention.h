@@ -12,17 +12,7 @@
 
 namespace headlab::core {
 
-// Which stages a run keeps (bit flags).
-enum Capture : unsigned {
-  kCaptureNone = 0,
-  kCaptureLogits = 1u << 0,         // J
-  kCaptureMixedLogits = 1u << 1,    // L
-  kCaptureWeights = 1u << 2,        // W
-  kCaptureMixedWeights = 1u << 3,   // U (what multiplies the values)
-  kCaptureHeadOutputs = 1u << 4,    // O_i
-  kCaptureResidual = 1u << 5,       // residual stream per layer (needed for incremental runs)
-  kCaptureAll = (1u << 6) - 1,
-};
+// Which stages a run keeps: Capture (core/controls.h).
 
 // The stages of one attention call; a tensor is undefined unless captured.
 struct AttentionStages {

@@ -8,6 +8,19 @@
 
 namespace headlab::core {
 
+// Which stages a run keeps (bit flags).
+enum Capture : unsigned {
+  kCaptureNone = 0,
+  kCaptureLogits = 1u << 0,         // J
+  kCaptureMixedLogits = 1u << 1,    // L
+  kCaptureWeights = 1u << 2,        // W
+  kCaptureMixedWeights = 1u << 3,   // U (what multiplies the values)
+  kCaptureHeadOutputs = 1u << 4,    // O_i
+  kCaptureResidual = 1u << 5,       // residual stream per layer (needed for incremental runs)
+  kCaptureAll = (1u << 6) - 1,
+};
+
+
 // What a head's output is replaced by as its gate closes.
 enum class Ablation {
   Zero,  // Voita et al. 2019: Concat_i(g_i·head_i) W_O

@@ -3,16 +3,16 @@
 #pragma once
 
 #include "core/model.h"
-
-#include <nlohmann/json_fwd.hpp>
+#include "core/model_folder.h"
 
 #include <memory>
 #include <string>
 
 namespace headlab::core {
 
-// `config` is the folder's parsed config.json (it has an "architectures" field). Throws a
-// one-line error naming what is unsupported or which tensor is missing/misshaped.
-std::shared_ptr<Model> import_hf_model(const std::string& folder, const nlohmann::json& config);
+// The weights of a Hugging Face folder opened by open_model_folder (its `layout` is set) copied into
+// a new module. Throws a one-line error naming the tensor that is missing, misshaped or not finite.
+// The caller adds the tokenizer.
+std::shared_ptr<Model> import_hf_model(const ModelFolder& folder);
 
 }  // namespace headlab::core

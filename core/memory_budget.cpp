@@ -1,6 +1,6 @@
 #include "core/memory_budget.h"
 
-#include "core/attention.h"
+#include "core/controls.h"
 
 #include <algorithm>
 #include <atomic>

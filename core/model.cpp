@@ -2,13 +2,12 @@
 
 #include "core/atomic_file.h"
 #include "core/hf_import.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -23,12 +22,6 @@ std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t see
   initialize_weights(model->module, seed);
   model->module->eval();
   return model;
-}
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;  // the safetensors reader has bounded every product by 2^62
-  return n;
 }
 
 void require_finite(const torch::Tensor& weights, const std::string& file, const std::string& name) {
@@ -54,7 +47,7 @@ void load_native_weights(Transformer& module, const SafetensorsFile& file,
       throw std::runtime_error(file.path() + ": tensor '" + name + "' has shape " + got + "], config expects " +
                                expected);
     }
-    item.value().copy_(file.load(name, torch::kFloat32));
+    item.value().copy_(load_tensor(file, name, torch::kFloat32));
     require_finite(item.value(), file.path(), name);
     used.insert(name);
   }
@@ -64,82 +57,22 @@ void load_native_weights(Transformer& module, const SafetensorsFile& file,
                                "' (config.json and model.safetensors disagree)");
 }
 
-namespace {
-std::shared_ptr<Model> load_model_unguarded(const std::string& folder);
-}
-
 std::shared_ptr<Model> load_model(const std::string& folder) {
-  // File system failures (a symbolic link loop, a file that cannot be read) as one line naming the
-  // path, not the library's "filesystem error: status: …".
-  try {
-    return load_model_unguarded(folder);
-  } catch (const fs::filesystem_error& e) {
-    throw std::runtime_error((e.path1().empty() ? folder : e.path1().string()) + ": " + e.code().message());
+  const ModelFolder opened = open_model_folder(folder);
+  std::shared_ptr<Model> model;
+  if (opened.layout) {
+    model = import_hf_model(opened);
+  } else {
+    model = std::make_shared<Model>();
+    model->folder = folder;
+    model->config = opened.config;
+    model->weights_dtype = opened.weights_dtype;
+    model->module = Transformer(model->config);
+    load_native_weights(model->module, *opened.weights->files().front());
+    model->module->eval();
   }
-}
-
-namespace {
-
-std::shared_ptr<Model> load_model_unguarded(const std::string& folder) {
-  const fs::path dir(folder);
-  if (!fs::is_directory(dir)) throw std::runtime_error(folder + ": not a folder");
-  const fs::path config_path = dir / "config.json";
-  if (!fs::exists(config_path)) throw std::runtime_error(folder + ": no config.json");
-  nlohmann::json raw;
-  {
-    std::ifstream in(config_path);
-    try {
-      raw = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw std::runtime_error(config_path.string() + ": not valid JSON (" + e.what() + ")");
-    }
-  }
-  if (raw.is_object() && raw.contains("architectures")) return import_hf_model(folder, raw);
-
-  auto model = std::make_shared<Model>();
-  model->folder = folder;
-  try {
-    model->config = model_config_from_json(raw);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(config_path.string() + ": " + e.what());
-  }
-  const fs::path weights_path = dir / "model.safetensors";
-  if (!fs::exists(weights_path)) throw std::runtime_error(folder + ": no model.safetensors");
-  auto file = SafetensorsFile::open(weights_path.string());
-  if (file.tensors().empty()) throw std::runtime_error(weights_path.string() + ": holds no tensors");
-  model->weights_dtype = dtype_name(file.tensors().front().dtype);
-  // Nothing is allocated for a config the file cannot fill (a damaged layer count or width would
-  // otherwise allocate gigabytes before the first missing tensor is noticed).
-  try {
-    model->config.validate();
-  } catch (const std::exception& e) {
-    throw std::runtime_error(config_path.string() + ": " + e.what());
-  }
-  int64_t held = 0;
-  for (const auto& info : file.tensors()) held += numel_of(info.shape);
-  if (model->config.parameter_count() > held)
-    throw std::runtime_error(config_path.string() + " describes " + std::to_string(model->config.parameter_count()) +
-                             " parameters but " + weights_path.string() + " holds " + std::to_string(held) +
-                             " values: config and weights disagree");
-  model->module = Transformer(model->config);
-  load_native_weights(model->module, file);
-  model->module->eval();
   model->tokenizer = load_folder_tokenizer(folder);
   return model;
-}
-
-}  // namespace
-
-std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder) {
-  for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json"}) {
-    if (!fs::exists(fs::path(folder) / name)) continue;
-    try {
-      return Tokenizer::load(folder);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(std::string("loading tokenizer: ") + e.what());
-    }
-  }
-  return nullptr;
 }
 
 void save_model(const Model& model, const std::string& folder, const std::string& dtype,

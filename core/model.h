@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/model_folder.h"
 #include "core/tokenizer.h"
 #include "core/transformer.h"
 
@@ -24,12 +25,9 @@ struct Model {
 // A model of `config` with HeadLab's random initialisation.
 std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t seed);
 
-// Loads a native or Hugging Face model folder. Errors name the folder, the file and the tensor.
+// Loads a native or Hugging Face model folder (open_model_folder, then every weight, checked for
+// shape and finite values). Errors name the folder, the file and the tensor.
 std::shared_ptr<Model> load_model(const std::string& folder);
-
-// The folder's tokenizer (tokenizer.json, vocab.txt or vocab.json + merges.txt), or null if it has
-// none. Errors start with "loading tokenizer: ".
-std::shared_ptr<const Tokenizer> load_folder_tokenizer(const std::string& folder);
 
 // Writes a native folder: model.safetensors (+ tokenizer.json when `tokenizer_json` names a file
 // to copy), then config.json, so a folder interrupted mid-save never looks complete. Atomic per file.
@@ -42,8 +40,6 @@ void save_model(const Model& model, const std::string& folder, const std::string
 class SafetensorsFile;
 // Throws "FILE: tensor 'NAME' holds N NaN or infinite values" unless every value is finite.
 void require_finite(const torch::Tensor& weights, const std::string& file, const std::string& name);
-// The product of a tensor's dimensions (shapes come bounded from the safetensors reader).
-int64_t numel_of(const std::vector<int64_t>& shape);
 void load_native_weights(Transformer& module, const SafetensorsFile& file,
                          const std::function<bool(const std::string&)>& may_be_missing = {});
 

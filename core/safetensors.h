@@ -1,10 +1,9 @@
 // safetensors read (memory-mapped) and write — HeadLab's own implementation of the format
 // (https://github.com/huggingface/safetensors: u64 little-endian header size N, N bytes of JSON
 // header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the
-// data section; offsets are relative to the data section).
+// data section; offsets are relative to the data section). Torch-free: reading headers needs no
+// LibTorch (`headlab info`); tensors are loaded and saved through core/safetensors_torch.h.
 #pragma once
-
-#include <torch/types.h>
 
 #include <cstdint>
 #include <map>
@@ -21,10 +20,7 @@ enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 DType dtype_from_name(const std::string& name);
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
-torch::ScalarType to_scalar_type(DType dtype);
-// torch type -> DType (Float->F32, Half->F16, Long->I64, ...); throws std::runtime_error when the
-// format has no such dtype (complex, quantized, ...).
-DType dtype_from_scalar_type(torch::ScalarType type);
+bool is_floating(DType dtype);  // F64, F32, F16, BF16
 
 struct TensorInfo {
   std::string name;
@@ -47,13 +43,13 @@ class SafetensorsFile {
   bool contains(const std::string& name) const { return find(name) != nullptr; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  // The tensor as `as` (float32 by default). When the stored dtype equals `as` and the data is
-  // suitably aligned, the result is a zero-copy view of the mapping that keeps it alive;
-  // otherwise a converted copy. Throws "<path>: tensor '<name>' not found" when absent.
-  torch::Tensor load(const std::string& name, torch::ScalarType as = torch::kFloat32) const;
+  // The tensor's entry; throws "<path>: tensor '<name>' not found" when absent.
+  const TensorInfo& at(const std::string& name) const;
 
   // Raw bytes of a tensor inside the mapping.
   const uint8_t* data(const TensorInfo& info) const;
+  // Keeps the mapping alive for as long as the returned pointer lives (zero-copy tensors hold it).
+  std::shared_ptr<const void> mapping_owner() const { return mapping_; }
 
  private:
   struct Mapping;
@@ -64,13 +60,5 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
   uint64_t data_offset_ = 0;
 };
-
-// Writes tensors (any dtype/shape; stored contiguous, converted to `store_as` when it is a
-// floating dtype and the tensor is floating) atomically: temp file in the same folder, fsync,
-// rename. Names must be unique. Throws std::runtime_error naming the path on failure.
-void save_safetensors(const std::string& path,
-                      const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
-                      DType store_as = DType::F32,
-                      const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace headlab::core

@@ -10,11 +10,36 @@
 
 namespace headlab::app {
 
+const std::vector<CommandInfo>& command_table() {
+  static const std::vector<CommandInfo> table = {
+      {"gui", "Open the workbench window (the default with no command)"},
+      {"info", "Describe a model folder (from its config and weight headers), or this machine's BLAS and threads"},
+      {"init", "Write a model folder with random weights for any config"},
+      {"run", "Run a model on ids or text and dump logits and every head's attention"},
+      {"tokenize", "Tokenize JSON strings from stdin (one per line) into JSON lines of ids, tokens, offsets"},
+      {"train", "Train a model of any config on text (masked LM, causal LM or seq2seq)"},
+      {"train-tokenizer", "Train a WordPiece, byte-level BPE or WordLevel tokenizer (tokenizer.json)"},
+      {"predict", "Top-k fills of [MASK] (masked LM) or the next token (causal LM)"},
+      {"evaluate", "How well a model reads text: its [UNK] share, masked-LM / next-token loss and top-1"},
+      {"analyze", "Measure every head over a dataset: confidence, roles, LRP, importance, spectra"},
+      {"merge", "Join sharded head reports into the report of one pass"},
+      {"count-tokens", "Count a corpus's tokens into a model folder (rare-word ranks)"},
+  };
+  return table;
+}
+
+const char* command_description(const std::string& name) {
+  for (const auto& c : command_table())
+    if (name == c.name) return c.description;
+  throw std::logic_error("no command '" + name + "' in the command table");
+}
+
 void refuse_overwrite(const std::string& path, bool force) {
   if (!force && std::filesystem::exists(path)) throw UsageError(path + " exists; pass --force to replace it");
 }
 
-int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
+int cli_main(int argc_in, char** argv_in, const std::map<std::string, AddCommand>& commands, bool with_gui,
+             const GuiEntry& gui) {
   // `headlab --model DIR …` means `headlab gui --model DIR …`.
   std::vector<char*> args(argv_in, argv_in + argc_in);
   static char gui_word[] = "gui";
@@ -37,16 +62,21 @@ int cli_main(int argc_in, char** argv_in, const GuiEntry& gui) {
                  "memory, or $HEADLAB_MEMORY_LIMIT); any command accepts it");
   app.fallthrough();
   Action action;
-  if (gui) add_gui_command(app, action, gui);
-  add_info_command(app, action);
-  add_init_command(app, action);
-  add_run_command(app, action);
-  add_tokenize_command(app, action);
-  add_train_command(app, action);
-  add_train_tokenizer_command(app, action);
-  add_predict_command(app, action);
-  add_evaluate_command(app, action);
-  add_analyze_command(app, action);
+  for (const auto& c : command_table()) {
+    if (std::string(c.name) == "gui" && !with_gui) continue;
+    auto add = commands.find(c.name);
+    if (add != commands.end()) {
+      add->second(app, action);
+      continue;
+    }
+    // Listed, not served here: the front end hands it to the engine before parsing.
+    auto* cmd = app.add_subcommand(c.name, c.description);
+    cmd->allow_extras();
+    const std::string name = c.name;
+    cmd->callback([name, &action] {
+      action = [name]() -> int { throw std::logic_error("'" + name + "' runs in headlab-engine"); };
+    });
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

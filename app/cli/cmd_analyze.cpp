@@ -207,7 +207,7 @@ int count_tokens_command(const CountCliOptions& c) {
 
 void add_analyze_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<AnalyzeCliOptions>();
-  auto* cmd = app.add_subcommand("analyze", "Measure every head over a dataset: confidence, roles, LRP, importance, spectra");
+  auto* cmd = app.add_subcommand("analyze", command_description("analyze"));
   cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer (default: the shipped default model)");
   cmd->add_option("--data", c->data, "Plain text (a sentence a line), CoNLL-U files, or folders of them")->required();
   cmd->add_option("--out", c->out, "Report folder (head_report.json/.csv/.md, figures/)")->required();
@@ -237,17 +237,21 @@ void add_analyze_command(CLI::App& app, Action& action) {
       if (c->model.empty()) c->model = core::default_model_or_throw();
       return analyze_command(*c);
     }; });
+}
 
+void add_merge_command(CLI::App& app, Action& action) {
   auto m = std::make_shared<MergeCliOptions>();
-  auto* merge = app.add_subcommand("merge", "Join sharded head reports into the report of one pass");
+  auto* merge = app.add_subcommand("merge", command_description("merge"));
   merge->add_option("reports", m->inputs, "Report folders (or a folder of shard-* folders)")->required();
   merge->add_option("--out", m->out, "Merged report folder")->required();
   merge->add_flag("--allow-missing", m->allow_missing, "Merge even when shards are missing (the report says which)");
   merge->add_flag("--force", m->force, "Replace a report already in --out");
   merge->callback([m, &action] { action = [m] { return merge_command(*m); }; });
+}
 
+void add_count_tokens_command(CLI::App& app, Action& action) {
   auto t = std::make_shared<CountCliOptions>();
-  auto* count = app.add_subcommand("count-tokens", "Count a corpus's tokens into a model folder (rare-word ranks)");
+  auto* count = app.add_subcommand("count-tokens", command_description("count-tokens"));
   count->add_option("--model", t->model, "Model folder with a tokenizer")->required()->check(CLI::ExistingDirectory);
   count->add_option("--data", t->data, "Plain-text files (a model's training text)")->required()->check(CLI::ExistingFile);
   count->add_option("--out", t->out, "Where to write (default: MODEL/token_counts.json)");

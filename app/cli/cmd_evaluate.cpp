@@ -111,7 +111,7 @@ int evaluate_command(const EvaluateCliOptions& c) {
 
 void add_evaluate_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<EvaluateCliOptions>();
-  auto* cmd = app.add_subcommand("evaluate", "How well a model reads text: its [UNK] share, masked-LM / next-token loss and top-1");
+  auto* cmd = app.add_subcommand("evaluate", command_description("evaluate"));
   cmd->add_option("--model", c->model, "Model folder with a tokenizer (default: the shipped default model)");
   cmd->add_option("--data", c->data, "Plain-text files (each reported on its own, then together)")
       ->required()->check(CLI::ExistingFile);

@@ -10,7 +10,7 @@ namespace headlab::app {
 
 void add_gui_command(CLI::App& app, Action& action, const GuiEntry& gui) {
   auto options = std::make_shared<GuiOptions>();
-  auto* cmd = app.add_subcommand("gui", "Open the workbench window (the default with no command)");
+  auto* cmd = app.add_subcommand("gui", command_description("gui"));
   auto* model = cmd->add_option("--model", options->model, "Model folder (default: the newest in assets/models)");
   cmd->add_option("--session", options->session, "Session file to open")->excludes(model);
   cmd->add_option("--script", options->script, "JSON actions to run in the window (see README § Scripted runs)");

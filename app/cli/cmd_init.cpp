@@ -17,7 +17,7 @@ void add_init_command(CLI::App& app, Action& action) {
     bool force = false;
   };
   auto options = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("init", "Write a model folder with random weights for any config");
+  auto* cmd = app.add_subcommand("init", command_description("init"));
   cmd->add_option("--config", options->config, "HeadLab config.json (see assets/configs/)")->required();
   cmd->add_option("--out", options->out, "Output folder")->required();
   cmd->add_option("--seed", options->seed, "Random seed");

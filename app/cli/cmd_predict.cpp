@@ -75,7 +75,7 @@ int predict_command(const PredictOptions& o) {
 
 void add_predict_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PredictOptions>();
-  auto* cmd = app.add_subcommand("predict", "Top-k fills of [MASK] (masked LM) or the next token (causal LM)");
+  auto* cmd = app.add_subcommand("predict", command_description("predict"));
   cmd->add_option("--model", options->model, "Model folder (default: the shipped default model)");
   cmd->add_option("--text", options->text, "Input text (with [MASK] for a masked LM)")->required();
   cmd->add_option("--target", options->target, "Encoder-decoder: the decoder's text so far");

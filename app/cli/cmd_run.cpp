@@ -7,7 +7,7 @@
 #include "core/asset_paths.h"
 #include "core/controls.h"
 #include "core/run.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 #include "core/system_info.h"
 
 #include <CLI/CLI.hpp>
@@ -241,7 +241,7 @@ int run_command(const RunOptions& options) {
 
 void add_run_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<RunOptions>();
-  auto* cmd = app.add_subcommand("run", "Run a model on ids or text and dump logits and every head's attention");
+  auto* cmd = app.add_subcommand("run", command_description("run"));
   cmd->add_option("--model", options->model, "Model folder (default: the shipped default model)");
   auto* ids = cmd->add_option("--ids", options->ids, "Comma-separated token ids, e.g. 1,2,3");
   auto* text = cmd->add_option("--text", options->text, "Text to tokenize with the model's tokenizer");

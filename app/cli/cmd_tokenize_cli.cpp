@@ -15,8 +15,7 @@ void add_tokenize_command(CLI::App& app, Action& action) {
     bool add_special = false;
   };
   auto options = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("tokenize",
-                                 "Tokenize JSON strings from stdin (one per line) into JSON lines of ids, tokens, offsets");
+  auto* cmd = app.add_subcommand("tokenize", command_description("tokenize"));
   cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json or a model folder")->required();
   cmd->add_flag("--add-special-tokens", options->add_special, "Add the post-processor's special tokens");
   cmd->callback([options, &action] {

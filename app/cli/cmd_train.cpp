@@ -104,7 +104,7 @@ int train_command(TrainCliOptions& options) {
 void add_train_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<TrainCliOptions>();
   auto& o = options->train;
-  auto* cmd = app.add_subcommand("train", "Train a model of any config on text (masked LM, causal LM or seq2seq)");
+  auto* cmd = app.add_subcommand("train", command_description("train"));
   cmd->add_option("--config", options->config, "HeadLab config.json (see assets/configs/)")->required();
   cmd->add_option("--data", options->data, "Text files (seq2seq: source<TAB>target a line)")->required();
   cmd->add_option("--out", options->out, "Output model folder (also checkpoint.pt, train_log.jsonl)")->required();

@@ -19,7 +19,7 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
     bool lowercase = false, cased = false, force = false;
   };
   auto options = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("train-tokenizer", "Train a WordPiece, byte-level BPE or WordLevel tokenizer (tokenizer.json)");
+  auto* cmd = app.add_subcommand("train-tokenizer", command_description("train-tokenizer"));
   cmd->add_option("--data", options->data, "Text files")->required();
   cmd->add_option("--vocab-size", options->train.vocab_size, "Vocabulary size")->required()->check(CLI::Range(300, 1000000));
   cmd->add_option("--out", options->out, "Output tokenizer.json")->required();

@@ -3,7 +3,7 @@
 
 #include "core/atomic_file.h"
 #include "core/model.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 #include "core/train/checkpoint.h"
 #include "core/train/forward.h"
 #include "core/train/tokenizer_trainer.h"

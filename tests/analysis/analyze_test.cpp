@@ -8,7 +8,7 @@
 #include "analysis/dataset.h"
 #include "analysis/head_report.h"
 #include "analysis/rollout.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 #include "core/model.h"
 #include "core/run.h"
 #include "core/token_counts.h"
@@ -495,21 +495,21 @@ TEST_CASE("headlab run --rollout --logit-spectra adds rollout, flow and logit sp
   auto file = core::SafetensorsFile::open(dump);
   const int layers = tiny.model->config.encoder->layers;
   std::vector<torch::Tensor> maps;
-  for (int l = 0; l < layers; ++l) maps.push_back(file.load("attentions." + std::to_string(l)).clone());
+  for (int l = 0; l < layers; ++l) maps.push_back(headlab::core::load_tensor(file, "attentions." + std::to_string(l)).clone());
   const int64_t T = maps[0].size(1);
-  auto rollout = file.load("rollout").to(torch::kFloat64);
+  auto rollout = headlab::core::load_tensor(file, "rollout").to(torch::kFloat64);
   REQUIRE(rollout.sizes() == torch::IntArrayRef({T, T}));
   CHECK(test::max_abs_diff(rollout.sum(1), torch::ones({T}, torch::kFloat64)) < 1e-5);
   CHECK(test::max_abs_diff(rollout, analysis::attention_rollout(maps)) < 1e-6);
   const int position = std::stoi(file.metadata().at("flow_position"));
   CHECK(position == std::stoi(file.metadata().at("lrp_position")));  // beside LRP's input relevance
   const auto flow = analysis::attention_flow(maps, position);
-  auto dumped_flow = file.load("flow");
+  auto dumped_flow = headlab::core::load_tensor(file, "flow");
   REQUIRE(dumped_flow.numel() == T);
   for (int64_t t = 0; t < T; ++t) CHECK(dumped_flow[t].item<double>() == Approx(flow[size_t(t)]).margin(1e-6));
   const int key_size = tiny.model->config.encoder->attention.key_size;
   for (int l = 0; l < layers; ++l) {
-    auto sv = file.load("logit_singular_values." + std::to_string(l)).to(torch::kFloat64);
+    auto sv = headlab::core::load_tensor(file, "logit_singular_values." + std::to_string(l)).to(torch::kFloat64);
     REQUIRE(sv.size(0) == tiny.model->config.encoder->attention.heads);
     REQUIRE(sv.size(1) == T);
     for (int64_t h = 0; h < sv.size(0); ++h) {

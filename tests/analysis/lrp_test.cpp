@@ -9,7 +9,7 @@
 #include "analysis/lrp.h"
 #include "core/model.h"
 #include "core/run.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -532,12 +532,12 @@ TEST_CASE("headlab run --lrp dumps head and input relevance", "[lrp][cli]") {
   auto model = core::load_model(dir.str("model"));
   const auto r = analysis::lrp_relevance(*model, ids);
   for (int l = 0; l < 2; ++l) {
-    auto heads = file.load("lrp." + std::to_string(l));
+    auto heads = headlab::core::load_tensor(file, "lrp." + std::to_string(l));
     REQUIRE(heads.sizes() == torch::IntArrayRef({4}));
     for (int i = 0; i < 4; ++i)
       CHECK(heads[i].item<double>() == Approx(r.heads.at("encoder")[l][i]).margin(1e-6 + 1e-4 * std::abs(r.target)));
   }
-  auto input = file.load("lrp_input");
+  auto input = headlab::core::load_tensor(file, "lrp_input");
   REQUIRE(input.sizes() == torch::IntArrayRef({10}));
   const double f = std::stod(file.metadata().at("lrp_target"));
   const double bias = std::stod(file.metadata().at("lrp_bias"));
@@ -575,11 +575,11 @@ TEST_CASE("headlab run --lrp on an encoder-decoder dumps every stack", "[lrp][cl
                       out) == 0);
   auto file = core::SafetensorsFile::open(dump);
   for (const std::string prefix : {"encoder_", "decoder_", "cross_"})
-    for (int l = 0; l < 2; ++l) CHECK(file.load(prefix + "lrp." + std::to_string(l)).sizes() == torch::IntArrayRef({4}));
-  CHECK(file.load("encoder_lrp_input").sizes() == torch::IntArrayRef({6}));
-  CHECK(file.load("decoder_lrp_input").sizes() == torch::IntArrayRef({4}));
+    for (int l = 0; l < 2; ++l) CHECK(headlab::core::load_tensor(file, prefix + "lrp." + std::to_string(l)).sizes() == torch::IntArrayRef({4}));
+  CHECK(headlab::core::load_tensor(file, "encoder_lrp_input").sizes() == torch::IntArrayRef({6}));
+  CHECK(headlab::core::load_tensor(file, "decoder_lrp_input").sizes() == torch::IntArrayRef({4}));
   const double f = std::stod(file.metadata().at("lrp_target"));
-  const double sum = file.load("encoder_lrp_input").sum().item<double>() + file.load("decoder_lrp_input").sum().item<double>() +
+  const double sum = headlab::core::load_tensor(file, "encoder_lrp_input").sum().item<double>() + headlab::core::load_tensor(file, "decoder_lrp_input").sum().item<double>() +
                      std::stod(file.metadata().at("lrp_bias"));
   CHECK(sum == Approx(f).margin(1e-3 * std::abs(f)));
   CHECK(file.metadata().at("lrp_position") == "3");

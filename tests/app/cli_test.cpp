@@ -4,7 +4,7 @@
 #include "core/atomic_file.h"
 #include "core/model.h"
 #include "core/run.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <filesystem>
 #include <fstream>
@@ -51,11 +51,11 @@ TEST_CASE("every shipped example config inits and runs, and the dump matches the
       request.ids = {1, 5, 9, 14, 2, 7, 3, 8, 11, 4};
       if (enc_dec) request.decoder_ids = {2, 6, 10, 3};
       auto trace = headlab::core::run(*model, request);
-      CHECK(headlab::test::max_abs_diff(file.load("logits"), trace->logits) < 1e-5);
+      CHECK(headlab::test::max_abs_diff(headlab::core::load_tensor(file, "logits"), trace->logits) < 1e-5);
       const auto& stack = enc_dec ? trace->decoder : trace->main_stack();
       const std::string prefix = enc_dec ? "decoder_" : "";
       for (size_t l = 0; l < stack.layers.size(); ++l) {
-        auto maps = file.load(prefix + "attentions." + std::to_string(l));
+        auto maps = headlab::core::load_tensor(file, prefix + "attentions." + std::to_string(l));
         const int64_t T = enc_dec ? 4 : 10;
         CHECK(maps.size(1) == T);
         CHECK(maps.size(2) == T);
@@ -65,7 +65,7 @@ TEST_CASE("every shipped example config inits and runs, and the dump matches the
       }
       if (enc_dec) {
         CHECK(file.contains("encoder_attentions.1"));
-        CHECK(file.load("cross_attentions.0").size(2) == 10);
+        CHECK(headlab::core::load_tensor(file, "cross_attentions.0").size(2) == 10);
       }
     }
   }
@@ -82,12 +82,12 @@ TEST_CASE("headlab run --gate closes a head and --capture all adds every stage",
   for (const char* name : {"attention_logits.0", "attention_mixed_logits.0", "attention_weights.0", "head_outputs.1",
                            "hidden_states.2"})
     CHECK(a.contains(name));
-  CHECK(a.load("attention_logits.0").size(0) == 6);        // h_k
-  CHECK(a.load("attention_weights.0").size(0) == 4);       // h
-  CHECK(a.load("attentions.0").size(0) == 8);              // h_v: U multiplies the values
+  CHECK(headlab::core::load_tensor(a, "attention_logits.0").size(0) == 6);        // h_k
+  CHECK(headlab::core::load_tensor(a, "attention_weights.0").size(0) == 4);       // h
+  CHECK(headlab::core::load_tensor(a, "attentions.0").size(0) == 8);              // h_v: U multiplies the values
   // Gating layer 1 leaves layer 1's maps alone but changes the logits.
-  CHECK(headlab::test::max_abs_diff(a.load("attentions.1"), b.load("attentions.1")) < 1e-6);
-  CHECK(headlab::test::max_abs_diff(a.load("logits"), b.load("logits")) > 1e-4);
+  CHECK(headlab::test::max_abs_diff(headlab::core::load_tensor(a, "attentions.1"), headlab::core::load_tensor(b, "attentions.1")) < 1e-6);
+  CHECK(headlab::test::max_abs_diff(headlab::core::load_tensor(a, "logits"), headlab::core::load_tensor(b, "logits")) > 1e-4);
 }
 
 TEST_CASE("bad input gives one clear line and exit code 1 or 2", "[cli]") {

@@ -17,7 +17,7 @@
 // Targets (issue «Open what researchers already have»): load ≤ 2× read; peak ≤ 1.3× weights.
 #include "core/system_info.h"
 #include "core/model.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

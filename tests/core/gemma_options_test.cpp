@@ -10,7 +10,7 @@
 #include "core/attention.h"
 #include "core/model.h"
 #include "core/run.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 
 #include "core/model.h"
 #include "core/run.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -54,7 +54,7 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 Tensors read_all(const std::string& path) {
   auto file = SafetensorsFile::open(path);
   Tensors out;
-  for (const auto& info : file.tensors()) out.emplace_back(info.name, file.load(info.name, to_scalar_type(info.dtype)).clone());
+  for (const auto& info : file.tensors()) out.emplace_back(info.name, load_tensor(file, info.name, to_scalar_type(info.dtype)).clone());
   return out;
 }
 
@@ -92,9 +92,9 @@ Expected read_expected(const std::string& folder) {
   Expected e;
   e.ids = parse_list(file.metadata().at("ids"));
   if (file.metadata().count("token_types")) e.token_types = parse_list(file.metadata().at("token_types"));
-  e.logits = file.load("logits").clone();
+  e.logits = load_tensor(file, "logits").clone();
   for (int l = 0; file.contains("attentions." + std::to_string(l)); ++l)
-    e.attentions.push_back(file.load("attentions." + std::to_string(l)).clone());
+    e.attentions.push_back(load_tensor(file, "attentions." + std::to_string(l)).clone());
   return e;
 }
 
@@ -450,8 +450,8 @@ TEST_CASE("hf import: headlab run and info work on Hugging Face folders", "[hf_i
   std::vector<std::string> names;
   for (const auto& info : file.tensors()) names.push_back(info.name);
   CHECK(names == std::vector<std::string>{"logits", "attentions.0", "attentions.1"});
-  CHECK(headlab::test::max_abs_diff(file.load("logits"), expected.logits) <= kLogitTolerance * expected.logits.abs().max().item<double>());
-  CHECK(headlab::test::max_abs_diff(file.load("attentions.1"), expected.attentions[1]) <= kAttentionTolerance);
+  CHECK(headlab::test::max_abs_diff(load_tensor(file, "logits"), expected.logits) <= kLogitTolerance * expected.logits.abs().max().item<double>());
+  CHECK(headlab::test::max_abs_diff(load_tensor(file, "attentions.1"), expected.attentions[1]) <= kAttentionTolerance);
 
   REQUIRE(headlab::test::run_command(binary + " info --model " + fixture("llama-bf16"), output) == 0);
   CHECK_THAT(output, Contains("(llama)") && Contains("MQA(4q/1kv)") && Contains("2 layers") && Contains("BF16") &&

@@ -8,7 +8,7 @@
 #include "core/atomic_file.h"
 #include "core/json_integer.h"
 #include "core/model.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

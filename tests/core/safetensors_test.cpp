@@ -1,6 +1,6 @@
 #include "test_common.h"
 
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -63,7 +63,7 @@ std::string open_error(const std::string& path) {
 
 std::string load_error(const SafetensorsFile& f, const std::string& name) {
   try {
-    f.load(name);
+    load_tensor(f, name);
   } catch (const std::runtime_error& e) {
     return e.what();
   }
@@ -135,15 +135,15 @@ TEST_CASE("safetensors: F32 round trip keeps order, shapes, scalars and empty te
     REQUIRE(f.contains(name));
     CHECK(f.find(name)->dtype == DType::F32);
     CHECK(f.find(name)->shape == expected.sizes().vec());
-    torch::Tensor t = f.load(name);
+    torch::Tensor t = load_tensor(f, name);
     CHECK(t.scalar_type() == torch::kFloat32);
     CHECK(t.sizes() == expected.sizes());
     CHECK(torch::equal(t, expected));
   }
-  CHECK(f.load("scalar").dim() == 0);
-  CHECK(f.load("scalar").item<float>() == 3.25f);
-  CHECK(f.load("empty").numel() == 0);
-  CHECK(f.load("empty", torch::kFloat16).scalar_type() == torch::kHalf);
+  CHECK(load_tensor(f, "scalar").dim() == 0);
+  CHECK(load_tensor(f, "scalar").item<float>() == 3.25f);
+  CHECK(load_tensor(f, "empty").numel() == 0);
+  CHECK(load_tensor(f, "empty", torch::kFloat16).scalar_type() == torch::kHalf);
   CHECK_FALSE(f.contains("missing"));
   CHECK(f.find("missing") == nullptr);
   CHECK(f.metadata().empty());
@@ -171,15 +171,15 @@ TEST_CASE("safetensors: F16 round trip within half precision, exact where repres
   CHECK(f.find("exact")->dtype == DType::F16);
   CHECK(f.find("ints")->dtype == DType::I64);  // store_as touches floating tensors only
 
-  const torch::Tensor r = f.load("random");
+  const torch::Tensor r = load_tensor(f, "random");
   CHECK(r.scalar_type() == torch::kFloat32);
   CHECK(within(random, r, std::ldexp(1.0, -11), std::ldexp(1.0, -24)));
-  CHECK(torch::equal(f.load("exact"), exact));
-  const torch::Tensor h = f.load("exact", torch::kHalf);
+  CHECK(torch::equal(load_tensor(f, "exact"), exact));
+  const torch::Tensor h = load_tensor(f, "exact", torch::kHalf);
   CHECK(h.scalar_type() == torch::kHalf);
   CHECK(torch::equal(h, exact.to(torch::kHalf)));
-  CHECK(torch::equal(f.load("ints", torch::kInt64), ints));
-  CHECK(torch::equal(f.load("random", torch::kBFloat16), random.to(torch::kHalf).to(torch::kBFloat16)));
+  CHECK(torch::equal(load_tensor(f, "ints", torch::kInt64), ints));
+  CHECK(torch::equal(load_tensor(f, "random", torch::kBFloat16), random.to(torch::kHalf).to(torch::kBFloat16)));
 }
 
 TEST_CASE("safetensors: BF16 round trip within bfloat16 precision, exact where representable", "[safetensors]") {
@@ -192,9 +192,9 @@ TEST_CASE("safetensors: BF16 round trip within bfloat16 precision, exact where r
 
   auto f = SafetensorsFile::open(path);
   CHECK(f.find("random")->dtype == DType::BF16);
-  CHECK(within(random, f.load("random"), std::ldexp(1.0, -8), 0.0));
-  CHECK(torch::equal(f.load("exact"), exact));
-  const torch::Tensor b = f.load("exact", torch::kBFloat16);
+  CHECK(within(random, load_tensor(f, "random"), std::ldexp(1.0, -8), 0.0));
+  CHECK(torch::equal(load_tensor(f, "exact"), exact));
+  const torch::Tensor b = load_tensor(f, "exact", torch::kBFloat16);
   CHECK(b.scalar_type() == torch::kBFloat16);
   CHECK(torch::equal(b, exact.to(torch::kBFloat16)));
   CHECK(b.data_ptr() == f.data(*f.find("exact")));  // stored BF16 loaded as BF16: zero-copy
@@ -206,13 +206,13 @@ TEST_CASE("safetensors: F64 storage and conversion of a double tensor to F16", "
   save_safetensors(dir.str("d.safetensors"), {{"d", d}}, DType::F64);
   auto f = SafetensorsFile::open(dir.str("d.safetensors"));
   CHECK(f.find("d")->dtype == DType::F64);
-  CHECK(torch::equal(f.load("d", torch::kFloat64), d));
-  CHECK(f.load("d").scalar_type() == torch::kFloat32);
+  CHECK(torch::equal(load_tensor(f, "d", torch::kFloat64), d));
+  CHECK(load_tensor(f, "d").scalar_type() == torch::kFloat32);
 
   save_safetensors(dir.str("h.safetensors"), {{"d", torch::tensor({0.5, 1.5}, torch::kFloat64)}}, DType::F16);
   auto h = SafetensorsFile::open(dir.str("h.safetensors"));
   CHECK(h.find("d")->dtype == DType::F16);
-  CHECK(torch::equal(h.load("d"), torch::tensor({0.5f, 1.5f})));
+  CHECK(torch::equal(load_tensor(h, "d"), torch::tensor({0.5f, 1.5f})));
 }
 
 TEST_CASE("safetensors: integer and bool tensors keep their dtype and values", "[safetensors]") {
@@ -234,14 +234,14 @@ TEST_CASE("safetensors: integer and bool tensors keep their dtype and values", "
   for (const auto& [name, dtype, tensor] : expected) {
     INFO(name);
     CHECK(f.find(name)->dtype == dtype);
-    const torch::Tensor t = f.load(name, tensor.scalar_type());
+    const torch::Tensor t = load_tensor(f, name, tensor.scalar_type());
     CHECK(t.scalar_type() == tensor.scalar_type());
     CHECK(torch::equal(t, tensor));
   }
   // The default `as` converts to float32.
-  CHECK(torch::equal(f.load("i16"), i16.to(torch::kFloat32)));
-  CHECK(torch::equal(f.load("u8"), u8.to(torch::kFloat32)));
-  CHECK(torch::equal(f.load("b"), b.to(torch::kFloat32)));
+  CHECK(torch::equal(load_tensor(f, "i16"), i16.to(torch::kFloat32)));
+  CHECK(torch::equal(load_tensor(f, "u8"), u8.to(torch::kFloat32)));
+  CHECK(torch::equal(load_tensor(f, "b"), b.to(torch::kFloat32)));
 }
 
 TEST_CASE("safetensors: metadata round trip", "[safetensors]") {
@@ -316,7 +316,7 @@ TEST_CASE("safetensors: store_as converts every floating tensor, whatever its ow
   auto f = SafetensorsFile::open(path);
   CHECK(f.find("h")->dtype == DType::F32);
   CHECK(f.find("d")->dtype == DType::F32);
-  CHECK(f.load("h").item<float>() == 1.5f);
+  CHECK(load_tensor(f, "h").item<float>() == 1.5f);
   // An integer store_as is not a floating target: floating tensors keep their dtype.
   save_safetensors(path, {{"h", torch::tensor({1.5f}).to(torch::kHalf)}}, DType::I32);
   CHECK(SafetensorsFile::open(path).find("h")->dtype == DType::F16);
@@ -346,13 +346,13 @@ TEST_CASE("safetensors: a hand-built file is parsed, with and without header pad
     CHECK(f.tensors()[0].name == "weight");
     CHECK(f.tensors()[5].name == "flag");
     CHECK(f.metadata() == std::map<std::string, std::string>{{"format", "pt"}});
-    CHECK(torch::equal(f.load("weight"), torch::tensor({{1.0f, -2.0f}, {0.5f, 3.0f}})));
-    CHECK(torch::equal(f.load("ids", torch::kInt16), torch::tensor({1, -1, 300}, torch::kInt16)));
-    CHECK(f.load("h").item<float>() == 1.5f);
-    CHECK(f.load("b").dim() == 0);
-    CHECK(f.load("b").item<float>() == 1.5f);
-    CHECK(f.load("none").sizes().vec() == std::vector<int64_t>{0, 3});
-    CHECK(torch::equal(f.load("flag", torch::kBool), torch::tensor({true, false})));
+    CHECK(torch::equal(load_tensor(f, "weight"), torch::tensor({{1.0f, -2.0f}, {0.5f, 3.0f}})));
+    CHECK(torch::equal(load_tensor(f, "ids", torch::kInt16), torch::tensor({1, -1, 300}, torch::kInt16)));
+    CHECK(load_tensor(f, "h").item<float>() == 1.5f);
+    CHECK(load_tensor(f, "b").dim() == 0);
+    CHECK(load_tensor(f, "b").item<float>() == 1.5f);
+    CHECK(load_tensor(f, "none").sizes().vec() == std::vector<int64_t>{0, 3});
+    CHECK(torch::equal(load_tensor(f, "flag", torch::kBool), torch::tensor({true, false})));
   }
 }
 
@@ -367,15 +367,15 @@ TEST_CASE("safetensors: loads are zero-copy views into the mapping that outlive 
   {
     auto f = SafetensorsFile::open(path);
     const TensorInfo& info = *f.find("w");
-    t = f.load("w");
+    t = load_tensor(f, "w");
     CHECK(t.data_ptr() == static_cast<const void*>(f.data(info)));
     const auto* p = static_cast<const uint8_t*>(t.data_ptr());
     CHECK((p >= f.data(f.tensors().front()) && p + 4000 <= f.data(f.tensors().back()) + 12));
     // A converted load is a copy.
-    const torch::Tensor h = f.load("w", torch::kHalf);
+    const torch::Tensor h = load_tensor(f, "w", torch::kHalf);
     CHECK(h.data_ptr() != static_cast<const void*>(f.data(info)));
     CHECK(torch::equal(h, w.to(torch::kHalf)));
-    row = f.load("w").select(0, 7);  // a view of a view
+    row = load_tensor(f, "w").select(0, 7);  // a view of a view
   }
   // The SafetensorsFile is gone; its mapping lives on in the tensors.
   CHECK(torch::equal(t, w));
@@ -385,13 +385,13 @@ TEST_CASE("safetensors: loads are zero-copy views into the mapping that outlive 
   // Writing into a zero-copy tensor copies the page (MAP_PRIVATE): the file is never modified.
   {
     auto f = SafetensorsFile::open(path);
-    torch::Tensor m = f.load("w");
+    torch::Tensor m = load_tensor(f, "w");
     m.mul_(2);
     CHECK(torch::equal(m, w * 2));
-    CHECK(torch::equal(f.load("w"), w * 2));  // same private mapping
+    CHECK(torch::equal(load_tensor(f, "w"), w * 2));  // same private mapping
   }
   CHECK(read_bytes(path) == before);
-  CHECK(torch::equal(SafetensorsFile::open(path).load("w"), w));
+  CHECK(torch::equal(load_tensor(SafetensorsFile::open(path), "w"), w));
 }
 
 TEST_CASE("safetensors: a misaligned tensor is copied, not viewed", "[safetensors]") {
@@ -404,10 +404,10 @@ TEST_CASE("safetensors: a misaligned tensor is copied, not viewed", "[safetensor
   const TensorInfo& info = *f.find("f");
   CHECK(info.begin == 6);
   CHECK(reinterpret_cast<uintptr_t>(f.data(info)) % 4 == 2);
-  const torch::Tensor t = f.load("f");
+  const torch::Tensor t = load_tensor(f, "f");
   CHECK(t.data_ptr() != static_cast<const void*>(f.data(info)));
   CHECK(torch::equal(t, f32));
-  CHECK(torch::equal(f.load("f", torch::kFloat64), f32.to(torch::kFloat64)));
+  CHECK(torch::equal(load_tensor(f, "f", torch::kFloat64), f32.to(torch::kFloat64)));
 }
 
 TEST_CASE("safetensors: defective files throw runtime_error naming the file and the tensor", "[safetensors]") {
@@ -538,7 +538,7 @@ TEST_CASE("safetensors: randomly damaged headers never crash the reader", "[safe
       ++opened;
       for (const auto& info : f.tensors()) {
         try {
-          torch::Tensor t = f.load(info.name);
+          torch::Tensor t = load_tensor(f, info.name);
           CHECK(t.numel() * static_cast<int64_t>(dtype_size(info.dtype)) == static_cast<int64_t>(info.end - info.begin));
         } catch (const std::runtime_error& e) {
           CHECK_THAT(std::string(e.what()), Contains("fuzz.safetensors: "));
@@ -591,7 +591,7 @@ TEST_CASE("safetensors: atomic save replaces the file and leaves no temp files",
   save_safetensors(path, {{"w", torch::ones({3})}});
   save_safetensors(path, {{"w", torch::full({5}, 2.0f)}, {"x", torch::zeros({1})}});
   auto f = SafetensorsFile::open(path);
-  CHECK(torch::equal(f.load("w"), torch::full({5}, 2.0f)));
+  CHECK(torch::equal(load_tensor(f, "w"), torch::full({5}, 2.0f)));
   CHECK(f.contains("x"));
   CHECK(dir_entries(dir.str()) == std::vector<std::string>{"model.safetensors"});
 
@@ -644,6 +644,6 @@ TEST_CASE("safetensors: a write that fails midway keeps the old file intact", "[
   REQUIRE(limit_set);
   CHECK_THAT(message, Contains(path + ": ") && Contains("write failed"));
   CHECK(read_bytes(path) == before);
-  CHECK(torch::equal(SafetensorsFile::open(path).load("w"), old));
+  CHECK(torch::equal(load_tensor(SafetensorsFile::open(path), "w"), old));
   CHECK(dir_entries(dir.str()) == std::vector<std::string>{"model.safetensors"});
 }

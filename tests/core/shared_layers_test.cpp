@@ -9,7 +9,7 @@
 #include "analysis/lrp.h"
 #include "core/model.h"
 #include "core/run.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 #include "core/train/forward.h"
 
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 
@@ -449,7 +449,7 @@ TEST_CASE("frozen heads keep their query/key rows while every other weight train
     auto after = core::SafetensorsFile::open(b.str("model.safetensors"));
     const int64_t d = config.encoder->attention.key_size;
     auto rows = [&](const core::SafetensorsFile& f, const std::string& tensor, int head, int64_t n) {
-      return f.load(tensor).narrow(0, head * n, n);
+      return load_tensor(f, tensor).narrow(0, head * n, n);
     };
     for (const std::string p : {"q", "k"}) {
       for (const std::string part : {"weight", "bias"}) {
@@ -461,7 +461,7 @@ TEST_CASE("frozen heads keep their query/key rows while every other weight train
         CHECK(!torch::equal(rows(before, l0, 1, d), rows(after, l0, 1, d)));
       }
     }
-    CHECK(!torch::equal(before.load("encoder.1.attn.v.weight"), after.load("encoder.1.attn.v.weight")));
+    CHECK(!torch::equal(load_tensor(before, "encoder.1.attn.v.weight"), load_tensor(after, "encoder.1.attn.v.weight")));
     if (name == "additive") {
       CHECK(torch::equal(rows(before, "encoder.1.attn.score_v", 2, 1), rows(after, "encoder.1.attn.score_v", 2, 1)));
       CHECK(!torch::equal(rows(before, "encoder.1.attn.score_v", 3, 1), rows(after, "encoder.1.attn.score_v", 3, 1)));
@@ -491,7 +491,7 @@ TEST_CASE("frozen parameters by name keep their values; the rest trains", "[trai
   int frozen = 0, trained = 0;
   for (const auto& t : before.tensors()) {
     INFO(t.name);
-    const bool same = torch::equal(before.load(t.name), after.load(t.name));
+    const bool same = torch::equal(load_tensor(before, t.name), load_tensor(after, t.name));
     if (t.name == "tokens.weight" || t.name.rfind("encoder.0.", 0) == 0) {
       CHECK(same);
       ++frozen;
@@ -557,16 +557,16 @@ TEST_CASE("reinit draws parameters afresh after init; frozen heads keep the load
   const int64_t d = config.encoder->attention.key_size;
   for (const auto& t : loaded.tensors()) {
     INFO(t.name);
-    auto r = result.load(t.name);
+    auto r = load_tensor(result, t.name);
     if (t.name.rfind("encoder.1.", 0) != 0) {
-      CHECK(torch::equal(r, loaded.load(t.name)));  // not re-drawn
+      CHECK(torch::equal(r, load_tensor(loaded, t.name)));  // not re-drawn
     } else if (t.name.rfind("encoder.1.attn.q.", 0) == 0 || t.name.rfind("encoder.1.attn.k.", 0) == 0) {
-      CHECK(torch::equal(r.narrow(0, 3 * d, d), loaded.load(t.name).narrow(0, 3 * d, d)));  // head 1.3 as loaded
-      CHECK(torch::equal(r.narrow(0, 0, 3 * d), random.load(t.name).narrow(0, 0, 3 * d)));  // heads 1.0–1.2 afresh
+      CHECK(torch::equal(r.narrow(0, 3 * d, d), load_tensor(loaded, t.name).narrow(0, 3 * d, d)));  // head 1.3 as loaded
+      CHECK(torch::equal(r.narrow(0, 0, 3 * d), load_tensor(random, t.name).narrow(0, 0, 3 * d)));  // heads 1.0–1.2 afresh
       if (t.name.find("weight") != std::string::npos)
-        CHECK(!torch::equal(r.narrow(0, 0, 3 * d), loaded.load(t.name).narrow(0, 0, 3 * d)));
+        CHECK(!torch::equal(r.narrow(0, 0, 3 * d), load_tensor(loaded, t.name).narrow(0, 0, 3 * d)));
     } else {
-      CHECK(torch::equal(r, random.load(t.name)));
+      CHECK(torch::equal(r, load_tensor(random, t.name)));
     }
   }
 
@@ -578,7 +578,7 @@ TEST_CASE("reinit draws parameters afresh after init; frozen heads keep the load
   grow.reinit_patterns = {"encoder.2.*"};
   train_model(deeper, data, synthetic_specials(), grow);
   auto grown = core::SafetensorsFile::open(b.str("deeper/model.safetensors"));
-  CHECK(torch::equal(grown.load("encoder.1.ffn.up.weight"), loaded.load("encoder.1.ffn.up.weight")));
+  CHECK(torch::equal(load_tensor(grown, "encoder.1.ffn.up.weight"), load_tensor(loaded, "encoder.1.ffn.up.weight")));
   CHECK(grown.contains("encoder.2.ffn.up.weight"));
   CHECK(!loaded.contains("encoder.2.ffn.up.weight"));
   grow.reinit_patterns = {"encoder.2.attn.*"};  // the new layer's FFN is not in the folder

@@ -3,7 +3,7 @@
 #include "fuzz_common.h"
 
 #include "core/model.h"
-#include "core/safetensors.h"
+#include "core/safetensors_torch.h"
 
 #include <torch/torch.h>
 
