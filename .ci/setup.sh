@@ -2,7 +2,8 @@
 # HeadLab set-up in one step: installs whatever Debian packages are missing (apt-get, with sudo
 # when not root), configures and builds, then
 #   bash .ci/setup.sh run    starts HeadLab on the shipped default model
-#   bash .ci/setup.sh test   runs every test (what CI runs)
+#   bash .ci/setup.sh test   runs every test (what CI runs), then fuzzes the torch-free parsers
+#                            under ASan + UBSan for 20 s each (tests/fuzz/ci.sh)
 #   bash .ci/setup.sh build  only builds
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,6 +22,7 @@ packages=(
   libpcre2-dev libutf8proc-dev
   libglfw3-dev libimgui-dev libstb-dev libcairo2-dev fonts-dejavu-core
   xvfb xauth
+  clang libclang-rt-14-dev python3
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -55,6 +57,8 @@ case "$mode" in
   test)
     echo "== running tests"
     ctest --test-dir build --output-on-failure -j "$jobs"
+    echo "== sanitizers: the torch-free parsers fuzzed under ASan + UBSan (tests/fuzz/ci.sh)"
+    bash tests/fuzz/ci.sh 20
     ;;
   run)
     exec build/app/headlab "${@:2}"

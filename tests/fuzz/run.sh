@@ -31,5 +31,5 @@ parallel=(); [[ "$jobs" -gt 1 ]] && parallel=(-jobs="$jobs" -workers="$jobs")
 # LibTorch's own allocations are not instrumented: leak reports would be about its caches, not ours.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
-"$build/tests/fuzz_$target" -max_total_time="$(awk -v m="$minutes" 'BEGIN {print int(m * 60)}')" -rss_limit_mb=4096 -timeout=30 -max_len=262144 \
+"$build/tests/fuzz/fuzz_$target" -max_total_time="$(awk -v m="$minutes" 'BEGIN {print int(m * 60)}')" -rss_limit_mb=4096 -timeout=30 -max_len=262144 \
   -print_final_stats=1 -artifact_prefix="$findings/" "${parallel[@]}" "$corpus" "$seeds"
