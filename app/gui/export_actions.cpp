@@ -9,6 +9,7 @@
 #include <imgui.h>
 
 #include <filesystem>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -153,9 +154,12 @@ void draw_overwrite_prompt(Workbench& wb) {
   }
   ImGui::Text("%s already exists.", wb.pending_overwrite->path.c_str());
   ImGui::TextUnformatted("Replace it?");
-  const bool replace = ImGui::Button("Replace");
+  // A script's answer (answer_dialog) presses the button as a click does.
+  const std::string answer = std::exchange(wb.dialog_answer, std::string());
+  const bool replace = ImGui::Button("Replace") || answer == "Replace";
   ImGui::SameLine();
-  const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape));
+  const bool cancel =
+      ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape)) || answer == "Cancel";
   if (replace || cancel) {
     PendingOverwrite pending = std::move(*wb.pending_overwrite);
     wb.pending_overwrite.reset();

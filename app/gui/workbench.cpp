@@ -49,15 +49,25 @@ void Workbench::execute(const Command& command) {
     if (!v) throw std::runtime_error("no view '" + name + "'");
     return v;
   };
-  // A script cannot answer the window's "Replace file?": it says "overwrite" instead.
+  // A script says "overwrite", or "ask" and then answers the window's "Replace file?" (answer_dialog).
   auto refuse_existing = [](const std::string& path, bool overwrite) {
     std::error_code ec;
     if (!overwrite && std::filesystem::exists(path, ec))
       throw std::runtime_error(path + " exists; add \"overwrite\": true to replace it");
   };
   if (const auto* c = std::get_if<cmd::Export>(&command)) {
-    refuse_existing(c->path, c->overwrite);
-    export_view(*this, c->view, c->path, c->scale, c->figure_only);
+    if (c->ask && !c->overwrite) {
+      const cmd::Export e = *c;
+      export_or_ask(*this, e.path, [this, e] { export_view(*this, e.view, e.path, e.scale, e.figure_only); });
+    } else {
+      refuse_existing(c->path, c->overwrite);
+      export_view(*this, c->view, c->path, c->scale, c->figure_only);
+    }
+  } else if (const auto* c = std::get_if<cmd::AnswerDialog>(&command)) {
+    if (!pending_overwrite) throw std::runtime_error("no dialog is open to answer '" + c->button + "'");
+    if (c->button != "Replace" && c->button != "Cancel")
+      throw std::runtime_error("the \"Replace file?\" dialog has no button '" + c->button + "' (Replace, Cancel)");
+    dialog_answer = c->button;
   } else if (const auto* c = std::get_if<cmd::Screenshot>(&command)) {
     refuse_existing(c->path, c->overwrite);
     captures.push_back({c->path, "", c->scale});

@@ -56,6 +56,7 @@ class Workbench : public Controller {
   std::vector<CaptureRequest> captures;
   bool export_figure_only = false;  // the Export popups' "figure only" choice
   std::optional<PendingOverwrite> pending_overwrite;  // asked about by draw_overwrite_prompt
+  std::string dialog_answer;     // a script's press of a dialog button (answer_dialog), taken when drawn
   std::string focus_view;        // a view to bring to the front this frame (select_view)
   bool apply_layout = false;     // views re-read their position from the ImGui ini this frame
   bool reset_layout = false;     // views take their default rectangles this frame

@@ -191,6 +191,7 @@ template <class Io> void fields(Io& io, cmd::Export& c) {
   io.optional("scale", c.scale);
   io.optional("figure_only", c.figure_only);
   io.optional("overwrite", c.overwrite);
+  io.optional("ask", c.ask);
 }
 template <class Io> void fields(Io& io, cmd::Screenshot& c) {
   io.required("path", c.path);
@@ -210,6 +211,7 @@ template <class Io> void fields(Io& io, cmd::SetMapView& c) {
 }
 template <class Io> void fields(Io&, cmd::Quit&) {}
 template <class Io> void fields(Io& io, cmd::ExpectError& c) { io.optional("contains", c.contains); }
+template <class Io> void fields(Io& io, cmd::AnswerDialog& c) { io.required("button", c.button); }
 
 // A default-constructed command of the variant's alternative `index`.
 template <size_t I = 0>
@@ -231,8 +233,9 @@ const std::vector<std::string>& command_names() {
       "run_dataset",  "set_dataset",   "stop_dataset", "select_sentence",    "set_parse",     "open_report",
       "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
-      "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error"};
-  static_assert(std::variant_size_v<Command> == 32, "one name per command");
+      "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
+      "answer_dialog"};
+  static_assert(std::variant_size_v<Command> == 33, "one name per command");
   return names;
 }
 
@@ -242,7 +245,8 @@ bool is_window_command(const Command& command) {
   return std::holds_alternative<cmd::Export>(command) || std::holds_alternative<cmd::Screenshot>(command) ||
          std::holds_alternative<cmd::ShowView>(command) || std::holds_alternative<cmd::SelectView>(command) ||
          std::holds_alternative<cmd::WaitFrames>(command) || std::holds_alternative<cmd::SetMapView>(command) ||
-         std::holds_alternative<cmd::Quit>(command) || std::holds_alternative<cmd::ExpectError>(command);
+         std::holds_alternative<cmd::Quit>(command) || std::holds_alternative<cmd::ExpectError>(command) ||
+         std::holds_alternative<cmd::AnswerDialog>(command);
 }
 
 Stage stage_from_name(const std::string& name) {

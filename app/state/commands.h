@@ -127,12 +127,14 @@ struct OpenSession { std::string path; };
 
 // --- window only (applied by the window, not the Controller) ---
 // .png of a view's window, or of its figure alone (figure_only: no title bar, no controls). An
-// existing file is replaced only with `overwrite` (a script cannot answer the window's question).
+// existing file is replaced only with `overwrite`, or — with `ask` — after the window's "Replace
+// file?" dialog, as the window's own export buttons do (a script answers it with answer_dialog).
 struct Export {
   std::string view, path;
   int scale = 1;
   bool figure_only = false;
   bool overwrite = false;
+  bool ask = false;
 };
 struct Screenshot { std::string path; int scale = 1; bool overwrite = false; };
 struct ShowView { std::string view; bool open = true; };
@@ -149,6 +151,9 @@ struct Quit {};
 // message when empty); the message is printed and cleared, and the script goes on. A script that
 // opens damaged files checks each refusal this way; no error, or another one, fails the script.
 struct ExpectError { std::string contains; };
+// Scripts only: presses a button ("Replace" or "Cancel") of the open "Replace file?" dialog, as a
+// click would, the next time the dialog is drawn. An error when no dialog is open.
+struct AnswerDialog { std::string button; };
 
 }  // namespace headlab::app::cmd
 
@@ -160,7 +165,8 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::OpenReport,
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
-                             cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError>;
+                             cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
+                             cmd::AnswerDialog>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();
