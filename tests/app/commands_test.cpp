@@ -39,12 +39,13 @@ json minimal_action(const std::string& name) {
       {"set_lrp_target", R"({"position": 3, "token": 7})"},
       {"save_session", R"({"path": "s.json"})"},
       {"open_session", R"({"path": "s.json"})"},
-      {"export", R"({"view": "Spectra", "path": "x.svg"})"},
+      {"export", R"({"view": "Spectra", "path": "x.svg", "ask": true})"},
       {"screenshot", R"({"path": "x.png"})"},
       {"show_view", R"({"view": "Syntax"})"},
       {"select_view", R"({"view": "Relevance"})"},
       {"wait_frames", R"({"frames": 3})"},
-      {"set_map_view", R"({"zoom": 4.0, "query_from": 10, "query_to": 40})"}};
+      {"set_map_view", R"({"zoom": 4.0, "query_from": 10, "query_to": 40})"},
+      {"answer_dialog", R"({"button": "Cancel"})"}};
   json j = required.count(name) ? json::parse(required.at(name)) : json::object();
   j["action"] = name;
   return j;
