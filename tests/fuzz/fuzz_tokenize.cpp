@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& tok : tokenizers) {
     auto e = tok->encode(text, true);
     for (const auto& [begin, end] : e.offsets)
-      if (begin > end || end > size) {
+      if (begin < 0 || begin > end || static_cast<size_t>(end) > size) {
         std::fprintf(stderr, "offset (%zu, %zu) outside an input of %zu bytes\n", size_t(begin), size_t(end), size);
         std::abort();
       }
