@@ -40,7 +40,7 @@ void position_table(const RunSnapshot& s, const PositionOutput& out, bool masked
     ImGui::TableNextColumn();
     const float d = p.p - p.p_base;
     const ImVec4 colour = d > 5e-4f ? ImVec4(0.4f, 0.9f, 0.4f, 1) : d < -5e-4f ? ImVec4(1.0f, 0.45f, 0.45f, 1) : ImVec4(0.6f, 0.6f, 0.6f, 1);
-    ImGui::TextColored(colour, "%+.4f", d);
+    ImGui::TextColored(colour, "%+.4f", std::fabs(d) < 5e-5f ? 0.0f : d);  // no "-0.0000" for rounding noise
     ImGui::TableNextColumn();
     ImGui::TextDisabled("%.4f", p.p_base);
   }
