@@ -3,6 +3,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
