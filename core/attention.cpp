@@ -27,9 +27,15 @@ torch::Tensor mix_heads(const torch::Tensor& x, const torch::Tensor& m) {
 }  // namespace
 
 torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const AttentionPattern& pattern) {
-  auto t = torch::arange(T, torch::kLong).unsqueeze(1);  // [T, 1]
-  auto s = torch::arange(S, torch::kLong).unsqueeze(0);  // [1, S]
-  auto distance = t - s;                                 // [T, S]
+  return attention_allowed(torch::arange(T, torch::kLong), torch::arange(S, torch::kLong), causal, pattern);
+}
+
+torch::Tensor attention_allowed(const torch::Tensor& query_positions, const torch::Tensor& key_positions, bool causal,
+                                const AttentionPattern& pattern) {
+  const int64_t T = query_positions.size(0), S = key_positions.size(0);
+  auto t = query_positions.unsqueeze(1);  // [T, 1]
+  auto s = key_positions.unsqueeze(0);    // [1, S]
+  auto distance = t - s;                  // [T, S]
   auto allowed = torch::ones({T, S}, torch::kBool);
   if (pattern.window > 0) {
     const int64_t d = pattern.dilation;
@@ -39,8 +45,8 @@ torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const Attenti
     allowed = distance.remainder(pattern.dilation).eq(0);
   }
   for (int g : pattern.global_tokens) {
-    if (g < T) allowed.index_put_({g}, true);  // a global token sees every key
-    if (g < S) allowed.index_put_({torch::indexing::Slice(), g}, true);  // and every query sees it
+    allowed = allowed.logical_or(t.eq(g));  // a global token sees every key
+    allowed = allowed.logical_or(s.eq(g));  // and every query sees it
   }
   if (causal) allowed = allowed.logical_and(distance.ge(0));
   return allowed;
@@ -53,11 +59,14 @@ torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp) {
   return x * ratio;
 }
 
-torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables) {
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables, int64_t offset) {
   const int64_t rot = tables.cos.size(1);
   const int64_t T = x.size(2);
-  auto cos = tables.cos.slice(0, 0, T);  // [T, rot]
-  auto sin = tables.sin.slice(0, 0, T);
+  if (offset + T > tables.cos.size(0))
+    throw std::logic_error("rotary tables of " + std::to_string(tables.cos.size(0)) + " positions used for position " +
+                           std::to_string(offset + T - 1));
+  auto cos = tables.cos.slice(0, offset, offset + T);  // [T, rot]
+  auto sin = tables.sin.slice(0, offset, offset + T);
   auto rotated = x.narrow(-1, 0, rot);
   auto half1 = rotated.narrow(-1, 0, rot / 2);
   auto half2 = rotated.narrow(-1, rot / 2, rot / 2);
@@ -97,6 +106,23 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
   }
 }
 
+void AttentionImpl::forget_unreachable(LayerCache& cache, int64_t next) const {
+  // A later query p >= next reaches key s only when p - s <= window · dilation (Longformer), unless
+  // s is a global token, or a global query still to come sees every key.
+  const auto& p = config_.pattern;
+  if (p.window <= 0) return;
+  for (int g : p.global_tokens)
+    if (g >= next) return;
+  auto keep = (next - cache.positions).le(int64_t(p.window) * std::max(1, p.dilation));
+  for (int g : p.global_tokens) keep = keep.logical_or(cache.positions.eq(g));
+  if (keep.all().item<bool>()) return;
+  const auto index = keep.nonzero().view(-1);
+  cache.keys = cache.keys.index_select(2, index);
+  cache.values = cache.values.index_select(2, index);
+  if (cache.key_bias.defined()) cache.key_bias = cache.key_bias.index_select(3, index);
+  cache.positions = cache.positions.index_select(0, index);
+}
+
 torch::Tensor AttentionImpl::scores(const torch::Tensor& q_heads, const torch::Tensor& k_heads) const {
   // q_heads [B, h_k, T, d], k_heads [B, h_k, S, d] → J [B, h_k, T, S]
   const float scale = config_.logit_scale();
@@ -118,23 +144,29 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   const auto& c = config_;
   const auto& x = call.query_input;
   const auto& y = call.key_input;
-  const int64_t B = x.size(0), T = x.size(1), S = y.size(1);
+  const int64_t B = x.size(0), T = x.size(1);
   const int64_t h = c.softmax_heads(), h_v = c.output_heads();
+  LayerCache* cache = call.cache;
+  const bool self = call.apply_pattern;  // cross-attention ignores the pattern
+  // Cross-attention keys and values already cached: key_input is not read again.
+  const bool cached_memory = cache && !self && cache->keys.defined();
+  if (cache && call.key_padding.defined()) throw std::invalid_argument("generation runs one sequence: no key padding");
+  const int64_t offset = cache && self ? call.position : 0;  // the new tokens' first position
 
   torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
+  torch::Tensor k_new, v_new, bias_new;  // this call's keys (before GQA's repeat), values, content bias
   if (c.collaborative) {
     const int64_t shared = c.collaborative->shared_key_size;
     auto qs = q(x).view({B, 1, T, shared});  // X W̃_Q
-    auto ks = k(y).view({B, 1, S, shared});  // X W̃_K
-    if (call.rope.defined()) {
-      qs = apply_rope(qs, call.rope);
-      ks = apply_rope(ks, call.rope);
-    }
+    if (call.rope.defined()) qs = apply_rope(qs, call.rope, offset);
     q_heads = qs * mix.view({1, c.heads, 1, shared});  // X W̃_Q diag(m_i)
-    k_heads = ks.expand({B, c.heads, S, shared});
+    if (!cached_memory) {
+      k_new = k(y).view({B, 1, y.size(1), shared});  // X W̃_K
+      if (call.rope.defined()) k_new = apply_rope(k_new, call.rope, offset);
+    }
   } else {
     q_heads = q(x).view({B, T, c.heads, c.key_size}).transpose(1, 2);
-    k_heads = k(y).view({B, S, c.kv_heads, c.key_size}).transpose(1, 2);
+    if (!cached_memory) k_new = k(y).view({B, y.size(1), c.kv_heads, c.key_size}).transpose(1, 2);
     if (c.qk_norm) {
       // Per-head RMSNorm over d_k before RoPE (Qwen3); with LRP the root-mean-square is a constant
       // (analysis/LRP.md rule 2).
@@ -143,24 +175,53 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
         return t / (call.lrp ? rms.detach() : rms) * (c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w);
       };
       q_heads = rms_norm(q_heads, q_norm);
-      k_heads = rms_norm(k_heads, k_norm);
+      if (k_new.defined()) k_new = rms_norm(k_new, k_norm);
     }
     if (call.rope.defined()) {
-      q_heads = apply_rope(q_heads, call.rope);
-      k_heads = apply_rope(k_heads, call.rope);
+      q_heads = apply_rope(q_heads, call.rope, offset);
+      if (k_new.defined()) k_new = apply_rope(k_new, call.rope, offset);
     }
+  }
+  if (!cached_memory) {
+    v_new = v(y).view({B, y.size(1), c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
+    // Collaborative content bias r_iᵀ x_s, per key.
+    if (content_bias.defined()) bias_new = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]
+  }
+
+  // The keys this call attends to: its own, or the cache's with its own appended.
+  torch::Tensor keys = k_new, values = v_new, key_bias = bias_new, key_positions;
+  if (cache) {
+    if (cached_memory) {
+      keys = cache->keys, values = cache->values, key_bias = cache->key_bias;
+    } else {
+      // A sliding window's keys that no query from here on reaches leave before the new ones join.
+      if (self && call.causal && cache->positions.defined()) forget_unreachable(*cache, offset);
+      const auto positions = self ? torch::arange(offset, offset + y.size(1), torch::kLong)
+                                  : torch::arange(y.size(1), torch::kLong);
+      auto append = [](const torch::Tensor& old, const torch::Tensor& add, int64_t dim) {
+        return old.defined() && add.defined() ? torch::cat({old, add}, dim) : add;
+      };
+      cache->keys = keys = append(cache->keys, k_new, 2);
+      cache->values = values = append(cache->values, v_new, 2);
+      cache->key_bias = key_bias = append(cache->key_bias, bias_new, 3);
+      cache->positions = append(cache->positions, positions, 0);
+    }
+    key_positions = cache->positions;
+  }
+  const int64_t S = keys.size(2);
+  if (c.collaborative) {
+    k_heads = keys.expand({B, c.heads, S, c.collaborative->shared_key_size});
+  } else {
+    k_heads = keys;
     // GQA/MQA: query head i reads kv head i / (heads / kv_heads), as Hugging Face's repeat_kv.
     if (c.kv_heads != c.heads) k_heads = k_heads.repeat_interleave(c.heads / c.kv_heads, 1);
   }
-  auto v_heads = v(y).view({B, S, c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
+  auto v_heads = values;
   if (c.value_heads_stored() != h_v) v_heads = v_heads.repeat_interleave(h_v / c.value_heads_stored(), 1);
 
   auto J = scores(q_heads, k_heads);  // [B, h_k, T, S]
-  if (content_bias.defined()) {
-    // Collaborative content bias r_iᵀ x_s, added before the scale as in the authors' code.
-    auto bias = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]
-    J = J + bias * c.logit_scale();
-  }
+  // Collaborative content bias r_iᵀ x_s, added before the scale as in the authors' code.
+  if (key_bias.defined()) J = J + key_bias * c.logit_scale();
   // Soft-capping bounds every logit to (−cap, cap) before the mask (Gemma 2's attn_logit_softcapping).
   // Under LRP the weights are constants (rule 1), so the cap needs no rule of its own here.
   if (c.logit_softcap > 0) J = soft_cap(J, c.logit_softcap);
@@ -169,8 +230,10 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix"));
 
   // The mask is applied after mixing (Shazeer et al.: masking precedes the softmax, follows P_l).
-  auto allowed = call.apply_pattern ? attention_allowed(T, S, call.causal, c.pattern)
-                                    : torch::ones({T, S}, torch::kBool);  // [T, S]
+  auto allowed = !self ? torch::ones({T, S}, torch::kBool)
+                 : cache ? attention_allowed(torch::arange(offset, offset + T, torch::kLong), key_positions, call.causal,
+                                             c.pattern)
+                         : attention_allowed(T, S, call.causal, c.pattern);  // [T, S]
   auto blocked = allowed.logical_not().view({1, 1, T, S});
   if (call.key_padding.defined()) blocked = blocked.logical_or(call.key_padding.view({B, 1, 1, S}));
   // The lowest finite value, not -inf: a fully blocked row gives a uniform row instead of NaN.
@@ -199,6 +262,10 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
                                       std::to_string(h_v * c.value_size) + " values");
         mean = torch::tensor(controls->mean_outputs, torch::kFloat32).view({1, h_v, 1, c.value_size});
       } else {
+        // The mean over every position of the input: generation has not seen the later positions.
+        if (cache)
+          throw std::invalid_argument("mean ablation over the input's own positions needs the whole sequence; "
+                                      "generate with zero ablation or with dataset means");
         // Kept in the graph: the mean is linear in O, so gradients through an ablated layer (head
         // importance, LRP) follow it exactly as the forward pass does.
         mean = O.mean(2, /*keepdim=*/true);

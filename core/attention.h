@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/controls.h"
+#include "core/kv_cache.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -46,17 +47,27 @@ struct AttentionCall {
   unsigned capture = kCaptureNone;
   RopeTables rope;             // empty = no rotary positions
   bool lrp = false;            // analysis/LRP.md rule 1: attention weights are constants
+  // Generation (core/kv_cache.h). Self-attention: query_input holds the new tokens at positions
+  // [position, position + T); their keys and values are appended to `cache` and they attend to
+  // every cached key (the rotary tables must cover position + T rows). Cross-attention: the keys
+  // and values are computed from key_input on the first call and read from `cache` after.
+  LayerCache* cache = nullptr;
+  int64_t position = 0;
 };
 
 // [T, S] bool, true where query t may attend to key s.
 torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const AttentionPattern& pattern);
+// The same for queries and keys at absolute positions query_positions [T] and key_positions [S].
+torch::Tensor attention_allowed(const torch::Tensor& query_positions, const torch::Tensor& key_positions, bool causal,
+                                const AttentionPattern& pattern);
 
 // Soft-capping cap · tanh(x / cap) (Gemma 2). With `lrp` it passes relevance unchanged: x · [capped / x]
 // with the bracket constant (analysis/LRP.md rule 3).
 torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp = false);
 
-// Applies rotary embeddings to x [B, H, T, d] over its first rot = tables.cos.size(1) dims.
-torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables);
+// Applies rotary embeddings to x [B, H, T, d] over its first rot = tables.cos.size(1) dims, for the
+// positions [offset, offset + T).
+torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables, int64_t offset = 0);
 
 class AttentionImpl : public torch::nn::Module {
  public:
@@ -78,6 +89,8 @@ class AttentionImpl : public torch::nn::Module {
 
  private:
   torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k) const;  // J
+  // Drops the cached keys no query from position `next` on can reach (a sliding window's past).
+  void forget_unreachable(LayerCache& cache, int64_t next) const;
   AttentionConfig config_;
 };
 TORCH_MODULE(Attention);

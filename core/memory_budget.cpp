@@ -82,6 +82,27 @@ MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, in
   return e;
 }
 
+int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens) {
+  if (!config.decoder) return 0;
+  const StackConfig& stack = *config.decoder;
+  int64_t bytes = 0;
+  for (int l = 0; l < stack.layers; ++l) {
+    const AttentionConfig a = stack.layer_attention(l);
+    const int64_t keys = a.collaborative ? a.collaborative->shared_key_size : int64_t(a.kv_heads) * a.key_size;
+    const int64_t bias = a.collaborative && a.qkv_bias ? a.heads : 0;
+    const int64_t floats = keys + bias + int64_t(a.value_heads_stored()) * a.value_size;
+    int64_t kept = tokens;
+    if (a.pattern.window > 0) {
+      const int64_t reach = int64_t(a.pattern.window) * std::max(1, a.pattern.dilation) + 1;
+      kept = std::min(tokens, reach + static_cast<int64_t>(a.pattern.global_tokens.size()));
+    }
+    bytes += kept * floats * 4;
+  }
+  return bytes;
+}
+
+int64_t kv_cache_bytes_per_token(const ModelConfig& config) { return kv_cache_bytes(config, 1); }
+
 int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
   std::string key;

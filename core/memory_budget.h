@@ -31,6 +31,15 @@ struct MemoryEstimate {
 MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, int64_t decoder_tokens, unsigned capture,
                                    int64_t logit_positions = 0, bool with_backward = false);
 
+// Bytes the KV cache of generation (core/kv_cache.h) holds after `tokens` decoder tokens: per
+// decoder layer, each kept token's float32 keys and values — h_kv·d_k + h_v·d_v (collaborative:
+// D̃_k + d_v·h_v, plus h for a content bias) — a sliding-window layer keeping at most
+// window · dilation + 1 tokens and its global tokens. An encoder-decoder's cross-attention adds its
+// source's keys and values once, not counted here.
+int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens);
+// The same for one token: what each generated token adds while the text is shorter than any window.
+int64_t kv_cache_bytes_per_token(const ModelConfig& config);
+
 // Bytes of memory the system can still give (MemAvailable of /proc/meminfo), or -1 if unknown.
 int64_t available_memory();
 

@@ -100,6 +100,8 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
       }
     }
     a.lrp = call.lrp;
+    a.cache = self ? call.self_cache : call.cross_cache;
+    a.position = call.position;
     return module->forward(a, stages);
   };
   torch::Tensor h = x;
@@ -164,11 +166,11 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   if (c.lm_head.bias) head_bias = register_parameter("head_bias", torch::zeros({c.vocab_size}));
 }
 
-torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tensor& types, bool lrp) {
+torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tensor& types, bool lrp, int64_t offset) {
   const auto& c = config_;
   const int64_t T = ids.size(1);
-  if (T > c.max_positions && c.positions != PositionKind::Rope && c.positions != PositionKind::None)
-    throw std::invalid_argument("input has " + std::to_string(T) + " tokens; this model takes at most " +
+  if (offset + T > c.max_positions && c.positions != PositionKind::Rope && c.positions != PositionKind::None)
+    throw std::invalid_argument("input has " + std::to_string(offset + T) + " tokens; this model takes at most " +
                                 std::to_string(c.max_positions));
   auto bad = ids.lt(0).logical_or(ids.ge(c.vocab_size));
   if (bad.any().item<bool>())
@@ -176,8 +178,8 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
                                 " is outside the vocabulary (size " + std::to_string(c.vocab_size) + ")");
   auto x = tokens(ids);  // [B, T, D]
   if (c.embedding_scale != 1.0f) x = x * c.embedding_scale;  // Gemma: √hidden
-  if (positions) x = x + positions(torch::arange(T, torch::kLong)).unsqueeze(0);
-  if (sinusoid.defined()) x = x + sinusoid.narrow(0, 0, T).unsqueeze(0);
+  if (positions) x = x + positions(torch::arange(offset, offset + T, torch::kLong)).unsqueeze(0);
+  if (sinusoid.defined()) x = x + sinusoid.narrow(0, offset, T).unsqueeze(0);
   if (token_types) {
     auto t = types.defined() ? types : torch::zeros_like(ids);
     x = x + token_types(t);

@@ -58,6 +58,11 @@ struct BlockCall {
   unsigned capture = kCaptureNone;
   RopeTables rope;
   bool lrp = false;
+  // Generation (core/kv_cache.h): the new tokens start at `position`; their self-attention keys and
+  // values join `self_cache`, and cross-attention reads `cross_cache` once it is filled.
+  LayerCache* self_cache = nullptr;
+  LayerCache* cross_cache = nullptr;
+  int64_t position = 0;
 };
 
 class BlockImpl : public torch::nn::Module {
@@ -90,8 +95,9 @@ class TransformerImpl : public torch::nn::Module {
   const ModelConfig& config() const { return config_; }
 
   // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm, and the
-  // projection E → D of factorised embeddings).
-  torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false);
+  // projection E → D of factorised embeddings); the tokens sit at positions [offset, offset + T).
+  torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false,
+                      int64_t offset = 0);
   // Rotary tables for T positions, empty unless the model uses RoPE (with the local layers' tables
   // when StackConfig::local sets a RoPE base of its own).
   RopeTables rope_tables(int64_t T, const std::string& stack) const;

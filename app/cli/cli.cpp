@@ -20,6 +20,7 @@ const std::vector<CommandInfo>& command_table() {
       {"train", "Train a model of any config on text (masked LM, causal LM or seq2seq)"},
       {"train-tokenizer", "Train a WordPiece, byte-level BPE or WordLevel tokenizer (tokenizer.json)"},
       {"predict", "Top-k fills of [MASK] (masked LM) or the next token (causal LM)"},
+      {"generate", "Write text token by token from the KV cache (causal LM or encoder-decoder), dumping each step's attention"},
       {"evaluate", "How well a model reads text: its [UNK] share, masked-LM / next-token loss and top-1"},
       {"analyze", "Measure every head over a dataset: confidence, roles, LRP, importance, spectra"},
       {"merge", "Join sharded head reports into the report of one pass"},

@@ -5,6 +5,7 @@
 // (app/cli/cmd_info_engine.cpp).
 #include "app/cli/cli.h"
 #include "core/asset_paths.h"
+#include "core/memory_budget.h"
 #include "core/model_folder.h"
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,10 @@
 namespace headlab::app {
 namespace {
 
+std::string kv_text(int64_t bytes) {
+  return bytes < 10 * 1024 ? std::to_string(bytes) + " bytes" : core::format_bytes(bytes);
+}
+
 int print_folder(const InfoOptions& options) {
   const core::ModelFolder folder = core::open_model_folder(options.model);
   const auto tokenizer = core::load_folder_tokenizer(options.model);
@@ -27,11 +32,28 @@ int print_folder(const InfoOptions& options) {
     j["weights_dtype"] = folder.weights_dtype;
     j["folder"] = options.model;
     j["tokenizer"] = tokenizer ? tokenizer->kind() : "none";
+    if (c.decoder) j["kv_cache_bytes_per_token"] = core::kv_cache_bytes_per_token(c);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::cout << c.summary() << "\n  weights: " << folder.weights_dtype
             << "\n  tokenizer: " << (tokenizer ? tokenizer->kind() : std::string("none")) << "\n";
+  if (c.decoder) {
+    // What generation's KV cache costs (core/memory_budget.h), against MHA with the same heads.
+    std::cout << "  KV cache: " << kv_text(core::kv_cache_bytes_per_token(c)) << " a token";
+    core::ModelConfig mha = c;
+    auto& a = mha.decoder->attention;
+    if (!a.collaborative && !a.talking_heads && a.kv_heads != a.heads) {
+      a.kv_heads = a.heads;
+      std::cout << " (MHA with the same heads: " << kv_text(core::kv_cache_bytes_per_token(mha)) << ")";
+    }
+    const int64_t long_text = core::kv_cache_bytes(c, 1 << 20);
+    if (long_text == core::kv_cache_bytes(c, 1 << 21))  // every layer a sliding window
+      std::cout << "; at most " << kv_text(long_text) << " however long the text (sliding windows)";
+    else if (long_text < core::kv_cache_bytes_per_token(c) * (int64_t(1) << 20))
+      std::cout << "; its sliding-window layers stop growing at their window";
+    std::cout << "\n";
+  }
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "analysis/rollout.h"
 #include "analysis/spectra.h"
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/controls.h"
 #include "core/run.h"
@@ -32,22 +33,6 @@ struct RunOptions {
   bool force = false;          // replace an existing --out
 };
 
-std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
-  std::vector<int64_t> ids;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      size_t used = 0;
-      ids.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw UsageError(std::string(what) + ": '" + item + "' is not an integer id (expected e.g. 1,2,3)");
-    }
-  }
-  if (ids.empty()) throw UsageError(std::string(what) + ": no ids");
-  return ids;
-}
 
 // --lrp-target POS[:TOKEN], checked against the output length and the vocabulary.
 analysis::LrpTarget parse_lrp_target(const std::string& text, int64_t positions, int64_t vocab) {
@@ -113,22 +98,7 @@ int run_command(const RunOptions& options) {
     request.decoder_ids = parse_ids(options.decoder_ids, "--decoder-ids");
   }
   const std::string main_stack = model->config.kind == core::StackKind::Encoder ? "encoder" : "decoder";
-  const int layers = model->module->layer_count(main_stack);
-  const auto& attention = (main_stack == "encoder" ? model->config.encoder : model->config.decoder)->attention;
-  for (const auto& text : options.gates) {
-    core::GateSpec spec;
-    try {
-      spec = core::parse_gate_spec(text);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    if (spec.layer >= layers) throw UsageError("gate '" + text + "': the model has " + std::to_string(layers) + " layers");
-    if (spec.head >= attention.output_heads())
-      throw UsageError("gate '" + text + "': layers have " + std::to_string(attention.output_heads()) + " heads");
-    auto& controls = request.controls.at(main_stack, spec.layer);
-    controls.gates.resize(attention.output_heads(), 1.0f);
-    controls.gates[spec.head] = spec.value;
-  }
+  apply_gates(*model, main_stack, options.gates, request.controls);
   const bool lrp = options.lrp || !options.lrp_target.empty();
   analysis::LrpTarget lrp_target;
   if (lrp)

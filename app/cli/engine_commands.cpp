@@ -12,6 +12,7 @@ std::map<std::string, AddCommand> engine_commands(const GuiEntry& gui) {
       {"train", add_train_command},
       {"train-tokenizer", add_train_tokenizer_command},
       {"predict", add_predict_command},
+      {"generate", add_generate_command},
       {"evaluate", add_evaluate_command},
       {"analyze", add_analyze_command},
       {"merge", add_merge_command},

@@ -1,0 +1,47 @@
+#include "app/cli/cli_args.h"
+
+#include "app/cli/cli.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace headlab::app {
+
+std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
+  std::vector<int64_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      ids.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UsageError(std::string(what) + ": '" + item + "' is not an integer id (expected e.g. 1,2,3)");
+    }
+  }
+  if (ids.empty()) throw UsageError(std::string(what) + ": no ids");
+  return ids;
+}
+
+void apply_gates(const core::Model& model, const std::string& stack, const std::vector<std::string>& gates,
+                 core::ModelControls& controls) {
+  const int layers = model.module->layer_count(stack);
+  const auto& attention = (stack == "encoder" ? model.config.encoder : model.config.decoder)->attention;
+  for (const auto& text : gates) {
+    core::GateSpec spec;
+    try {
+      spec = core::parse_gate_spec(text);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    if (spec.layer >= layers) throw UsageError("gate '" + text + "': the model has " + std::to_string(layers) + " layers");
+    if (spec.head >= attention.output_heads())
+      throw UsageError("gate '" + text + "': layers have " + std::to_string(attention.output_heads()) + " heads");
+    auto& c = controls.at(stack, spec.layer);
+    c.gates.resize(attention.output_heads(), 1.0f);
+    c.gates[spec.head] = spec.value;
+  }
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,133 @@
+// `headlab generate --model DIR (--prompt "…" | --ids 1,2,3) [--max-new N] [--temperature T --top-k K
+// --top-p P --seed S] [--gate L.H=V …] [--no-cache] [--out DUMP.safetensors]`: a causal model (or an
+// encoder-decoder) writes token by token from the KV cache (core/generate.h); the text is printed as
+// it comes. The dump holds generated_ids (I64 [N]), and per step s and layer l
+// step_attentions.{s}.{l} (F32 [h_v, T_s], the new query's row) and step_logits.{s} ([V]).
+#include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
+#include "core/generate.h"
+#include "core/model.h"
+#include "core/safetensors_torch.h"
+#include "core/system_info.h"
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace headlab::app {
+namespace {
+
+struct GenerateOptions {
+  std::string model, prompt, ids, out;
+  int max_new = 20;
+  float temperature = 0, top_p = 1;
+  int top_k = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> gates;
+  bool no_cache = false, force = false;
+};
+
+int generate_command(const GenerateOptions& o) {
+  if (!o.out.empty()) refuse_overwrite(o.out, o.force);
+  core::use_batch_threads();
+  auto model = core::load_model(o.model);
+  const auto* tok = model->tokenizer.get();
+  core::GenerateRequest request;
+  request.max_new = o.max_new;
+  request.sampling = {o.temperature, o.top_k, o.top_p, o.seed};
+  request.use_cache = !o.no_cache;
+  const bool enc_dec = model->config.kind == core::StackKind::EncoderDecoder;
+  if (!o.ids.empty()) {
+    request.prompt = parse_ids(o.ids, "--ids");
+  } else {
+    if (!tok) throw UsageError(o.model + " has no tokenizer: give --ids instead of --prompt");
+    request.prompt = tok->encode(o.prompt, false).ids;
+    // A decoder that starts its texts with a begin token sees one before the prompt, as in training.
+    if (!enc_dec)
+      if (auto bos = tok->bos_id(); bos && (request.prompt.empty() || request.prompt.front() != *bos))
+        request.prompt.insert(request.prompt.begin(), *bos);
+    if (request.prompt.empty()) throw UsageError("--prompt produced no tokens");
+  }
+  if (enc_dec) {
+    auto begin = tok ? (tok->cls_id() ? tok->cls_id() : tok->bos_id()) : std::nullopt;
+    request.decoder_prompt = {begin ? *begin : 0};
+  }
+  if (tok) {
+    if (auto eos = tok->eos_id()) request.stop_ids.push_back(*eos);
+    if (enc_dec)
+      if (auto sep = tok->sep_id()) request.stop_ids.push_back(*sep);
+  }
+  apply_gates(*model, "decoder", o.gates, request.controls);
+
+  // The text as it comes: the decoded suffix beyond what is printed (byte-level pieces may only
+  // form a character together, so the whole generation is decoded each step).
+  std::vector<int64_t> generated;
+  std::string printed;
+  const auto start = std::chrono::steady_clock::now();
+  auto on_step = [&](const core::GenerationStep& step) {
+    generated.push_back(step.token);
+    if (!tok) {
+      std::printf("%s%lld", generated.size() > 1 ? "," : "", static_cast<long long>(step.token));
+    } else {
+      const std::string text = tok->decode(generated, true);
+      if (text.compare(0, printed.size(), printed) == 0) std::fputs(text.c_str() + printed.size(), stdout);
+      printed = text;
+    }
+    std::fflush(stdout);
+  };
+  const auto result = core::generate(*model, request, on_step);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("\n");
+  std::fprintf(stderr, "%zu tokens (%s) in %.2f s, %.1f ms a token; KV cache %s\n", result.tokens.size(),
+               result.stopped.c_str(), seconds, result.tokens.empty() ? 0.0 : 1000 * seconds / result.tokens.size(),
+               request.use_cache && !result.steps.empty()
+                   ? (std::to_string(result.steps.back().cache_bytes / 1024) + " KB").c_str()
+                   : "off");
+
+  if (!o.out.empty()) {
+    std::vector<std::pair<std::string, torch::Tensor>> dump;
+    dump.emplace_back("generated_ids", torch::tensor(result.tokens, torch::kLong));
+    for (size_t s = 0; s < result.steps.size(); ++s) {
+      const auto& step = result.steps[s];
+      dump.emplace_back("step_logits." + std::to_string(s), step.logits);
+      for (size_t l = 0; l < step.attention.size(); ++l)
+        dump.emplace_back("step_attentions." + std::to_string(s) + "." + std::to_string(l), step.attention[l]);
+      for (size_t l = 0; l < step.cross_attention.size(); ++l)
+        dump.emplace_back("step_cross_attentions." + std::to_string(s) + "." + std::to_string(l), step.cross_attention[l]);
+    }
+    core::save_safetensors(o.out, dump, core::DType::F32,
+                           {{"producer", "headlab generate"}, {"prompt_ids", std::to_string(request.prompt.size())}});
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<GenerateOptions>();
+  auto* cmd = app.add_subcommand("generate", command_description("generate"));
+  cmd->add_option("--model", o->model, "Model folder: a causal LM or an encoder-decoder")->required();
+  auto* prompt = cmd->add_option("--prompt", o->prompt, "The text to continue (an encoder-decoder's source)");
+  cmd->add_option("--ids", o->ids, "The prompt as token ids, e.g. 1,2,3")->excludes(prompt);
+  cmd->add_option("--max-new", o->max_new, "Tokens to generate at most (default 20)")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--temperature", o->temperature, "0 = greedy (default); above 0 samples")->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-k", o->top_k, "Sample among the K most probable tokens (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", o->top_p, "Sample among the tokens holding probability P (nucleus)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", o->seed, "Random seed: the same seed writes the same text");
+  cmd->add_option("--gate", o->gates, "Gate of a decoder head, LAYER.HEAD=VALUE in [0,1] (repeatable)");
+  cmd->add_flag("--no-cache", o->no_cache, "Recompute the whole sequence at every step (the cache's baseline)");
+  cmd->add_option("--out", o->out, "Dump generated_ids, step_logits.S and step_attentions.S.L (safetensors)");
+  cmd->add_flag("--force", o->force, "Replace an existing --out");
+  cmd->callback([o, &action] {
+    action = [o] {
+      if (o->ids.empty() && o->prompt.empty()) throw UsageError("give --prompt or --ids");
+      return generate_command(*o);
+    };
+  });
+}
+
+}  // namespace headlab::app

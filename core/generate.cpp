@@ -1,0 +1,179 @@
+#include "core/generate.h"
+
+#include "core/kv_cache.h"
+#include "core/run.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+namespace headlab::core {
+namespace {
+
+torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
+  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())});
+}
+
+// The last query's row of U [1, h_v, T, S] over keys at `key_positions`, spread over T_s positions.
+torch::Tensor last_row(const AttentionStages& stages, const torch::Tensor& key_positions, int64_t total) {
+  const auto& u = value_weights(stages);
+  auto row = u.select(0, 0).select(1, u.size(2) - 1);  // [h_v, S]
+  if (!key_positions.defined() || (key_positions.size(0) == total && row.size(1) == total)) return row.clone();
+  auto full = torch::zeros({row.size(0), total}, row.options());
+  full.index_copy_(1, key_positions, row);
+  return full;
+}
+
+// Feeds tokens through a model with a cache: the encoder once, then the decoder chunk by chunk.
+class CachedDecoder {
+ public:
+  CachedDecoder(Model& model, const GenerateRequest& request) : model_(model), request_(request) {
+    auto& m = *model.module;
+    layers_ = m.layer_count("decoder");
+    cache_.self.resize(layers_);
+    if (model.config.kind == StackKind::EncoderDecoder) {
+      cache_.cross.resize(layers_);
+      // The encoder runs once; the decoder's cross-attention caches its keys and values.
+      const int enc_layers = m.layer_count("encoder");
+      torch::Tensor h = m.embed(ids_tensor(request.prompt));
+      BlockCall call;
+      call.rope = m.rope_tables(h.size(1), "encoder");
+      for (int l = 0; l < enc_layers; ++l) {
+        call.self_controls = &request.controls.get("encoder", l);
+        h = m.block("encoder", l)->forward(h, call, nullptr, nullptr);
+      }
+      memory_ = m.encoder_final_norm ? m.encoder_final_norm(h) : h;
+    }
+  }
+
+  // Feeds `ids` at the next positions; returns the last position's logits [V] and fills the
+  // step's attention rows.
+  torch::Tensor feed(const std::vector<int64_t>& ids, GenerationStep& step) {
+    auto& m = *model_.module;
+    const int64_t position = cache_.next_position, T = static_cast<int64_t>(ids.size());
+    torch::Tensor h = m.embed(ids_tensor(ids), {}, false, position);
+    BlockCall call;
+    call.causal = true;
+    call.memory = memory_;
+    call.capture = kCaptureWeights | kCaptureMixedWeights;
+    call.rope = m.rope_tables(position + T, "decoder");
+    call.position = position;
+    step.attention.clear();
+    step.cross_attention.clear();
+    for (int l = 0; l < layers_; ++l) {
+      call.self_controls = &request_.controls.get("decoder", l);
+      call.cross_controls = &request_.controls.get("cross", l);
+      call.self_cache = &cache_.self[l];
+      call.cross_cache = cache_.cross.empty() ? nullptr : &cache_.cross[l];
+      AttentionStages self, cross;
+      h = m.block("decoder", l)->forward(h, call, &self, &cross);
+      step.attention.push_back(last_row(self, cache_.self[l].positions, position + T));
+      if (memory_.defined()) step.cross_attention.push_back(last_row(cross, {}, memory_.size(1)));
+    }
+    cache_.next_position = position + T;
+    step.cache_bytes = cache_.bytes();
+    return m.head(h.narrow(1, T - 1, 1), "decoder").view(-1);
+  }
+
+ private:
+  Model& model_;
+  const GenerateRequest& request_;
+  int layers_ = 0;
+  KvCache cache_;
+  torch::Tensor memory_;  // [1, S, D] the encoder's output (encoder-decoder)
+};
+
+// The baseline: every step runs the whole sequence (core::run) and reads its last position.
+torch::Tensor recompute(Model& model, const GenerateRequest& request, const std::vector<int64_t>& sequence,
+                        GenerationStep& step) {
+  const bool enc_dec = model.config.kind == StackKind::EncoderDecoder;
+  RunRequest r;
+  r.ids = enc_dec ? request.prompt : sequence;
+  if (enc_dec) r.decoder_ids = sequence;
+  r.controls = request.controls;
+  r.capture = kCaptureWeights | kCaptureMixedWeights;
+  r.logit_positions = {static_cast<int64_t>(sequence.size()) - 1};
+  const auto trace = run(model, r);
+  step.attention.clear();
+  step.cross_attention.clear();
+  for (const auto& layer : trace->decoder.layers) {
+    const auto& u = value_weights(layer.self);  // [h_v, T, T]
+    step.attention.push_back(u.select(1, u.size(1) - 1).clone());
+    if (enc_dec) {
+      const auto& c = value_weights(layer.cross);
+      step.cross_attention.push_back(c.select(1, c.size(1) - 1).clone());
+    }
+  }
+  return trace->logits.view(-1);
+}
+
+}  // namespace
+
+int64_t sample_token(const torch::Tensor& logits, const Sampling& sampling, at::Generator& generator) {
+  if (sampling.temperature <= 0) return logits.argmax().item<int64_t>();
+  auto probs = torch::softmax(logits.to(torch::kFloat64) / double(sampling.temperature), -1);  // [V]
+  const int64_t V = probs.size(0);
+  if (sampling.top_k > 0 && sampling.top_k < V) {
+    const double kth = std::get<0>(probs.topk(sampling.top_k)).min().item<double>();
+    probs = torch::where(probs.lt(kth), torch::zeros_like(probs), probs);
+  }
+  if (sampling.top_p < 1) {
+    // Nucleus: the most probable tokens until their sum reaches p (the one crossing p included).
+    auto [sorted, order] = probs.sort(-1, /*descending=*/true);
+    auto before = sorted.cumsum(0) - sorted;  // probability mass ahead of each token
+    auto drop = before.ge(double(sampling.top_p) * probs.sum().item<double>());
+    probs = probs.index_put({order.masked_select(drop)}, torch::zeros({}, probs.options()));
+  }
+  return at::multinomial(probs / probs.sum(), 1, false, generator).item<int64_t>();
+}
+
+Generation generate(Model& model, const GenerateRequest& request,
+                    const std::function<void(const GenerationStep&)>& on_step) {
+  c10::InferenceMode inference;
+  const auto& config = model.config;
+  if (!config.decoder)
+    throw std::invalid_argument(config.name + " has no decoder: generation needs a causal LM or an encoder-decoder");
+  const bool enc_dec = config.kind == StackKind::EncoderDecoder;
+  if (request.prompt.empty()) throw std::invalid_argument("generate: the prompt is empty");
+  if (enc_dec && request.decoder_prompt.empty())
+    throw std::invalid_argument("generate: an encoder-decoder needs the decoder's first token");
+  if (request.max_new < 0) throw std::invalid_argument("generate: max_new must be >= 0");
+  std::vector<int64_t> sequence = enc_dec ? request.decoder_prompt : request.prompt;
+  const int64_t total = static_cast<int64_t>(sequence.size()) + request.max_new;
+  if (config.max_positions > 0 && total > config.max_positions)
+    throw std::invalid_argument("a prompt of " + std::to_string(sequence.size()) + " tokens and " +
+                                std::to_string(request.max_new) + " new ones is more than the " +
+                                std::to_string(config.max_positions) + " positions this model takes");
+
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(request.sampling.seed);
+  Generation out;
+  out.stopped = "max_new";
+  std::unique_ptr<CachedDecoder> decoder;
+  if (request.use_cache) decoder = std::make_unique<CachedDecoder>(model, request);
+  std::vector<int64_t> feed = sequence;
+  for (int s = 0; s < request.max_new; ++s) {
+    if (request.cancel && request.cancel->load()) {
+      out.stopped = "cancelled";
+      break;
+    }
+    GenerationStep step;
+    step.logits = decoder ? decoder->feed(feed, step) : recompute(model, request, sequence, step);
+    step.token = sample_token(step.logits, request.sampling, generator);
+    sequence.push_back(step.token);
+    feed = {step.token};
+    out.tokens.push_back(step.token);
+    if (on_step) on_step(step);
+    const bool stop = std::find(request.stop_ids.begin(), request.stop_ids.end(), step.token) != request.stop_ids.end();
+    out.steps.push_back(std::move(step));
+    if (stop) {
+      out.stopped = "end of sequence";
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace headlab::core

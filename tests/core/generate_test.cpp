@@ -1,0 +1,205 @@
+// Generation with the KV cache: every step fed from the cache equals recomputing the whole sequence
+// (logits and the new query's attention row in every head, 1e-5) for every attention variant and
+// every Hugging Face decoder family, with head controls applied; sliding windows keep a bounded
+// cache; MQA and GQA keep 1/h and g/h of MHA's; sampling is reproducible by seed.
+#include "test_common.h"
+
+#include "core/config.h"
+#include "core/generate.h"
+#include "core/memory_budget.h"
+#include "core/model.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace headlab;
+using core::GenerateRequest;
+using nlohmann::json;
+
+namespace {
+
+json shipped_config(const std::string& name) {
+  std::ifstream in(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/" + name + ".json");
+  return json::parse(in);
+}
+
+// The shipped example config as a causal decoder (its encoder stack becomes the decoder's).
+core::ModelConfig as_decoder(json j) {
+  if (j["kind"] == "encoder") {
+    j["kind"] = "decoder";
+    j["objective"] = "causal";
+    j["decoder"] = j["encoder"];
+    j.erase("encoder");
+  }
+  return core::model_config_from_json(j);
+}
+
+// Runs `request` with and without the cache and compares every step.
+void expect_cache_equals_recompute(core::Model& model, GenerateRequest request) {
+  request.use_cache = true;
+  const auto cached = core::generate(model, request);
+  request.use_cache = false;
+  const auto full = core::generate(model, request);
+  REQUIRE(cached.tokens == full.tokens);
+  REQUIRE(cached.steps.size() == full.steps.size());
+  for (size_t s = 0; s < cached.steps.size(); ++s) {
+    INFO("step " << s);
+    const auto& a = cached.steps[s];
+    const auto& b = full.steps[s];
+    const double scale = std::max(1.0, b.logits.abs().max().item<double>());
+    CHECK(test::max_abs_diff(a.logits, b.logits) <= 1e-5 * scale);
+    REQUIRE(a.attention.size() == b.attention.size());
+    for (size_t l = 0; l < a.attention.size(); ++l) {
+      INFO("layer " << l);
+      REQUIRE(a.attention[l].sizes() == b.attention[l].sizes());
+      CHECK(test::max_abs_diff(a.attention[l], b.attention[l]) <= 1e-5);
+    }
+    REQUIRE(a.cross_attention.size() == b.cross_attention.size());
+    for (size_t l = 0; l < a.cross_attention.size(); ++l)
+      CHECK(test::max_abs_diff(a.cross_attention[l], b.cross_attention[l]) <= 1e-5);
+    CHECK(a.cache_bytes > 0);
+    CHECK(b.cache_bytes == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a step from the KV cache equals recomputing the sequence, every variant", "[generate]") {
+  for (const char* name : {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive",
+                           "sliding-window", "dilated", "global", "encoder-decoder"}) {
+    for (const char* positions : {"shipped", "rope", "sinusoidal"}) {
+      DYNAMIC_SECTION(name << ", positions " << positions) {
+        json j = shipped_config(name);
+        if (std::string(positions) != "shipped") j["positions"] = positions;
+        auto model = core::make_random_model(as_decoder(j), 7);
+        GenerateRequest request;
+        request.prompt = {5, 17, 3, 250, 42, 9, 11};
+        if (model->config.kind == core::StackKind::EncoderDecoder) request.decoder_prompt = {1};
+        request.max_new = 12;  // past the sliding windows of the shipped configs
+        expect_cache_equals_recompute(*model, request);
+
+        // Head controls apply at every step: a closed head, a half gate and a mixing matrix.
+        const auto& attention = model->config.decoder->attention;
+        const int h = attention.softmax_heads(), h_v = attention.output_heads();
+        auto& layer0 = request.controls.at("decoder", 0);
+        layer0.gates.assign(h_v, 1.0f);
+        layer0.gates[0] = 0.0f;
+        layer0.gates[h_v - 1] = 0.5f;
+        auto& layer1 = request.controls.at("decoder", 1);
+        layer1.pre_mix.assign(size_t(h) * h, 0.0f);
+        for (int i = 0; i < h; ++i) layer1.pre_mix[size_t(i) * h + (i + 1) % h] = 1.0f;  // a rotation of the heads
+        expect_cache_equals_recompute(*model, request);
+        GenerateRequest plain;
+        plain.prompt = request.prompt;
+        plain.decoder_prompt = request.decoder_prompt;
+        plain.max_new = 4;
+        const auto ungated = core::generate(*model, plain);
+        const auto gated = core::generate(*model, request);
+        CHECK(test::max_abs_diff(ungated.steps[0].logits, gated.steps[0].logits) > 1e-4);  // the controls act
+      }
+    }
+  }
+}
+
+TEST_CASE("a step from the KV cache equals recomputing the sequence, every Hugging Face decoder", "[generate][hf]") {
+  for (const char* family : {"gpt2", "llama", "llama-bf16", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"}) {
+    DYNAMIC_SECTION(family) {
+      auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + family);
+      GenerateRequest request;
+      request.prompt = {3, 14, 15, 9, 26, 5};
+      request.max_new = 10;
+      expect_cache_equals_recompute(*model, request);
+      request.sampling = {0.8f, 20, 0.9f, 11};
+      expect_cache_equals_recompute(*model, request);
+    }
+  }
+}
+
+TEST_CASE("the cache holds h_kv heads of keys and values; a sliding window bounds it", "[generate]") {
+  auto bytes_after = [](const json& j, int steps) {
+    auto model = core::make_random_model(as_decoder(j), 3);
+    GenerateRequest request;
+    request.prompt = {1, 2, 3};
+    request.max_new = steps;
+    return core::generate(*model, request).steps.back().cache_bytes;
+  };
+  // Layers × (kv heads × (d_k + d_v)) × 4 bytes × tokens fed.
+  auto expected = [](const json& j, int64_t tokens) {
+    const json& stack = j.contains("encoder") ? j["encoder"] : j["decoder"];
+    const json& a = stack["attention"];
+    return tokens * stack["layers"].get<int64_t>() * a["kv_heads"].get<int64_t>() *
+           (a["key_size"].get<int64_t>() + a["value_size"].get<int64_t>()) * 4;
+  };
+  json mha = shipped_config("mha"), mqa = shipped_config("mqa"), gqa = shipped_config("gqa");
+  const int64_t tokens = 3 + 9;  // the prompt and the 9 tokens fed after it (the tenth is drawn, not fed)
+  const int64_t per_head = 2 * (16 + 16) * 4;
+  CHECK(bytes_after(mha, 10) == expected(mha, tokens));
+  CHECK(bytes_after(mqa, 10) == expected(mqa, tokens));
+  CHECK(bytes_after(gqa, 10) == expected(gqa, tokens));
+  CHECK(bytes_after(mqa, 10) * 4 == bytes_after(mha, 10));  // MQA: ÷ h of the same-sized MHA
+  // The formula the memory estimate and `headlab info` use.
+  CHECK(core::kv_cache_bytes_per_token(as_decoder(mha)) == 4 * per_head);
+  CHECK(core::kv_cache_bytes_per_token(as_decoder(mqa)) == per_head);
+
+  // A sliding window of w keeps at most w + 1 positions a layer however long the text grows.
+  json sliding = shipped_config("sliding-window");
+  const int w = sliding["encoder"]["attention"]["pattern"]["window"].get<int>();
+  CHECK(bytes_after(sliding, 40) <= expected(sliding, w + 1));
+  CHECK(core::kv_cache_bytes(as_decoder(sliding), 1000) == expected(sliding, w + 1));
+  CHECK(bytes_after(sliding, 80) == bytes_after(sliding, 40));
+  CHECK(bytes_after(mha, 40) > bytes_after(mha, 20));
+}
+
+TEST_CASE("sampling: greedy at temperature 0, reproducible by seed, top-k and top-p narrow the choice", "[generate]") {
+  auto model = core::make_random_model(as_decoder(shipped_config("mha")), 5);
+  GenerateRequest request;
+  request.prompt = {4, 8, 15, 16, 23};
+  request.max_new = 16;
+  const auto greedy = core::generate(*model, request);
+  for (const auto& step : greedy.steps) CHECK(step.token == step.logits.argmax().item<int64_t>());
+
+  request.sampling = {1.0f, 0, 1.0f, 42};
+  const auto a = core::generate(*model, request), b = core::generate(*model, request);
+  CHECK(a.tokens == b.tokens);
+  request.sampling.seed = 43;
+  CHECK(core::generate(*model, request).tokens != a.tokens);
+  request.sampling = {1.0f, 1, 1.0f, 7};  // top-1 is greedy
+  CHECK(core::generate(*model, request).tokens == greedy.tokens);
+  request.sampling = {1.0f, 0, 1e-6f, 7};  // the nucleus of a tiny p is the most probable token
+  CHECK(core::generate(*model, request).tokens == greedy.tokens);
+
+  // top-k = 3 draws only from the 3 most probable tokens of each step.
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(1);
+  const auto logits = torch::randn({50});
+  const auto top3 = std::get<1>(logits.topk(3));
+  for (int i = 0; i < 200; ++i) {
+    const int64_t t = core::sample_token(logits, {2.0f, 3, 1.0f, 0}, generator);
+    CHECK(top3.eq(t).any().item<bool>());
+  }
+  request.sampling = {};
+  request.stop_ids = {greedy.tokens[2]};
+  const auto stopped = core::generate(*model, request);
+  CHECK(stopped.stopped == "end of sequence");
+  CHECK(stopped.tokens.size() <= 3);
+}
+
+TEST_CASE("generation refuses what it cannot do, saying why", "[generate]") {
+  auto encoder = core::make_random_model(core::model_config_from_json(shipped_config("mha")), 1);
+  GenerateRequest request;
+  request.prompt = {1, 2, 3};
+  CHECK_THROWS_WITH(core::generate(*encoder, request), Catch::Contains("no decoder"));
+  auto decoder = core::make_random_model(as_decoder(shipped_config("mha")), 1);
+  request.max_new = 300;
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("256 positions"));
+  request.max_new = 3;
+  auto& controls = request.controls.at("decoder", 0);
+  controls.gates = {0.0f};
+  controls.ablation = core::Ablation::Mean;
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("mean ablation"));
+  controls.mean_outputs.assign(4 * 16, 0.1f);  // dataset means: fine
+  CHECK(core::generate(*decoder, request).tokens.size() == 3);
+  request.prompt.clear();
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("prompt is empty"));
+}
