@@ -1,6 +1,7 @@
 #include "core/generate.h"
 
 #include "core/kv_cache.h"
+#include "core/memory_budget.h"
 #include "core/run.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -147,6 +148,13 @@ Generation generate(Model& model, const GenerateRequest& request,
     throw std::invalid_argument("a prompt of " + std::to_string(sequence.size()) + " tokens and " +
                                 std::to_string(request.max_new) + " new ones is more than the " +
                                 std::to_string(config.max_positions) + " positions this model takes");
+
+  // Refused before anything is allocated when it cannot fit (core/memory_budget.h): the attention
+  // rows every step keeps (half of a full run's maps), and the KV cache.
+  const int64_t source = enc_dec ? static_cast<int64_t>(request.prompt.size()) : total;
+  auto estimate = estimate_run_memory(config, source, enc_dec ? total : 0, kCaptureMixedWeights, 1);
+  estimate.captured += kv_cache_bytes(config, total);
+  check_memory(estimate, "this generation", total);
 
   auto generator = at::make_generator<at::CPUGeneratorImpl>(request.sampling.seed);
   Generation out;

@@ -202,4 +202,9 @@ TEST_CASE("generation refuses what it cannot do, saying why", "[generate]") {
   CHECK(core::generate(*decoder, request).tokens.size() == 3);
   request.prompt.clear();
   CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("prompt is empty"));
+  // Over the memory limit: refused before it starts, saying what it would need.
+  request.prompt = {1, 2, 3};
+  core::set_memory_limit(1024);
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("this generation needs about"));
+  core::set_memory_limit(0);
 }
