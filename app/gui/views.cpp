@@ -2,6 +2,7 @@
 
 #include "app/gui/attention_map_view.h"
 #include "app/gui/dataset_view.h"
+#include "app/gui/generate_view.h"
 #include "app/gui/head_detail_view.h"
 #include "app/gui/head_table_view.h"
 #include "app/gui/relevance_view.h"
@@ -26,6 +27,7 @@ std::vector<std::unique_ptr<View>> make_views() {
   views.push_back(std::make_unique<AttentionMapView>());
   views.push_back(std::make_unique<MixerView>());
   views.push_back(std::make_unique<HeadView>());
+  views.push_back(std::make_unique<GenerateView>());
   views.push_back(std::make_unique<DatasetView>());
   views.push_back(std::make_unique<HeadTableView>());
   views.push_back(std::make_unique<HeadDetailView>());

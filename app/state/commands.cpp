@@ -154,6 +154,15 @@ template <class Io> void fields(Io& io, cmd::SetDatasetChoices& c) {
   io.optional("limit", c.limit);
 }
 template <class Io> void fields(Io&, cmd::StopDataset&) {}
+template <class Io> void fields(Io& io, cmd::Generate& c) {
+  io.required("prompt", c.prompt);
+  io.optional("max_new", c.max_new);
+  io.optional("temperature", c.temperature);
+  io.optional("top_k", c.top_k);
+  io.optional("top_p", c.top_p);
+  io.optional("seed", c.seed);
+}
+template <class Io> void fields(Io&, cmd::StopGeneration&) {}
 template <class Io> void fields(Io& io, cmd::SelectSentence& c) {
   io.optional("file", c.file);
   io.required("index", c.index);
@@ -234,8 +243,8 @@ const std::vector<std::string>& command_names() {
       "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
-      "answer_dialog"};
-  static_assert(std::variant_size_v<Command> == 33, "one name per command");
+      "answer_dialog", "generate", "stop_generation"};
+  static_assert(std::variant_size_v<Command> == 35, "one name per command");
   return names;
 }
 

@@ -121,6 +121,18 @@ struct SetLrpTarget {
   std::optional<std::string> shading;
 };
 
+// --- generation (the Generate view) ---
+// Generates from `prompt` with the session's head controls; a script waits until it ends.
+struct Generate {
+  std::string prompt;
+  int max_new = 20;
+  float temperature = 0;  // 0 = greedy
+  int top_k = 0;
+  float top_p = 1;
+  int64_t seed = 0;
+};
+struct StopGeneration {};
+
 // --- files ---
 struct SaveSession { std::string path; };
 struct OpenSession { std::string path; };
@@ -166,7 +178,7 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
                              cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
-                             cmd::AnswerDialog>;
+                             cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

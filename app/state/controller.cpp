@@ -54,6 +54,7 @@ std::string syntax_file_of(const AnalysisChoices& a) {
 
 Controller::Controller()
     : dataset_(std::make_unique<DatasetJob>()),
+      generation_(std::make_unique<GenerationJob>()),
       syntax_(std::make_unique<SyntaxJob>()),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
@@ -179,6 +180,15 @@ void Controller::execute(const Command& command) {
           a.limit = std::max<int64_t>(0, c.limit);
         } else if constexpr (std::is_same_v<C, cmd::StopDataset>) {
           dataset_->stop();
+        } else if constexpr (std::is_same_v<C, cmd::Generate>) {
+          if (!doc_.model || doc_.model->folder.empty())
+            throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder with a tokenizer)");
+          if (c.max_new < 1 || c.max_new > 4096) throw std::runtime_error("max_new must be between 1 and 4096");
+          auto& g = s.generation;
+          g = GenerationChoices{c.prompt, c.max_new, std::max(0.0f, c.temperature), std::max(0, c.top_k),
+                                std::clamp(c.top_p, 0.0f, 1.0f), c.seed, {}};
+          start_generation();        } else if constexpr (std::is_same_v<C, cmd::StopGeneration>) {
+          generation_->stop();
         } else if constexpr (std::is_same_v<C, cmd::SelectSentence>) {
           auto& a = s.analysis;
           if (c.file && !c.file->empty() && !is_conllu(*c.file))
@@ -301,8 +311,41 @@ std::optional<std::chrono::steady_clock::time_point> Controller::take_unshown_re
   return requested_at_;
 }
 
+void Controller::start_generation() {
+  const auto& g = doc_.session.generation;
+  GenerationRequest r;
+  r.model_folder = doc_.model ? doc_.model->folder : doc_.session.model_folder;
+  r.prompt = g.prompt;
+  r.max_new = g.max_new;
+  r.temperature = g.temperature;
+  r.top_k = g.top_k;
+  r.top_p = g.top_p;
+  r.seed = static_cast<uint64_t>(g.seed);
+  r.controls = doc_.session.controls;
+  generation_->start(r);
+  doc_.generation_running = true;
+  doc_.generation_error.clear();
+}
+
+void Controller::poll_generation(bool& changed) {
+  const uint64_t serial = generation_->result_serial();
+  const GenerationStatus st = generation_->status();
+  if (st.running != doc_.generation_running) changed = true;
+  doc_.generation_running = st.running;
+  if (serial == generation_serial_) return;
+  generation_serial_ = serial;
+  doc_.generation = generation_->result();
+  doc_.generation_error = st.error;
+  // What was written goes into the session.
+  auto& generated = doc_.session.generation.generated;
+  generated.clear();
+  if (doc_.generation)
+    for (const auto& step : doc_.generation->steps) generated.push_back(step.id);
+  changed = true;
+}
+
 bool Controller::idle() const {
-  if (doc_.syntax_running) return false;
+  if (doc_.syntax_running || doc_.generation_running) return false;
   const auto wanted = syntax_request();
   if (wanted && (!syntax_requested_ || !same_request(*wanted, *syntax_requested_))) return false;
   return worker_.idle() && !doc_.dataset.running && doc_.model && doc_.snapshot && !pending_model_run_;
@@ -411,6 +454,7 @@ bool Controller::poll() {
   }
   poll_dataset(changed);
   poll_syntax(changed);
+  poll_generation(changed);
   return changed;
 }
 
@@ -445,10 +489,14 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   }
   expected_hash_ = doc_.session.model_hash;
   loading_session_ = true;
-  if (doc_.session.model_folder.empty())
+  doc_.generation.reset();
+  if (doc_.session.model_folder.empty()) {
     open_random_model();
-  else
+  } else {
     open_model(doc_.session.model_folder);
+    // The session's generation, written again: the same settings and seed write the same tokens.
+    if (!doc_.session.generation.generated.empty()) start_generation();
+  }
 }
 
 void Controller::autosave_if_due(const std::string& imgui_ini) {

@@ -92,6 +92,10 @@ class Controller {
   WorkbenchWorker worker_;
   std::unique_ptr<DatasetJob> dataset_;
   uint64_t dataset_serial_ = 0;
+  void start_generation();  // the session's generation settings, with its controls
+  void poll_generation(bool& changed);
+  std::unique_ptr<GenerationJob> generation_;  // app/engine/generation_job.h (via document.h)
+  uint64_t generation_serial_ = 0;
   std::unique_ptr<SyntaxJob> syntax_;  // declared in app/engine/syntax_job.h (via document.h)
   std::unique_ptr<SyntaxRequest> syntax_requested_;  // the last request started; null = none
   uint64_t syntax_serial_ = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "analysis/head_report.h"
+#include "app/engine/generation_job.h"
 #include "app/engine/syntax_job.h"
 #include "app/engine/workbench_engine.h"
 #include "app/state/session.h"
@@ -35,6 +36,10 @@ struct Document {
   std::shared_ptr<const SyntaxResult> syntax;
   bool syntax_running = false;
   std::string syntax_error;  // why the last sentence could not be shown ("" after a success)
+  // The Generate view's run: every step made so far (null before any and after a failure).
+  std::shared_ptr<const GenerationResult> generation;
+  bool generation_running = false;
+  std::string generation_error;  // why the last run failed ("" after a success)
   std::string banner;                 // "random weights — no trained model found"
   std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
   std::string last_error;

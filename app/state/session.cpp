@@ -112,6 +112,10 @@ json session_to_json(const SessionState& s) {
         {"export_dir", v.export_dir}, {"grid_measure", v.grid_measure},
         {"workspace", v.workspace}, {"logit_spectra", v.logit_spectra}}},
       {"analysis", analysis_to_json(s.analysis)},
+      {"generation",
+       {{"prompt", s.generation.prompt}, {"max_new", s.generation.max_new}, {"temperature", s.generation.temperature},
+        {"top_k", s.generation.top_k}, {"top_p", s.generation.top_p}, {"seed", s.generation.seed},
+        {"generated", s.generation.generated}}},
       {"layout", {{"imgui_ini", s.imgui_ini}}},
   };
 }
@@ -193,6 +197,15 @@ SessionLoad session_from_json(const json& j) {
   read(analysis, "syntax_index", a.syntax_index, w, "analysis.");
   read(analysis, "syntax_parse", a.syntax_parse, w, "analysis.");
   read(analysis, "syntax_parse_file", a.syntax_parse_file, w, "analysis.");
+  const json& generation = j.contains("generation") ? j.at("generation") : empty;
+  auto& g = s.generation;
+  read(generation, "prompt", g.prompt, w, "generation.");
+  read(generation, "max_new", g.max_new, w, "generation.");
+  read(generation, "temperature", g.temperature, w, "generation.");
+  read(generation, "top_k", g.top_k, w, "generation.");
+  read(generation, "top_p", g.top_p, w, "generation.");
+  read(generation, "seed", g.seed, w, "generation.");
+  read(generation, "generated", g.generated, w, "generation.");
   const json& layout = j.contains("layout") ? j.at("layout") : empty;
   read(layout, "imgui_ini", s.imgui_ini, w, "layout.");
   return out;

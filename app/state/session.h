@@ -67,6 +67,18 @@ struct AnalysisChoices {
   std::string syntax_parse_file;
 };
 
+// The Generate view's last generation: its settings and the tokens it wrote (a loaded session
+// generates again with them: the same seed writes the same tokens).
+struct GenerationChoices {
+  std::string prompt;
+  int max_new = 20;
+  float temperature = 0;
+  int top_k = 0;
+  float top_p = 1;
+  int64_t seed = 0;
+  std::vector<int64_t> generated;  // ids written; empty = nothing generated
+};
+
 struct SessionState {
   std::string model_folder;      // "" = the random-weight fallback model
   std::string model_hash;        // weights hash when saved
@@ -77,6 +89,7 @@ struct SessionState {
   Selection selection;
   ViewSettings view;
   AnalysisChoices analysis;
+  GenerationChoices generation;
   std::string imgui_ini;         // window layout (ImGui::SaveIniSettingsToMemory)
   // Not written to session files: kept across sessions in recent.json (see below).
   std::vector<std::string> recent_folders;

@@ -1,0 +1,168 @@
+#include "app/engine/generation_job.h"
+
+#include "core/generate.h"
+#include "core/memory_budget.h"
+#include "core/model.h"
+#include "core/system_info.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+namespace headlab::app {
+
+GenerationJob::GenerationJob() : thread_([this] { loop(); }) {}
+
+GenerationJob::~GenerationJob() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    quit_ = true;
+    pending_.reset();
+  }
+  cancel_ = true;
+  wake_.notify_all();
+  thread_.join();
+}
+
+void GenerationJob::start(const GenerationRequest& request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_ = request;
+    status_.running = true;
+    cancel_ = busy_;  // a run under way stops after its step
+  }
+  wake_.notify_all();
+}
+
+void GenerationJob::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.reset();
+  if (busy_) {
+    cancel_ = true;  // the run ends after its step and reports "cancelled"
+  } else if (status_.running) {
+    status_.running = false;  // stopped before it started: nothing ran
+    ++result_serial_;
+  }
+}
+
+GenerationStatus GenerationJob::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+std::shared_ptr<const GenerationResult> GenerationJob::result() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return result_;
+}
+
+uint64_t GenerationJob::result_serial() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return result_serial_;
+}
+
+void GenerationJob::publish(std::shared_ptr<const GenerationResult> result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pending_) return;  // superseded
+  result_ = std::move(result);
+  ++result_serial_;
+}
+
+void GenerationJob::loop() {
+  core::use_interactive_threads();  // one intra-op thread: the window and the live worker need the other core
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    wake_.wait(lock, [this] { return quit_ || pending_; });
+    if (quit_) return;
+    const GenerationRequest request = std::move(*pending_);
+    pending_.reset();
+    busy_ = true;
+    cancel_ = false;
+    lock.unlock();
+    std::string error;
+    try {
+      run(request);
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {  // nothing may leave the thread
+      error = "an unknown error";
+    }
+    lock.lock();
+    busy_ = false;
+    if (pending_) continue;  // superseded: the newer request is the one to show
+    status_.running = false;
+    status_.error = error;
+    if (!error.empty()) result_.reset();
+    ++result_serial_;
+  }
+}
+
+void GenerationJob::run(const GenerationRequest& request) {
+  if (request.model_folder.empty())
+    throw std::runtime_error("generation needs a model folder with a tokenizer (a random-weight model has none)");
+  if (!model_ || model_folder_ != request.model_folder) {
+    model_.reset();
+    model_ = core::load_model(request.model_folder);
+    model_folder_ = request.model_folder;
+  }
+  core::Model& model = *model_;
+  if (!model.tokenizer) throw std::runtime_error(request.model_folder + " has no tokenizer: generation needs one");
+  const auto& tok = *model.tokenizer;
+  const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
+
+  core::GenerateRequest g;
+  g.max_new = request.max_new;
+  g.sampling = {request.temperature, request.top_k, request.top_p, request.seed};
+  g.controls = request.controls;
+  g.cancel = &cancel_;
+  g.prompt = tok.encode(request.prompt, false).ids;
+  if (!enc_dec)
+    if (auto bos = tok.bos_id(); bos && (g.prompt.empty() || g.prompt.front() != *bos)) g.prompt.insert(g.prompt.begin(), *bos);
+  if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");
+  if (enc_dec) {
+    auto begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
+    if (!begin) throw std::runtime_error("the tokenizer has no begin token for the decoder");
+    g.decoder_prompt = {*begin};
+  }
+  if (auto eos = tok.eos_id()) g.stop_ids.push_back(*eos);
+
+  auto result = std::make_shared<GenerationResult>();
+  result->model_folder = request.model_folder;
+  for (int64_t id : enc_dec ? g.decoder_prompt : g.prompt) result->prompt_tokens.push_back(tok.id_to_token(id));
+  if (model.config.decoder) {
+    result->bytes_per_token = core::kv_cache_bytes_per_token(model.config);
+    core::ModelConfig mha = model.config;
+    auto& a = mha.decoder->attention;
+    if (!a.collaborative && !a.talking_heads) a.kv_heads = a.heads;
+    result->mha_bytes_per_token = core::kv_cache_bytes_per_token(mha);
+  }
+  std::vector<int64_t> generated;
+  auto on_step = [&](const core::GenerationStep& step) {
+    GeneratedStep s;
+    s.id = step.token;
+    s.token = tok.id_to_token(step.token);
+    const auto probs = torch::softmax(step.logits, -1);
+    const auto top = probs.topk(std::min<int64_t>(5, probs.size(0)));
+    for (int64_t i = 0; i < std::get<1>(top).size(0); ++i)
+      s.top.emplace_back(tok.id_to_token(std::get<1>(top)[i].item<int64_t>()), std::get<0>(top)[i].item<float>());
+    for (const auto& row : step.attention) {
+      const auto r = row.contiguous();
+      s.heads = static_cast<int>(r.size(0));
+      s.keys = static_cast<int>(r.size(1));
+      s.rows.emplace_back(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
+    }
+    s.cache_bytes = step.cache_bytes;
+    generated.push_back(step.token);
+    // Each step publishes a new snapshot: the view never sees a result being written.
+    auto next = std::make_shared<GenerationResult>(*result);
+    next->steps.push_back(std::move(s));
+    next->text = tok.decode(generated, true);
+    result = next;
+    publish(result);
+  };
+  const auto out = core::generate(model, g, on_step);
+  auto done = std::make_shared<GenerationResult>(*result);
+  done->stopped = out.stopped;
+  publish(done);
+}
+
+}  // namespace headlab::app

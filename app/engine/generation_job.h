@@ -1,0 +1,98 @@
+// The Generate view's run: a causal model (or an encoder-decoder) writes from a prompt on a
+// background thread, with the window's head controls, each step published as it is made — the
+// token, its alternatives, every head's attention row of the new query and the KV cache's size
+// (core/generate.h). The model is loaded once per folder and kept; Stop ends the run after the step
+// under way. Torch-free header: GUI translation units include it.
+#pragma once
+
+#include "core/controls.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace headlab::core {
+struct Model;
+}
+
+namespace headlab::app {
+
+struct GenerationRequest {
+  std::string model_folder;  // a causal LM or an encoder-decoder, with a tokenizer
+  std::string prompt;
+  int max_new = 20;
+  float temperature = 0;  // 0 = greedy
+  int top_k = 0;
+  float top_p = 1;
+  uint64_t seed = 0;
+  core::ModelControls controls;
+};
+
+struct GeneratedStep {
+  int64_t id = 0;
+  std::string token;                               // as the vocabulary spells it
+  std::vector<std::pair<std::string, float>> top;  // the five most probable tokens and their p
+  // The new query's attention row: [layer] → heads × keys, row-major (U, what multiplies the values).
+  std::vector<std::vector<float>> rows;
+  int heads = 0, keys = 0;
+  int64_t cache_bytes = 0;
+};
+
+struct GenerationResult {
+  std::string model_folder;
+  std::vector<std::string> prompt_tokens;  // the decoder's tokens before the first step
+  std::vector<GeneratedStep> steps;
+  std::string text;                        // the generated text, decoded
+  int64_t bytes_per_token = 0;             // the cache's cost per token (core::kv_cache_bytes_per_token)
+  int64_t mha_bytes_per_token = 0;         // the same for MHA with the same heads
+  std::string stopped;                     // "" while running; "end of sequence", "max_new", "cancelled"
+};
+
+struct GenerationStatus {
+  bool running = false;
+  std::string error;  // why the last run failed ("" after a success)
+};
+
+class GenerationJob {
+ public:
+  GenerationJob();
+  ~GenerationJob();  // stops the run under way and waits for its step
+  GenerationJob(const GenerationJob&) = delete;
+  GenerationJob& operator=(const GenerationJob&) = delete;
+
+  // Starts a run; one in flight is stopped and its steps are dropped.
+  void start(const GenerationRequest& request);
+  void stop();
+  GenerationStatus status() const;
+  // The run so far (every step published), null before any run and after a failure.
+  std::shared_ptr<const GenerationResult> result() const;
+  // Increments with every published step, end or failure.
+  uint64_t result_serial() const;
+
+ private:
+  void loop();
+  void run(const GenerationRequest& request);
+  void publish(std::shared_ptr<const GenerationResult> result);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<GenerationRequest> pending_;
+  std::atomic<bool> cancel_{false};
+  bool quit_ = false;
+  bool busy_ = false;
+  GenerationStatus status_;
+  std::shared_ptr<const GenerationResult> result_;
+  uint64_t result_serial_ = 0;
+  std::shared_ptr<core::Model> model_;  // worker thread only: the model of the last folder
+  std::string model_folder_;
+  std::thread thread_;  // last: starts after every member above exists
+};
+
+}  // namespace headlab::app

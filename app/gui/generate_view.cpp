@@ -1,0 +1,154 @@
+#include "app/gui/generate_view.h"
+
+#include "app/gui/draw_util.h"
+#include "app/gui/workbench.h"
+#include "app/state/colormap.h"
+#include "core/memory_budget.h"
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <string>
+
+namespace headlab::app {
+namespace {
+
+bool can_generate(const ModelSummary& m) { return m.find("decoder") != nullptr; }
+
+}  // namespace
+
+void GenerateView::drawContent(Workbench& wb) {
+  const Document& doc = wb.doc();
+  if (!doc.model) return;
+  if (!can_generate(*doc.model)) {
+    ImGui::TextWrapped("Generation needs a causal LM or an encoder-decoder; %s is a %s.", doc.model->name.c_str(),
+                       doc.model->masked_lm ? "masked-LM encoder" : "model without a decoder");
+    return;
+  }
+  // The fields follow the session's settings when a command or a loaded session changes them.
+  const auto& settings = doc.session.generation;
+  auto same = [](const GenerationChoices& a, const GenerationChoices& b) {
+    return a.prompt == b.prompt && a.max_new == b.max_new && a.temperature == b.temperature && a.top_k == b.top_k &&
+           a.top_p == b.top_p && a.seed == b.seed;
+  };
+  if (!settings.prompt.empty() && !same(settings, shown_)) {
+    shown_ = settings;
+    prompt_ = settings.prompt;
+    max_new_ = settings.max_new, temperature_ = settings.temperature, top_k_ = settings.top_k;
+    top_p_ = settings.top_p, seed_ = int(settings.seed);
+  }
+  ImGui::SetNextItemWidth(-80);
+  ImGui::InputText("prompt", &prompt_);
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputInt("new tokens", &max_new_);
+  max_new_ = std::clamp(max_new_, 1, 4096);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(90);
+  ImGui::SliderFloat("temperature", &temperature_, 0.0f, 2.0f, temperature_ == 0 ? "greedy" : "%.2f");
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputInt("top-k", &top_k_);
+  top_k_ = std::max(0, top_k_);
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(90);
+  ImGui::SliderFloat("top-p", &top_p_, 0.05f, 1.0f, "%.2f");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(90);
+  ImGui::InputInt("seed", &seed_);
+  if (!doc.generation_running) {
+    if (ImGui::Button("Generate")) {
+      selected_ = -1;
+      wb.apply(cmd::Generate{prompt_, max_new_, temperature_, top_k_, top_p_, seed_});
+    }
+  } else if (ImGui::Button("Stop")) {
+    wb.apply(cmd::StopGeneration{});
+  }
+  ImGui::SameLine();
+  auto g = doc.generation;
+  if (g && g->model_folder != doc.model->folder) g.reset();  // written by another model
+  if (doc.generation_running) ImGui::TextDisabled("writing… %zu tokens", g ? g->steps.size() : size_t(0));
+  else if (!doc.generation_error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", doc.generation_error.c_str());
+  else if (g) ImGui::TextDisabled("%zu tokens, stopped at %s", g->steps.size(), g->stopped.c_str());
+  if (!g) return;
+
+  // The text as tokens: the prompt's greyed, each generated one a button that shows its step.
+  ImGui::Separator();
+  const float right = ImGui::GetWindowContentRegionMax().x;
+  auto chip = [&](const std::string& label, bool generated, int step) {
+    const ImVec2 size = ImGui::CalcTextSize(label.c_str());
+    if (ImGui::GetItemRectMax().x + size.x + 16 < ImGui::GetWindowPos().x + right) ImGui::SameLine(0, 3);
+    if (!generated) {
+      ImGui::TextDisabled("%s", label.c_str());
+      return;
+    }
+    const bool on = step == (selected_ < 0 ? int(g->steps.size()) - 1 : selected_);
+    ImGui::PushID(step);
+    if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+    if (ImGui::SmallButton(label.c_str())) selected_ = step;
+    if (on) ImGui::PopStyleColor();
+    ImGui::PopID();
+  };
+  ImGui::TextUnformatted("");
+  for (const auto& t : g->prompt_tokens) chip(token_label(t, 16), false, -1);
+  for (size_t s = 0; s < g->steps.size(); ++s) chip(token_label(g->steps[s].token, 16), true, int(s));
+  if (g->steps.empty()) return;
+  ImGui::Separator();
+  drawStep(wb);
+}
+
+void GenerateView::drawStep(Workbench& wb) {
+  const auto& g = *wb.doc().generation;
+  const int step = selected_ < 0 || selected_ >= int(g.steps.size()) ? int(g.steps.size()) - 1 : selected_;
+  const GeneratedStep& s = g.steps[size_t(step)];
+
+  // The cache against MHA of the same heads, after this step.
+  const int64_t tokens = int64_t(g.prompt_tokens.size()) + step;
+  const int64_t mha = g.mha_bytes_per_token * std::max<int64_t>(1, tokens);
+  const std::string cache = "KV cache " + core::format_bytes(s.cache_bytes) + " (MHA with the same heads: " +
+                            core::format_bytes(mha) + ")";
+  ImGui::ProgressBar(mha > 0 ? float(double(s.cache_bytes) / double(mha)) : 0.0f, ImVec2(-1, 0), cache.c_str());
+
+  // The alternatives the token was drawn against.
+  ImGui::Text("step %d: '%s' — top 5:", step, s.token.c_str());
+  for (const auto& [token, p] : s.top) {
+    ImGui::SameLine();
+    ImGui::Text("%s %.3f", token_label(token, 14).c_str(), p);
+  }
+  if (s.rows.empty()) return;
+
+  // The query's row in every head of one layer: heads down, keys across.
+  layer_ = std::clamp(layer_, 0, int(s.rows.size()) - 1);
+  ImGui::SetNextItemWidth(140);
+  ImGui::SliderInt("layer", &layer_, 0, int(s.rows.size()) - 1);
+  ImGui::SameLine();
+  ImGui::TextDisabled("the new query's attention over %d keys, one row a head", s.keys);
+  const float label_w = 36, avail = ImGui::GetContentRegionAvail().x - label_w;
+  const float cell_w = std::max(2.0f, std::min(28.0f, avail / float(std::max(1, s.keys))));
+  const float cell_h = std::clamp((ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, s.heads)), 6.0f, 22.0f);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const std::vector<float>& row = s.rows[size_t(layer_)];
+  float peak = 0;
+  for (float v : row) peak = std::max(peak, v);
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  for (int h = 0; h < s.heads; ++h) {
+    const float y = origin.y + h * cell_h;
+    list->AddText(ImVec2(origin.x, y + (cell_h - ImGui::GetTextLineHeight()) / 2), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                  ("H" + std::to_string(h)).c_str());
+    for (int k = 0; k < s.keys; ++k) {
+      const float v = row[size_t(h) * s.keys + k];
+      const Rgb c = colormap_rgb(Colormap::Viridis, peak > 0 ? v / peak : 0);
+      const ImVec2 a(origin.x + label_w + k * cell_w, y), b(a.x + cell_w - 1, y + cell_h - 1);
+      list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
+      if (mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 1 && ImGui::IsWindowHovered()) {
+        const std::string key = k < int(g.prompt_tokens.size()) ? g.prompt_tokens[size_t(k)]
+                                                                 : g.steps[size_t(k) - g.prompt_tokens.size()].token;
+        ImGui::SetTooltip("head %d → key %d '%s': %.4f", h, k, key.c_str(), v);
+      }
+    }
+  }
+  ImGui::Dummy(ImVec2(label_w + s.keys * cell_w, s.heads * cell_h));
+  markFigure(origin, ImVec2(origin.x + label_w + s.keys * cell_w, origin.y + s.heads * cell_h));
+}
+
+}  // namespace headlab::app

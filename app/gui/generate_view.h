@@ -1,0 +1,33 @@
+// Generate: a causal model (or an encoder-decoder) writes from a prompt, token by token, with the
+// Mixer's gates and mixing applied. Each generated token can be picked to see the query's attention
+// row in every head of a layer (heads × keys, the newest row of each map), the alternatives it was
+// drawn against, and what the KV cache holds against MHA with the same heads.
+#pragma once
+
+#include "app/gui/view.h"
+#include "app/state/session.h"
+
+#include <string>
+
+namespace headlab::app {
+
+class GenerateView : public View {
+ public:
+  GenerateView() : View("Generate", false) {}
+
+ protected:
+  void drawContent(Workbench& wb) override;
+  ImVec4 defaultRect() const override { return {0.25f, 0.5f, 0.45f, 0.5f}; }
+
+ private:
+  void drawStep(Workbench& wb);
+
+  std::string prompt_ = "The";
+  GenerationChoices shown_;  // the session's settings the fields were last set from
+  int max_new_ = 20, top_k_ = 0, seed_ = 0;
+  float temperature_ = 0, top_p_ = 1;
+  int selected_ = -1;  // the step shown (-1 = the newest)
+  int layer_ = 0;
+};
+
+}  // namespace headlab::app
