@@ -169,7 +169,8 @@ Generation generate(Model& model, const GenerateRequest& request,
     }
     GenerationStep step;
     step.logits = decoder ? decoder->feed(feed, step) : recompute(model, request, sequence, step);
-    step.token = sample_token(step.logits, request.sampling, generator);
+    step.token = static_cast<size_t>(s) < request.forced.size() ? request.forced[size_t(s)]
+                                                               : sample_token(step.logits, request.sampling, generator);
     sequence.push_back(step.token);
     feed = {step.token};
     out.tokens.push_back(step.token);

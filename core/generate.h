@@ -31,6 +31,9 @@ struct GenerateRequest {
   int max_new = 20;
   Sampling sampling;
   std::vector<int64_t> stop_ids;  // end-of-sequence ids: generation stops once one is drawn
+  // The first tokens to write as given: their steps are computed (logits, attention rows) but not
+  // drawn — going back to a step and writing again from there, under other controls.
+  std::vector<int64_t> forced;
   bool use_cache = true;          // false: each step recomputes the whole sequence (the cache's baseline)
   ModelControls controls;
   const std::atomic<bool>* cancel = nullptr;

@@ -3,6 +3,7 @@
 #include "core/generate.h"
 #include "core/memory_budget.h"
 #include "core/model.h"
+#include "core/run.h"
 #include "core/system_info.h"
 
 #include <torch/torch.h>
@@ -124,6 +125,7 @@ void GenerationJob::run(const GenerationRequest& request) {
     g.decoder_prompt = {*begin};
   }
   if (auto eos = tok.eos_id()) g.stop_ids.push_back(*eos);
+  g.forced = request.keep;
 
   auto result = std::make_shared<GenerationResult>();
   result->model_folder = request.model_folder;
@@ -136,14 +138,20 @@ void GenerationJob::run(const GenerationRequest& request) {
     result->mha_bytes_per_token = core::kv_cache_bytes_per_token(mha);
   }
   std::vector<int64_t> generated;
+  std::vector<std::vector<int64_t>> top_ids;  // per step, the ids of `top`
   auto on_step = [&](const core::GenerationStep& step) {
     GeneratedStep s;
     s.id = step.token;
     s.token = tok.id_to_token(step.token);
     const auto probs = torch::softmax(step.logits, -1);
     const auto top = probs.topk(std::min<int64_t>(5, probs.size(0)));
-    for (int64_t i = 0; i < std::get<1>(top).size(0); ++i)
-      s.top.emplace_back(tok.id_to_token(std::get<1>(top)[i].item<int64_t>()), std::get<0>(top)[i].item<float>());
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < std::get<1>(top).size(0); ++i) {
+      ids.push_back(std::get<1>(top)[i].item<int64_t>());
+      s.top.emplace_back(tok.id_to_token(ids.back()), std::get<0>(top)[i].item<float>());
+    }
+    top_ids.push_back(std::move(ids));
+    s.kept = generated.size() < request.keep.size();
     for (const auto& row : step.attention) {
       const auto r = row.contiguous();
       s.heads = static_cast<int>(r.size(0));
@@ -162,6 +170,21 @@ void GenerationJob::run(const GenerationRequest& request) {
   const auto out = core::generate(model, g, on_step);
   auto done = std::make_shared<GenerationResult>(*result);
   done->stopped = out.stopped;
+  if (!request.controls.is_default() && !out.tokens.empty() && out.stopped != "cancelled") {
+    // Δp: one run of the whole text without the controls gives each step's distribution at the same
+    // prefix (position p predicts token p + 1).
+    core::RunRequest base;
+    std::vector<int64_t> sequence = enc_dec ? g.decoder_prompt : g.prompt;
+    sequence.insert(sequence.end(), out.tokens.begin(), out.tokens.end() - 1);
+    base.ids = enc_dec ? g.prompt : sequence;
+    if (enc_dec) base.decoder_ids = sequence;
+    base.capture = core::kCaptureNone;
+    const int64_t first = int64_t(sequence.size()) - int64_t(out.tokens.size());
+    for (int64_t p = first; p < int64_t(sequence.size()); ++p) base.logit_positions.push_back(p);
+    const auto probs = torch::softmax(core::run(model, base)->logits, -1);  // [steps, V]
+    for (size_t s = 0; s < done->steps.size(); ++s)
+      for (int64_t id : top_ids[s]) done->steps[s].top_base.push_back(probs[int64_t(s)][id].item<float>());
+  }
   publish(done);
 }
 

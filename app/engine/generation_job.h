@@ -33,12 +33,17 @@ struct GenerationRequest {
   float top_p = 1;
   uint64_t seed = 0;
   core::ModelControls controls;
+  std::vector<int64_t> keep;  // the first tokens, kept as written before (core::GenerateRequest::forced)
 };
 
 struct GeneratedStep {
   int64_t id = 0;
   std::string token;                               // as the vocabulary spells it
   std::vector<std::pair<std::string, float>> top;  // the five most probable tokens and their p
+  // With heads gated or mixed, the same tokens' p without the controls, at the same prefix (filled
+  // once the text is complete); empty otherwise.
+  std::vector<float> top_base;
+  bool kept = false;  // written before and kept (GenerationRequest::keep), not drawn this time
   // The new query's attention row: [layer] → heads × keys, row-major (U, what multiplies the values).
   std::vector<std::vector<float>> rows;
   int heads = 0, keys = 0;

@@ -9,6 +9,8 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace headlab::app {
@@ -108,12 +110,32 @@ void GenerateView::drawStep(Workbench& wb) {
                             core::format_bytes(mha) + ")";
   ImGui::ProgressBar(mha > 0 ? float(double(s.cache_bytes) / double(mha)) : 0.0f, ImVec2(-1, 0), cache.c_str());
 
-  // The alternatives the token was drawn against.
-  ImGui::Text("step %d: '%s' — top 5:", step, s.token.c_str());
-  for (const auto& [token, p] : s.top) {
-    ImGui::SameLine();
-    ImGui::Text("%s %.3f", token_label(token, 14).c_str(), p);
+  // The alternatives the token was drawn against, and Δp against the model without the controls.
+  ImGui::Text("step %d: '%s'%s — top 5:", step, token_label(s.token, 16).c_str(), s.kept ? " (kept)" : "");
+  for (size_t i = 0; i < s.top.size(); ++i) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%s %.3f", token_label(s.top[i].first, 14).c_str(), s.top[i].second);
+    const float d = i < s.top_base.size() ? s.top[i].second - s.top_base[i] : 0.0f;
+    char delta[24] = "";
+    if (i < s.top_base.size()) std::snprintf(delta, sizeof delta, " (%+.3f)", std::fabs(d) < 5e-4f ? 0.0f : d);
+    same_line_if_fits(ImGui::CalcTextSize(text).x + ImGui::CalcTextSize(delta).x + 8);
+    ImGui::TextUnformatted(text);
+    if (delta[0]) {
+      ImGui::SameLine(0, 0);
+      ImGui::TextColored(d > 5e-4f ? ImVec4(0.4f, 0.9f, 0.4f, 1) : d < -5e-4f ? ImVec4(1.0f, 0.45f, 0.45f, 1) : ImVec4(0.6f, 0.6f, 0.6f, 1),
+                         "%s", delta);
+    }
   }
+  if (!s.top_base.empty()) ImGui::TextDisabled("(Δp: against the model without the Mixer's gates and mixing, same text so far)");
+  // Going back: keep the tokens before this one and write on from here with the current controls.
+  if (!wb.doc().generation_running && ImGui::SmallButton("Write again from here")) {
+    const auto& settings = wb.doc().session.generation;
+    wb.apply(cmd::Generate{settings.prompt, settings.max_new, settings.temperature, settings.top_k, settings.top_p,
+                           settings.seed, step});
+    selected_ = step;
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Keeps the %d tokens before this one and writes the rest again, with the Mixer's current gates", step);
   if (s.rows.empty()) return;
 
   // The query's row in every head of one layer: heads down, keys across.
@@ -124,7 +146,9 @@ void GenerateView::drawStep(Workbench& wb) {
   ImGui::TextDisabled("the new query's attention over %d keys, one row a head", s.keys);
   const float label_w = 36, avail = ImGui::GetContentRegionAvail().x - label_w;
   const float cell_w = std::max(2.0f, std::min(28.0f, avail / float(std::max(1, s.keys))));
-  const float cell_h = std::clamp((ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, s.heads)), 6.0f, 22.0f);
+  // Rows no lower than a line of text (the window scrolls when there are many heads).
+  const float cell_h = std::clamp((ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, s.heads)),
+                                  ImGui::GetTextLineHeight() + 2, 22.0f);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const std::vector<float>& row = s.rows[size_t(layer_)];

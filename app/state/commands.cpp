@@ -161,6 +161,7 @@ template <class Io> void fields(Io& io, cmd::Generate& c) {
   io.optional("top_k", c.top_k);
   io.optional("top_p", c.top_p);
   io.optional("seed", c.seed);
+  io.optional("keep", c.keep);
 }
 template <class Io> void fields(Io&, cmd::StopGeneration&) {}
 template <class Io> void fields(Io& io, cmd::SelectSentence& c) {

@@ -130,6 +130,7 @@ struct Generate {
   int top_k = 0;
   float top_p = 1;
   int64_t seed = 0;
+  int keep = 0;  // keep this many tokens of the last generation and write on from there
 };
 struct StopGeneration {};
 

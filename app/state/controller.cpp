@@ -185,9 +185,14 @@ void Controller::execute(const Command& command) {
             throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder with a tokenizer)");
           if (c.max_new < 1 || c.max_new > 4096) throw std::runtime_error("max_new must be between 1 and 4096");
           auto& g = s.generation;
+          // Going back: the first `keep` tokens of the last generation are written again as they were.
+          std::vector<int64_t> keep;
+          if (c.keep > 0 && c.prompt == g.prompt)
+            keep.assign(g.generated.begin(), g.generated.begin() + std::min<size_t>(size_t(c.keep), g.generated.size()));
           g = GenerationChoices{c.prompt, c.max_new, std::max(0.0f, c.temperature), std::max(0, c.top_k),
                                 std::clamp(c.top_p, 0.0f, 1.0f), c.seed, {}};
-          start_generation();        } else if constexpr (std::is_same_v<C, cmd::StopGeneration>) {
+          start_generation(keep);
+        } else if constexpr (std::is_same_v<C, cmd::StopGeneration>) {
           generation_->stop();
         } else if constexpr (std::is_same_v<C, cmd::SelectSentence>) {
           auto& a = s.analysis;
@@ -311,7 +316,7 @@ std::optional<std::chrono::steady_clock::time_point> Controller::take_unshown_re
   return requested_at_;
 }
 
-void Controller::start_generation() {
+void Controller::start_generation(const std::vector<int64_t>& keep) {
   const auto& g = doc_.session.generation;
   GenerationRequest r;
   r.model_folder = doc_.model ? doc_.model->folder : doc_.session.model_folder;
@@ -322,6 +327,7 @@ void Controller::start_generation() {
   r.top_p = g.top_p;
   r.seed = static_cast<uint64_t>(g.seed);
   r.controls = doc_.session.controls;
+  r.keep = keep;
   generation_->start(r);
   doc_.generation_running = true;
   doc_.generation_error.clear();
@@ -495,7 +501,7 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   } else {
     open_model(doc_.session.model_folder);
     // The session's generation, written again: the same settings and seed write the same tokens.
-    if (!doc_.session.generation.generated.empty()) start_generation();
+    if (!doc_.session.generation.generated.empty()) start_generation(doc_.session.generation.generated);
   }
 }
 

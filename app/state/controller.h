@@ -92,7 +92,8 @@ class Controller {
   WorkbenchWorker worker_;
   std::unique_ptr<DatasetJob> dataset_;
   uint64_t dataset_serial_ = 0;
-  void start_generation();  // the session's generation settings, with its controls
+  // The session's generation settings with its controls; `keep`: the first tokens, as written before.
+  void start_generation(const std::vector<int64_t>& keep = {});
   void poll_generation(bool& changed);
   std::unique_ptr<GenerationJob> generation_;  // app/engine/generation_job.h (via document.h)
   uint64_t generation_serial_ = 0;

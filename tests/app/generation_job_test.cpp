@@ -132,6 +132,38 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     CHECK(d.doc().session.generation.seed == 3);
     CHECK(d.doc().session.generation.top_k == 40);
   }
+  SECTION("going back: keep the first tokens, write on under other gates; Δp against the ungated model") {
+    c.execute(cmd::SetGate{"decoder", 0, 5, 0.0f});
+    settle(c);
+    c.execute(cmd::Generate{"The cat sat on", 6, 0.8f, 40, 0.95f, 3, 3});
+    settle(c);
+    const auto again = c.doc().generation;
+    REQUIRE(again);
+    REQUIRE(again->steps.size() == 6);
+    for (size_t s = 0; s < 3; ++s) {
+      CHECK(again->steps[s].id == g->steps[s].id);
+      CHECK(again->steps[s].kept);
+    }
+    CHECK(!again->steps[3].kept);
+    std::vector<int64_t> written;
+    for (const auto& step : again->steps) written.push_back(step.id);
+    CHECK(c.doc().session.generation.generated == written);
+    // Δp's base: the model without controls on the same text, computed here through core::generate
+    // with those tokens forced.
+    auto plain = request;
+    plain.controls = {};
+    plain.forced = written;
+    const auto base = headlab::core::generate(*model, plain);
+    for (size_t s = 0; s < 6; ++s) {
+      INFO("step " << s);
+      const auto& step = again->steps[s];
+      REQUIRE(step.top_base.size() == step.top.size());
+      const auto p = torch::softmax(base.steps[s].logits, -1);
+      const auto id = model->tokenizer->token_to_id(step.top[0].first);
+      REQUIRE(id);
+      CHECK(step.top_base[0] == Approx(p[*id].item<float>()).margin(1e-5));
+    }
+  }
   SECTION("Stop before the run starts leaves nothing running") {
     c.execute(cmd::Generate{"The", 1000});
     c.execute(cmd::StopGeneration{});

@@ -178,7 +178,13 @@ TEST_CASE("sampling: greedy at temperature 0, reproducible by seed, top-k and to
     const int64_t t = core::sample_token(logits, {2.0f, 3, 1.0f, 0}, generator);
     CHECK(top3.eq(t).any().item<bool>());
   }
+  // Forced tokens are written as given; the steps after them are drawn again.
   request.sampling = {};
+  request.forced = {7, 8, 9};
+  const auto forced = core::generate(*model, request);
+  CHECK(std::vector<int64_t>(forced.tokens.begin(), forced.tokens.begin() + 3) == request.forced);
+  for (size_t s = 3; s < forced.steps.size(); ++s) CHECK(forced.tokens[s] == forced.steps[s].logits.argmax().item<int64_t>());
+  request.forced.clear();
   request.stop_ids = {greedy.tokens[2]};
   const auto stopped = core::generate(*model, request);
   CHECK(stopped.stopped == "end of sequence");
