@@ -62,6 +62,16 @@ void GenerateView::drawContent(Workbench& wb) {
       selected_ = -1;
       wb.apply(cmd::Generate{prompt_, max_new_, temperature_, top_k_, top_p_, seed_});
     }
+    // One token more: the tokens so far are kept (written again as they were), one is drawn.
+    ImGui::SameLine();
+    const auto& written = doc.session.generation;
+    const bool continues = written.prompt == prompt_ && !written.generated.empty();
+    const int have = continues ? int(written.generated.size()) : 0;
+    if (ImGui::Button("Step")) {
+      selected_ = -1;
+      wb.apply(cmd::Generate{prompt_, have + 1, temperature_, top_k_, top_p_, seed_, have});
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Write one token more (%d so far)", have);
   } else if (ImGui::Button("Stop")) {
     wb.apply(cmd::StopGeneration{});
   }
