@@ -148,12 +148,18 @@ void GenerateView::drawStep(Workbench& wb) {
     ImGui::SetTooltip("Keeps the %d tokens before this one and writes the rest again, with the Mixer's current gates", step);
   if (s.rows.empty()) return;
 
-  // The query's row in every head of one layer: heads down, keys across.
   layer_ = std::clamp(layer_, 0, int(s.rows.size()) - 1);
   ImGui::SetNextItemWidth(140);
   ImGui::SliderInt("layer", &layer_, 0, int(s.rows.size()) - 1);
   ImGui::SameLine();
+  ImGui::Checkbox("map of one head", &as_map_);
+  if (as_map_) {
+    drawMap(wb);
+    return;
+  }
+  ImGui::SameLine();
   ImGui::TextDisabled("the new query's attention over %d keys, one row a head", s.keys);
+  // The query's row in every head of one layer: heads down, keys across.
   const float label_w = 36, avail = ImGui::GetContentRegionAvail().x - label_w;
   const float cell_w = std::max(2.0f, std::min(28.0f, avail / float(std::max(1, s.keys))));
   // Rows no lower than a line of text (the window scrolls when there are many heads).
@@ -183,6 +189,43 @@ void GenerateView::drawStep(Workbench& wb) {
   }
   ImGui::Dummy(ImVec2(label_w + s.keys * cell_w, s.heads * cell_h));
   markFigure(origin, ImVec2(origin.x + label_w + s.keys * cell_w, origin.y + s.heads * cell_h));
+}
+
+void GenerateView::drawMap(Workbench& wb) {
+  // One head's map as generation built it: row s is step s's query over the keys it had.
+  const auto& g = *wb.doc().generation;
+  const GeneratedStep& last = g.steps.back();
+  head_ = std::clamp(head_, 0, std::max(0, last.heads - 1));
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(120);
+  ImGui::SliderInt("head", &head_, 0, std::max(0, last.heads - 1));
+  const int rows = int(g.steps.size()), cols = last.keys;
+  const float cell = std::clamp(std::min((ImGui::GetContentRegionAvail().x - 8) / float(std::max(1, cols)),
+                                         (ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, rows))),
+                                3.0f, 24.0f);
+  ImDrawList* list = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  for (int r = 0; r < rows; ++r) {
+    const GeneratedStep& s = g.steps[size_t(r)];
+    if (size_t(layer_) >= s.rows.size()) continue;
+    const float* row = s.rows[size_t(layer_)].data() + size_t(head_) * s.keys;
+    float peak = 0;
+    for (int k = 0; k < s.keys; ++k) peak = std::max(peak, row[k]);
+    for (int k = 0; k < cols; ++k) {
+      const ImVec2 a(origin.x + k * cell, origin.y + r * cell), b(a.x + cell - 1, a.y + cell - 1);
+      if (k >= s.keys) {  // keys the query at this step could not see yet
+        list->AddRectFilled(a, b, IM_COL32(60, 60, 60, 255));
+        continue;
+      }
+      const Rgb c = colormap_rgb(Colormap::Viridis, peak > 0 ? row[k] / peak : 0);
+      list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
+      if (mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 1 && ImGui::IsWindowHovered())
+        ImGui::SetTooltip("step %d ('%s') → key %d: %.4f", r, s.token.c_str(), k, row[k]);
+    }
+  }
+  ImGui::Dummy(ImVec2(cols * cell, rows * cell));
+  markFigure(origin, ImVec2(origin.x + cols * cell, origin.y + rows * cell));
 }
 
 }  // namespace headlab::app

@@ -21,6 +21,7 @@ class GenerateView : public View {
 
  private:
   void drawStep(Workbench& wb);
+  void drawMap(Workbench& wb);
 
   std::string prompt_ = "The";
   GenerationChoices shown_;  // the session's settings the fields were last set from
@@ -28,6 +29,8 @@ class GenerateView : public View {
   float temperature_ = 0, top_p_ = 1;
   int selected_ = -1;  // the step shown (-1 = the newest)
   int layer_ = 0;
+  bool as_map_ = false;  // the selected head's map over every step, instead of one step's rows
+  int head_ = 0;
 };
 
 }  // namespace headlab::app
