@@ -111,11 +111,12 @@ void GenerationJob::run(const GenerationRequest& request) {
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
 
   core::GenerateRequest g;
-  g.max_new = request.max_new;
-  g.sampling = {request.temperature, request.top_k, request.top_p, request.seed};
+  const GenerationSettings& settings = request.settings;
+  g.max_new = settings.max_new;
+  g.sampling = {settings.temperature, settings.top_k, settings.top_p, static_cast<uint64_t>(settings.seed)};
   g.controls = request.controls;
   g.cancel = &cancel_;
-  g.prompt = tok.encode(request.prompt, false).ids;
+  g.prompt = tok.encode(settings.prompt, false).ids;
   if (!enc_dec)
     if (auto bos = tok.bos_id(); bos && (g.prompt.empty() || g.prompt.front() != *bos)) g.prompt.insert(g.prompt.begin(), *bos);
   if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");

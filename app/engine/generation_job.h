@@ -24,14 +24,25 @@ struct Model;
 
 namespace headlab::app {
 
-struct GenerationRequest {
-  std::string model_folder;  // a causal LM or an encoder-decoder, with a tokenizer
+// What the user asks of a generation: the prompt and how to draw. The Generate command, the session
+// and the job all hold it.
+struct GenerationSettings {
   std::string prompt;
   int max_new = 20;
   float temperature = 0;  // 0 = greedy
-  int top_k = 0;
+  int top_k = 0;          // 0 = every token
   float top_p = 1;
-  uint64_t seed = 0;
+  int64_t seed = 0;
+  bool operator==(const GenerationSettings& o) const {
+    return prompt == o.prompt && max_new == o.max_new && temperature == o.temperature && top_k == o.top_k &&
+           top_p == o.top_p && seed == o.seed;
+  }
+  bool operator!=(const GenerationSettings& o) const { return !(*this == o); }
+};
+
+struct GenerationRequest {
+  std::string model_folder;  // a causal LM or an encoder-decoder, with a tokenizer
+  GenerationSettings settings;
   core::ModelControls controls;
   std::vector<int64_t> keep;  // the first tokens, kept as written before (core::GenerateRequest::forced)
 };

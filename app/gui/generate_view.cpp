@@ -29,47 +29,40 @@ void GenerateView::drawContent(Workbench& wb) {
     return;
   }
   // The fields follow the session's settings when a command or a loaded session changes them.
-  const auto& settings = doc.session.generation;
-  auto same = [](const GenerationChoices& a, const GenerationChoices& b) {
-    return a.prompt == b.prompt && a.max_new == b.max_new && a.temperature == b.temperature && a.top_k == b.top_k &&
-           a.top_p == b.top_p && a.seed == b.seed;
-  };
-  if (!settings.prompt.empty() && !same(settings, shown_)) {
-    shown_ = settings;
-    prompt_ = settings.prompt;
-    max_new_ = settings.max_new, temperature_ = settings.temperature, top_k_ = settings.top_k;
-    top_p_ = settings.top_p, seed_ = int(settings.seed);
-  }
+  const auto& session = doc.session.generation;
+  if (!session.settings.prompt.empty() && session.settings != shown_) edit_ = shown_ = session.settings;
   ImGui::SetNextItemWidth(-80);
-  ImGui::InputText("prompt", &prompt_);
+  ImGui::InputText("prompt", &edit_.prompt);
   ImGui::SetNextItemWidth(90);
-  ImGui::InputInt("new tokens", &max_new_);
-  max_new_ = std::clamp(max_new_, 1, 4096);
+  ImGui::InputInt("new tokens", &edit_.max_new);
+  edit_.max_new = std::clamp(edit_.max_new, 1, 4096);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(90);
-  ImGui::SliderFloat("temperature", &temperature_, 0.0f, 2.0f, temperature_ == 0 ? "greedy" : "%.2f");
+  ImGui::SliderFloat("temperature", &edit_.temperature, 0.0f, 2.0f, edit_.temperature == 0 ? "greedy" : "%.2f");
   ImGui::SetNextItemWidth(90);
-  ImGui::InputInt("top-k", &top_k_);
-  top_k_ = std::max(0, top_k_);
+  ImGui::InputInt("top-k", &edit_.top_k);
+  edit_.top_k = std::max(0, edit_.top_k);
   ImGui::SameLine();
   ImGui::SetNextItemWidth(90);
-  ImGui::SliderFloat("top-p", &top_p_, 0.05f, 1.0f, "%.2f");
+  ImGui::SliderFloat("top-p", &edit_.top_p, 0.05f, 1.0f, "%.2f");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(90);
-  ImGui::InputInt("seed", &seed_);
+  int seed = static_cast<int>(edit_.seed);
+  if (ImGui::InputInt("seed", &seed)) edit_.seed = seed;
   if (!doc.generation_running) {
     if (ImGui::Button("Generate")) {
       selected_ = -1;
-      wb.apply(cmd::Generate{prompt_, max_new_, temperature_, top_k_, top_p_, seed_});
+      wb.apply(cmd::Generate{edit_});
     }
     // One token more: the tokens so far are kept (written again as they were), one is drawn.
     ImGui::SameLine();
-    const auto& written = doc.session.generation;
-    const bool continues = written.prompt == prompt_ && !written.generated.empty();
-    const int have = continues ? int(written.generated.size()) : 0;
+    const bool continues = session.settings.prompt == edit_.prompt && !session.generated.empty();
+    const int have = continues ? int(session.generated.size()) : 0;
     if (ImGui::Button("Step")) {
       selected_ = -1;
-      wb.apply(cmd::Generate{prompt_, have + 1, temperature_, top_k_, top_p_, seed_, have});
+      GenerationSettings one_more = edit_;
+      one_more.max_new = have + 1;
+      wb.apply(cmd::Generate{one_more, have});
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Write one token more (%d so far)", have);
   } else if (ImGui::Button("Stop")) {
@@ -139,9 +132,7 @@ void GenerateView::drawStep(Workbench& wb) {
   if (!s.top_base.empty()) ImGui::TextDisabled("(Δp: against the model without the Mixer's gates and mixing, same text so far)");
   // Going back: keep the tokens before this one and write on from here with the current controls.
   if (!wb.doc().generation_running && ImGui::SmallButton("Write again from here")) {
-    const auto& settings = wb.doc().session.generation;
-    wb.apply(cmd::Generate{settings.prompt, settings.max_new, settings.temperature, settings.top_k, settings.top_p,
-                           settings.seed, step});
+    wb.apply(cmd::Generate{wb.doc().session.generation.settings, step});
     selected_ = step;
   }
   if (ImGui::IsItemHovered())

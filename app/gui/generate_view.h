@@ -23,10 +23,8 @@ class GenerateView : public View {
   void drawStep(Workbench& wb);
   void drawMap(Workbench& wb);
 
-  std::string prompt_ = "The";
-  GenerationChoices shown_;  // the session's settings the fields were last set from
-  int max_new_ = 20, top_k_ = 0, seed_ = 0;
-  float temperature_ = 0, top_p_ = 1;
+  GenerationSettings edit_{"The"};  // the fields
+  GenerationSettings shown_;         // the session's settings the fields were last set from
   int selected_ = -1;  // the step shown (-1 = the newest)
   int layer_ = 0;
   bool as_map_ = false;  // the selected head's map over every step, instead of one step's rows

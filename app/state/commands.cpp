@@ -155,12 +155,12 @@ template <class Io> void fields(Io& io, cmd::SetDatasetChoices& c) {
 }
 template <class Io> void fields(Io&, cmd::StopDataset&) {}
 template <class Io> void fields(Io& io, cmd::Generate& c) {
-  io.required("prompt", c.prompt);
-  io.optional("max_new", c.max_new);
-  io.optional("temperature", c.temperature);
-  io.optional("top_k", c.top_k);
-  io.optional("top_p", c.top_p);
-  io.optional("seed", c.seed);
+  io.required("prompt", c.settings.prompt);
+  io.optional("max_new", c.settings.max_new);
+  io.optional("temperature", c.settings.temperature);
+  io.optional("top_k", c.settings.top_k);
+  io.optional("top_p", c.settings.top_p);
+  io.optional("seed", c.settings.seed);
   io.optional("keep", c.keep);
 }
 template <class Io> void fields(Io&, cmd::StopGeneration&) {}

@@ -5,6 +5,7 @@
 // list so a script needs nothing else; the window applies those itself.
 #pragma once
 
+#include "app/engine/generation_job.h"
 #include "app/engine/workbench_engine.h"
 #include "core/controls.h"
 
@@ -124,12 +125,7 @@ struct SetLrpTarget {
 // --- generation (the Generate view) ---
 // Generates from `prompt` with the session's head controls; a script waits until it ends.
 struct Generate {
-  std::string prompt;
-  int max_new = 20;
-  float temperature = 0;  // 0 = greedy
-  int top_k = 0;
-  float top_p = 1;
-  int64_t seed = 0;
+  GenerationSettings settings;  // app/engine/generation_job.h; script fields prompt, max_new, …
   int keep = 0;  // keep this many tokens of the last generation and write on from there
 };
 struct StopGeneration {};

@@ -183,14 +183,18 @@ void Controller::execute(const Command& command) {
         } else if constexpr (std::is_same_v<C, cmd::Generate>) {
           if (!doc_.model || doc_.model->folder.empty())
             throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder with a tokenizer)");
-          if (c.max_new < 1 || c.max_new > 4096) throw std::runtime_error("max_new must be between 1 and 4096");
+          if (c.settings.max_new < 1 || c.settings.max_new > 4096)
+            throw std::runtime_error("max_new must be between 1 and 4096");
           auto& g = s.generation;
           // Going back: the first `keep` tokens of the last generation are written again as they were.
           std::vector<int64_t> keep;
-          if (c.keep > 0 && c.prompt == g.prompt)
+          if (c.keep > 0 && c.settings.prompt == g.settings.prompt)
             keep.assign(g.generated.begin(), g.generated.begin() + std::min<size_t>(size_t(c.keep), g.generated.size()));
-          g = GenerationChoices{c.prompt, c.max_new, std::max(0.0f, c.temperature), std::max(0, c.top_k),
-                                std::clamp(c.top_p, 0.0f, 1.0f), c.seed, {}};
+          g.settings = c.settings;
+          g.settings.temperature = std::max(0.0f, g.settings.temperature);
+          g.settings.top_k = std::max(0, g.settings.top_k);
+          g.settings.top_p = std::clamp(g.settings.top_p, 0.0f, 1.0f);
+          g.generated.clear();
           start_generation(keep);
         } else if constexpr (std::is_same_v<C, cmd::StopGeneration>) {
           generation_->stop();
@@ -320,12 +324,7 @@ void Controller::start_generation(const std::vector<int64_t>& keep) {
   const auto& g = doc_.session.generation;
   GenerationRequest r;
   r.model_folder = doc_.model ? doc_.model->folder : doc_.session.model_folder;
-  r.prompt = g.prompt;
-  r.max_new = g.max_new;
-  r.temperature = g.temperature;
-  r.top_k = g.top_k;
-  r.top_p = g.top_p;
-  r.seed = static_cast<uint64_t>(g.seed);
+  r.settings = g.settings;
   r.controls = doc_.session.controls;
   r.keep = keep;
   generation_->start(r);

@@ -94,6 +94,7 @@ static json analysis_to_json(const AnalysisChoices& a) {
 }
 
 json session_to_json(const SessionState& s) {
+  const GenerationSettings& gs = s.generation.settings;
   const auto& sel = s.selection;
   const auto& v = s.view;
   return json{
@@ -113,9 +114,8 @@ json session_to_json(const SessionState& s) {
         {"workspace", v.workspace}, {"logit_spectra", v.logit_spectra}}},
       {"analysis", analysis_to_json(s.analysis)},
       {"generation",
-       {{"prompt", s.generation.prompt}, {"max_new", s.generation.max_new}, {"temperature", s.generation.temperature},
-        {"top_k", s.generation.top_k}, {"top_p", s.generation.top_p}, {"seed", s.generation.seed},
-        {"generated", s.generation.generated}}},
+       {{"prompt", gs.prompt}, {"max_new", gs.max_new}, {"temperature", gs.temperature}, {"top_k", gs.top_k},
+        {"top_p", gs.top_p}, {"seed", gs.seed}, {"generated", s.generation.generated}}},
       {"layout", {{"imgui_ini", s.imgui_ini}}},
   };
 }
@@ -199,12 +199,12 @@ SessionLoad session_from_json(const json& j) {
   read(analysis, "syntax_parse_file", a.syntax_parse_file, w, "analysis.");
   const json& generation = j.contains("generation") ? j.at("generation") : empty;
   auto& g = s.generation;
-  read(generation, "prompt", g.prompt, w, "generation.");
-  read(generation, "max_new", g.max_new, w, "generation.");
-  read(generation, "temperature", g.temperature, w, "generation.");
-  read(generation, "top_k", g.top_k, w, "generation.");
-  read(generation, "top_p", g.top_p, w, "generation.");
-  read(generation, "seed", g.seed, w, "generation.");
+  read(generation, "prompt", g.settings.prompt, w, "generation.");
+  read(generation, "max_new", g.settings.max_new, w, "generation.");
+  read(generation, "temperature", g.settings.temperature, w, "generation.");
+  read(generation, "top_k", g.settings.top_k, w, "generation.");
+  read(generation, "top_p", g.settings.top_p, w, "generation.");
+  read(generation, "seed", g.settings.seed, w, "generation.");
   read(generation, "generated", g.generated, w, "generation.");
   const json& layout = j.contains("layout") ? j.at("layout") : empty;
   read(layout, "imgui_ini", s.imgui_ini, w, "layout.");

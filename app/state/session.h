@@ -2,6 +2,7 @@
 // file (sorted keys, so saving an unchanged session again gives identical bytes).
 #pragma once
 
+#include "app/engine/generation_job.h"
 #include "app/engine/workbench_engine.h"
 #include "core/atomic_file.h"
 #include "core/controls.h"
@@ -70,12 +71,7 @@ struct AnalysisChoices {
 // The Generate view's last generation: its settings and the tokens it wrote (a loaded session
 // generates again with them: the same seed writes the same tokens).
 struct GenerationChoices {
-  std::string prompt;
-  int max_new = 20;
-  float temperature = 0;
-  int top_k = 0;
-  float top_p = 1;
-  int64_t seed = 0;
+  GenerationSettings settings;     // app/engine/generation_job.h
   std::vector<int64_t> generated;  // ids written; empty = nothing generated
 };
 

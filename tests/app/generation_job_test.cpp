@@ -63,7 +63,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
   REQUIRE(c.doc().model);
   c.execute(cmd::SetGate{"decoder", 1, 3, 0.0f});
   settle(c);
-  c.execute(cmd::Generate{"The cat sat on", 6, 0.8f, 40, 0.95f, 3});
+  c.execute(cmd::Generate{{"The cat sat on", 6, 0.8f, 40, 0.95f, 3}});
   settle(c);
   const auto g = c.doc().generation;
   REQUIRE(g);
@@ -105,7 +105,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
 
   SECTION("Stop ends a long run after the step under way") {
     const auto before = c.doc().generation;
-    c.execute(cmd::Generate{"The", 1000});
+    c.execute(cmd::Generate{{"The", 1000}});
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while ((c.doc().generation == before || (c.doc().generation && c.doc().generation->steps.size() < 3)) &&
            c.doc().generation_error.empty() && std::chrono::steady_clock::now() < until) {
@@ -129,13 +129,13 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     REQUIRE(d.doc().generation);
     REQUIRE(d.doc().generation->steps.size() == 6);
     for (size_t s = 0; s < 6; ++s) CHECK(d.doc().generation->steps[s].id == g->steps[s].id);
-    CHECK(d.doc().session.generation.seed == 3);
-    CHECK(d.doc().session.generation.top_k == 40);
+    CHECK(d.doc().session.generation.settings.seed == 3);
+    CHECK(d.doc().session.generation.settings.top_k == 40);
   }
   SECTION("going back: keep the first tokens, write on under other gates; Δp against the ungated model") {
     c.execute(cmd::SetGate{"decoder", 0, 5, 0.0f});
     settle(c);
-    c.execute(cmd::Generate{"The cat sat on", 6, 0.8f, 40, 0.95f, 3, 3});
+    c.execute(cmd::Generate{{"The cat sat on", 6, 0.8f, 40, 0.95f, 3}, 3});
     settle(c);
     const auto again = c.doc().generation;
     REQUIRE(again);
@@ -165,7 +165,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     }
   }
   SECTION("Stop before the run starts leaves nothing running") {
-    c.execute(cmd::Generate{"The", 1000});
+    c.execute(cmd::Generate{{"The", 1000}});
     c.execute(cmd::StopGeneration{});
     settle(c, 20);
     CHECK(!c.doc().generation_running);
@@ -173,7 +173,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
   SECTION("a masked-LM encoder cannot generate: the message says why") {
     c.execute(cmd::OpenModel{std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default"});
     settle(c);
-    c.execute(cmd::Generate{"The", 3});
+    c.execute(cmd::Generate{{"The", 3}});
     settle(c);
     CHECK_THAT(c.doc().generation_error, Catch::Contains("no decoder"));
     CHECK(!c.doc().generation);
