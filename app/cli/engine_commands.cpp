@@ -17,6 +17,7 @@ std::map<std::string, AddCommand> engine_commands(const GuiEntry& gui) {
       {"analyze", add_analyze_command},
       {"merge", add_merge_command},
       {"count-tokens", add_count_tokens_command},
+      {"convert", add_convert_command},
   };
   if (gui) commands["gui"] = [gui](CLI::App& app, Action& action) { add_gui_command(app, action, gui); };
   return commands;
