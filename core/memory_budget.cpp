@@ -103,6 +103,14 @@ int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens) {
 
 int64_t kv_cache_bytes_per_token(const ModelConfig& config) { return kv_cache_bytes(config, 1); }
 
+int64_t kv_cache_bytes_per_token_as_mha(const ModelConfig& config) {
+  if (!config.decoder) return 0;
+  ModelConfig mha = config;
+  auto& a = mha.decoder->attention;
+  if (!a.collaborative && !a.talking_heads) a.kv_heads = a.heads;
+  return kv_cache_bytes_per_token(mha);
+}
+
 int64_t available_memory() {
   std::ifstream in("/proc/meminfo");
   std::string key;

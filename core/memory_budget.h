@@ -39,6 +39,9 @@ MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, in
 int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens);
 // The same for one token: what each generated token adds while the text is shorter than any window.
 int64_t kv_cache_bytes_per_token(const ModelConfig& config);
+// The same for the model with a key/value head per query head (MQA and GQA turned back into MHA;
+// collaborative and talking-heads keys are not per head and count as they are).
+int64_t kv_cache_bytes_per_token_as_mha(const ModelConfig& config);
 
 // Bytes of memory the system can still give (MemAvailable of /proc/meminfo), or -1 if unknown.
 int64_t available_memory();

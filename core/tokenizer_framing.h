@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 namespace headlab::core {
 
@@ -29,6 +31,20 @@ inline SentenceFrame sentence_frame(const Tokenizer& tokenizer) {
   if (at > 0) f.begin = full.front();
   if (at + bare.size() < full.size()) f.end = full.back();
   return f;
+}
+
+// The token a decoder's text starts from: [CLS] / <s>, else the begin-of-sequence token — what an
+// encoder-decoder's decoder is trained to start from (core/train/data.h). nullopt when there is none.
+inline std::optional<int64_t> decoder_start_id(const Tokenizer& tokenizer) {
+  return tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
+}
+
+// A causal model's prompt: the text's ids after the begin-of-sequence token when the tokenizer has
+// one (a decoder saw its texts start with it in training).
+inline std::vector<int64_t> causal_prompt_ids(const Tokenizer& tokenizer, std::string_view text) {
+  std::vector<int64_t> ids = tokenizer.encode(text, false).ids;
+  if (auto bos = tokenizer.bos_id(); bos && (ids.empty() || ids.front() != *bos)) ids.insert(ids.begin(), *bos);
+  return ids;
 }
 
 }  // namespace headlab::core

@@ -7,6 +7,7 @@
 #include "app/cli/cli_args.h"
 #include "core/generate.h"
 #include "core/model.h"
+#include "core/tokenizer_framing.h"
 #include "core/safetensors_torch.h"
 #include "core/system_info.h"
 
@@ -45,15 +46,11 @@ int generate_command(const GenerateOptions& o) {
     request.prompt = parse_ids(o.ids, "--ids");
   } else {
     if (!tok) throw UsageError(o.model + " has no tokenizer: give --ids instead of --prompt");
-    request.prompt = tok->encode(o.prompt, false).ids;
-    // A decoder that starts its texts with a begin token sees one before the prompt, as in training.
-    if (!enc_dec)
-      if (auto bos = tok->bos_id(); bos && (request.prompt.empty() || request.prompt.front() != *bos))
-        request.prompt.insert(request.prompt.begin(), *bos);
+    request.prompt = enc_dec ? tok->encode(o.prompt, false).ids : core::causal_prompt_ids(*tok, o.prompt);
     if (request.prompt.empty()) throw UsageError("--prompt produced no tokens");
   }
   if (enc_dec) {
-    auto begin = tok ? (tok->cls_id() ? tok->cls_id() : tok->bos_id()) : std::nullopt;
+    auto begin = tok ? core::decoder_start_id(*tok) : std::nullopt;
     request.decoder_prompt = {begin ? *begin : 0};
   }
   if (tok) {

@@ -41,12 +41,8 @@ int print_folder(const InfoOptions& options) {
   if (c.decoder) {
     // What generation's KV cache costs (core/memory_budget.h), against MHA with the same heads.
     std::cout << "  KV cache: " << kv_text(core::kv_cache_bytes_per_token(c)) << " a token";
-    core::ModelConfig mha = c;
-    auto& a = mha.decoder->attention;
-    if (!a.collaborative && !a.talking_heads && a.kv_heads != a.heads) {
-      a.kv_heads = a.heads;
-      std::cout << " (MHA with the same heads: " << kv_text(core::kv_cache_bytes_per_token(mha)) << ")";
-    }
+    const int64_t mha = core::kv_cache_bytes_per_token_as_mha(c);
+    if (mha != core::kv_cache_bytes_per_token(c)) std::cout << " (MHA with the same heads: " << kv_text(mha) << ")";
     const int64_t long_text = core::kv_cache_bytes(c, 1 << 20);
     if (long_text == core::kv_cache_bytes(c, 1 << 21))  // every layer a sliding window
       std::cout << "; at most " << kv_text(long_text) << " however long the text (sliding windows)";

@@ -4,6 +4,7 @@
 #include "core/asset_paths.h"
 #include "core/run.h"
 #include "core/system_info.h"
+#include "core/tokenizer_framing.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -53,13 +54,11 @@ int predict_command(const PredictOptions& o) {
     return 0;
   }
   if (kind == core::StackKind::Decoder) {
-    request.ids = tok.encode(o.text, false).ids;
-    if (auto bos = tok.bos_id(); bos && (request.ids.empty() || request.ids.front() != *bos))
-      request.ids.insert(request.ids.begin(), *bos);
+    request.ids = core::causal_prompt_ids(tok, o.text);
     if (request.ids.empty()) throw UsageError("--text produced no tokens");
   } else {
     request.ids = tok.encode(o.text, false).ids;
-    auto begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
+    auto begin = core::decoder_start_id(tok);
     if (!begin) throw UsageError("the tokenizer has no begin token for the decoder");
     request.decoder_ids = {*begin};
     const auto prefix = tok.encode(o.target, false).ids;

@@ -3,6 +3,7 @@
 #include "core/generate.h"
 #include "core/memory_budget.h"
 #include "core/model.h"
+#include "core/tokenizer_framing.h"
 #include "core/run.h"
 #include "core/system_info.h"
 
@@ -116,12 +117,10 @@ void GenerationJob::run(const GenerationRequest& request) {
   g.sampling = {settings.temperature, settings.top_k, settings.top_p, static_cast<uint64_t>(settings.seed)};
   g.controls = request.controls;
   g.cancel = &cancel_;
-  g.prompt = tok.encode(settings.prompt, false).ids;
-  if (!enc_dec)
-    if (auto bos = tok.bos_id(); bos && (g.prompt.empty() || g.prompt.front() != *bos)) g.prompt.insert(g.prompt.begin(), *bos);
+  g.prompt = enc_dec ? tok.encode(settings.prompt, false).ids : core::causal_prompt_ids(tok, settings.prompt);
   if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");
   if (enc_dec) {
-    auto begin = tok.cls_id() ? tok.cls_id() : tok.bos_id();
+    auto begin = core::decoder_start_id(tok);
     if (!begin) throw std::runtime_error("the tokenizer has no begin token for the decoder");
     g.decoder_prompt = {*begin};
   }
@@ -133,10 +132,7 @@ void GenerationJob::run(const GenerationRequest& request) {
   for (int64_t id : enc_dec ? g.decoder_prompt : g.prompt) result->prompt_tokens.push_back(tok.id_to_token(id));
   if (model.config.decoder) {
     result->bytes_per_token = core::kv_cache_bytes_per_token(model.config);
-    core::ModelConfig mha = model.config;
-    auto& a = mha.decoder->attention;
-    if (!a.collaborative && !a.talking_heads) a.kv_heads = a.heads;
-    result->mha_bytes_per_token = core::kv_cache_bytes_per_token(mha);
+    result->mha_bytes_per_token = core::kv_cache_bytes_per_token_as_mha(model.config);
   }
   std::vector<int64_t> generated;
   std::vector<std::vector<int64_t>> top_ids;  // per step, the ids of `top`

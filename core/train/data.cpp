@@ -42,7 +42,7 @@ SpecialTokens special_tokens(const Tokenizer& tokenizer) {
   s.vocab_size = tokenizer.vocab_size();
   s.mask = tokenizer.mask_id();
   s.pad = tokenizer.pad_id();
-  s.begin = tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
+  s.begin = decoder_start_id(tokenizer);
   s.end = tokenizer.sep_id() ? tokenizer.sep_id() : tokenizer.eos_id();
   s.frame = sentence_frame(tokenizer);
   for (const auto& t : tokenizer.added_tokens())

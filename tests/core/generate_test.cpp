@@ -142,6 +142,8 @@ TEST_CASE("the cache holds h_kv heads of keys and values; a sliding window bound
   // The formula the memory estimate and `headlab info` use.
   CHECK(core::kv_cache_bytes_per_token(as_decoder(mha)) == 4 * per_head);
   CHECK(core::kv_cache_bytes_per_token(as_decoder(mqa)) == per_head);
+  CHECK(core::kv_cache_bytes_per_token_as_mha(as_decoder(mqa)) == core::kv_cache_bytes_per_token(as_decoder(mha)));
+  CHECK(core::kv_cache_bytes_per_token_as_mha(as_decoder(mha)) == core::kv_cache_bytes_per_token(as_decoder(mha)));
 
   // A sliding window of w keeps at most w + 1 positions a layer however long the text grows.
   json sliding = shipped_config("sliding-window");
