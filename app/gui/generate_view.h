@@ -14,6 +14,7 @@ namespace headlab::app {
 class GenerateView : public View {
  public:
   GenerateView() : View("Generate", false) {}
+  bool onDemand() const override { return true; }  // a floating window over the Explore layout
 
  protected:
   void drawContent(Workbench& wb) override;

@@ -32,6 +32,9 @@ class View {
   virtual bool exportFile(Workbench& /*wb*/, const std::string& /*path*/) { return false; }
   // The workspace the view belongs to ("Explore", "Analyse"); "" = always on screen (the status bar).
   virtual std::string workspace() const { return "Explore"; }
+  // Opened only on demand (View menu, a script's select_view): a workspace switch leaves it closed,
+  // so it never covers the workspace's own layout.
+  virtual bool onDemand() const { return false; }
   // The extensions exportFile takes, for messages (".svg, .pdf"); "" = PNG only.
   virtual std::string exportFormats() const { return ""; }
 

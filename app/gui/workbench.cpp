@@ -98,7 +98,7 @@ void Workbench::sync_workspace() {
   const std::string& ws = doc().session.view.workspace;
   if (ws == shown_workspace_) return;
   shown_workspace_ = ws;
-  for (auto& v : views_) v->open() = v->workspace().empty() || v->workspace() == ws;
+  for (auto& v : views_) v->open() = !v->onDemand() && (v->workspace().empty() || v->workspace() == ws);
   if (!apply_layout) reset_layout = true;
 }
 
