@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 #include <stdexcept>
 
 namespace headlab::core {
@@ -59,6 +61,82 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups) {
     item.value().copy_(pool_heads(from, a.kv_heads, groups, key ? a.key_size : a.value_size));
   }
   out->module->eval();
+  return out;
+}
+
+CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options) {
+  ModelConfig config = model.config;
+  if (shared_key_size < 1) throw std::invalid_argument("--key-dim must be ≥ 1");
+  if (config.positions == PositionKind::Rope || config.positions == PositionKind::RopeLearned)
+    throw std::invalid_argument(config.name + " uses rotary positions: each head's rotation acts on its own query and key, "
+                                "so its key-query product does not factor through shared projections (collaborative "
+                                "conversion needs absolute, learned or no positions)");
+  for (auto* stack : {&config.encoder, &config.decoder}) {
+    if (!*stack) continue;
+    auto& a = (*stack)->attention;
+    if (a.collaborative) throw std::invalid_argument(config.name + " already uses collaborative attention");
+    if (a.talking_heads) throw std::invalid_argument("collaborative conversion needs per-head logits; " + config.name +
+                                                     " uses talking heads");
+    if (a.scoring != Scoring::Dot) throw std::invalid_argument("collaborative conversion needs dot-product scoring");
+    if (a.qk_norm) throw std::invalid_argument("collaborative conversion: per-head q/k norms do not factor");
+    const float scale = a.logit_scale();  // kept: the products are taken unscaled
+    a.scale = scale;
+    a.collaborative = Collaborative{shared_key_size};
+  }
+  const ModelConfig before = model.config;
+  config.validate();
+
+  CollaborativeConversion out;
+  out.model = std::make_shared<Model>();
+  out.model->config = config;
+  out.model->module = Transformer(config);
+  out.model->tokenizer = model.tokenizer;
+  out.model->weights_dtype = model.weights_dtype;
+  torch::NoGradGuard no_grad;
+  const auto source = model.module->named_parameters();
+  auto target = out.model->module->named_parameters();
+  // Everything but the self-attention query/key projections is copied as it is.
+  for (auto& item : target) {
+    const std::string& name = item.key();
+    if (source.contains(name) && source[name].sizes() == item.value().sizes()) item.value().copy_(source[name]);
+  }
+  for (const std::string stack : {"encoder", "decoder"}) {
+    const auto& sc = stack == "encoder" ? before.encoder : before.decoder;
+    if (!sc) continue;
+    const auto& a = sc->attention;
+    const int64_t h = a.heads, d = a.key_size, R = shared_key_size, group = a.heads / a.kv_heads;
+    for (int l = 0; l < sc->layers; ++l) {
+      const std::string p = stack + "." + std::to_string(l) + ".attn.";
+      const torch::Tensor wq = source[p + "q.weight"].to(torch::kFloat64).view({h, d, -1});             // [h, d, D]
+      const torch::Tensor wk = source[p + "k.weight"].to(torch::kFloat64).view({a.kv_heads, d, -1})   // [kv, d, D]
+                                   .repeat_interleave(group, 0);                                      // [h, d, D]
+      const int64_t D = wq.size(2);
+      // T_i = W_Q^i W_K^iᵀ in the x-space: score_i(t, s) = x_tᵀ T_i x_s (before the scale).
+      const torch::Tensor t = torch::matmul(wq.transpose(1, 2), wk);  // [h, D, D]
+      CpOptions o = options;
+      if (R >= h * d && !o.init_a.defined()) {
+        // The exact block solution, padded with zero columns: W̃_Q = [W_Q^1 … W_Q^h], m_i = 1 on block i.
+        o.init_a = torch::zeros({D, R}, torch::kFloat64);
+        o.init_b = torch::zeros({D, R}, torch::kFloat64);
+        o.init_c = torch::zeros({h, R}, torch::kFloat64);
+        o.init_a.narrow(1, 0, h * d).copy_(wq.reshape({h * d, D}).t());
+        o.init_b.narrow(1, 0, h * d).copy_(wk.reshape({h * d, D}).t());
+        for (int64_t i = 0; i < h; ++i) o.init_c[i].narrow(0, i * d, d).fill_(1.0);
+      }
+      const CpResult cp = cp_als(t, R, o);
+      target[p + "q.weight"].copy_(cp.a.t());  // W̃_Q as a Linear weight [R, D]
+      target[p + "k.weight"].copy_(cp.b.t());  // W̃_K [R, D]
+      target[p + "mix"].copy_(cp.c);           // m [h, R]
+      if (a.qkv_bias) {
+        // r_i = W_K^i b_Q^i: the part of (x_t W_Q^i + b_Q^i)·(x_s W_K^i + b_K^i) that varies with the key
+        // besides x_tᵀ T_i x_s.
+        const torch::Tensor bq = source[p + "q.bias"].to(torch::kFloat64).view({h, d});  // [h, d]
+        target[p + "content_bias"].copy_(torch::einsum("hd,hdD->hD", {bq, wk}));      // [h, D]
+      }
+      out.layers.push_back({stack, l, cp.relative_error, cp.iterations});
+    }
+  }
+  out.model->module->eval();
   return out;
 }
 

@@ -33,11 +33,16 @@ void require_finite(const torch::Tensor& weights, const std::string& file, const
 }
 
 void load_native_weights(Transformer& module, const SafetensorsFile& file,
-                         const std::function<bool(const std::string&)>& may_be_missing) {
+                         const std::function<bool(const std::string&)>& may_be_missing,
+                         const std::function<bool(const std::string&)>& loaded_elsewhere) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   for (auto& item : module->named_parameters()) {
     const std::string& name = item.key();
+    if (loaded_elsewhere && loaded_elsewhere(name)) {
+      used.insert(name);
+      continue;
+    }
     const TensorInfo* info = file.find(name);
     if (!info && may_be_missing && may_be_missing(name)) continue;
     if (!info) throw std::runtime_error(file.path() + ": tensor '" + name + "' is missing");

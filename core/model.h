@@ -40,7 +40,11 @@ void save_model(const Model& model, const std::string& folder, const std::string
 class SafetensorsFile;
 // Throws "FILE: tensor 'NAME' holds N NaN or infinite values" unless every value is finite.
 void require_finite(const torch::Tensor& weights, const std::string& file, const std::string& name);
+// Parameters for which `loaded_elsewhere(name)` holds are skipped here and their tensors in `file`
+// are not reported as unexpected: the caller loads them itself (e.g. the first rows of a grown
+// vocabulary).
 void load_native_weights(Transformer& module, const SafetensorsFile& file,
-                         const std::function<bool(const std::string&)>& may_be_missing = {});
+                         const std::function<bool(const std::string&)>& may_be_missing = {},
+                         const std::function<bool(const std::string&)>& loaded_elsewhere = {});
 
 }  // namespace headlab::core

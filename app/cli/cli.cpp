@@ -25,7 +25,7 @@ const std::vector<CommandInfo>& command_table() {
       {"analyze", "Measure every head over a dataset: confidence, roles, LRP, importance, spectra"},
       {"merge", "Join sharded head reports into the report of one pass"},
       {"count-tokens", "Count a corpus's tokens into a model folder (rare-word ranks)"},
-      {"convert", "Turn a trained model into grouped-query or multi-query attention (mean-pooled key/value heads)"},
+      {"convert", "Turn a trained model into grouped-query / multi-query attention (mean-pooled key/value heads) or collaborative attention (CP decomposition of the key-query products)"},
   };
   return table;
 }

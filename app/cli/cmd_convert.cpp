@@ -1,6 +1,8 @@
-// `headlab convert --model DIR --to gqa --groups G | --to mqa --out DIR [--data FILE…]`: a trained
-// model turned into grouped-query (or multi-query) attention by mean-pooling each group's key and
-// value heads (Ainslie et al. 2023, core/convert.h). Prints what the KV cache saves and, with
+// `headlab convert --model DIR --to gqa --groups G | --to mqa | --to collaborative --key-dim D[,D…]
+// --out DIR [--data FILE…]`: a trained model turned into grouped-query (or multi-query) attention by
+// mean-pooling each group's key and value heads (Ainslie et al. 2023), or into collaborative
+// attention by a CP decomposition of its heads' key-query products (Cordonnier et al. 2020 §4;
+// core/convert.h). Prints what the KV cache saves or each layer's reconstruction error and, with
 // --data, the model's loss and top-1 on that text before and after, as `headlab evaluate` measures.
 #include "app/cli/cli.h"
 #include "core/convert.h"
@@ -22,6 +24,8 @@ namespace {
 struct ConvertOptions {
   std::string model, to, out;
   int groups = 0;
+  std::vector<int> key_dims;
+  int iterations = 200;
   std::vector<std::string> data;
   int64_t seq_len = 128;
   bool force = false;
@@ -36,12 +40,62 @@ core::train::EvalResult quality(core::Model& model, const std::vector<std::strin
                                         std::max<int64_t>(1, 2048 / seq_len));
 }
 
+void print_quality(core::Model& converted, const ConvertOptions& o, const core::train::EvalResult& before) {
+  const auto after = quality(converted, o.data, o.seq_len);
+  std::printf("on %zu file(s), %lld targets: loss %.4f → %.4f, top-1 %.2f%% → %.2f%%\n", o.data.size(),
+              static_cast<long long>(before.targets), before.loss, after.loss, 100 * before.accuracy,
+              100 * after.accuracy);
+}
+
+void save_converted(core::Model& converted, const core::Model& model, const ConvertOptions& o, const std::string& out,
+                    const std::string& suffix) {
+  const auto tokenizer = std::filesystem::path(o.model) / "tokenizer.json";
+  converted.config.name += " (" + suffix + ")";
+  core::save_model(converted, out, model.weights_dtype == "F64" ? "F32" : model.weights_dtype,
+                   std::filesystem::exists(tokenizer) ? tokenizer.string() : "");
+  std::printf("wrote %s\n", out.c_str());
+}
+
 int convert_command(const ConvertOptions& o) {
-  refuse_overwrite((std::filesystem::path(o.out) / "config.json").string(), o.force);
+  const bool collaborative = o.to == "collaborative";
+  if (collaborative && o.key_dims.empty()) throw UsageError("--to collaborative needs --key-dim D (or D1,D2,…)");
+  // Several key sizes: one folder each, OUT/key-dim-D.
+  auto out_of = [&](int d) {
+    return !collaborative || o.key_dims.size() == 1 ? o.out
+                                                    : (std::filesystem::path(o.out) / ("key-dim-" + std::to_string(d))).string();
+  };
+  for (int d : collaborative ? o.key_dims : std::vector<int>{0})
+    refuse_overwrite((std::filesystem::path(out_of(d)) / "config.json").string(), o.force);
   auto model = core::load_model(o.model);
   if (model->config.kind == core::StackKind::EncoderDecoder)
     throw UsageError("convert turns the self-attention of encoders or decoders; " + o.model + " is an encoder-decoder");
+  if (!o.data.empty() && !model->tokenizer) throw UsageError(o.model + " has no tokenizer: --data needs one");
   const auto& a = (model->config.decoder ? model->config.decoder : model->config.encoder)->attention;
+  core::train::EvalResult before;
+  if (!o.data.empty()) before = quality(*model, o.data, o.seq_len);
+
+  if (collaborative) {
+    std::printf("%s: %d heads × key size %d (h·d_k = %d)\n", o.model.c_str(), a.heads, a.key_size, a.heads * a.key_size);
+    for (int d : o.key_dims) {
+      core::CpOptions cp;
+      cp.max_iterations = o.iterations;
+      cp.tolerance = 1e-7;
+      core::CollaborativeConversion converted;
+      try {
+        converted = core::convert_to_collaborative(*model, d, cp);
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+      std::printf("shared key size D̃k = %d (%.0f%% of h·d_k): relative error of W_Q^i W_K^iᵀ per layer:", d,
+                  100.0 * d / (a.heads * a.key_size));
+      for (const auto& l : converted.layers)
+        std::printf(" %s%d %.4f", l.stack == "encoder" ? "E" : "D", l.layer, l.relative_error);
+      std::printf("\n");
+      if (!o.data.empty()) print_quality(*converted.model, o, before);
+      save_converted(*converted.model, *model, o, out_of(d), "collaborative, D̃k " + std::to_string(d));
+    }
+    return 0;
+  }
   const int groups = o.to == "mqa" ? 1 : o.groups;
   if (o.to == "gqa" && groups <= 0) throw UsageError("--to gqa needs --groups G");
   std::shared_ptr<core::Model> converted;
@@ -56,19 +110,8 @@ int convert_command(const ConvertOptions& o) {
     std::printf("KV cache: %lld → %lld bytes a token\n",
                 static_cast<long long>(core::kv_cache_bytes_per_token(model->config)),
                 static_cast<long long>(core::kv_cache_bytes_per_token(converted->config)));
-  if (!o.data.empty()) {
-    if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer: --data needs one");
-    const auto before = quality(*model, o.data, o.seq_len);
-    const auto after = quality(*converted, o.data, o.seq_len);
-    std::printf("on %zu file(s), %lld targets: loss %.4f → %.4f, top-1 %.2f%% → %.2f%%\n", o.data.size(),
-                static_cast<long long>(before.targets), before.loss, after.loss, 100 * before.accuracy,
-                100 * after.accuracy);
-  }
-  const auto tokenizer = std::filesystem::path(o.model) / "tokenizer.json";
-  converted->config.name += groups == 1 ? " (MQA)" : " (GQA " + std::to_string(groups) + ")";
-  core::save_model(*converted, o.out, model->weights_dtype == "F64" ? "F32" : model->weights_dtype,
-                   std::filesystem::exists(tokenizer) ? tokenizer.string() : "");
-  std::printf("wrote %s\n", o.out.c_str());
+  if (!o.data.empty()) print_quality(*converted, o, before);
+  save_converted(*converted, *model, o, o.out, groups == 1 ? "MQA" : "GQA " + std::to_string(groups));
   return 0;
 }
 
@@ -78,8 +121,16 @@ void add_convert_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ConvertOptions>();
   auto* cmd = app.add_subcommand("convert", command_description("convert"));
   cmd->add_option("--model", o->model, "Model folder (native, or a Hugging Face folder HeadLab opens)")->required();
-  cmd->add_option("--to", o->to, "gqa or mqa")->required()->check(CLI::IsMember({"gqa", "mqa"}));
+  cmd->add_option("--to", o->to, "gqa, mqa or collaborative")
+      ->required()
+      ->check(CLI::IsMember({"gqa", "mqa", "collaborative"}));
   cmd->add_option("--groups", o->groups, "GQA: key/value heads after conversion (divides the heads)");
+  cmd->add_option("--key-dim", o->key_dims,
+                  "Collaborative: shared key size D̃k; several (D1,D2,…) write OUT/key-dim-D each")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--iterations", o->iterations, "Collaborative: ALS sweeps at most (default 200)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--out", o->out, "Folder for the converted model")->required();
   cmd->add_option("--data", o->data, "Text to measure loss and top-1 on, before and after");
   cmd->add_option("--seq-len", o->seq_len, "Sequence length for --data (default 128)")->check(CLI::PositiveNumber);

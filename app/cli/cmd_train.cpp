@@ -120,7 +120,8 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt");
   cmd->add_flag("--force", options->force, "Start over in an --out folder that already holds a model");
   cmd->add_option("--init", o.init_from,
-                  "Start from this model folder's weights (same architecture and tokenizer; fresh optimizer and schedule)")
+                  "Start from this model folder's weights (same architecture; its tokenizer or one that extends it; fresh "
+                  "optimizer and schedule)")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--freeze", o.frozen_patterns,
                   "Keep the parameters matching these globs at their starting values, e.g. 'tokens.*' 'encoder.[0-2].*'")
@@ -131,6 +132,9 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--freeze-heads", options->frozen_heads,
                   "Keep these heads' query/key weights (LAYER.HEAD …) at their starting values, e.g. with --init")
       ->delimiter(',');
+  cmd->add_flag("--freeze-known-tokens", o.freeze_known_tokens,
+                "With --init and a --tokenizer that extends the model's (the same tokens at the same ids, then "
+                "new ones): only the new tokens' embedding and output rows train");
   cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(CLI::Range(4, 100000));
   cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--lr", o.lr, "Peak learning rate");

@@ -25,6 +25,10 @@ namespace {
 bool matches(const std::string& glob, const std::string& name) { return fnmatch(glob.c_str(), name.c_str(), 0) == 0; }
 }  // namespace
 
+bool is_vocabulary_sized(const std::string& name) {
+  return name == "tokens.weight" || name == "head_bias" || name == "head_weight";
+}
+
 bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
   for (const auto& glob : globs)
     if (matches(glob, name)) return true;
@@ -43,7 +47,7 @@ std::vector<std::pair<std::string, torch::Tensor>> parameters_matching(Transform
 }
 
 FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, const std::vector<std::string>& patterns,
-                             const std::vector<HeadRef>& heads) {
+                             const std::vector<HeadRef>& heads, int64_t known_token_rows) {
   torch::NoGradGuard no_grad;
   for (const auto& pattern : patterns) {
     for (auto& [name, param] : parameters_matching(model, pattern, "--freeze")) {
@@ -51,6 +55,16 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
       param.set_requires_grad(false);  // no gradient: backward stops below it, AdamW skips it
     }
   }
+  if (known_token_rows < 0 || known_token_rows > config.vocab_size)
+    throw std::invalid_argument("--freeze-known-tokens: " + std::to_string(known_token_rows) + " known tokens in a " +
+                                "vocabulary of " + std::to_string(config.vocab_size));
+  if (known_token_rows > 0)
+    for (const auto& item : model.named_parameters()) {
+      const std::string& name = item.key();
+      // Frozen whole by a glob already: nothing more to keep.
+      if (is_vocabulary_sized(name) && item.value().requires_grad())
+        slices_.push_back({item.value(), item.value().narrow(0, 0, known_token_rows).clone(), 0});
+    }
   if (heads.empty()) return;
   const std::string stack = config.encoder ? "encoder" : "decoder";
   const StackConfig& sc = config.encoder ? *config.encoder : *config.decoder;

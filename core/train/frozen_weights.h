@@ -11,7 +11,9 @@
 //     query head and per-head projections (MHA, talking-heads' logit heads, additive); not MQA/GQA
 //     or collaborative attention, whose projections are shared across heads. These rows share a
 //     tensor with trained rows, so they are zeroed in the gradient before clipping and written back
-//     after every optimizer step (undoing AdamW's step and decay).
+//     after every optimizer step (undoing AdamW's step and decay);
+//   - the first rows of the vocabulary-sized tensors (token embeddings, output bias, untied output
+//     weights): the tokens a grown vocabulary kept (`train --freeze-known-tokens`), restored the same way.
 #pragma once
 
 #include "core/config.h"
@@ -37,6 +39,10 @@ struct HeadRef {
 HeadRef parse_head_ref(const std::string& text);
 std::string to_string(const HeadRef& head);
 
+// Whether the native parameter `name` has one row per vocabulary entry: the token embeddings, the
+// output bias, an untied output projection.
+bool is_vocabulary_sized(const std::string& name);
+
 // Whether `name` matches one of the fnmatch globs.
 bool matches_any(const std::vector<std::string>& globs, const std::string& name);
 
@@ -49,9 +55,10 @@ class FrozenWeights {
  public:
   FrozenWeights() = default;
   // Captures the current values. Throws std::invalid_argument for a head outside the model, an
-  // attention kind without per-head query/key rows, or a pattern that names no parameter.
+  // attention kind without per-head query/key rows, a pattern that names no parameter, or more known
+  // token rows than the vocabulary has.
   FrozenWeights(TransformerImpl& model, const ModelConfig& config, const std::vector<std::string>& patterns,
-                const std::vector<HeadRef>& heads);
+                const std::vector<HeadRef>& heads, int64_t known_token_rows = 0);
 
   bool empty() const { return frozen_values() == 0; }
   int64_t frozen_values() const;  // how many numbers stay fixed
@@ -62,11 +69,11 @@ class FrozenWeights {
 
  private:
   struct Slice {
-    torch::Tensor param;  // a q/k weight [H·d, D] or bias [H·d], or score_v [H, d]
-    torch::Tensor saved;  // one head's rows of it: [d, D] / [d] / [1, d]
+    torch::Tensor param;  // a q/k weight [H·d, D] or bias [H·d], score_v [H, d], or vocabulary-sized [V, …]
+    torch::Tensor saved;  // one head's rows of it: [d, D] / [d] / [1, d]; the known tokens' [V_known, …]
     int64_t begin = 0;
   };
-  std::vector<Slice> slices_;     // head rows
+  std::vector<Slice> slices_;     // head rows, known token rows
   int64_t whole_values_ = 0;      // numbers in parameters frozen whole (no gradient)
 };
 

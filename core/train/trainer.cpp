@@ -6,6 +6,7 @@
 #include "core/safetensors_torch.h"
 #include "core/train/checkpoint.h"
 #include "core/train/forward.h"
+#include "core/train/grown_vocabulary.h"
 #include "core/train/tokenizer_trainer.h"
 
 #include <nlohmann/json.hpp>
@@ -137,18 +138,35 @@ void truncate_log(const std::string& path, int64_t step) {
 
 // Loads the weights of the native model folder `folder` into `model` (continued training) with the
 // loader `load_model` uses: every parameter present with its shape (or drawn afresh by --reinit, so
-// it may be missing), no unknown tensor. The folder's tokenizer (if any) must be the run's, so ids
-// mean the same words.
-void init_from_folder(Transformer& model, const std::string& folder, const std::string& tokenizer_json,
-                      const std::vector<std::string>& reinit_patterns) {
-  const fs::path folder_tokenizer = fs::path(folder) / "tokenizer.json";
-  if (!tokenizer_json.empty() && fs::exists(folder_tokenizer) &&
-      read_text_file(folder_tokenizer.string()) != read_text_file(tokenizer_json))
-    throw std::runtime_error(folder + ": --init model was trained with another tokenizer than " + tokenizer_json);
+// it may be missing), no unknown tensor. With a grown vocabulary (`known_tokens` > 0, see
+// grown_vocabulary) the vocabulary-sized tensors fill their first `known_tokens` rows, and the new
+// tokens' rows are drawn like the known ones (draw_rows_like, seeded with `seed`).
+void init_from_folder(Transformer& model, const std::string& folder, int64_t known_tokens,
+                      const std::vector<std::string>& reinit_patterns, uint64_t seed) {
   try {
+    const auto file = SafetensorsFile::open((fs::path(folder) / "model.safetensors").string());
     // What --reinit draws afresh need not be in the folder (a deeper model from a shallower one).
-    load_native_weights(model, SafetensorsFile::open((fs::path(folder) / "model.safetensors").string()),
-                        [&](const std::string& name) { return matches_any(reinit_patterns, name); });
+    load_native_weights(
+        model, file, [&](const std::string& name) { return matches_any(reinit_patterns, name); },
+        [&](const std::string& name) { return known_tokens > 0 && is_vocabulary_sized(name); });
+    if (known_tokens == 0) return;
+    torch::NoGradGuard no_grad;
+    for (auto& item : model->named_parameters()) {
+      if (!is_vocabulary_sized(item.key())) continue;
+      const TensorInfo* info = file.find(item.key());
+      if (!info) throw std::runtime_error(file.path() + ": tensor '" + item.key() + "' is missing");
+      std::vector<int64_t> expected(item.value().sizes().begin(), item.value().sizes().end());
+      expected[0] = known_tokens;
+      if (info->shape != expected)
+        throw std::runtime_error(file.path() + ": tensor '" + item.key() + "' has " +
+                                 std::to_string(info->shape.empty() ? 0 : info->shape[0]) + " rows or another width; " +
+                                 "the model's tokenizer has " + std::to_string(known_tokens) + " tokens");
+      const torch::Tensor rows = load_tensor(file, item.key(), torch::kFloat32);
+      require_finite(rows, file.path(), item.key());
+      item.value().narrow(0, 0, known_tokens).copy_(rows);
+      const int64_t fresh = item.value().size(0) - known_tokens;
+      item.value().narrow(0, known_tokens, fresh).copy_(draw_rows_like(rows, fresh, mix_seed(seed, fresh)));
+    }
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("--init: ") + e.what());
   }
@@ -197,8 +215,12 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   cfg.objective = to_string(o.objective);
   Transformer model(cfg);
   if (!o.reinit_patterns.empty() && o.init_from.empty()) throw std::invalid_argument("--reinit needs --init");
+  const int64_t known_tokens = o.init_from.empty() ? 0 : grown_vocabulary(o.init_from, o.tokenizer_json);
+  if (o.freeze_known_tokens && known_tokens == 0)
+    throw std::invalid_argument("--freeze-known-tokens needs --init with a model whose tokenizer the run's "
+                                "--tokenizer extends (the same tokens at the same ids, then new ones)");
   if (!o.init_from.empty() && !o.resume) {
-    init_from_folder(model, o.init_from, o.tokenizer_json, o.reinit_patterns);
+    init_from_folder(model, o.init_from, known_tokens, o.reinit_patterns, o.seed);
     if (!o.reinit_patterns.empty()) reinitialize(model, cfg, o);
   } else {
     initialize_weights(model, o.seed);
@@ -236,6 +258,8 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (!o.init_from.empty()) fingerprint["init_from"] = o.init_from;  // absent = random initialisation
   if (!o.frozen_patterns.empty()) fingerprint["frozen"] = o.frozen_patterns;  // absent = none
   if (!o.reinit_patterns.empty()) fingerprint["reinit"] = o.reinit_patterns;   // likewise
+  if (known_tokens > 0) fingerprint["known_tokens"] = known_tokens;            // likewise
+  if (o.freeze_known_tokens) fingerprint["freeze_known_tokens"] = true;        // likewise
   if (!o.frozen_heads.empty()) {  // likewise
     json heads = json::array();
     for (const auto& h : o.frozen_heads) heads.push_back(to_string(h));
@@ -267,7 +291,8 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     std::remove(log_path.c_str());
   }
   // After a resume's load: the checkpoint holds the rows as they were at the start.
-  const FrozenWeights frozen(*model, cfg, o.frozen_patterns, o.frozen_heads);
+  const FrozenWeights frozen(*model, cfg, o.frozen_patterns, o.frozen_heads,
+                            o.freeze_known_tokens ? known_tokens : 0);
   if (o.progress && !frozen.empty())
     std::fprintf(stderr, "%lld weights stay fixed\n", static_cast<long long>(frozen.frozen_values()));
 

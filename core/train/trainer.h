@@ -38,7 +38,7 @@ struct TrainOptions {
   int threads = 0;              // intra-op threads (0 = all cores)
   std::string out;              // output folder
   bool resume = false;
-  // A native model folder (same architecture and tokenizer) whose weights replace the random start:
+  // A native model folder (same architecture; the same tokenizer or one it extends) whose weights replace the random start:
   // continued training with a fresh optimizer and schedule, e.g. a second phase with other
   // masking or sequence length. Ignored on resume (the checkpoint has the weights).
   std::string init_from;
@@ -51,6 +51,12 @@ struct TrainOptions {
   // match may be missing from the folder: a deeper config starts from a shallower model.
   std::vector<std::string> reinit_patterns;
   std::vector<HeadRef> frozen_heads;
+  // With init_from and a tokenizer that extends the folder's (its tokens at the same ids, then new
+  // ones; e.g. subword pieces added to a word-level vocabulary): the known tokens' rows of the
+  // vocabulary-sized tensors (token embeddings, output bias, untied output weights) keep the loaded
+  // values and only the new tokens' rows train. Without it the known rows train as well. Either way
+  // the new rows start drawn like the known ones (core/train/grown_vocabulary.h).
+  bool freeze_known_tokens = false;
   std::string tokenizer_json;   // copied into the output folder
   std::string dtype = "F32";    // weight type of the model folder
   bool progress = true;         // a progress line on stderr (rewritten in place on a terminal)

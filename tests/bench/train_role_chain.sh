@@ -16,11 +16,21 @@
 #      on words the all-[MASK] loss never queries (94.1% at +1; weight decay 0: 88.8%).
 #      The twin trains all of layer 3's query/key and logit mix there, weight decay off (a decay
 #      would reach all eight heads). Weights are stored as F16 (the shipped form).
+#   V  a vocabulary for modern English, from E (or $FROM): the 8k words stay at their ids and 2,083
+#      WordPiece pieces are added (a 4k WordPiece trained on the books, WikiText-2 valid and the UD
+#      English-EWT train sentences, less the pieces the 8k words already hold), so a word outside the
+#      8k is spelled in pieces instead of [UNK]. Trained on that modern text with the books: the 8k
+#      known tokens' rows frozen (--freeze-known-tokens), the new rows drawn like the known ones
+#      (Hewitt 2021) and trained, and everything that shapes the heads' maps up to layer 3 frozen
+#      (layers 0-2, layer 3's attention norm and query/key, the twin's logit mixes): layer 3's values,
+#      output and FFN, layer 4 and the output head train. UD EWT dev and WikiText-2 test stay out.
 #
 # Environment: HEADLAB (binary, default build/app/headlab), DATA (books folder), OUT (run root),
 # TWIN=1 for the talking-heads twin (same phases; talking heads mix all heads, so no head locks),
 # SEED_B (phase B's seed, default 1), RARE (the rare-word head, default 3.5), POS1 / POS2 (the
-# positional heads B and C/D form, default 3.7 / 3.2).
+# positional heads B and C/D form, default 3.7 / 3.2), MODERN (folder with text/wikitext-2/ and ud/,
+# default ../shared/data; phase V), FROM (phase V's starting folder, default OUT/<tag>_E), STEPS_V
+# (default 2000).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 HEADLAB="${HEADLAB:-$here/build/app/headlab}"
@@ -63,6 +73,47 @@ all_mask=(--mlm-rate 0.4 --mlm-mask 1.0 --mlm-random 0 --seq-len 128)
 below=('tokens.*' 'encoder.[0-2].*' 'encoder.3.attn_norm.*')
 lock() { [[ "$TWIN" == 1 ]] && return; echo --freeze-heads "$@"; }
 
+# Phase V's data, tokenizer and config: the books with modern text (WikiText-2 valid, the sentences of
+# UD English-EWT train), the 8k words plus the WordPiece pieces they lack, the 5-layer config at that size.
+MODERN="${MODERN:-$here/../shared/data}"
+ewt="$OUT/en_ewt-ud-train.txt"
+modern=("$DATA"/*.txt "$MODERN/text/wikitext-2/valid.txt" "$ewt")
+pieces="$OUT/pieces_4k.json"; tokv="$OUT/tokenizer_v.json"; cfgv="$OUT/config_${tag}_v.json"
+modern_vocabulary() {
+  [[ -f "$ewt" ]] || python3 - "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt" <<'PY'
+import sys
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    for line in open(sys.argv[1], encoding="utf-8"):
+        if line.startswith("# newdoc"): out.write("\n")
+        elif line.startswith("# text = "): out.write(line[9:].rstrip("\n") + "\n")
+PY
+  [[ -f "$pieces" ]] || "$HEADLAB" train-tokenizer --data "${modern[@]}" --kind wordpiece --vocab-size 4000 \
+    --limit-alphabet 400 --no-cls-sep --out "$pieces"
+  python3 - "$tok" "$pieces" "$tokv" "$cfg5" "$cfgv" <<'PY'
+import json, sys
+words, pieces = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+vocab = dict(words["model"]["vocab"])  # the 8k words keep their ids
+for token, _ in sorted(pieces["model"]["vocab"].items(), key=lambda item: item[1]):
+    if token not in vocab: vocab[token] = len(vocab)
+words["model"] = {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": vocab}
+words["decoder"] = pieces["decoder"]
+json.dump(words, open(sys.argv[3], "w", encoding="utf-8"), ensure_ascii=False)
+c = json.load(open(sys.argv[4]))
+c["vocab_size"] = len(vocab)
+twin = "talking" in c["name"]
+c["description"] = (
+    f"HeadLab's talking-heads twin of the default model: the same 5-layer, hidden-256 masked-LM encoder "
+    f"(RoPE, the same {len(vocab)}-token vocabulary, books, modern text, phases and budget) with talking-heads "
+    "attention (Shazeer et al. 2020), 8 key heads, 8 softmax heads, 8 value heads." if twin else
+    f"HeadLab's default model: a BERT-like masked-LM encoder (5 layers, 8 MHA heads, hidden 256, RoPE) with a "
+    f"{len(vocab)}-token vocabulary (8k whole words; WordPiece pieces spell every other word), trained by HeadLab "
+    "on seven Project Gutenberg books and modern English in phases (tests/bench/train_role_chain.sh): L3 H5 "
+    "attends to the rarest word, L3 H7 to the previous token, L3 H2 to the next.")
+json.dump(c, open(sys.argv[5], "w"), indent=2)
+PY
+}
+
 for phase in "$@"; do
   d="$OUT/${tag}_$phase"
   case "$phase" in
@@ -83,6 +134,12 @@ for phase in "$@"; do
          --freeze "${below[@]}" 'encoder.4.*' "${scores_only[@]}" 'encoder.3.ffn*' \
            'encoder_norm.*' 'head_*' $(lock "${others[@]}") "${all_mask[@]}" --lr 1e-2 --weight-decay $decay \
          --steps 800 --dtype F16 ;;
-    *) echo "unknown phase '$phase' (A B C D E)" >&2; exit 2 ;;
+    V) modern_vocabulary
+       "$HEADLAB" train --config "$cfgv" --force --data "${modern[@]}" --tokenizer "$tokv" --objective mlm \
+         --batch-tokens 2048 --warmup 0.03 --eval-every 200 --eval-batches 10 --threads 1 --out "$d" --seed 1 \
+         --init "${FROM:-$OUT/${tag}_E}" --freeze-known-tokens \
+         --freeze 'encoder.[0-2].*' 'encoder.3.attn_norm.*' 'encoder.3.attn.[qkp]*' \
+         --seq-len 256 --mlm-random 0 --steps "${STEPS_V:-2000}" --dtype F16 ;;
+    *) echo "unknown phase '$phase' (A B C D E V)" >&2; exit 2 ;;
   esac
 done

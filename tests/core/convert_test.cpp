@@ -1,6 +1,9 @@
 // Conversion to grouped-query attention (Ainslie et al. 2023): each group's key and value heads
 // mean-pooled. Checked against the definition written out head by head, the identity (as many groups
 // as kv heads), exactness when a group's heads are already equal, and the command line.
+// Conversion to collaborative attention (Cordonnier et al. 2020, §4) by a CP decomposition fitted
+// with ALS: checked on exactly low-rank tensors built term by term, and the exact conversion at
+// D̃_k = h·d_k (query biases folded into the content bias).
 #include "test_common.h"
 
 #include "core/config.h"
@@ -20,6 +23,16 @@ namespace {
 core::ModelConfig shipped(const std::string& name) {
   std::ifstream in(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/" + name + ".json");
   return core::model_config_from_json(nlohmann::json::parse(in));
+}
+
+// Random query/key biases (a fresh model's are zero), so the content-bias folding is exercised.
+void randomize_biases(core::Model& model, uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::NoGradGuard no_grad;
+  for (auto& item : model.module->named_parameters())
+    if (item.key().find(".attn.") != std::string::npos && item.key().size() > 5 &&
+        item.key().compare(item.key().size() - 5, 5, ".bias") == 0)
+      item.value().normal_(0, 0.5);
 }
 
 torch::Tensor logits_of(core::Model& model) {
@@ -112,4 +125,114 @@ TEST_CASE("headlab convert writes a GQA folder and reports the cache and the qua
                               dir.str("bad"),
                           out) == 2);
   CHECK(out.find("must divide") != std::string::npos);
+}
+
+TEST_CASE("CP-ALS recovers an exactly low-rank tensor", "[convert]") {
+  torch::manual_seed(7);
+  const int64_t K = 4, I = 7, J = 6, R = 3;
+  const auto a = torch::randn({I, R}, torch::kFloat64), b = torch::randn({J, R}, torch::kFloat64),
+             c = torch::randn({K, R}, torch::kFloat64);
+  // T[k][i][j] = Σ_r a[i][r] b[j][r] c[k][r], written out term by term.
+  auto t = torch::zeros({K, I, J}, torch::kFloat64);
+  auto ta = t.accessor<double, 3>();
+  auto aa = a.accessor<double, 2>(), ba = b.accessor<double, 2>(), ca = c.accessor<double, 2>();
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t j = 0; j < J; ++j)
+        for (int64_t r = 0; r < R; ++r) ta[k][i][j] += aa[i][r] * ba[j][r] * ca[k][r];
+  CHECK(test::max_abs_diff(core::cp_reconstruct(a, b, c), t) < 1e-12);
+
+  std::vector<double> errors;
+  core::CpOptions o;
+  o.max_iterations = 2000;
+  o.tolerance = 0;
+  o.on_iteration = [&](int, double e) {
+    errors.push_back(e);
+    return e > 1e-10;
+  };
+  const auto fit = core::cp_als(t, R, o);
+  CHECK(fit.relative_error < 1e-9);
+  CHECK(test::max_abs_diff(core::cp_reconstruct(fit.a, fit.b, fit.c), t) < 1e-8);
+  // ALS never raises the error: each step solves its least-squares problem exactly.
+  for (size_t i = 1; i < errors.size(); ++i) CHECK(errors[i] <= errors[i - 1] + 1e-12);
+
+  // Below the rank the fit is approximate, and a larger rank fits at least as well.
+  const double r1 = core::cp_als(t, 1).relative_error, r2 = core::cp_als(t, 2).relative_error;
+  CHECK(r1 > 0.01);
+  CHECK(r2 <= r1 + 1e-9);
+  CHECK(r2 > 1e-6);
+  CHECK_THROWS_WITH(core::cp_als(torch::zeros({2, 2}), 1), Catch::Contains("3-way"));
+}
+
+TEST_CASE("collaborative conversion at D̃k = h·dk is exact; smaller D̃k is a fit", "[convert]") {
+  for (const int kv : {4, 2}) {  // MHA, and GQA's shared key heads
+    INFO("kv heads " << kv);
+    auto config = shipped("mha");  // 4 heads of 16, learned positions, biases
+    config.encoder->attention.kv_heads = kv;
+    auto mha = core::make_random_model(config, 5);
+    randomize_biases(*mha, 9);
+    const auto exact = core::convert_to_collaborative(*mha, 64);
+    const auto& a = exact.model->config.encoder->attention;
+    REQUIRE(a.collaborative);
+    CHECK(a.collaborative->shared_key_size == 64);
+    CHECK(a.logit_scale() == Approx(0.25));  // 1/sqrt(16), as the model had
+    REQUIRE(exact.layers.size() == 2);
+    for (const auto& l : exact.layers) CHECK(l.relative_error < 1e-9);
+    CHECK(test::max_abs_diff(logits_of(*mha), logits_of(*exact.model)) <= 1e-4);
+    // The maps too: every head's attention the same.
+    core::RunRequest r;
+    r.ids = {3, 17, 5, 99, 42, 7, 8};
+    r.capture = core::kCaptureWeights;
+    const auto before = core::run(*mha, r), after = core::run(*exact.model, r);
+    for (int l = 0; l < 2; ++l)
+      CHECK(test::max_abs_diff(before->encoder.layers.at(l).self.weights, after->encoder.layers.at(l).self.weights) <= 1e-5);
+
+    // Half the key size: an approximation whose error the report gives.
+    const auto half = core::convert_to_collaborative(*mha, 32);
+    for (const auto& l : half.layers) {
+      CHECK(l.relative_error > 1e-3);
+      CHECK(l.relative_error < 1.0);
+    }
+    // The maps move (a random model's logits hardly depend on its attention).
+    const auto approx = core::run(*half.model, r);
+    CHECK(test::max_abs_diff(before->encoder.layers.at(0).self.weights, approx->encoder.layers.at(0).self.weights) > 1e-4);
+  }
+  auto rope = shipped("mha");
+  rope.positions = core::PositionKind::Rope;
+  CHECK_THROWS_WITH(core::convert_to_collaborative(*core::make_random_model(rope, 1), 64), Catch::Contains("rotary"));
+  auto talking = core::make_random_model(shipped("talking-heads"), 1);
+  if (talking->config.positions != core::PositionKind::Rope && talking->config.positions != core::PositionKind::RopeLearned)
+    CHECK_THROWS_WITH(core::convert_to_collaborative(*talking, 64), Catch::Contains("talking heads"));
+}
+
+TEST_CASE("headlab convert --to collaborative writes one folder per key size with its reconstruction error",
+          "[convert][cli]") {
+  test::TempDir dir("convert_collab_cli");
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/bert";  // 4 heads × 8 = 32
+  std::string out;
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " convert --model " + model +
+                                " --to collaborative --key-dim 8,32 --out " + dir.str("c"),
+                            out) == 0);
+  INFO(out);
+  CHECK(out.find("D̃k = 8 (25% of h·d_k)") != std::string::npos);
+  CHECK(out.find("D̃k = 32 (100% of h·d_k)") != std::string::npos);
+  CHECK(out.find(" E1 ") != std::string::npos);
+  const auto original = core::load_model(model);
+  const auto small = core::load_model(dir.str("c/key-dim-8"));
+  const auto full = core::load_model(dir.str("c/key-dim-32"));
+  REQUIRE(small->config.encoder->attention.collaborative);
+  CHECK(small->config.encoder->attention.collaborative->shared_key_size == 8);
+  // The exact size reproduces the model through the saved folder; a quarter of it does not.
+  CHECK(test::max_abs_diff(logits_of(*original), logits_of(*full)) <= 1e-4);
+  CHECK(test::max_abs_diff(logits_of(*original), logits_of(*small)) > 1e-4);
+
+  const std::string shipped_model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  CHECK(test::run_command(std::string(HEADLAB_BINARY) + " convert --model " + shipped_model +
+                              " --to collaborative --key-dim 64 --out " + dir.str("rope"),
+                          out) == 2);
+  CHECK(out.find("rotary") != std::string::npos);
+  CHECK(test::run_command(std::string(HEADLAB_BINARY) + " convert --model " + model + " --to collaborative --out " +
+                              dir.str("none"),
+                          out) == 2);
+  CHECK(out.find("--key-dim") != std::string::npos);
 }

@@ -4,8 +4,10 @@
 #include "core/config.h"
 #include "core/safetensors_torch.h"
 #include "core/train/data.h"
+#include "core/train/grown_vocabulary.h"
 #include "core/train/trainer.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -593,4 +595,133 @@ TEST_CASE("reinit draws parameters afresh after init; frozen heads keep the load
   typo.reinit_patterns = {"encoder.9.*"};
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
                     Catch::Contains("--reinit") && Catch::Contains("encoder.9.*"));
+}
+
+namespace {
+
+// A word-level tokenizer.json whose ids 0..n-1 are the given tokens, in order.
+void write_word_level(const std::string& path, const std::vector<std::string>& tokens) {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i]] = i;
+  const nlohmann::json t = {{"version", "1.0"},
+                            {"added_tokens", nlohmann::json::array()},
+                            {"normalizer", nullptr},
+                            {"pre_tokenizer", {{"type", "Whitespace"}}},
+                            {"post_processor", nullptr},
+                            {"decoder", nullptr},
+                            {"model", {{"type", "WordLevel"}, {"unk_token", "w1"}, {"vocab", vocab}}}};
+  std::ofstream(path) << t.dump();
+}
+
+std::vector<std::string> word_tokens(int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < n; ++i) out.push_back("w" + std::to_string(i));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loaded, new rows fresh and training",
+          "[train]") {
+  auto config = example_config("mha");
+  config.lm_head.tied = false;  // every vocabulary-sized tensor: embeddings, output weights, output bias
+  config.lm_head.bias = true;
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  test::TempDir a("grow_a"), b("grow_b"), c("grow_c"), files("grow_tok");
+  const int64_t grown = kVocab + 8;
+  write_word_level(files.str("old.json"), word_tokens(kVocab));
+  write_word_level(files.str("new.json"), word_tokens(grown));
+  auto first_options = quick_options(a.str(), Objective::Mlm, 20);
+  first_options.tokenizer_json = files.str("old.json");
+  first_options.dtype = "F32";
+  train_model(config, data, synthetic_specials(), first_options);
+
+  auto big = config;
+  big.vocab_size = static_cast<int>(grown);
+  auto specials = synthetic_specials();
+  specials.vocab_size = grown;
+  // The new tokens appear in the data, so their rows get a gradient as inputs and as outputs.
+  auto docs = synthetic_documents(4, 3000, 7);
+  for (auto& doc : docs)
+    for (size_t i = 0; i < doc.size(); i += 5) doc[i] = kVocab + int64_t(i / 5) % 8;
+  auto grown_data = make_lm_dataset(docs, 32, Objective::Mlm, specials, 0.05);
+
+  auto run = [&](const std::string& out, bool freeze, double lr = 3e-3) {
+    auto o = quick_options(out, Objective::Mlm, lr > 0 ? 20 : 1);
+    o.lr = lr;
+    o.init_from = a.str();
+    o.tokenizer_json = files.str("new.json");
+    o.freeze_known_tokens = freeze;
+    o.dtype = "F32";
+    train_model(big, grown_data, specials, o);
+    return core::SafetensorsFile::open(out + "/model.safetensors");
+  };
+  auto loaded = core::SafetensorsFile::open(a.str("model.safetensors"));
+  auto frozen = run(b.str(), true);
+  auto free = run(c.str(), false);
+  auto start = run(c.str("start"), true, 0.0);  // lr 0: the starting weights
+  for (const std::string name : {"tokens.weight", "head_weight", "head_bias"}) {
+    INFO(name);
+    const auto before = load_tensor(loaded, name);
+    REQUIRE(before.size(0) == kVocab);
+    const auto kept = load_tensor(frozen, name), moved = load_tensor(free, name);
+    REQUIRE(kept.size(0) == grown);
+    CHECK(torch::equal(kept.narrow(0, 0, kVocab), before));          // known rows as loaded
+    CHECK(!torch::equal(moved.narrow(0, 0, kVocab), before));        // without the flag they train
+    // The start: known rows as loaded, new rows drawn like them; then the new rows train.
+    const auto fresh = load_tensor(start, name);
+    CHECK(torch::equal(fresh.narrow(0, 0, kVocab), before));
+    CHECK(!torch::equal(kept.narrow(0, kVocab, 8), fresh.narrow(0, kVocab, 8)));
+    CHECK(!torch::equal(moved.narrow(0, kVocab, 8), fresh.narrow(0, kVocab, 8)));
+  }
+  CHECK(!torch::equal(load_tensor(frozen, "encoder.1.ffn.up.weight"), load_tensor(loaded, "encoder.1.ffn.up.weight")));
+
+  // The run's tokenizer must keep every known token at its id.
+  auto swapped = word_tokens(grown);
+  std::swap(swapped[5], swapped[6]);
+  write_word_level(files.str("swapped.json"), swapped);
+  auto o = quick_options(b.str("x"), Objective::Mlm, 2);
+  o.init_from = a.str();
+  o.tokenizer_json = files.str("swapped.json");
+  CHECK_THROWS_WITH(train_model(big, grown_data, specials, o),
+                    Catch::Contains("does not extend") && Catch::Contains("id 5 is 'w5'") && Catch::Contains("'w6'"));
+  write_word_level(files.str("smaller.json"), word_tokens(kVocab - 2));
+  o.tokenizer_json = files.str("smaller.json");
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), o), Catch::Contains("does not extend"));
+  // The flag needs a grown vocabulary.
+  o.tokenizer_json = files.str("old.json");
+  o.freeze_known_tokens = true;
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), o), Catch::Contains("--freeze-known-tokens needs"));
+}
+
+TEST_CASE("new vocabulary rows are drawn with the known rows' mean and covariance", "[train]") {
+  // Known rows with a clear mean and correlated columns: x = m + z A, so cov = Aᵀ A.
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  const auto a = torch::tensor({{1.0, 0.5, 0.0}, {0.0, 0.3, -0.2}, {0.0, 0.0, 0.1}}, torch::kFloat64);
+  const auto m = torch::tensor({0.4, -1.0, 2.0}, torch::kFloat64);
+  const auto known = (m + at::normal(0, 1, {4000, 3}, gen).to(torch::kFloat64).mm(a)).to(torch::kFloat32);
+  const auto drawn = draw_rows_like(known, 40000, 11).to(torch::kFloat64);  // [40000, 3]
+  REQUIRE(drawn.sizes() == torch::IntArrayRef({40000, 3}));
+  auto covariance = [](const torch::Tensor& x) {
+    const auto c = x - x.mean(0);
+    return c.t().mm(c) / double(x.size(0) - 1);
+  };
+  const auto known64 = known.to(torch::kFloat64);
+  CHECK(test::max_abs_diff(drawn.mean(0), known64.mean(0)) < 0.02);
+  CHECK(test::max_abs_diff(covariance(drawn), covariance(known64)) < 0.03);
+  // Seeded: the same seed draws the same rows, another seed others.
+  CHECK(torch::equal(draw_rows_like(known, 5, 11), draw_rows_like(known, 5, 11)));
+  CHECK(!torch::equal(draw_rows_like(known, 5, 11), draw_rows_like(known, 5, 12)));
+  // A bias [V]: new entries around the known ones' mean and spread.
+  const auto bias = torch::linspace(-3, 1, 1001);
+  const auto new_bias = draw_rows_like(bias, 20000, 3);
+  REQUIRE(new_bias.dim() == 1);
+  CHECK(new_bias.mean().item<double>() == Approx(-1.0).margin(0.03));
+  CHECK(new_bias.std().item<double>() == Approx(bias.std().item<double>()).epsilon(0.03));
+  // Rows spanning fewer directions than their width still draw (within their span).
+  const auto flat = torch::zeros({10, 4});
+  flat.select(1, 0).copy_(torch::arange(10));
+  const auto drawn_flat = draw_rows_like(flat, 100, 1);
+  CHECK(drawn_flat.select(1, 1).abs().max().item<double>() < 1e-2);
+  CHECK(drawn_flat.select(1, 0).std().item<double>() > 1.0);
 }
