@@ -1,6 +1,6 @@
 // The README's claim about the shipped default: on UD EWT dev, with the analyses' own measures and
-// the frequency corpus the model folder carries (token_counts.json, its training books), at least two
-// positional heads and a rare-word head. Needs ../shared beside the checkout: tagged [shared], which
+// the frequency corpus the model folder carries (token_counts.json, its training text), at least two
+// positional heads and three syntactic heads (no rare-word head: README, "Shipped models"). Needs ../shared beside the checkout: tagged [shared], which
 // ctest runs as its own test that reports "skipped" when the data is absent (tests/CMakeLists.txt).
 #include "test_common.h"
 #include "shared_data.h"
@@ -12,7 +12,7 @@
 
 using namespace headlab;
 
-TEST_CASE("the shipped default has two positional heads and a rare-word head on UD EWT dev", "[.][shared]") {
+TEST_CASE("the shipped default has two positional heads and syntactic heads on UD EWT dev", "[.][shared]") {
   namespace fs = std::filesystem;
   const fs::path dev = test::shared_data_dir() / "ud" / "en_ewt-ud-dev.conllu";
   REQUIRE(fs::exists(dev));
@@ -24,16 +24,19 @@ TEST_CASE("the shipped default has two positional heads and a rare-word head on 
   const auto r = analysis::analyze(*model, o).report;
   CHECK(r.settings.frequency_source == "model-folder");
   CHECK(r.sentences > 1900);  // of 2001: none is longer than the model's 512 positions
-  int positional = 0, rare = 0;
+  int positional = 0, syntactic = 0;
   for (const auto& h : r.heads) {
     positional += h.positional;
-    rare += h.rare;
+    bool role = false;
+    for (const auto& score : h.syntactic) role = role || score.is_role;
+    syntactic += role;
   }
-  INFO("positional heads " << positional << ", rare-word heads " << rare);
+  INFO("positional heads " << positional << ", syntactic heads " << syntactic);
   CHECK(positional >= 2);
-  CHECK(rare >= 1);
-  // The heads the README names: L3 H2 at +1, L3 H7 at −1, L3 H5 on the rarest word.
+  CHECK(syntactic >= 3);
+  // The heads the README names: L3 H2 at +1, L3 H7 at −1.
   CHECK(r.find("encoder", 3, 2)->positional_offset == 1);
+  CHECK(r.find("encoder", 3, 2)->positional);
   CHECK(r.find("encoder", 3, 7)->positional_offset == -1);
-  CHECK(r.find("encoder", 3, 5)->rare);
+  CHECK(r.find("encoder", 3, 7)->positional);
 }
