@@ -80,12 +80,21 @@ int convert_command(const ConvertOptions& o) {
       core::CpOptions cp;
       cp.max_iterations = o.iterations;
       cp.tolerance = 1e-7;
+      // A progress line on stderr: ALS on a large model takes minutes per layer.
+      int layer = 0, last_iteration = 0;
+      cp.on_iteration = [&](int iteration, double error) {
+        if (iteration <= last_iteration) ++layer;  // a new layer's fit began
+        last_iteration = iteration;
+        std::fprintf(stderr, "\rD̃k %d, layer fit %d: sweep %d, relative error %.4f   ", d, layer + 1, iteration, error);
+        return true;
+      };
       core::CollaborativeConversion converted;
       try {
         converted = core::convert_to_collaborative(*model, d, cp);
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
+      std::fprintf(stderr, "\r%*s\r", 60, "");
       std::printf("shared key size D̃k = %d (%.0f%% of h·d_k): relative error of W_Q^i W_K^iᵀ per layer:", d,
                   100.0 * d / (a.heads * a.key_size));
       for (const auto& l : converted.layers)
