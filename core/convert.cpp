@@ -64,7 +64,8 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups) {
   return out;
 }
 
-CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options) {
+CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options,
+                                                 const CollaborativeProgress& progress) {
   ModelConfig config = model.config;
   if (shared_key_size < 1) throw std::invalid_argument("--key-dim must be ≥ 1");
   if (config.positions == PositionKind::Rope || config.positions == PositionKind::RopeLearned)
@@ -114,6 +115,14 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
       // T_i = W_Q^i W_K^iᵀ in the x-space: score_i(t, s) = x_tᵀ T_i x_s (before the scale).
       const torch::Tensor t = torch::matmul(wq.transpose(1, 2), wk);  // [h, D, D]
       CpOptions o = options;
+      if (progress) {
+        const int index = static_cast<int>(out.layers.size());
+        const int layers = (before.encoder ? before.encoder->layers : 0) + (before.decoder ? before.decoder->layers : 0);
+        o.on_iteration = [&, index, layers](int sweep, double error) {
+          progress(index, layers, sweep, error);
+          return !options.on_iteration || options.on_iteration(sweep, error);
+        };
+      }
       if (R >= h * d && !o.init_a.defined()) {
         // The exact block solution, padded with zero columns: W̃_Q = [W_Q^1 … W_Q^h], m_i = 1 on block i.
         o.init_a = torch::zeros({D, R}, torch::kFloat64);

@@ -9,6 +9,7 @@
 
 #include "core/cp_als.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ struct CollaborativeConversion {
 // indicator of head i's block), so the converted model computes the same function. Throws
 // std::invalid_argument for RoPE (a rotation per head does not factor through shared projections),
 // talking heads, additive scoring, per-head q/k norms, or a model already collaborative.
-CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options = {});
+// `progress` (optional) is called after every ALS sweep with the layer being fitted (0-based over
+// both stacks), how many layers there are, the sweep and its relative error.
+using CollaborativeProgress = std::function<void(int layer, int layers, int sweep, double error)>;
+CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options = {},
+                                                 const CollaborativeProgress& progress = {});
 
 }  // namespace headlab::core

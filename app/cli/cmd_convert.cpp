@@ -80,17 +80,13 @@ int convert_command(const ConvertOptions& o) {
       core::CpOptions cp;
       cp.max_iterations = o.iterations;
       cp.tolerance = 1e-7;
-      // A progress line on stderr: ALS on a large model takes minutes per layer.
-      int layer = 0, last_iteration = 0;
-      cp.on_iteration = [&](int iteration, double error) {
-        if (iteration <= last_iteration) ++layer;  // a new layer's fit began
-        last_iteration = iteration;
-        std::fprintf(stderr, "\rD̃k %d, layer fit %d: sweep %d, relative error %.4f   ", d, layer + 1, iteration, error);
-        return true;
-      };
       core::CollaborativeConversion converted;
       try {
-        converted = core::convert_to_collaborative(*model, d, cp);
+        // A progress line on stderr: ALS on a large model takes minutes per layer.
+        converted = core::convert_to_collaborative(*model, d, cp, [d](int layer, int layers, int sweep, double error) {
+          std::fprintf(stderr, "\rD̃k %d, layer %d of %d: sweep %d, relative error %.4f   ", d, layer + 1, layers, sweep,
+                       error);
+        });
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
