@@ -273,6 +273,12 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       gated = O * gate + mean * (1 - gate);
     }
   }
+  if (call.head_gates.defined()) {
+    if (call.head_gates.dim() != 2 || call.head_gates.size(1) != h_v)
+      throw std::invalid_argument("head gates: layer has " + std::to_string(h_v) + " heads, got a tensor of shape " +
+                                  c10::str(call.head_gates.sizes()));
+    gated = gated * call.head_gates.view({call.head_gates.size(0), h_v, 1, 1});
+  }
   auto out = o(gated.transpose(1, 2).reshape({B, T, h_v * c.value_size}));  // [B, T, D]
 
   if (stages) {

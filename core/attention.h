@@ -44,6 +44,10 @@ struct AttentionCall {
   bool apply_pattern = true;   // cross-attention ignores the Longformer pattern
   torch::Tensor key_padding;   // [B, S] bool, true = padding (optional)
   const HeadControls* controls = nullptr;
+  // Differentiable gates [B or 1, h_v] multiplying each head's output O_i before W_O (zero
+  // ablation, Voita et al. 2019), after the controls' own gates; undefined = none. Head pruning
+  // (core/train/head_pruning.h) trains them.
+  torch::Tensor head_gates;
   unsigned capture = kCaptureNone;
   RopeTables rope;             // empty = no rotary positions
   bool lrp = false;            // analysis/LRP.md rule 1: attention weights are constants

@@ -90,6 +90,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     a.apply_pattern = self;
     a.key_padding = self ? call.padding : call.memory_padding;
     a.controls = self ? call.self_controls : call.cross_controls;
+    a.head_gates = self ? call.self_gates : call.cross_gates;
     a.capture = call.capture;
     if (self && rotary_) {
       a.rope = call.rope;

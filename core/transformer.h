@@ -55,6 +55,7 @@ struct BlockCall {
   torch::Tensor memory_padding;  // [B, S] bool (optional)
   const HeadControls* self_controls = nullptr;
   const HeadControls* cross_controls = nullptr;
+  torch::Tensor self_gates, cross_gates;  // AttentionCall::head_gates of this layer [B or 1, h_v]
   unsigned capture = kCaptureNone;
   RopeTables rope;
   bool lrp = false;

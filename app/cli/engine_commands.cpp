@@ -18,6 +18,7 @@ std::map<std::string, AddCommand> engine_commands(const GuiEntry& gui) {
       {"merge", add_merge_command},
       {"count-tokens", add_count_tokens_command},
       {"convert", add_convert_command},
+      {"prune", add_prune_command},
   };
   if (gui) commands["gui"] = [gui](CLI::App& app, Action& action) { add_gui_command(app, action, gui); };
   return commands;

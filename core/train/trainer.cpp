@@ -64,14 +64,14 @@ std::vector<Batch> eval_batches(const Dataset& data, const SpecialTokens& specia
   return out;
 }
 
-EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches) {
+EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches, const HeadGateTensors* gates = nullptr) {
   torch::NoGradGuard no_grad;
   model->eval();
   EvalResult r;
   double loss_sum = 0;
   int64_t correct = 0;
   for (const auto& b : batches) {
-    auto l = batch_loss(model, b);
+    auto l = batch_loss(model, b, gates);
     loss_sum += l.loss.item<double>() * double(l.targets);
     r.targets += l.targets;
     correct += l.correct;
@@ -88,7 +88,7 @@ EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches) {
 
 EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& examples, Objective objective,
                              const SpecialTokens& specials, const Masking& masking, uint64_t seed,
-                             int64_t batch_size) {
+                             int64_t batch_size, const HeadGateTensors* gates) {
   Masking uniform = masking;
   uniform.rarity = 0;
   uniform.weights.clear();
@@ -100,7 +100,7 @@ EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& exa
       ex.push_back(&examples[i]);
     batches.push_back(make_batch(ex, objective, specials, mix_seed(seed ^ 0xE7A1u, batches.size()), uniform));
   }
-  return evaluate(model, batches);
+  return evaluate(model, batches, gates);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/train/data.h"
+#include "core/train/forward.h"
 #include "core/train/frozen_weights.h"
 #include "core/transformer.h"
 
@@ -87,7 +88,7 @@ struct TrainResult {
 // masking this reproduces its held-out loss and top-1 when every held-out batch is evaluated.
 EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& examples, Objective objective,
                              const SpecialTokens& specials, const Masking& masking, uint64_t seed,
-                             int64_t batch_size);
+                             int64_t batch_size, const HeadGateTensors* gates = nullptr);  // gates: head pruning
 
 // Trains `config` (vocab_size must match `specials`) on `data`; writes the model folder,
 // checkpoint.pt and train_log.jsonl into options.out. With options.resume, continues from

@@ -6,6 +6,7 @@
 #include "core/train/data.h"
 #include "core/train/grown_vocabulary.h"
 #include "core/train/trainer.h"
+#include "synthetic_text.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
@@ -19,36 +20,9 @@ using namespace headlab::core::train;
 
 namespace {
 
-constexpr int64_t kVocab = 48;
-
-// Specials 0..3 ([PAD] [MASK] [CLS] [SEP]); content tokens 4..47 follow a noisy cycle, so both a
-// masked and a causal LM can do much better than chance.
-SpecialTokens synthetic_specials() {
-  SpecialTokens s;
-  s.vocab_size = kVocab;
-  s.pad = 0;
-  s.mask = 1;
-  s.begin = 2;
-  s.end = 3;
-  s.specials = {0, 1, 2, 3};
-  return s;
-}
-
-std::vector<std::vector<int64_t>> synthetic_documents(int docs, int length, uint64_t seed) {
-  std::vector<std::vector<int64_t>> out;
-  uint64_t state = seed;
-  for (int d = 0; d < docs; ++d) {
-    std::vector<int64_t> doc;
-    int64_t t = 4 + d % 44;
-    for (int i = 0; i < length; ++i) {
-      state = mix_seed(state, i);
-      t = (state % 10 == 0) ? 4 + int64_t(state >> 8) % 44 : 4 + (t - 4 + 7) % 44;
-      doc.push_back(t);
-    }
-    out.push_back(std::move(doc));
-  }
-  return out;
-}
+constexpr int64_t kVocab = test::kSyntheticVocab;
+using test::synthetic_documents;
+using test::synthetic_specials;
 
 Dataset synthetic_dataset(Objective objective, int64_t seq_len) {
   const auto specials = synthetic_specials();

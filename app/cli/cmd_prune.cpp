@@ -1,0 +1,322 @@
+// `headlab prune --model DIR --data FILE… [--held-out FILE…] [--lambda λ1,λ2,…] [--roles REPORT]
+// [--fine-tune] [--export-session] --out DIR`: Voita et al. 2019 §6 — a Hard Concrete gate per head
+// trained with an L0 penalty (core/train/head_pruning.h), once per λ. Writes, per λ, the heads kept
+// per layer and the held-out loss and top-1 with the test-time gates (prune.json, prune.md), the
+// paper's curve of quality against heads kept (prune.svg/.png), optionally a session per λ that
+// opens the model with those gates, and — given a head report — which roles the surviving heads have.
+#include "analysis/head_report.h"
+#include "analysis/line_chart.h"
+#include "app/cli/cli.h"
+#include "app/state/session.h"
+#include "core/atomic_file.h"
+#include "core/model.h"
+#include "core/train/data.h"
+#include "core/train/head_pruning.h"
+#include "core/train/trainer.h"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace headlab::app {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct PruneCliOptions {
+  std::string model, out, roles;
+  std::vector<std::string> data, held_out;
+  std::vector<double> lambdas{0.002, 0.005, 0.01, 0.02, 0.05};
+  int64_t steps = 300, seq_len = 128, batch_tokens = 2048;
+  double lr = 0.05, fine_tune_lr = 1e-4, held_out_fraction = 0.1;
+  bool fine_tune = false, export_session = false, force = false;
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+std::string lambda_text(double lambda) {
+  std::ostringstream s;
+  s << lambda;
+  return s.str();
+}
+
+// One λ's outcome.
+struct LambdaRun {
+  double lambda = 0;
+  core::train::PruneResult gates;
+  core::train::EvalResult quality;
+  double seconds = 0;
+  std::string session;  // written session file, "" = none
+};
+
+// Head key "stack L H" → the head's roles in the report ("" = none).
+using RoleMap = std::map<std::string, std::vector<std::string>>;
+std::string head_key(const std::string& stack, int layer, int head) {
+  return stack + " " + std::to_string(layer) + " " + std::to_string(head);
+}
+
+RoleMap roles_from(const std::string& path) {
+  RoleMap roles;
+  if (path.empty()) return roles;
+  const auto report = analysis::read_head_report(path);
+  for (const auto& h : report.heads) roles[head_key(h.stack, h.layer, h.head)] = h.roles;
+  return roles;
+}
+
+// The role class of a head for the survival table: its first role's kind.
+std::string role_class(const std::vector<std::string>& roles) {
+  if (roles.empty()) return "none";
+  const auto& r = roles.front();
+  return r.substr(0, r.find('('));
+}
+
+std::string layer_name(const core::train::LayerGates& l) {
+  return (l.stack == "encoder" ? "E" : l.stack == "decoder" ? "D" : "X") + std::to_string(l.layer);
+}
+
+void write_session(const LambdaRun& run, const std::string& model_folder, const std::string& path) {
+  SessionState s;
+  s.model_folder = fs::absolute(model_folder).lexically_normal().string();
+  for (const auto& l : run.gates.layers) {
+    auto& c = s.controls.at(l.stack, l.layer);
+    c.gates.assign(l.gate.begin(), l.gate.end());
+  }
+  save_session_file(path, s);
+}
+
+// The survival analysis (Voita et al. 2019 §6.2: the specialised heads are pruned last): per role
+// class, the share of its heads still open at each λ, and each head's last λ open.
+json survival(const std::vector<LambdaRun>& runs, const RoleMap& roles) {
+  std::map<std::string, std::vector<int>> kept;  // class → heads kept per λ
+  std::map<std::string, int> total;
+  json heads = json::array();
+  if (runs.empty()) return json::object();
+  for (const auto& l : runs.front().gates.layers)
+    for (size_t h = 0; h < l.gate.size(); ++h) {
+      const auto it = roles.find(head_key(l.stack, l.layer, int(h)));
+      const std::vector<std::string> r = it == roles.end() ? std::vector<std::string>{} : it->second;
+      const std::string cls = role_class(r);
+      ++total[cls];
+      auto& k = kept[cls];
+      k.resize(runs.size(), 0);
+      double last_open = -1;
+      for (size_t i = 0; i < runs.size(); ++i) {
+        const auto& layer = *std::find_if(runs[i].gates.layers.begin(), runs[i].gates.layers.end(),
+                                          [&](const auto& g) { return g.stack == l.stack && g.layer == l.layer; });
+        if (layer.gate[h] > 0) ++k[i], last_open = std::max(last_open, runs[i].lambda);
+      }
+      heads.push_back({{"stack", l.stack}, {"layer", l.layer}, {"head", h}, {"roles", r}, {"class", cls},
+                       {"last_lambda_open", last_open < 0 ? json(nullptr) : json(last_open)}});
+    }
+  json classes = json::object();
+  for (const auto& [cls, k] : kept) {
+    std::vector<double> share;
+    for (int n : k) share.push_back(double(n) / total[cls]);
+    classes[cls] = {{"heads", total[cls]}, {"kept", k}, {"kept_share", share}};
+  }
+  return {{"classes", classes}, {"heads", heads}};
+}
+
+std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& base, int heads,
+                     const std::vector<LambdaRun>& runs, const json& surv) {
+  std::ostringstream md;
+  char line[512];
+  md << "# Head pruning: " << o.model << "\n\n"
+     << "Hard Concrete gates with an L0 penalty (Voita et al. 2019 §6; Louizos et al. 2018), " << o.steps
+     << " steps per λ, weights " << (o.fine_tune ? "fine-tuned" : "frozen")
+     << ". A head is kept when its test-time gate is above 0; quality is the model's own objective on the held-out "
+        "text with those gates.\n\n"
+     << "| λ | heads kept | per layer | held-out loss | top-1 |\n|---|---|---|---|---|\n";
+  std::snprintf(line, sizeof line, "| – (no gates) | %d | all | %.4f | %.2f%% |\n", heads, base.loss, 100 * base.accuracy);
+  md << line;
+  for (const auto& r : runs) {
+    std::string per_layer;
+    for (const auto& l : r.gates.layers) per_layer += (per_layer.empty() ? "" : " ") + layer_name(l) + ":" + std::to_string(l.kept());
+    std::snprintf(line, sizeof line, "| %s | %d | %s | %.4f | %.2f%% |\n", lambda_text(r.lambda).c_str(),
+                  r.gates.kept(), per_layer.c_str(), r.quality.loss, 100 * r.quality.accuracy);
+    md << line;
+  }
+  if (!o.roles.empty() && surv.contains("classes")) {
+    md << "\n## Which heads survive (roles from " << o.roles << ")\n\n| role | heads |";
+    for (const auto& r : runs) md << " kept at λ " << lambda_text(r.lambda) << " |";
+    md << "\n|---|---|";
+    for (size_t i = 0; i < runs.size(); ++i) md << "---|";
+    md << "\n";
+    for (const auto& [cls, c] : surv["classes"].items()) {
+      md << "| " << cls << " | " << c["heads"].get<int>() << " |";
+      for (size_t i = 0; i < runs.size(); ++i) {
+        std::snprintf(line, sizeof line, " %d (%.0f%%) |", c["kept"][i].get<int>(), 100 * c["kept_share"][i].get<double>());
+        md << line;
+      }
+      md << "\n";
+    }
+    md << "\nHeads with a role, and the largest λ at which each is still open:\n\n";
+    for (const auto& h : surv["heads"])
+      if (h["class"] != "none") {
+        md << "- " << h["stack"].get<std::string>() << " L" << h["layer"].get<int>() << " H" << h["head"].get<int>() << " (";
+        for (size_t i = 0; i < h["roles"].size(); ++i) md << (i ? ", " : "") << h["roles"][i].get<std::string>();
+        md << "): " << (h["last_lambda_open"].is_null() ? "closed at every λ" : "open up to λ " + lambda_text(h["last_lambda_open"].get<double>())) << "\n";
+      }
+  }
+  return md.str();
+}
+
+int prune_command(const PruneCliOptions& o) {
+  refuse_overwrite(o.out + "/prune.json", o.force);
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  auto model = core::load_model(o.model);
+  if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer: prune trains on text");
+  const RoleMap roles = roles_from(o.roles);
+  const auto objective = core::train::objective_from_string(model->config.objective);
+  if (objective == core::train::Objective::Seq2Seq)
+    throw UsageError("prune trains on plain text; " + o.model + " is a sequence-to-sequence model");
+  const auto specials = core::train::special_tokens(*model->tokenizer);
+  auto data = core::train::load_text_dataset(o.data, *model->tokenizer, objective, o.seq_len,
+                                             o.held_out.empty() ? o.held_out_fraction : 0.0);
+  if (!o.held_out.empty())
+    data.held_out = core::train::load_text_dataset(o.held_out, *model->tokenizer, objective, o.seq_len, 0).train;
+  if (data.train.empty()) throw UsageError("--data: no training text after tokenization");
+  if (data.held_out.empty()) throw UsageError("no held-out text: give --held-out FILE or more --data");
+  const int64_t batch = std::max<int64_t>(1, o.batch_tokens / o.seq_len);
+  auto evaluate = [&](core::Model& m, const core::train::HeadGateTensors* gates) {
+    return core::train::evaluate_examples(m.module, data.held_out, objective, specials, {}, o.seed, batch, gates);
+  };
+  const auto base = evaluate(*model, nullptr);
+  std::printf("%s: %zu training and %zu held-out sequences of %lld tokens; without gates: loss %.4f, top-1 %.2f%%\n",
+              o.model.c_str(), data.train.size(), data.held_out.size(), static_cast<long long>(o.seq_len), base.loss,
+              100 * base.accuracy);
+  fs::create_directories(o.out);
+
+  std::vector<LambdaRun> runs;
+  int heads = 0;
+  for (double lambda : o.lambdas) {
+    // Fine-tuning changes the weights: each λ starts again from the model as saved.
+    auto working = o.fine_tune ? core::load_model(o.model) : model;
+    core::train::PruneOptions p;
+    p.lambda = lambda;
+    p.steps = o.steps;
+    p.batch_size = batch;
+    p.lr = o.lr;
+    p.fine_tune = o.fine_tune;
+    p.fine_tune_lr = o.fine_tune_lr;
+    p.seed = o.seed;
+    p.progress = [lambda](int64_t step, int64_t steps, double loss, double expected) {
+      if (step % 10 == 0 || step == steps)
+        std::fprintf(stderr, "\rλ %s: step %lld/%lld, loss %.4f, expected open heads %.1f   ", lambda_text(lambda).c_str(),
+                     static_cast<long long>(step), static_cast<long long>(steps), loss, expected);
+      return true;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    LambdaRun run;
+    run.lambda = lambda;
+    run.gates = core::train::train_head_gates(working->module, data.train, objective, specials, p);
+    const auto gates = core::train::gate_tensors(run.gates);
+    run.quality = evaluate(*working, &gates);
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    heads = run.gates.heads();
+    std::fprintf(stderr, "\r%*s\r", 80, "");
+    std::printf("λ %-8s heads kept %2d of %d:", lambda_text(lambda).c_str(), run.gates.kept(), heads);
+    for (const auto& l : run.gates.layers) std::printf(" %s:%d", layer_name(l).c_str(), l.kept());
+    std::printf("  loss %.4f, top-1 %.2f%%  (%.0f s)\n", run.quality.loss, 100 * run.quality.accuracy, run.seconds);
+    std::string folder = o.model;
+    if (o.fine_tune) {
+      folder = o.out + "/lambda-" + lambda_text(lambda);
+      working->config.name += " (fine-tuned with head gates, λ " + lambda_text(lambda) + ")";
+      core::save_model(*working, folder, working->weights_dtype == "F64" ? "F32" : working->weights_dtype,
+                       (fs::path(o.model) / "tokenizer.json").string());
+    }
+    if (o.export_session) {
+      run.session = o.out + "/lambda-" + lambda_text(lambda) + ".session.json";
+      write_session(run, folder, run.session);
+    }
+    runs.push_back(std::move(run));
+  }
+
+  const json surv = roles.empty() ? json::object() : survival(runs, roles);
+  json out = {{"model", o.model},
+              {"method", "Hard Concrete L0 gates per head (Voita et al. 2019 section 6; Louizos et al. 2018)"},
+              {"steps", o.steps},
+              {"fine_tune", o.fine_tune},
+              {"held_out_sequences", data.held_out.size()},
+              {"seq_len", o.seq_len},
+              {"heads", heads},
+              {"baseline", {{"loss", base.loss}, {"accuracy", base.accuracy}, {"targets", base.targets}}},
+              {"roles_report", o.roles},
+              {"runs", json::array()}};
+  for (const auto& r : runs) {
+    json layers = json::array();
+    for (const auto& l : r.gates.layers)
+      layers.push_back({{"stack", l.stack}, {"layer", l.layer}, {"gates", l.gate}, {"open_probability", l.open_probability},
+                        {"log_alpha", l.log_alpha}, {"kept", l.kept()}});
+    out["runs"].push_back({{"lambda", r.lambda}, {"heads_kept", r.gates.kept()}, {"loss", r.quality.loss},
+                           {"accuracy", r.quality.accuracy}, {"seconds", r.seconds}, {"layers", layers},
+                           {"session", r.session}});
+  }
+  if (!surv.empty()) out["survival"] = surv;
+  core::write_file_atomic(o.out + "/prune.json", out.dump(2) + "\n");
+  core::write_file_atomic(o.out + "/prune.md", markdown(o, base, heads, runs, surv));
+
+  analysis::LineChart chart;
+  chart.title = "Head pruning: held-out top-1 against heads kept";
+  chart.subtitle = "Hard Concrete L0 gates (Voita et al. 2019 §6), weights " +
+                   std::string(o.fine_tune ? "fine-tuned" : "frozen") + "; labels: λ";
+  chart.x_label = "heads kept";
+  chart.y_label = "top-1 (%)";
+  analysis::ChartSeries curve{"pruned", {}, {}, {}, true};
+  for (const auto& r : runs) {
+    curve.x.push_back(r.gates.kept());
+    curve.y.push_back(100 * r.quality.accuracy);
+    curve.notes.push_back("λ " + lambda_text(r.lambda));
+  }
+  chart.series = {curve, {"all heads, no gates", {double(heads)}, {100 * base.accuracy}, {}, false}};
+  std::vector<std::string> written;
+  analysis::write_line_chart(chart, o.out, "prune", written);
+  std::printf("wrote %s/prune.json, prune.md, prune.svg, prune.png%s\n", o.out.c_str(),
+              o.export_session ? " and a session per λ" : "");
+  if (!surv.empty()) {
+    std::printf("heads kept per role:");
+    for (const auto& [cls, c] : surv["classes"].items()) {
+      std::printf("  %s (%d):", cls.c_str(), c["heads"].get<int>());
+      for (const auto& k : c["kept"]) std::printf(" %d", k.get<int>());
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_prune_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<PruneCliOptions>();
+  auto* cmd = app.add_subcommand("prune", command_description("prune"));
+  cmd->add_option("--model", o->model, "Model folder")->required();
+  cmd->add_option("--data", o->data, "Text to train the gates on")->required();
+  cmd->add_option("--held-out", o->held_out, "Text to measure quality on (default: every 10th sequence of --data)");
+  cmd->add_option("--lambda", o->lambdas, "λ values, comma-separated (default 0.002,0.005,0.01,0.02,0.05)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--steps", o->steps, "Optimizer steps per λ (default 300)")->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", o->lr, "Learning rate of the gates' log α (Adam, default 0.05)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--fine-tune", o->fine_tune, "Train the model's weights with the gates (writes OUT/lambda-λ/ per λ)");
+  cmd->add_option("--fine-tune-lr", o->fine_tune_lr, "Learning rate of the weights with --fine-tune (default 1e-4)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--roles", o->roles, "A head report (headlab analyze) whose roles the survivors are counted by");
+  cmd->add_flag("--export-session", o->export_session, "Write OUT/lambda-λ.session.json: the window opens the model with those gates");
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence (default 128)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-tokens", o->batch_tokens, "Tokens per batch (default 2048)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "Random seed (gate samples, data order, masks)");
+  cmd->add_option("--threads", o->threads, "Intra-op threads (default: all cores)");
+  cmd->add_option("--out", o->out, "Folder for the results")->required();
+  cmd->add_flag("--force", o->force, "Replace results already in --out");
+  cmd->callback([o, &action] { action = [o] { return prune_command(*o); }; });
+}
+
+}  // namespace headlab::app
