@@ -1,5 +1,7 @@
 #include "core/convert.h"
 
+#include <filesystem>
+
 #include <torch/torch.h>
 
 #include <string>
@@ -147,6 +149,14 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
   }
   out.model->module->eval();
   return out;
+}
+
+void save_converted_model(Model& converted, const Model& source, const std::string& source_folder,
+                          const std::string& folder, const std::string& what) {
+  const auto tokenizer = std::filesystem::path(source_folder) / "tokenizer.json";
+  converted.config.name += " (" + what + ")";
+  save_model(converted, folder, source.weights_dtype == "F64" ? "F32" : source.weights_dtype,
+             std::filesystem::exists(tokenizer) ? tokenizer.string() : "");
 }
 
 }  // namespace headlab::core

@@ -52,4 +52,9 @@ using CollaborativeProgress = std::function<void(int layer, int layers, int swee
 CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options = {},
                                                  const CollaborativeProgress& progress = {});
 
+// Writes `converted` as a native model folder: its name gains " (`what`)", the weights keep the
+// source's dtype (F64 becomes F32), and `source_folder`'s tokenizer.json, when there is one, is copied.
+void save_converted_model(Model& converted, const Model& source, const std::string& source_folder,
+                          const std::string& folder, const std::string& what);
+
 }  // namespace headlab::core

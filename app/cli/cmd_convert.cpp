@@ -49,10 +49,7 @@ void print_quality(core::Model& converted, const ConvertOptions& o, const core::
 
 void save_converted(core::Model& converted, const core::Model& model, const ConvertOptions& o, const std::string& out,
                     const std::string& suffix) {
-  const auto tokenizer = std::filesystem::path(o.model) / "tokenizer.json";
-  converted.config.name += " (" + suffix + ")";
-  core::save_model(converted, out, model.weights_dtype == "F64" ? "F32" : model.weights_dtype,
-                   std::filesystem::exists(tokenizer) ? tokenizer.string() : "");
+  core::save_converted_model(converted, model, o.model, out, suffix);
   std::printf("wrote %s\n", out.c_str());
 }
 
@@ -97,7 +94,7 @@ int convert_command(const ConvertOptions& o) {
         std::printf(" %s%d %.4f", l.stack == "encoder" ? "E" : "D", l.layer, l.relative_error);
       std::printf("\n");
       if (!o.data.empty()) print_quality(*converted.model, o, before);
-      save_converted(*converted.model, *model, o, out_of(d), "collaborative, D̃k " + std::to_string(d));
+      save_converted(*converted.model, *model, o, out_of(d), "collaborative, shared key size " + std::to_string(d));
     }
     return 0;
   }

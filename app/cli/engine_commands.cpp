@@ -19,6 +19,7 @@ std::map<std::string, AddCommand> engine_commands(const GuiEntry& gui) {
       {"count-tokens", add_count_tokens_command},
       {"convert", add_convert_command},
       {"prune", add_prune_command},
+      {"compare", add_compare_command},
   };
   if (gui) commands["gui"] = [gui](CLI::App& app, Action& action) { add_gui_command(app, action, gui); };
   return commands;

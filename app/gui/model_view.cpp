@@ -38,6 +38,13 @@ void ModelView::drawContent(Workbench& wb) {
       drawBrowser(wb);
       ImGui::EndTabItem();
     }
+    // A conversion that starts (from this tab or a script) brings its tab forward once.
+    const bool started = wb.doc().convert.running && !convert_running_;
+    convert_running_ = wb.doc().convert.running;
+    if (ImGui::BeginTabItem("Convert", nullptr, started ? ImGuiTabItemFlags_SetSelected : 0)) {
+      drawConvert(wb);
+      ImGui::EndTabItem();
+    }
     ImGui::EndTabBar();
   }
 }
@@ -129,6 +136,69 @@ void ModelView::drawBrowser(Workbench& wb) {
   }
   ImGui::EndChild();
   if (ImGui::Button("Random-weight model (mha.json)")) wb.apply(cmd::OpenModel{""});
+}
+
+void ModelView::drawConvert(Workbench& wb) {
+  const auto& m = wb.doc().model;
+  const auto& job = wb.doc().convert;
+  if (!m || m->folder.empty() || m->attentions.empty()) {
+    ImGui::TextWrapped("Open a model folder to convert it (a random-weight model has none).");
+    return;
+  }
+  const auto& a = m->attentions.front();
+  static const char* kinds[] = {"GQA (mean-pooled key/value groups)", "MQA (one key/value head)",
+                                "collaborative (CP decomposition)"};
+  static const char* names[] = {"gqa", "mqa", "collaborative"};
+  // A fresh model gets a proposed output folder beside it and the paper's third of h·d_k.
+  if (convert_source_ != m->folder) {
+    convert_source_ = m->folder;
+    convert_key_dim_ = std::max(1, a.output_heads * a.key_size / 3);
+    convert_groups_ = std::max(1, a.kv_heads / 2);
+    convert_out_[0] = 0;
+  }
+  ImGui::TextWrapped("Turns %s into another attention variant and writes it as a new model folder "
+                     "(Ainslie et al. 2023 for GQA/MQA, Cordonnier et al. 2020 §4 for collaborative).",
+                     fs::path(m->folder).filename().string().c_str());
+  ImGui::BeginDisabled(job.running);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 18);
+  ImGui::Combo("variant", &convert_kind_, kinds, 3);
+  if (convert_kind_ == 0) {
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    ImGui::InputInt("key/value groups", &convert_groups_);
+    convert_groups_ = std::clamp(convert_groups_, 1, std::max(1, a.kv_heads));
+    ImGui::TextDisabled("divides the %d key/value heads; %d changes nothing", a.kv_heads, a.kv_heads);
+  } else if (convert_kind_ == 2) {
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    ImGui::InputInt("shared key size", &convert_key_dim_);
+    convert_key_dim_ = std::max(1, convert_key_dim_);
+    ImGui::TextDisabled("h·d_k = %d gives the same model; about a third keeps quality (the paper)",
+                        a.output_heads * a.key_size);
+  }
+  const std::string suffix = convert_kind_ == 0 ? "-gqa" + std::to_string(convert_groups_)
+                             : convert_kind_ == 1 ? "-mqa"
+                                                  : "-collaborative" + std::to_string(convert_key_dim_);
+  const std::string proposed = fs::path(m->folder).lexically_normal().string() + suffix;
+  if (convert_out_[0] == 0) std::snprintf(convert_out_, sizeof convert_out_, "%s", proposed.c_str());
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
+  ImGui::InputText("output", convert_out_, sizeof convert_out_);
+  ImGui::SameLine();
+  if (ImGui::SmallButton("default")) std::snprintf(convert_out_, sizeof convert_out_, "%s", proposed.c_str());
+  if (ImGui::Button("Convert and open"))
+    wb.apply(cmd::ConvertModel{names[convert_kind_], convert_groups_, convert_key_dim_, convert_out_, true});
+  ImGui::EndDisabled();
+  if (job.running) {
+    ImGui::ProgressBar(static_cast<float>(job.fraction), ImVec2(-ImGui::GetFontSize() * 5, 0), job.phase.c_str());
+    ImGui::SameLine();
+    if (ImGui::Button("Stop")) wb.apply(cmd::StopConvert{});
+  } else if (!job.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(0.9f, 0.3f, 0.3f, 1.0f));
+    ImGui::TextWrapped("%s", job.error.c_str());
+    ImGui::PopStyleColor();
+  } else if (!job.out.empty()) {
+    ImGui::TextWrapped("Wrote %s in %.1f s. %s", job.out.c_str(), job.elapsed_seconds, job.summary.c_str());
+  } else if (job.phase == "stopped") {
+    ImGui::TextDisabled("Stopped; nothing was written.");
+  }
 }
 
 }  // namespace headlab::app

@@ -1,4 +1,5 @@
-// Model: the architecture summary and an in-app folder browser with recent folders.
+// Model: the architecture summary, an in-app folder browser with recent folders, and conversion of
+// the open model into GQA/MQA or collaborative attention (`headlab convert`, off the UI thread).
 #pragma once
 
 #include "app/gui/view.h"
@@ -19,6 +20,7 @@ class ModelView : public View {
  private:
   void drawSummary(Workbench& wb);
   void drawBrowser(Workbench& wb);
+  void drawConvert(Workbench& wb);
   void listDirectory();
   // Browser state is UI-only (not a user choice a session keeps).
   std::string browse_dir_;
@@ -29,6 +31,12 @@ class ModelView : public View {
   };
   std::vector<Entry> entries_;
   std::string listed_dir_;
+  // The Convert tab's choices (UI state until the Convert button sends them).
+  int convert_kind_ = 0;  // 0 GQA, 1 MQA, 2 collaborative
+  int convert_groups_ = 2, convert_key_dim_ = 0;
+  char convert_out_[1024] = {};
+  std::string convert_source_;  // the model the output folder was proposed for
+  bool convert_running_ = false;  // as last drawn
 };
 
 }  // namespace headlab::app

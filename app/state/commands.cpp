@@ -164,6 +164,14 @@ template <class Io> void fields(Io& io, cmd::Generate& c) {
   io.optional("keep", c.keep);
 }
 template <class Io> void fields(Io&, cmd::StopGeneration&) {}
+template <class Io> void fields(Io& io, cmd::ConvertModel& c) {
+  io.required("to", c.to);
+  io.optional("groups", c.groups);
+  io.optional("key_dim", c.key_dim);
+  io.required("out", c.out);
+  io.optional("open", c.open);
+}
+template <class Io> void fields(Io&, cmd::StopConvert&) {}
 template <class Io> void fields(Io& io, cmd::SelectSentence& c) {
   io.optional("file", c.file);
   io.required("index", c.index);
@@ -244,8 +252,8 @@ const std::vector<std::string>& command_names() {
       "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
-      "answer_dialog", "generate", "stop_generation"};
-  static_assert(std::variant_size_v<Command> == 35, "one name per command");
+      "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert"};
+  static_assert(std::variant_size_v<Command> == 37, "one name per command");
   return names;
 }
 

@@ -130,6 +130,19 @@ struct Generate {
 };
 struct StopGeneration {};
 
+// --- conversion (the Model view) ---
+// Converts the open model (`headlab convert`, core/convert.h) into `to` = "gqa" (with `groups`),
+// "mqa" or "collaborative" (with `key_dim`), written to the folder `out`; with `open`, the window
+// opens the converted model when it is written. A script waits until it ends.
+struct ConvertModel {
+  std::string to;
+  int groups = 0;
+  int key_dim = 0;
+  std::string out;
+  bool open = true;
+};
+struct StopConvert {};
+
 // --- files ---
 struct SaveSession { std::string path; };
 struct OpenSession { std::string path; };
@@ -175,7 +188,8 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::SortHeads, cmd::FilterHeads, cmd::SetThresholds, cmd::SetLrpTarget,
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
                              cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
-                             cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration>;
+                             cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration, cmd::ConvertModel,
+                             cmd::StopConvert>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

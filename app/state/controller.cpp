@@ -55,6 +55,7 @@ std::string syntax_file_of(const AnalysisChoices& a) {
 Controller::Controller()
     : dataset_(std::make_unique<DatasetJob>()),
       generation_(std::make_unique<GenerationJob>()),
+      convert_(std::make_unique<ConvertJob>()),
       syntax_(std::make_unique<SyntaxJob>()),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
@@ -196,6 +197,10 @@ void Controller::execute(const Command& command) {
           g.settings.top_p = std::clamp(g.settings.top_p, 0.0f, 1.0f);
           g.generated.clear();
           start_generation(keep);
+        } else if constexpr (std::is_same_v<C, cmd::ConvertModel>) {
+          convert_model(c);
+        } else if constexpr (std::is_same_v<C, cmd::StopConvert>) {
+          convert_->cancel();
         } else if constexpr (std::is_same_v<C, cmd::StopGeneration>) {
           generation_->stop();
         } else if constexpr (std::is_same_v<C, cmd::SelectSentence>) {
@@ -350,7 +355,7 @@ void Controller::poll_generation(bool& changed) {
 }
 
 bool Controller::idle() const {
-  if (doc_.syntax_running || doc_.generation_running) return false;
+  if (doc_.syntax_running || doc_.generation_running || doc_.convert.running) return false;
   const auto wanted = syntax_request();
   if (wanted && (!syntax_requested_ || !same_request(*wanted, *syntax_requested_))) return false;
   return worker_.idle() && !doc_.dataset.running && doc_.model && doc_.snapshot && !pending_model_run_;
@@ -460,6 +465,7 @@ bool Controller::poll() {
   poll_dataset(changed);
   poll_syntax(changed);
   poll_generation(changed);
+  poll_convert(changed);
   return changed;
 }
 
@@ -621,6 +627,35 @@ void Controller::poll_dataset(bool& changed) {
   }
   set_report(std::move(report));
   changed = true;
+}
+
+void Controller::convert_model(const cmd::ConvertModel& c) {
+  if (!doc_.model || doc_.model->folder.empty())
+    throw std::runtime_error("conversion needs a model folder (this model has random weights and no folder)");
+  ConvertRequest r;
+  r.model_folder = doc_.model->folder;
+  r.to = c.to;
+  r.groups = c.groups;
+  r.key_dim = c.key_dim;
+  r.out = c.out;
+  convert_->start(r);
+  open_converted_ = c.open;
+  doc_.convert = convert_->status();
+}
+
+void Controller::poll_convert(bool& changed) {
+  const ConvertJobStatus st = convert_->status();
+  auto& d = doc_.convert;
+  const bool finished = st.serial != d.serial;
+  if (finished || d.running != st.running || d.phase != st.phase) changed = true;
+  d = st;
+  if (!finished) return;
+  if (!st.error.empty()) {
+    set_error(st.error);
+  } else if (!st.out.empty()) {
+    notice("Converted into " + st.out + (st.summary.empty() ? "" : " (" + st.summary + ")"));
+    if (open_converted_) open_model(st.out);
+  }
 }
 
 }  // namespace headlab::app

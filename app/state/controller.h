@@ -97,6 +97,10 @@ class Controller {
   void poll_generation(bool& changed);
   std::unique_ptr<GenerationJob> generation_;  // app/engine/generation_job.h (via document.h)
   uint64_t generation_serial_ = 0;
+  void convert_model(const cmd::ConvertModel& c);
+  void poll_convert(bool& changed);
+  std::unique_ptr<ConvertJob> convert_;  // app/engine/convert_job.h (via document.h)
+  bool open_converted_ = false;          // open the converted model when it is written
   std::unique_ptr<SyntaxJob> syntax_;  // declared in app/engine/syntax_job.h (via document.h)
   std::unique_ptr<SyntaxRequest> syntax_requested_;  // the last request started; null = none
   uint64_t syntax_serial_ = 0;

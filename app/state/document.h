@@ -4,6 +4,7 @@
 #pragma once
 
 #include "analysis/head_report.h"
+#include "app/engine/convert_job.h"
 #include "app/engine/generation_job.h"
 #include "app/engine/syntax_job.h"
 #include "app/engine/workbench_engine.h"
@@ -40,6 +41,8 @@ struct Document {
   std::shared_ptr<const GenerationResult> generation;
   bool generation_running = false;
   std::string generation_error;  // why the last run failed ("" after a success)
+  // The Model view's conversion (app/engine/convert_job.h): its progress, summary and error.
+  ConvertJobStatus convert;
   std::string banner;                 // "random weights — no trained model found"
   std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
   std::string last_error;
