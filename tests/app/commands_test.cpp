@@ -3,6 +3,8 @@
 // changed and re-run, role thresholds re-derived from a report's counts, sessions keeping it all.
 #include "test_common.h"
 
+#include "settle.h"
+
 #include "analysis/head_report.h"
 #include "app/state/controller.h"
 #include "app/state/script.h"
@@ -53,16 +55,7 @@ json minimal_action(const std::string& name) {
   return j;
 }
 
-// Polls until the controller is idle (model loaded and run), at most a minute.
-void settle(Controller& c) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < until) {
-    c.poll();
-    if (c.idle()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  FAIL("the controller did not settle: " << c.doc().last_error);
-}
+using headlab::test::settle;
 
 // A report with two heads: head 0 puts 93% of its argmax at offset −1, head 1 spreads it.
 headlab::analysis::HeadReport positional_report() {

@@ -3,6 +3,8 @@
 // converted model so that every view runs on it.
 #include "test_common.h"
 
+#include "settle.h"
+
 #include "app/engine/convert_job.h"
 #include "app/state/controller.h"
 #include "core/config.h"
@@ -87,15 +89,7 @@ TEST_CASE("convert_model converts the open model and opens the result", "[app][c
   ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
   const std::string mha = saved_model(dir, "mha");
   Controller c;
-  auto settle = [&] {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (std::chrono::steady_clock::now() < until) {
-      c.poll();
-      if (c.idle()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    FAIL("the controller did not settle: " << c.doc().last_error);
-  };
+  auto settle = [&] { test::settle(c); };
   c.execute(cmd::OpenModel{""});
   settle();
   CHECK_THROWS_WITH(c.execute(cmd::ConvertModel{"mqa", 0, 0, dir.str("m"), true}), Catch::Contains("model folder"));

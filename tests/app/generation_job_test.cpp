@@ -3,6 +3,8 @@
 // Stop ends a long run; a model without a decoder gets a message.
 #include "test_common.h"
 
+#include "settle.h"
+
 #include "app/state/controller.h"
 #include "core/atomic_file.h"
 #include "core/generate.h"
@@ -21,16 +23,7 @@ using headlab::test::TempDir;
 
 namespace {
 
-void settle(Controller& c, int seconds = 120) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    c.poll();
-    if (c.idle()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  FAIL("the controller did not settle: " << c.doc().last_error << " (generating: " << c.doc().generation_running
-       << ", steps " << (c.doc().generation ? c.doc().generation->steps.size() : 0) << ")");
-}
+using headlab::test::settle;
 
 // A small GQA decoder (random weights) with GPT-2's tokenizer.
 std::string causal_folder(const TempDir& dir) {

@@ -1,0 +1,26 @@
+// Polls a Controller until it is idle (model loaded and run, no job running), as the window's
+// frame loop would; fails the test with the last error after `seconds`. Header-only.
+#pragma once
+
+#include "app/state/controller.h"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+namespace headlab::test {
+
+inline void settle(app::Controller& c, int seconds = 120) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    c.poll();
+    if (c.idle()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto& d = c.doc();
+  FAIL("the controller did not settle: " << d.last_error << " (generating: " << d.generation_running
+       << ", converting: " << d.convert.running << ", dataset: " << d.dataset.running << ")");
+}
+
+}  // namespace headlab::test
