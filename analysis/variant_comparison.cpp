@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -121,7 +122,7 @@ ModelSummary summarize_model(core::Model& model, const std::string& folder, cons
     const int64_t T = int64_t(r.ids.size());
     if (s.logit_sequence_length == 0) {
       s.logit_sequence_length = T;
-      s.logit_energy.assign(size_t(T), 0.0);
+      s.logit_decay.assign(size_t(T), 0.0);
     }
     if (T != s.logit_sequence_length) continue;  // a shorter last piece of text: ranks are per length
     for (const auto& layer : trace->main_stack().layers)
@@ -131,14 +132,21 @@ ModelSummary summarize_model(core::Model& model, const std::string& folder, cons
         for (double v : sv) rank += !sv.empty() && v > o.rank_tolerance * sv.front();
         rank_sum += rank;
         s.logit_rank_max = std::max(s.logit_rank_max, rank);
-        for (size_t k = 0; k < s.logit_energy.size(); ++k)
-          s.logit_energy[k] += k < spectrum.cumulative_energy.size() ? spectrum.cumulative_energy[k] : 1.0;
+        for (size_t k = 0; k < s.logit_decay.size(); ++k) {
+          const double ratio = k < sv.size() && sv.front() > 0 ? sv[k] / sv.front() : 0.0;
+          s.logit_decay[k] += std::log10(std::max(ratio, 1e-10));
+        }
         ++matrices;
       }
   }
+  const auto& att = stack.attention;
+  const int meet = att.collaborative  ? att.collaborative->shared_key_size
+                   : att.talking_heads ? att.talking_heads->key_heads * att.key_size
+                                       : att.key_size;
+  s.logit_rank_bound = static_cast<int>(std::min<int64_t>(meet, s.logit_sequence_length));
   if (matrices > 0) {
     s.logit_rank_mean = rank_sum / double(matrices);
-    for (double& v : s.logit_energy) v /= double(matrices);
+    for (double& v : s.logit_decay) v /= double(matrices);
   }
 
   note(o, folder, "head analyses");
@@ -232,14 +240,16 @@ std::vector<std::string> write_comparison(const std::vector<ModelSummary>& model
         "patterns cannot be expressed. Measured on "
      << o.rank_sequences << " held-out sequences: the numerical rank (singular values above "
      << o.rank_tolerance << " σ₁) of every head's logit matrix (talking heads: after the logit mix).\n\n"
-     << "| model | d_k | T | logit rank, mean | max | bound min(d_k, T) |\n|---|---|---|---|---|---|\n";
+     << "| model | d_k | T | logit rank, mean | max | bound |\n|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < models.size(); ++i) {
     const auto& m = models[i];
     md << "| " << names[i] << " | " << m.key_size << " | " << m.logit_sequence_length << " | "
        << fixed(m.logit_rank_mean, 1) << " | " << m.logit_rank_max << " | "
-       << std::min<int64_t>(m.key_size, m.logit_sequence_length) << " |\n";
+       << m.logit_rank_bound << " |\n";
   }
-  md << "\nFigures: `figures/quality_vs_parameters.svg`, `figures/logit_energy.svg` (and .png).\n";
+  md << "\nBound: min(T, the size queries and keys meet in): d_k; the shared D̃_k of collaborative heads; h_k·d_k "
+        "for talking heads, whose logits mix the key heads'.\n";
+  md << "\nFigures: `figures/quality_vs_parameters.svg`, `figures/logit_singular_values.svg` (and .png).\n";
   core::write_file_atomic(out + "/comparison.md", md.str());
   written.push_back("comparison.md");
 
@@ -270,7 +280,8 @@ std::vector<std::string> write_comparison(const std::vector<ModelSummary>& model
                  {"logit_sequence_length", m.logit_sequence_length},
                  {"logit_rank_mean", m.logit_rank_mean},
                  {"logit_rank_max", m.logit_rank_max},
-                 {"logit_energy", m.logit_energy},
+                 {"logit_rank_bound", m.logit_rank_bound},
+                 {"logit_decay", m.logit_decay},
                  {"report", report_folder + "/head_report.json"}});
   }
   core::write_file_atomic(out + "/comparison.json",
@@ -293,19 +304,19 @@ std::vector<std::string> write_comparison(const std::vector<ModelSummary>& model
   write_line_chart(quality, out + "/figures", "quality_vs_parameters", figures);
 
   LineChart energy;
-  energy.title = "Attention logit matrices: cumulative energy of their singular values";
-  energy.subtitle = "Σ_{j≤k} σ_j² / Σ σ² of each head's T×T logits, mean over heads and held-out sequences";
+  energy.title = "Attention logit matrices: singular values σ_k / σ_1";
+  energy.subtitle = "log10(σ_k / σ_1) of each head's T×T logits, mean over heads and held-out sequences; a cliff at k = d_k: the bottleneck";
   energy.x_label = "k";
-  energy.y_label = "cumulative energy";
+  energy.y_label = "log10 σ_k / σ_1";
   for (size_t i = 0; i < models.size(); ++i) {
-    ChartSeries c{names[i] + " (d_k " + std::to_string(models[i].key_size) + ")", {}, {}, {}, true};
-    for (size_t k = 0; k < models[i].logit_energy.size(); ++k) {
+    ChartSeries c{names[i] + " (rank ≤ " + std::to_string(models[i].logit_rank_bound) + ")", {}, {}, {}, true};
+    for (size_t k = 0; k < models[i].logit_decay.size(); ++k) {
       c.x.push_back(double(k + 1));
-      c.y.push_back(models[i].logit_energy[k]);
+      c.y.push_back(models[i].logit_decay[k]);
     }
     if (!c.x.empty()) energy.series.push_back(c);
   }
-  if (!energy.series.empty()) write_line_chart(energy, out + "/figures", "logit_energy", figures);
+  if (!energy.series.empty()) write_line_chart(energy, out + "/figures", "logit_singular_values", figures);
   for (const auto& f : figures) written.push_back("figures/" + f);
   return written;
 }

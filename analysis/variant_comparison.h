@@ -40,12 +40,15 @@ struct ModelSummary {
   double forward_ms = 0;           // median of one forward pass over seq_len tokens
   int threads = 1;
   // Numerical rank of each head's T×T logit matrix (mixed logits for talking heads), over the
-  // measured sequences and heads: mean and maximum, and the mean cumulative energy Σ_{j≤k} σ_j² / Σ σ²
-  // at k = 1 … T (energy[k − 1]).
+  // measured sequences and heads: mean and maximum, and the mean of log10(σ_k / σ_1) at k = 1 … T
+  // (logit_decay[k − 1]; ratios below 1e-10 count as 1e-10): a cliff at k = d_k is the bottleneck.
   double logit_rank_mean = 0;
   int logit_rank_max = 0;
+  // The rank a head's logits cannot exceed: min(T, the size its queries and keys meet in) — d_k,
+  // the shared D̃_k of collaborative heads, h_k·d_k for talking heads (a mix over the key heads).
+  int logit_rank_bound = 0;
   int64_t logit_sequence_length = 0;
-  std::vector<double> logit_energy;
+  std::vector<double> logit_decay;
   HeadReport report;  // confidence, positional, rare, syntactic (CoNLL-U), spectra
   int positional_heads() const;
   int rare_heads() const;
@@ -59,7 +62,7 @@ struct ModelSummary {
 ModelSummary summarize_model(core::Model& model, const std::string& folder, const CompareOptions& options);
 
 // Writes `out`/comparison.md, comparison.json and figures (quality against parameters; the logit
-// matrices' cumulative energy against k) as SVG and PNG. Returns the files written.
+// matrices' singular values against k) as SVG and PNG. Returns the files written.
 std::vector<std::string> write_comparison(const std::vector<ModelSummary>& models, const CompareOptions& options,
                                           const std::string& out);
 

@@ -34,7 +34,7 @@ using nlohmann::json;
 struct PruneCliOptions {
   std::string model, out, roles;
   std::vector<std::string> data, held_out;
-  std::vector<double> lambdas{0.002, 0.005, 0.01, 0.02, 0.05};
+  std::vector<double> lambdas{0.001, 0.003, 0.01, 0.03, 0.1};
   int64_t steps = 300, seq_len = 128, batch_tokens = 2048;
   double lr = 0.05, fine_tune_lr = 1e-4, held_out_fraction = 0.1;
   bool fine_tune = false, export_session = false, force = false;
@@ -300,7 +300,7 @@ void add_prune_command(CLI::App& app, Action& action) {
   cmd->add_option("--model", o->model, "Model folder")->required();
   cmd->add_option("--data", o->data, "Text to train the gates on")->required();
   cmd->add_option("--held-out", o->held_out, "Text to measure quality on (default: every 10th sequence of --data)");
-  cmd->add_option("--lambda", o->lambdas, "λ values, comma-separated (default 0.002,0.005,0.01,0.02,0.05)")
+  cmd->add_option("--lambda", o->lambdas, "λ values, comma-separated (default 0.001,0.003,0.01,0.03,0.1)")
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", o->steps, "Optimizer steps per λ (default 300)")->check(CLI::PositiveNumber);

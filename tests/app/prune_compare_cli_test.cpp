@@ -59,7 +59,7 @@ TEST_CASE("headlab compare writes every section for models trained alike", "[com
   const std::string out = v.dir.str("comparison");
   std::string log;
   REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " compare " + v.mha + " " + v.talking + " --data " + v.corpus +
-                                " --seq-len 16 --rank-sequences 3 --timing-runs 3 --threads 1 --out " + out,
+                                " --seq-len 24 --rank-sequences 3 --timing-runs 3 --threads 1 --out " + out,
                             log) == 0);
   INFO(log);
   const std::string md = read_text(out + "/comparison.md");
@@ -77,17 +77,23 @@ TEST_CASE("headlab compare writes every section for models trained alike", "[com
     CHECK(m["loss"].get<double>() > 0);
     CHECK(m["forward_ms"].get<double>() > 0);
     CHECK(m["kv_bytes_per_token"].get<int64_t>() > 0);
-    CHECK(m["logit_sequence_length"].get<int>() == 16);
+    CHECK(m["logit_sequence_length"].get<int>() == 24);
     // The bottleneck's bound: a logit matrix QKᵀ has rank ≤ d_k (talking heads: mixed over key heads).
     CHECK(m["logit_rank_max"].get<int>() >= 1);
-    CHECK(m["logit_energy"].size() == 16);
-    CHECK(m["logit_energy"].back().get<double>() == Approx(1.0).margin(1e-6));
+    CHECK(m["logit_rank_max"].get<int>() <= m["logit_rank_bound"].get<int>());
+    REQUIRE(m["logit_decay"].size() == 24);
+    CHECK(m["logit_decay"][0].get<double>() == Approx(0.0).margin(1e-9));  // log10(σ_1 / σ_1)
     CHECK(std::filesystem::exists(m["report"].get<std::string>()));
   }
-  // MHA with d_k = 16 = T: rank bound 16; its KV cache: 2 layers × (4·16 + 4·16) floats.
-  CHECK(j["models"][0]["logit_rank_max"].get<int>() <= 16);
+  // MHA with d_k = 16 < T = 24: its logits have rank ≤ 16 (the bottleneck). Talking heads (6 key
+  // heads of 12) mix the key heads' logits: bound min(24, 72) = 24. MHA's KV cache: 2 layers × (4·16 + 4·16) floats.
+  CHECK(j["models"][0]["logit_rank_bound"].get<int>() == 16);
+  CHECK(j["models"][1]["logit_rank_bound"].get<int>() == 24);
+  // Past d_k = 16 MHA's singular values are numerically zero: the cliff of the bottleneck.
+  CHECK(j["models"][0]["logit_decay"][15].get<double>() > -4.0);
+  CHECK(j["models"][0]["logit_decay"][16].get<double>() < -4.0);
   CHECK(j["models"][0]["kv_bytes_per_token"].get<int64_t>() == 2 * (4 * 16 + 4 * 16) * 4);
-  for (const char* f : {"quality_vs_parameters.svg", "quality_vs_parameters.png", "logit_energy.svg", "logit_energy.png"})
+  for (const char* f : {"quality_vs_parameters.svg", "quality_vs_parameters.png", "logit_singular_values.svg", "logit_singular_values.png"})
     CHECK(std::filesystem::file_size(out + "/figures/" + f) > 1000);
   // An existing comparison is kept unless --force.
   CHECK(test::run_command(std::string(HEADLAB_BINARY) + " compare " + v.mha + " --data " + v.corpus + " --out " + out,
