@@ -14,7 +14,12 @@
 #   wide4    4 heads × key/value size 64 = the sequence length, the same parameters as mha
 #   mha-learned  mha with learned positions instead of RoPE: collaborative conversion needs it
 #            (a rotation per head does not factor through shared projections); it learns far slower
-#            under this budget (held-out loss 6.08 at step 1,200 against RoPE's 6.04 at step 200)
+#            under this budget (held-out loss 6.08 at step 1,200 against RoPE's 6.04 at step 200);
+#            the README's conversion study continues it for 1,200 more steps:
+#              headlab train --config OUT/config_mha-learned.json --init OUT/mha-learned --force \
+#                --data <the same files> --tokenizer assets/models/default/tokenizer.json --objective mlm \
+#                --seq-len 64 --batch-tokens 2048 --steps 1200 --warmup 0.02 --seed 2 --threads 1 \
+#                --out OUT/mha-learned-2400
 #
 # Environment: HEADLAB (binary), OUT (run root, default runs/variants), SHARED (default ../shared),
 # STEPS (default 1200), THREADS (default 1).
