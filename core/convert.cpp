@@ -1,5 +1,6 @@
 #include "core/convert.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <torch/torch.h>
@@ -157,6 +158,28 @@ void save_converted_model(Model& converted, const Model& source, const std::stri
   converted.config.name += " (" + what + ")";
   save_model(converted, folder, source.weights_dtype == "F64" ? "F32" : source.weights_dtype,
              std::filesystem::exists(tokenizer) ? tokenizer.string() : "");
+}
+
+std::string conversion_label(const std::string& to, int groups, int shared_key_size) {
+  if (to == "collaborative") return "collaborative, shared key size " + std::to_string(shared_key_size);
+  return to == "mqa" || groups == 1 ? "MQA" : "GQA " + std::to_string(groups);
+}
+
+std::string layer_errors_text(const CollaborativeConversion& conversion) {
+  std::string text;
+  char part[48];
+  for (const auto& l : conversion.layers) {
+    std::snprintf(part, sizeof part, " %s%d %.4f", l.stack == "encoder" ? "E" : "D", l.layer, l.relative_error);
+    text += part;
+  }
+  return text;
+}
+
+CpOptions conversion_cp_options(int iterations) {
+  CpOptions cp;
+  cp.max_iterations = iterations;
+  cp.tolerance = 1e-7;
+  return cp;
 }
 
 }  // namespace headlab::core

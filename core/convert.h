@@ -52,6 +52,17 @@ using CollaborativeProgress = std::function<void(int layer, int layers, int swee
 CollaborativeConversion convert_to_collaborative(const Model& model, int shared_key_size, const CpOptions& options = {},
                                                  const CollaborativeProgress& progress = {});
 
+// What a conversion is called in the converted model's name, messages and the window: "GQA 2", "MQA"
+// (`to` "mqa", or "gqa" with one group) or "collaborative, shared key size 64".
+std::string conversion_label(const std::string& to, int groups, int shared_key_size);
+
+// The fit's relative error per layer, " E0 0.3120 E1 0.2983 …" (E encoder, D decoder).
+std::string layer_errors_text(const CollaborativeConversion& conversion);
+
+// The ALS settings both the command line and the window convert with: `iterations` sweeps at most,
+// stopping once a sweep improves the relative error by less than 1e-7.
+CpOptions conversion_cp_options(int iterations);
+
 // Writes `converted` as a native model folder: its name gains " (`what`)", the weights keep the
 // source's dtype (F64 becomes F32), and `source_folder`'s tokenizer.json, when there is one, is copied.
 void save_converted_model(Model& converted, const Model& source, const std::string& source_folder,

@@ -74,9 +74,7 @@ int convert_command(const ConvertOptions& o) {
   if (collaborative) {
     std::printf("%s: %d heads × key size %d (h·d_k = %d)\n", o.model.c_str(), a.heads, a.key_size, a.heads * a.key_size);
     for (int d : o.key_dims) {
-      core::CpOptions cp;
-      cp.max_iterations = o.iterations;
-      cp.tolerance = 1e-7;
+      const auto cp = core::conversion_cp_options(o.iterations);
       core::CollaborativeConversion converted;
       try {
         // A progress line on stderr: ALS on a large model takes minutes per layer.
@@ -90,11 +88,9 @@ int convert_command(const ConvertOptions& o) {
       std::fprintf(stderr, "\r%*s\r", 60, "");
       std::printf("shared key size D̃k = %d (%.0f%% of h·d_k): relative error of W_Q^i W_K^iᵀ per layer:", d,
                   100.0 * d / (a.heads * a.key_size));
-      for (const auto& l : converted.layers)
-        std::printf(" %s%d %.4f", l.stack == "encoder" ? "E" : "D", l.layer, l.relative_error);
-      std::printf("\n");
+      std::printf("%s\n", core::layer_errors_text(converted).c_str());
       if (!o.data.empty()) print_quality(*converted.model, o, before);
-      save_converted(*converted.model, *model, o, out_of(d), "collaborative, shared key size " + std::to_string(d));
+      save_converted(*converted.model, *model, o, out_of(d), core::conversion_label(o.to, 0, d));
     }
     return 0;
   }
@@ -113,7 +109,7 @@ int convert_command(const ConvertOptions& o) {
                 static_cast<long long>(core::kv_cache_bytes_per_token(model->config)),
                 static_cast<long long>(core::kv_cache_bytes_per_token(converted->config)));
   if (!o.data.empty()) print_quality(*converted, o, before);
-  save_converted(*converted, *model, o, o.out, groups == 1 ? "MQA" : "GQA " + std::to_string(groups));
+  save_converted(*converted, *model, o, o.out, core::conversion_label(o.to, groups, 0));
   return 0;
 }
 

@@ -15,10 +15,7 @@ namespace {
 
 struct Stopped {};
 
-std::string describe(const ConvertRequest& r) {
-  if (r.to == "collaborative") return "collaborative, shared key size " + std::to_string(r.key_dim);
-  return r.to == "mqa" || r.groups == 1 ? "MQA" : "GQA " + std::to_string(r.groups);
-}
+std::string describe(const ConvertRequest& r) { return core::conversion_label(r.to, r.groups, r.key_dim); }
 
 }  // namespace
 
@@ -73,9 +70,7 @@ void ConvertJob::run(ConvertRequest r) {
     std::shared_ptr<core::Model> converted;
     char line[160];
     if (r.to == "collaborative") {
-      core::CpOptions cp;
-      cp.max_iterations = r.iterations;
-      cp.tolerance = 1e-7;
+      const auto cp = core::conversion_cp_options(r.iterations);
       auto result = core::convert_to_collaborative(*model, r.key_dim, cp, [&](int layer, int layers, int sweep, double e) {
         if (cancel_) throw Stopped{};
         std::snprintf(line, sizeof line, "fitting layer %d of %d: sweep %d, relative error %.4f", layer + 1, layers,
@@ -85,11 +80,7 @@ void ConvertJob::run(ConvertRequest r) {
           s.fraction = (layer + std::min(1.0, sweep / double(std::max(1, r.iterations)))) / layers;
         });
       });
-      summary = "relative error of W_Q^i W_K^i^T per layer:";
-      for (const auto& l : result.layers) {
-        std::snprintf(line, sizeof line, " %s%d %.4f", l.stack == "encoder" ? "E" : "D", l.layer, l.relative_error);
-        summary += line;
-      }
+      summary = "relative error of W_Q^i W_K^i^T per layer:" + core::layer_errors_text(result);
       converted = result.model;
     } else {
       converted = core::convert_to_gqa(*model, r.to == "mqa" ? 1 : r.groups);
