@@ -60,22 +60,27 @@ void check_ids(const core::ModelConfig& c, const std::vector<int64_t>& ids, cons
                                 " tokens; this model takes at most " + std::to_string(c.max_positions));
 }
 
-// TransformerImpl::embed with the token embedding rows as a separate leaf: x = E[ids] (the input) +
-// positions + token types (type 0, as embed() without types), then the embedding norm (and projection).
+// TransformerImpl::embed with the token embedding rows as a separate leaf: x = s·E[ids] (the input,
+// s the embedding scale) + positions + token types (type 0, as embed() without types), then the
+// embedding norm (and projection); `stack` picks the decoder's own table and norm where it has them.
 torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, bool lrp, torch::Tensor& token_leaf,
-                    std::vector<torch::Tensor>& constants) {
+                    std::vector<torch::Tensor>& constants, const std::string& stack) {
   const int64_t T = static_cast<int64_t>(ids.size());
   auto index = torch::tensor(ids, torch::kLong).view({1, T});
   token_leaf = m.tokens(index).detach().requires_grad_(true);
-  auto x = token_leaf;
-  if (m.positions) x = x + m.positions(torch::arange(T, torch::kLong)).unsqueeze(0);
+  const auto& config = m.config();
+  auto x = config.embedding_scale != 1.0f ? token_leaf * config.embedding_scale : token_leaf;
+  const bool decoder_own = stack == "decoder" && config.stack_embeddings;
+  auto& position_table = decoder_own ? m.decoder_positions : m.positions;
+  auto& norm = decoder_own ? m.decoder_embed_norm : m.embed_norm;
+  if (position_table) x = x + position_table(torch::arange(T, torch::kLong)).unsqueeze(0);
   if (m.sinusoid.defined()) {
     auto rows = m.sinusoid.narrow(0, 0, T).detach().requires_grad_(true);
     constants.push_back(rows);
     x = x + rows.unsqueeze(0);
   }
   if (m.token_types) x = x + m.token_types(torch::zeros_like(index));
-  if (m.embed_norm) x = m.embed_norm(x, lrp);
+  if (norm) x = norm(x, lrp);
   if (m.embed_project) x = m.embed_project(x);  // factorised embeddings: E → D
   return x;
 }
@@ -115,7 +120,7 @@ Forward forward(core::Model& model, const std::vector<int64_t>& ids, const std::
   const bool enc_dec = config.kind == core::StackKind::EncoderDecoder;
   Forward out;
   if (m.layer_count("encoder") > 0) {
-    auto memory = run_stack(model, "encoder", embed(m, ids, lrp, out.tokens, out.constants), {}, controls, lrp, out);
+    auto memory = run_stack(model, "encoder", embed(m, ids, lrp, out.tokens, out.constants, "encoder"), {}, controls, lrp, out);
     if (!enc_dec) {
       out.hidden = memory;
       out.stack = "encoder";
@@ -123,10 +128,10 @@ Forward forward(core::Model& model, const std::vector<int64_t>& ids, const std::
     }
     // As run(): the decoder attends to the encoder output after the encoder's final norm.
     if (m.encoder_final_norm) memory = m.encoder_final_norm(memory, lrp);
-    out.hidden = run_stack(model, "decoder", embed(m, decoder_ids, lrp, out.decoder_tokens, out.constants), memory,
+    out.hidden = run_stack(model, "decoder", embed(m, decoder_ids, lrp, out.decoder_tokens, out.constants, "decoder"), memory,
                            controls, lrp, out);
   } else {
-    out.hidden = run_stack(model, "decoder", embed(m, ids, lrp, out.tokens, out.constants), {}, controls, lrp, out);
+    out.hidden = run_stack(model, "decoder", embed(m, ids, lrp, out.tokens, out.constants, "decoder"), {}, controls, lrp, out);
   }
   out.stack = "decoder";
   return out;

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -50,6 +51,29 @@ torch::Tensor attention_allowed(const torch::Tensor& query_positions, const torc
   }
   if (causal) allowed = allowed.logical_and(distance.ge(0));
   return allowed;
+}
+
+torch::Tensor relative_position_buckets(const torch::Tensor& query_positions, const torch::Tensor& key_positions,
+                                        int buckets, int max_distance, bool bidirectional) {
+  auto relative = key_positions.view({1, -1}) - query_positions.view({-1, 1});  // [T, S]: memory − context
+  auto bucket = torch::zeros_like(relative);
+  int64_t n = buckets;
+  if (bidirectional) {
+    n /= 2;
+    bucket = bucket + relative.gt(0).to(torch::kLong) * n;
+    relative = relative.abs();
+  } else {
+    relative = -torch::clamp_max(relative, 0);
+  }
+  // Half the buckets are exact offsets; the rest grow logarithmically up to max_distance.
+  const int64_t max_exact = n / 2;
+  const auto small = relative.lt(max_exact);
+  auto large = max_exact + (torch::log(relative.to(torch::kFloat32) / float(max_exact)) /
+                            static_cast<float>(std::log(double(max_distance) / double(max_exact))) *
+                            float(n - max_exact))
+                               .to(torch::kLong);
+  large = torch::clamp_max(large, n - 1);
+  return bucket + torch::where(small, relative, large);
 }
 
 torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp) {
@@ -222,6 +246,17 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   auto J = scores(q_heads, k_heads);  // [B, h_k, T, S]
   // Collaborative content bias r_iᵀ x_s, added before the scale as in the authors' code.
   if (key_bias.defined()) J = J + key_bias * c.logit_scale();
+  if (self && c.relative_bias) {
+    // T5: one learned scalar per head and bucket of the key's offset, after the (unit) scale; an
+    // encoder's buckets see both directions, a causal decoder's only the past.
+    if (!relative_bias.defined()) throw std::logic_error("relative_bias: the stack's shared table was not set");
+    const auto query_positions = torch::arange(offset, offset + T, torch::kLong);
+    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, torch::kLong);
+    const auto buckets = relative_position_buckets(query_positions, keys_at, c.relative_bias->buckets,
+                                                   c.relative_bias->max_distance, !call.causal);  // [T, S]
+    const int64_t hk = relative_bias.size(1);
+    J = J + relative_bias.index_select(0, buckets.flatten()).view({T, S, hk}).permute({2, 0, 1}).unsqueeze(0);
+  }
   // Soft-capping bounds every logit to (−cap, cap) before the mask (Gemma 2's attn_logit_softcapping).
   // Under LRP the weights are constants (rule 1), so the cap needs no rule of its own here.
   if (c.logit_softcap > 0) J = soft_cap(J, c.logit_softcap);

@@ -65,6 +65,12 @@ torch::Tensor attention_allowed(int64_t T, int64_t S, bool causal, const Attenti
 torch::Tensor attention_allowed(const torch::Tensor& query_positions, const torch::Tensor& key_positions, bool causal,
                                 const AttentionPattern& pattern);
 
+// T5's bucket (RelativeBias, core/config.h) of each key's offset from each query, for queries at
+// query_positions [T] and keys at key_positions [S]: [T, S] int64 in [0, buckets). Transcribes
+// transformers' T5Attention._relative_position_bucket, its logarithm in float32 as there.
+torch::Tensor relative_position_buckets(const torch::Tensor& query_positions, const torch::Tensor& key_positions,
+                                        int buckets, int max_distance, bool bidirectional);
+
 // Soft-capping cap · tanh(x / cap) (Gemma 2). With `lrp` it passes relevance unchanged: x · [capped / x]
 // with the bracket constant (analysis/LRP.md rule 3).
 torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp = false);
@@ -90,6 +96,9 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor post_mix;   // talking-heads P_w: [h, h_v]
   torch::Tensor score_v;    // additive scoring v: [h, d_k]
   torch::Tensor q_norm, k_norm;  // qk_norm RMSNorm weights: [d_k] each
+  // RelativeBias table [buckets, h_k]: a parameter of layer 0's module, the same tensor in the
+  // stack's other layers (core/transformer.cpp shares it).
+  torch::Tensor relative_bias;
 
  private:
   torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k) const;  // J

@@ -36,6 +36,8 @@ constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
                                                  {Activation::Relu, "relu"},
                                                  {Activation::Silu, "silu"}};
 constexpr EnumName<Scoring> kScorings[] = {{Scoring::Dot, "dot"}, {Scoring::Additive, "additive"}};
+constexpr EnumName<SinusoidLayout> kSinusoidLayouts[] = {{SinusoidLayout::Interleaved, "interleaved"},
+                                                          {SinusoidLayout::Halves, "halves"}};
 
 template <typename Enum, size_t N>
 const char* enum_to_name(const EnumName<Enum> (&table)[N], Enum value) {
@@ -135,6 +137,13 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   if (a.qk_norm && !(a.qk_norm_eps > 0)) problem("qk_norm_eps must be > 0");
   if (!std::isfinite(a.qk_norm_weight_offset)) problem("qk_norm_weight_offset must be finite");
   if (!(a.logit_softcap >= 0) || !std::isfinite(a.logit_softcap)) problem("logit_softcap must be >= 0 (0 = none)");
+  if (a.relative_bias) {
+    // A bidirectional stack's exact range is buckets / 4 offsets, which must be >= 1, and the
+    // logarithmic buckets need max_distance beyond the exact range.
+    if (a.relative_bias->buckets < 4) problem("relative_bias.buckets must be >= 4");
+    if (a.relative_bias->max_distance <= a.relative_bias->buckets / 2)
+      problem("relative_bias.max_distance must be more than buckets / 2 (" + std::to_string(a.relative_bias->buckets / 2) + ")");
+  }
   validate_pattern(a.pattern, where + ".pattern", problems);
   (void)hidden;
 }
@@ -233,6 +242,11 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
   return n;
 }
 
+// The relative position bias table, stored once per stack (RelativeBias).
+int64_t relative_bias_parameters(const AttentionConfig& a) {
+  return a.relative_bias ? int64_t(a.relative_bias->buckets) * a.logit_heads() : 0;
+}
+
 }  // namespace
 
 bool StackConfig::is_local(int layer) const {
@@ -305,6 +319,16 @@ void ModelConfig::validate() const {
   if (!std::isfinite(norm_weight_offset)) problem("norm_weight_offset must be finite");
   if (!(embedding_scale > 0) || !std::isfinite(embedding_scale)) problem("embedding_scale must be > 0");
   if (!(lm_head.softcap >= 0) || !std::isfinite(lm_head.softcap)) problem("lm_head.softcap must be >= 0 (0 = none)");
+  if (!(lm_head.input_scale > 0) || !std::isfinite(lm_head.input_scale)) problem("lm_head.input_scale must be > 0");
+  if (stack_embeddings && kind != StackKind::EncoderDecoder)
+    problem("stack_embeddings: only an encoder-decoder has a second stack to embed for");
+  if (positions == PositionKind::Sinusoidal && embedding_width() % 2 != 0)
+    problem("sinusoidal positions need an even embedding width, got " + std::to_string(embedding_width()));
+  if (decoder_start_id && (*decoder_start_id < 0 || *decoder_start_id >= vocab_size))
+    problem("decoder_start_id " + std::to_string(*decoder_start_id) + " is outside the vocabulary (size " +
+            std::to_string(vocab_size) + ")");
+  if (decoder_start_id && kind != StackKind::EncoderDecoder)
+    problem("decoder_start_id: only an encoder-decoder's decoder starts from a token of its own");
   if (sublayer_output_norm && norm_placement != NormPlacement::Pre)
     problem("sublayer_output_norm needs norm_placement 'pre' (a post-LN block already normalises each sum)");
   const bool wants_encoder = kind != StackKind::Decoder;
@@ -319,6 +343,11 @@ void ModelConfig::validate() const {
     validate_attention(stack->attention, hidden_size, std::string(name) + ".attention", problems);
     if (stack->cross_attention)
       validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
+    if (stack->cross_attention && stack->cross_attention->relative_bias)
+      problem(std::string(name) + ".cross_attention.relative_bias: relative positions are between a sequence's own "
+              "tokens (self-attention only)");
+    if (stack->local && stack->attention.relative_bias)
+      problem(std::string(name) + ".local: local layers cannot be combined with relative_bias");
     const bool rotary = positions == PositionKind::Rope || positions == PositionKind::RopeLearned;
     if (!stack->nope_layers.empty() && !rotary)
       problem(std::string(name) + ".nope_layers: only meaningful with positions 'rope' or 'rope+learned', not '" +
@@ -363,7 +392,8 @@ double ModelConfig::parameter_estimate() const {
   // parameter_count's sum in floating point, so that no size can overflow it: layers × (4·D² + 2·D·F)
   // plus the embeddings is within a few per cent of the exact count for every variant.
   const double D = hidden_size, E = embedding_width(), F = ffn.inner_size;
-  double n = (double(vocab_size) + (has_position_table() ? double(max_positions) : 0.0) + double(type_vocab_size)) * E * 2;
+  const double position_rows = has_position_table() ? double(max_positions) * (stack_embeddings ? 2 : 1) : 0.0;
+  double n = (double(vocab_size) + position_rows + double(type_vocab_size)) * E * 2;
   auto stack = [&](const std::optional<StackConfig>& s) {
     if (!s) return 0.0;
     const auto& a = s->attention;
@@ -378,11 +408,13 @@ int64_t ModelConfig::parameter_count() const {
   const int64_t D = hidden_size;
   const int64_t E = embedding_width();
   int64_t n = int64_t(vocab_size) * E;
-  if (positions == PositionKind::Learned || positions == PositionKind::RopeLearned) n += int64_t(max_positions) * E;
+  const int64_t position_tables = stack_embeddings ? 2 : 1;  // the decoder's own table
+  if (positions == PositionKind::Learned || positions == PositionKind::RopeLearned)
+    n += position_tables * int64_t(max_positions) * E;
   n += int64_t(type_vocab_size) * E;
   const int64_t norm_params = norm == NormKind::LayerNorm ? 2 * D : D;
   const int64_t embedding_norm_params = norm == NormKind::LayerNorm ? 2 * E : E;
-  if (embedding_norm) n += embedding_norm_params;
+  if (embedding_norm) n += (stack_embeddings ? 2 : 1) * embedding_norm_params;
   if (embedding_size > 0) n += E * D + D;  // projection E → D
   const int64_t ffn_params = (ffn.kind == FfnKind::SwiGLU ? 3 : 2) * D * ffn.inner_size +
                              (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
@@ -392,7 +424,8 @@ int64_t ModelConfig::parameter_count() const {
     int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params + 2 * norms_per_sublayer * norm_params;
     if (s->cross_attention)
       per_layer += attention_parameters(*s->cross_attention, hidden_size) + norms_per_sublayer * norm_params;
-    return per_layer * (s->shared_layers ? 1 : s->layers) + (final_norm ? norm_params : 0);
+    return per_layer * (s->shared_layers ? 1 : s->layers) + relative_bias_parameters(s->attention) +
+           (final_norm ? norm_params : 0);
   };
   n += stack_params(encoder) + stack_params(decoder);
   // The head's transform maps D → E (E = D unless factorised); its decoder reads E, or D without transform.
@@ -422,6 +455,8 @@ std::string ModelConfig::summary() const {
         << s->attention.key_size << ", d_v " << s->attention.value_size;
     if (s->cross_attention) out << "; cross " << s->cross_attention->variant_name();
     if (s->shared_layers) out << "; one set of weights shared by all layers";
+    if (const auto& r = s->attention.relative_bias)
+      out << "; relative position bias (" << r->buckets << " buckets to " << r->max_distance << ")";
     if (!s->nope_layers.empty()) {
       out << "; no RoPE in layer" << (s->nope_layers.size() > 1 ? "s" : "");
       for (size_t i = 0; i < s->nope_layers.size(); ++i) out << (i ? ", " : " ") << s->nope_layers[i];
@@ -461,6 +496,8 @@ json to_json(const AttentionConfig& a) {
                           {"softmax_heads", a.talking_heads->softmax_heads},
                           {"value_heads", a.talking_heads->value_heads}};
   if (a.collaborative) j["collaborative"] = {{"shared_key_size", a.collaborative->shared_key_size}};
+  if (a.relative_bias)
+    j["relative_bias"] = {{"buckets", a.relative_bias->buckets}, {"max_distance", a.relative_bias->max_distance}};
   return j;
 }
 
@@ -468,7 +505,7 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
                        "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "logit_softcap", "talking_heads",
-                       "collaborative", "pattern"},
+                       "collaborative", "relative_bias", "pattern"},
                    where);
   AttentionConfig a;
   read(j, "heads", a.heads, where);
@@ -511,6 +548,16 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
     read(c, "shared_key_size", co.shared_key_size, w);
     a.collaborative = co;
   }
+  if (j.contains("relative_bias") && !j["relative_bias"].is_null()) {
+    const std::string w = where + ".relative_bias";
+    const json& r = j["relative_bias"];
+    require_object(r, w);
+    check_known_keys(r, {"buckets", "max_distance"}, w);
+    RelativeBias rb;
+    read(r, "buckets", rb.buckets, w);
+    read(r, "max_distance", rb.max_distance, w);
+    a.relative_bias = rb;
+  }
   if (j.contains("pattern") && !j["pattern"].is_null()) a.pattern = pattern_from_json(j["pattern"], where + ".pattern");
   return a;
 }
@@ -547,6 +594,10 @@ json to_json(const ModelConfig& c) {
   if (c.sublayer_output_norm) j["sublayer_output_norm"] = true;
   if (c.embedding_scale != 1) j["embedding_scale"] = c.embedding_scale;
   if (c.lm_head.softcap > 0) j["lm_head"]["softcap"] = c.lm_head.softcap;
+  if (c.lm_head.input_scale != 1) j["lm_head"]["input_scale"] = c.lm_head.input_scale;
+  if (c.sinusoid_layout != SinusoidLayout::Interleaved) j["sinusoid_layout"] = to_string(c.sinusoid_layout);
+  if (c.stack_embeddings) j["stack_embeddings"] = true;
+  if (c.decoder_start_id) j["decoder_start_id"] = *c.decoder_start_id;
   if (c.encoder) j["encoder"] = stack_to_json(*c.encoder);
   if (c.decoder) j["decoder"] = stack_to_json(*c.decoder);
   return j;
@@ -558,7 +609,8 @@ ModelConfig model_config_from_json(const json& j) {
   check_known_keys(j, {"format", "format_version", "name", "description", "family", "kind", "objective", "vocab_size", "hidden_size",
                        "embedding_size", "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
                        "norm_placement", "embedding_norm", "final_norm", "norm_weight_offset", "sublayer_output_norm",
-                       "embedding_scale", "ffn", "lm_head", "encoder", "decoder"},
+                       "embedding_scale", "sinusoid_layout", "stack_embeddings", "decoder_start_id", "ffn", "lm_head",
+                       "encoder", "decoder"},
                    where);
   if (j.contains("format") && j["format"] != "headlab-model")
     throw std::runtime_error("config.format: expected 'headlab-model' (is this a Hugging Face config? "
@@ -591,6 +643,13 @@ ModelConfig model_config_from_json(const json& j) {
   read(j, "norm_weight_offset", c.norm_weight_offset, where);
   read(j, "sublayer_output_norm", c.sublayer_output_norm, where);
   read(j, "embedding_scale", c.embedding_scale, where);
+  read_enum(j, "sinusoid_layout", kSinusoidLayouts, c.sinusoid_layout, where);
+  read(j, "stack_embeddings", c.stack_embeddings, where);
+  if (j.contains("decoder_start_id") && !j["decoder_start_id"].is_null()) {
+    int64_t start = 0;
+    read(j, "decoder_start_id", start, where);
+    c.decoder_start_id = start;
+  }
   if (j.contains("ffn")) {
     const json& f = j["ffn"];
     require_object(f, "config.ffn");
@@ -603,11 +662,12 @@ ModelConfig model_config_from_json(const json& j) {
   if (j.contains("lm_head")) {
     const json& h = j["lm_head"];
     require_object(h, "config.lm_head");
-    check_known_keys(h, {"transform", "tied", "bias", "softcap"}, "config.lm_head");
+    check_known_keys(h, {"transform", "tied", "bias", "softcap", "input_scale"}, "config.lm_head");
     read(h, "transform", c.lm_head.transform, "config.lm_head");
     read(h, "tied", c.lm_head.tied, "config.lm_head");
     read(h, "bias", c.lm_head.bias, "config.lm_head");
     read(h, "softcap", c.lm_head.softcap, "config.lm_head");
+    read(h, "input_scale", c.lm_head.input_scale, "config.lm_head");
   }
   if (j.contains("encoder") && !j["encoder"].is_null()) c.encoder = stack_from_json(j["encoder"], "config.encoder", false);
   if (j.contains("decoder") && !j["decoder"].is_null())
@@ -635,5 +695,6 @@ ModelConfig load_model_config(const std::string& path) {
 const char* to_string(StackKind kind) { return enum_to_name(kStackKinds, kind); }
 const char* to_string(PositionKind kind) { return enum_to_name(kPositions, kind); }
 const char* to_string(Activation activation) { return enum_to_name(kActivations, activation); }
+const char* to_string(SinusoidLayout layout) { return enum_to_name(kSinusoidLayouts, layout); }
 
 }  // namespace headlab::core

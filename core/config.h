@@ -21,6 +21,10 @@ enum class PositionKind { None, Learned, Sinusoidal, Rope, RopeLearned };
 enum class FfnKind { Mlp, SwiGLU };
 enum class Activation { Gelu, GeluTanh, Relu, Silu };
 enum class Scoring { Dot, Additive };
+// Sinusoidal position tables (Vaswani et al. 2017) with each frequency's sine and cosine side by
+// side (sin, cos, sin, cos, …: "interleaved") or all sines then all cosines ("halves": fairseq and
+// Marian's MarianSinusoidalPositionalEmbedding).
+enum class SinusoidLayout { Interleaved, Halves };
 
 // Talking-heads attention (Shazeer et al. 2020, arXiv 2003.02436): h_k key heads produce logits J,
 // mixed by P_l [h_k, h] into h softmax heads, whose weights W are mixed by P_w [h, h_v] into h_v
@@ -51,6 +55,18 @@ struct AttentionPattern {
   std::vector<int> global_tokens;
 };
 
+// T5's relative position bias (Raffel et al. 2020, arXiv 1910.10683, §2.1; transformers'
+// T5Attention._relative_position_bucket): a learned scalar per logit head and bucket of the key's
+// offset from the query, added to the logits after the scale. Offsets below half the buckets get
+// a bucket each; larger ones share logarithmically wider buckets up to max_distance. A
+// bidirectional stack (an encoder) spends half the buckets on keys after the query; a causal one
+// uses them all for keys before it. The table [buckets, h_k] is stored once per stack, in layer
+// 0's self-attention ("encoder.0.attn.relative_bias"), and every layer adds it.
+struct RelativeBias {
+  int buckets = 32;
+  int max_distance = 128;
+};
+
 struct AttentionConfig {
   int heads = 8;          // query heads (output heads unless talking-heads)
   int kv_heads = 8;       // MHA: == heads; MQA: 1; GQA: divides heads
@@ -72,6 +88,7 @@ struct AttentionConfig {
   float logit_softcap = 0.0f;
   std::optional<TalkingHeads> talking_heads;
   std::optional<Collaborative> collaborative;
+  std::optional<RelativeBias> relative_bias;  // self-attention only
   AttentionPattern pattern;
 
   int logit_heads() const { return talking_heads ? talking_heads->key_heads : heads; }      // h_k
@@ -120,6 +137,9 @@ struct LmHeadConfig {
   bool transform = false;  // BERT: dense + activation + LayerNorm before the decoder
   bool tied = true;        // decoder weight shared with the token embedding
   bool bias = false;
+  // The final hidden state is multiplied by this before the decoder (T5 with tied embeddings:
+  // d_model^-0.5). 1 = none.
+  float input_scale = 1.0f;
   // > 0: final logit soft-capping, logits ← softcap · tanh(logits / softcap) (Gemma 2's
   // final_logit_softcapping). 0 = none.
   float softcap = 0.0f;
@@ -141,6 +161,11 @@ struct ModelConfig {
   // tied head without transform scores against the projected table E_tok·W_projᵀ [V, hidden_size].
   int embedding_size = 0;
   PositionKind positions = PositionKind::Learned;
+  SinusoidLayout sinusoid_layout = SinusoidLayout::Interleaved;
+  // Encoder-decoder only: the decoder has a position table and embedding norm of its own
+  // ("decoder_positions", "decoder_embed_norm"), as BART's per-stack embed_positions and
+  // layernorm_embedding; the token table stays shared. False: both stacks read one of each.
+  bool stack_embeddings = false;
   float rope_theta = 10000.0f;
   int rope_dim = 0;  // rotated dims per head (0 = all of key_size)
   NormKind norm = NormKind::LayerNorm;
@@ -161,6 +186,10 @@ struct ModelConfig {
   LmHeadConfig lm_head;
   std::optional<StackConfig> encoder;
   std::optional<StackConfig> decoder;
+  // Encoder-decoder: the token the decoder's input starts from (Hugging Face's
+  // decoder_start_token_id: BART's </s>, T5's and Marian's <pad>); empty = the tokenizer's begin
+  // token (core/tokenizer_framing.h).
+  std::optional<int64_t> decoder_start_id;
   // Training objective the weights were made for: "mlm", "causal", "seq2seq" (informational).
   std::string objective = "mlm";
 
@@ -193,5 +222,6 @@ ModelConfig load_model_config(const std::string& path);
 const char* to_string(StackKind kind);
 const char* to_string(PositionKind kind);
 const char* to_string(Activation activation);
+const char* to_string(SinusoidLayout layout);
 
 }  // namespace headlab::core

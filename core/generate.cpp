@@ -55,7 +55,7 @@ class CachedDecoder {
   torch::Tensor feed(const std::vector<int64_t>& ids, GenerationStep& step) {
     auto& m = *model_.module;
     const int64_t position = cache_.next_position, T = static_cast<int64_t>(ids.size());
-    torch::Tensor h = m.embed(ids_tensor(ids), {}, false, position);
+    torch::Tensor h = m.embed(ids_tensor(ids), {}, false, position, "decoder");
     BlockCall call;
     call.causal = true;
     call.memory = memory_;

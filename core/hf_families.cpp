@@ -145,6 +145,7 @@ std::string family_of(const std::string& arch) {
   if (arch == "Qwen3Model" || arch == "Qwen3ForCausalLM") return "qwen3";
   if (arch == "ElectraForMaskedLM" || arch == "ElectraForPreTraining" || arch == "ElectraModel") return "electra";
   if (arch == "AlbertForMaskedLM" || arch == "AlbertForPreTraining" || arch == "AlbertModel") return "albert";
+  if (auto seq2seq = seq2seq_family_of(arch); !seq2seq.empty()) return seq2seq;
   return gemma_family_of(arch);
 }
 
@@ -152,7 +153,7 @@ std::string supported_architectures() {
   return "BertModel, BertForMaskedLM, BertForPreTraining, RobertaModel, RobertaForMaskedLM, DistilBertModel, DistilBertForMaskedLM, GPT2Model, GPT2LMHeadModel, LlamaModel, LlamaForCausalLM, "
          "Qwen2Model, Qwen2ForCausalLM, MistralModel, MistralForCausalLM, Qwen3Model, Qwen3ForCausalLM, "
          "ElectraForMaskedLM, ElectraForPreTraining, ElectraModel, AlbertForMaskedLM, AlbertForPreTraining, AlbertModel, " +
-         gemma_architectures();
+         gemma_architectures() + ", " + seq2seq_architectures();
 }
 
 // modeling_bert.py: post-LN encoder; embeddings = LayerNorm(word + position + token_type).

@@ -51,6 +51,9 @@ struct Layout {
   ModelConfig config;
   std::map<std::string, TensorSource> sources;           // native parameter name → source
   std::function<bool(const std::string&)> ignorable;     // checkpoint tensors HeadLab does not need
+  // Checkpoint tensors that store a table HeadLab computes (Marian's sinusoids): checkpoint name →
+  // the native buffer it must equal, row for row; the import refuses a file where they differ.
+  std::map<std::string, std::string> fixed_tables;
   std::string note;  // appended to the model's name, e.g. what stands in for a missing LM head
 };
 
@@ -68,6 +71,13 @@ Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTe
 // core/hf_families_encoders.cpp: ELECTRA (generator MLM, discriminator, bare model) and ALBERT.
 Layout electra_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 Layout albert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
+
+// core/hf_families_seq2seq.cpp: encoder-decoders. family: "bart" or "marian".
+Layout bart_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);
+Layout t5_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
+// "bart" / "marian" / "t5" for their architectures, "" otherwise; and their names for messages.
+std::string seq2seq_family_of(const std::string& arch);
+std::string seq2seq_architectures();
 
 // family: "gemma2" or "gemma3" (core/hf_families_gemma.cpp).
 Layout gemma_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const TensorDType& dtype_of,

@@ -62,6 +62,8 @@ void copy_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::
   const uint64_t bytes = info.end - info.begin;
   if (source.slice_dim >= 0) raw = raw.narrow(source.slice_dim, source.slice_begin, source.slice_count);
   if (source.transpose) raw = raw.t();
+  // A stored shape with extra unit dims (BART's final_logits_bias [1, V] for a [V] bias).
+  if (raw.sizes() != param.sizes()) raw = raw.reshape(param.sizes());
   if (source.slice_dim < 0 && !source.transpose && raw.dim() >= 1 && raw.size(0) > 0) {
     // Row slices, so a large embedding never has all its pages mapped at once.
     const int64_t rows = raw.size(0);
@@ -124,6 +126,21 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
     copy_into(param, *entry, source);
     require_finite(param, entry->file->path(), source.name);
     used.insert(source.name);
+  }
+  // Tables HeadLab computes that the checkpoint also stores must agree with it row for row.
+  const auto buffers = model->module->named_buffers();
+  for (const auto& [name, buffer_name] : layout.fixed_tables) {
+    const WeightFiles::Entry* entry = checkpoint.find(name);
+    if (!entry) continue;  // not stored: computed, as the modeling code does
+    const torch::Tensor* buffer = buffers.find(buffer_name);
+    if (!buffer) throw std::logic_error(folder + ": HeadLab's " + family + " mapping names buffer '" + buffer_name + "'");
+    torch::Tensor stored = load_tensor(*entry->file, name, to_scalar_type(entry->info->dtype)).to(torch::kFloat32);
+    const int64_t rows = std::min(stored.size(0), buffer->size(0));
+    if (stored.dim() != 2 || stored.size(1) != buffer->size(1) ||
+        !torch::allclose(stored.narrow(0, 0, rows), buffer->narrow(0, 0, rows), 1e-4, 1e-4))
+      throw std::runtime_error(entry->file->path() + ": tensor '" + name + "' is not the " + arch +
+                               " sinusoidal table HeadLab computes (a retrained or edited position table is not supported)");
+    used.insert(name);
   }
   for (const auto& [native, source] : layout.sources)
     if (!native_names.count(native))

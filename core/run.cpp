@@ -156,7 +156,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     if (enc_dec && module->encoder_final_norm) memory = module->encoder_final_norm(memory);
     const auto& dec_ids = enc_dec ? request.decoder_ids : request.ids;
     torch::Tensor input = previous && dec_from > 0 ? trace->decoder.hidden[dec_from].unsqueeze(0)
-                                                   : module->embed(ids_tensor(dec_ids), enc_dec ? torch::Tensor() : types);
+                                                   : module->embed(ids_tensor(dec_ids), enc_dec ? torch::Tensor() : types, false, 0, "decoder");
     if (trace->recomputed_stack.empty()) {
       trace->recomputed_stack = "decoder";
       trace->recomputed_from = dec_from;

@@ -4,6 +4,7 @@
 // so a model is trained, measured and run on the same kind of input.
 #pragma once
 
+#include "core/config.h"
 #include "core/tokenizer.h"
 
 #include <algorithm>
@@ -37,6 +38,20 @@ inline SentenceFrame sentence_frame(const Tokenizer& tokenizer) {
 // encoder-decoder's decoder is trained to start from (core/train/data.h). nullopt when there is none.
 inline std::optional<int64_t> decoder_start_id(const Tokenizer& tokenizer) {
   return tokenizer.cls_id() ? tokenizer.cls_id() : tokenizer.bos_id();
+}
+
+// An encoder-decoder's start token: the config's (Hugging Face's decoder_start_token_id: BART's
+// </s>, T5's and Marian's <pad>), else the tokenizer's begin token.
+inline std::optional<int64_t> decoder_start_id(const ModelConfig& config, const Tokenizer& tokenizer) {
+  return config.decoder_start_id ? config.decoder_start_id : decoder_start_id(tokenizer);
+}
+
+// An encoder-decoder's encoder input. Imported Hugging Face models read their text as their
+// tokenizer frames it (T5 and Marian append </s>, BART wraps it in <s> … </s>), as the
+// `transformers` tokenizer call does; HeadLab's own models are trained on the bare ids.
+inline std::vector<int64_t> encoder_input_ids(const ModelConfig& config, const Tokenizer& tokenizer,
+                                              std::string_view text) {
+  return tokenizer.encode(text, config.family != "native").ids;
 }
 
 // A causal model's prompt: the text's ids after the begin-of-sequence token when the tokenizer has

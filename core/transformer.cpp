@@ -67,6 +67,11 @@ BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool ro
   auto norm = [&] { return Norm(model.norm, model.hidden_size, model.norm_eps, model.norm_weight_offset); };
   const bool out_norms = model.sublayer_output_norm;
   attn = register_module("attn", Attention(stack.layer_attention(layer), model.hidden_size));
+  // T5's relative position bias: one table per stack, a parameter of layer 0 (shared with the other
+  // layers by TransformerImpl).
+  if (const auto& rb = stack.attention.relative_bias; rb && layer <= 0)
+    attn->relative_bias =
+        attn->register_parameter("relative_bias", torch::zeros({rb->buckets, stack.attention.logit_heads()}));
   attn_norm = register_module("attn_norm", norm());
   if (out_norms) attn_out_norm = register_module("attn_out_norm", norm());
   if (stack.cross_attention) {
@@ -125,22 +130,33 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   const auto& c = config_;
   const int64_t E = c.embedding_width();
   tokens = register_module("tokens", torch::nn::Embedding(c.vocab_size, E));
-  if (c.positions == PositionKind::Learned || c.positions == PositionKind::RopeLearned)
-    positions = register_module("positions", torch::nn::Embedding(c.max_positions, E));
+  const bool learned = c.positions == PositionKind::Learned || c.positions == PositionKind::RopeLearned;
+  if (learned) positions = register_module("positions", torch::nn::Embedding(c.max_positions, E));
+  if (learned && c.stack_embeddings)
+    decoder_positions = register_module("decoder_positions", torch::nn::Embedding(c.max_positions, E));
   if (c.positions == PositionKind::Sinusoidal) {
-    // Vaswani et al. 2017: PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(…).
+    // Vaswani et al. 2017: angle(p, i) = p / 10000^(2i/E) for i < E/2; interleaved:
+    // PE(p, 2i) = sin, PE(p, 2i+1) = cos; halves (Marian): PE(p, i) = sin, PE(p, E/2 + i) = cos.
+    using torch::indexing::None;
+    using torch::indexing::Slice;
     auto pos = torch::arange(c.max_positions, torch::kFloat64).unsqueeze(1);
     auto i = torch::arange(0, E, 2, torch::kFloat64);
-    auto angle = pos / torch::pow(10000.0, i / double(E));
+    auto angle = pos / torch::pow(10000.0, i / double(E));  // [P, E/2]
     auto table = torch::zeros({c.max_positions, E}, torch::kFloat64);
-    table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)}, angle.sin());
-    table.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
-                     angle.cos().narrow(1, 0, E / 2));
+    if (c.sinusoid_layout == SinusoidLayout::Halves) {
+      table.index_put_({Slice(), Slice(0, E / 2)}, angle.sin());
+      table.index_put_({Slice(), Slice(E / 2, None)}, angle.cos());
+    } else {
+      table.index_put_({Slice(), Slice(0, None, 2)}, angle.sin());
+      table.index_put_({Slice(), Slice(1, None, 2)}, angle.cos());
+    }
     sinusoid = register_buffer("sinusoid", table.to(torch::kFloat32));
   }
   if (c.type_vocab_size > 0)
     token_types = register_module("token_types", torch::nn::Embedding(c.type_vocab_size, E));
   if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
+  if (c.embedding_norm && c.stack_embeddings)
+    decoder_embed_norm = register_module("decoder_embed_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
   if (c.embedding_size > 0) embed_project = register_module("embed_project", torch::nn::Linear(E, c.hidden_size));
   auto make_stack = [&](const StackConfig& stack, const char* name, torch::nn::ModuleList& list, Norm& final_norm,
                         const char* norm_name) {
@@ -151,6 +167,9 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
       const bool nope = std::count(stack.nope_layers.begin(), stack.nope_layers.end(), l) > 0;
       list->push_back(Block(c, stack, /*rotary=*/!nope, l));
     }
+    // Every layer adds the relative position bias table of layer 0.
+    for (size_t l = 1; l < list->size(); ++l)
+      list->ptr<BlockImpl>(l)->attn->relative_bias = list->ptr<BlockImpl>(0)->attn->relative_bias;
     register_module(name, list);
     if (c.final_norm)
       final_norm = register_module(norm_name, Norm(c.norm, c.hidden_size, c.norm_eps, c.norm_weight_offset));
@@ -167,7 +186,8 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   if (c.lm_head.bias) head_bias = register_parameter("head_bias", torch::zeros({c.vocab_size}));
 }
 
-torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tensor& types, bool lrp, int64_t offset) {
+torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tensor& types, bool lrp, int64_t offset,
+                                     const std::string& stack) {
   const auto& c = config_;
   const int64_t T = ids.size(1);
   if (offset + T > c.max_positions && c.positions != PositionKind::Rope && c.positions != PositionKind::None)
@@ -179,13 +199,16 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
                                 " is outside the vocabulary (size " + std::to_string(c.vocab_size) + ")");
   auto x = tokens(ids);  // [B, T, D]
   if (c.embedding_scale != 1.0f) x = x * c.embedding_scale;  // Gemma: √hidden
-  if (positions) x = x + positions(torch::arange(offset, offset + T, torch::kLong)).unsqueeze(0);
+  const bool decoder_own = stack == "decoder" && config_.stack_embeddings;
+  auto& position_table = decoder_own ? decoder_positions : positions;
+  auto& norm = decoder_own ? decoder_embed_norm : embed_norm;
+  if (position_table) x = x + position_table(torch::arange(offset, offset + T, torch::kLong)).unsqueeze(0);
   if (sinusoid.defined()) x = x + sinusoid.narrow(0, offset, T).unsqueeze(0);
   if (token_types) {
     auto t = types.defined() ? types : torch::zeros_like(ids);
     x = x + token_types(t);
   }
-  if (embed_norm) x = embed_norm(x, lrp);
+  if (norm) x = norm(x, lrp);
   if (embed_project) x = embed_project(x);
   return x;
 }
@@ -217,6 +240,7 @@ torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::stri
   auto h = hidden;
   Norm& final_norm = stack == "encoder" ? encoder_final_norm : decoder_final_norm;
   if (final_norm) h = final_norm(h, lrp);
+  if (config_.lm_head.input_scale != 1.0f) h = h * config_.lm_head.input_scale;  // T5 (tied): d_model^-0.5
   if (head_transform) h = head_norm(activate(head_transform(h), config_.ffn.activation, lrp), lrp);
   auto weight = config_.lm_head.tied ? tokens->weight : head_weight;
   // A tied head without transform on factorised embeddings scores against the projected table

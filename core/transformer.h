@@ -97,8 +97,10 @@ class TransformerImpl : public torch::nn::Module {
 
   // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm, and the
   // projection E → D of factorised embeddings); the tokens sit at positions [offset, offset + T).
+  // `stack` = "decoder" reads the decoder's own position table and norm where the model has them
+  // (ModelConfig::stack_embeddings), else the shared ones.
   torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false,
-                      int64_t offset = 0);
+                      int64_t offset = 0, const std::string& stack = "encoder");
   // Rotary tables for T positions, empty unless the model uses RoPE (with the local layers' tables
   // when StackConfig::local sets a RoPE base of its own).
   RopeTables rope_tables(int64_t T, const std::string& stack) const;
@@ -114,6 +116,9 @@ class TransformerImpl : public torch::nn::Module {
 
   torch::nn::Embedding tokens{nullptr}, positions{nullptr}, token_types{nullptr};
   Norm embed_norm{nullptr};
+  // ModelConfig::stack_embeddings: the decoder's own position table and embedding norm.
+  torch::nn::Embedding decoder_positions{nullptr};
+  Norm decoder_embed_norm{nullptr};
   torch::nn::Linear embed_project{nullptr};  // factorised embeddings: E → D
   torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
   Norm encoder_final_norm{nullptr}, decoder_final_norm{nullptr};
@@ -121,7 +126,7 @@ class TransformerImpl : public torch::nn::Module {
   Norm head_norm{nullptr};
   torch::Tensor head_weight;  // [V, D], only when not tied
   torch::Tensor head_bias;    // [V]
-  torch::Tensor sinusoid;     // [max_positions, D] buffer for sinusoidal positions
+  torch::Tensor sinusoid;     // [max_positions, E] buffer for sinusoidal positions (ModelConfig::sinusoid_layout)
 
  private:
   ModelConfig config_;

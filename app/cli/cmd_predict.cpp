@@ -57,8 +57,8 @@ int predict_command(const PredictOptions& o) {
     request.ids = core::causal_prompt_ids(tok, o.text);
     if (request.ids.empty()) throw UsageError("--text produced no tokens");
   } else {
-    request.ids = tok.encode(o.text, false).ids;
-    auto begin = core::decoder_start_id(tok);
+    request.ids = core::encoder_input_ids(model->config, tok, o.text);
+    auto begin = core::decoder_start_id(model->config, tok);
     if (!begin) throw UsageError("the tokenizer has no begin token for the decoder");
     request.decoder_ids = {*begin};
     const auto prefix = tok.encode(o.target, false).ids;

@@ -117,10 +117,11 @@ void GenerationJob::run(const GenerationRequest& request) {
   g.sampling = {settings.temperature, settings.top_k, settings.top_p, static_cast<uint64_t>(settings.seed)};
   g.controls = request.controls;
   g.cancel = &cancel_;
-  g.prompt = enc_dec ? tok.encode(settings.prompt, false).ids : core::causal_prompt_ids(tok, settings.prompt);
+  g.prompt = enc_dec ? core::encoder_input_ids(model.config, tok, settings.prompt)
+                     : core::causal_prompt_ids(tok, settings.prompt);
   if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");
   if (enc_dec) {
-    auto begin = core::decoder_start_id(tok);
+    auto begin = core::decoder_start_id(model.config, tok);
     if (!begin) throw std::runtime_error("the tokenizer has no begin token for the decoder");
     g.decoder_prompt = {*begin};
   }

@@ -254,6 +254,16 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   if (enc_dec) {
     snap->decoder_tokens = tokenize(input.decoder_text.empty() ? input.text : input.decoder_text);
     if (snap->decoder_tokens.ids.empty()) throw std::runtime_error("the decoder text has no tokens");
+    // Hugging Face encoder-decoders read their target text behind the decoder's start token (BART's
+    // </s>, T5's and Marian's <pad>: the labels shifted right), as in training.
+    const auto& start = m.model->config.decoder_start_id;
+    auto& dec = snap->decoder_tokens;
+    if (start && dec.ids.front() != *start) {
+      const auto* tokenizer = m.model->tokenizer.get();
+      dec.ids.insert(dec.ids.begin(), *start);
+      dec.tokens.insert(dec.tokens.begin(), tokenizer ? tokenizer->id_to_token(*start) : "<start>");
+      dec.special.insert(dec.special.begin(), true);
+    }
   }
   const int64_t max_t = m.model->config.max_positions;
   if (static_cast<int64_t>(snap->tokens.ids.size()) > max_t)

@@ -37,7 +37,7 @@ torch::Tensor forward_hidden(Transformer& model, const Batch& batch, const HeadG
     BlockCall call;
     call.causal = true;
     call.padding = batch.padding;
-    return run_stack(model, "decoder", model->embed(batch.ids), call, gates);
+    return run_stack(model, "decoder", model->embed(batch.ids, {}, false, 0, "decoder"), call, gates);
   }
   // Encoder-decoder: as core/run.cpp, the encoder's final norm applies to the memory.
   BlockCall enc;
@@ -49,7 +49,7 @@ torch::Tensor forward_hidden(Transformer& model, const Batch& batch, const HeadG
   dec.padding = batch.decoder_padding;
   dec.memory = memory;
   dec.memory_padding = batch.padding;
-  return run_stack(model, "decoder", model->embed(batch.decoder_ids), dec, gates);
+  return run_stack(model, "decoder", model->embed(batch.decoder_ids, {}, false, 0, "decoder"), dec, gates);
 }
 
 LossResult batch_loss(Transformer& model, const Batch& batch, const HeadGateTensors* gates) {

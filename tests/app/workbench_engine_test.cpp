@@ -121,6 +121,30 @@ TEST_CASE("predictions at chosen positions equal those of a run over every posit
   CHECK(stale->default_positions == std::vector<int>{5});
 }
 
+TEST_CASE("a Hugging Face encoder-decoder's decoder reads its text behind the start token", "[app][engine][seq2seq]") {
+  for (const char* folder : {"t5", "bart"}) {
+    INFO(folder);
+    WorkbenchEngine engine;
+    auto m = engine.load(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + folder);
+    REQUIRE(m.attentions.size() == 3);  // encoder, decoder, cross
+    RunInput in;
+    in.text = "a b c d e";
+    in.decoder_text = "x y z";
+    auto s = engine.run(in, nullptr, {});
+    const int64_t start = std::string(folder) == "t5" ? 0 : 2;  // decoder_start_token_id
+    REQUIRE(s->decoder_tokens.ids.size() == 4);
+    CHECK(s->decoder_tokens.ids.front() == start);
+    CHECK(s->decoder_tokens.special.front());
+    CHECK(s->find("decoder")->layers[0].stages[2].rows == 4);
+    CHECK(s->find("cross")->layers[0].stages[2].cols == 5);
+    // Without a decoder text the decoder reads the encoder's, behind the start token too.
+    in.decoder_text = "";
+    in.text = "x";
+    auto again = engine.run(in, nullptr, {});
+    CHECK(again->decoder_tokens.ids.size() == 2);
+  }
+}
+
 TEST_CASE("the engine handles encoder-decoder and talking-heads models", "[app][engine]") {
   WorkbenchEngine engine;
   auto m = engine.load_random(config("encoder-decoder"), 2);

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 
 using namespace headlab::core;
@@ -85,6 +87,9 @@ struct Expected {
   std::vector<int64_t> ids, token_types;
   torch::Tensor logits;                  // [T, V]
   std::vector<torch::Tensor> attentions;  // [layers] × [heads, T, T]
+  // Encoder-decoders: the decoder's ids and each stack's maps ("encoder", "decoder", "cross").
+  std::vector<int64_t> decoder_ids;
+  std::map<std::string, std::vector<torch::Tensor>> stack_attentions;
 };
 
 Expected read_expected(const std::string& folder) {
@@ -95,6 +100,12 @@ Expected read_expected(const std::string& folder) {
   e.logits = load_tensor(file, "logits").clone();
   for (int l = 0; file.contains("attentions." + std::to_string(l)); ++l)
     e.attentions.push_back(load_tensor(file, "attentions." + std::to_string(l)).clone());
+  if (file.metadata().count("decoder_ids")) e.decoder_ids = parse_list(file.metadata().at("decoder_ids"));
+  for (const char* stack : {"encoder", "decoder", "cross"}) {
+    const std::string prefix = std::string(stack) + "_attentions.";
+    for (int l = 0; file.contains(prefix + std::to_string(l)); ++l)
+      e.stack_attentions[stack].push_back(load_tensor(file, prefix + std::to_string(l)).clone());
+  }
   return e;
 }
 
@@ -118,7 +129,124 @@ Errors compare(Model& model, const Expected& expected) {
   return errors;
 }
 
+// An encoder-decoder against its reference: encoder, decoder and cross maps of every layer, and the
+// decoder's logits.
+Errors compare_seq2seq(Model& model, const Expected& expected) {
+  RunRequest request;
+  request.ids = expected.ids;
+  request.decoder_ids = expected.decoder_ids;
+  auto trace = run(model, request);
+  const auto& enc = expected.stack_attentions.at("encoder");
+  const auto& dec = expected.stack_attentions.at("decoder");
+  const auto& cross = expected.stack_attentions.at("cross");
+  REQUIRE(trace->encoder.layers.size() == enc.size());
+  REQUIRE(trace->decoder.layers.size() == dec.size());
+  REQUIRE(cross.size() == dec.size());
+  Errors errors;
+  auto worst = [&](const AttentionStages& stages, const torch::Tensor& reference) {
+    errors.attention = std::max(errors.attention, headlab::test::max_abs_diff(value_weights(stages), reference));
+  };
+  for (size_t l = 0; l < enc.size(); ++l) worst(trace->encoder.layers[l].self, enc[l]);
+  for (size_t l = 0; l < dec.size(); ++l) {
+    worst(trace->decoder.layers[l].self, dec[l]);
+    worst(trace->decoder.layers[l].cross, cross[l]);
+  }
+  REQUIRE(trace->logits.sizes() == expected.logits.sizes());
+  errors.logits = headlab::test::max_abs_diff(trace->logits, expected.logits) / expected.logits.abs().max().item<double>();
+  return errors;
+}
+
 }  // namespace
+
+TEST_CASE("hf import: BART, Marian and T5 match the reference encoder, decoder and cross maps and logits",
+          "[hf_import][seq2seq]") {
+  struct Case {
+    const char* folder;
+    const char* family;
+  };
+  for (const Case& c : {Case{"bart", "bart"}, Case{"marian", "marian"}, Case{"t5", "t5"}, Case{"t5-v1_1", "t5"}}) {
+    DYNAMIC_SECTION(c.folder) {
+      auto model = load_model(fixture(c.folder));
+      CHECK(model->config.family == c.family);
+      CHECK(model->config.kind == StackKind::EncoderDecoder);
+      const Expected expected = read_expected(fixture(c.folder));
+      REQUIRE(!expected.decoder_ids.empty());
+      REQUIRE(model->config.decoder_start_id);
+      CHECK(*model->config.decoder_start_id == expected.decoder_ids.front());
+      const Errors errors = compare_seq2seq(*model, expected);
+      CHECK(errors.attention <= kAttentionTolerance);
+      CHECK(errors.logits <= kLogitTolerance);
+    }
+  }
+}
+
+TEST_CASE("hf import: encoder-decoder configs map onto HeadLab's options", "[hf_import][seq2seq]") {
+  SECTION("BART: learned positions from row 2, one table and embedding norm per stack, post-LN, a logit bias") {
+    const auto c = load_model(fixture("bart"))->config;
+    CHECK(c.positions == PositionKind::Learned);
+    CHECK(c.max_positions == 40);
+    CHECK(c.stack_embeddings);
+    CHECK(c.embedding_norm);
+    CHECK(c.norm_placement == NormPlacement::Post);
+    CHECK(c.lm_head.tied);
+    CHECK(c.lm_head.bias);
+    CHECK(*c.decoder_start_id == 2);
+  }
+  SECTION("Marian: the sinusoidal halves, scaled embeddings, no embedding norm") {
+    const auto c = load_model(fixture("marian"))->config;
+    CHECK(c.positions == PositionKind::Sinusoidal);
+    CHECK(c.sinusoid_layout == SinusoidLayout::Halves);
+    CHECK(!c.stack_embeddings);
+    CHECK(!c.embedding_norm);
+    CHECK(c.embedding_scale == Approx(std::sqrt(32.0)));
+    CHECK(c.ffn.activation == Activation::Silu);
+    CHECK(*c.decoder_start_id == 99);
+  }
+  SECTION("T5: relative bias in self-attention only, no scaling, RMSNorm, the tied head's rescaling") {
+    const auto c = load_model(fixture("t5"))->config;
+    CHECK(c.positions == PositionKind::None);
+    CHECK(c.norm == NormKind::RMSNorm);
+    REQUIRE(c.encoder->attention.relative_bias);
+    CHECK(c.encoder->attention.relative_bias->buckets == 8);
+    CHECK(c.encoder->attention.relative_bias->max_distance == 10);
+    REQUIRE(c.decoder->attention.relative_bias);
+    CHECK(!c.decoder->cross_attention->relative_bias);
+    CHECK(c.encoder->attention.logit_scale() == 1.0f);
+    CHECK(c.decoder->layers == 3);
+    CHECK(c.lm_head.input_scale == Approx(1.0 / std::sqrt(32.0)));
+    const auto v11 = load_model(fixture("t5-v1_1"))->config;
+    CHECK(v11.ffn.kind == FfnKind::SwiGLU);
+    CHECK(v11.ffn.activation == Activation::GeluTanh);
+    CHECK(!v11.lm_head.tied);
+    CHECK(v11.lm_head.input_scale == 1.0f);
+  }
+}
+
+TEST_CASE("hf import: encoder-decoder options HeadLab does not run are refused by name", "[hf_import][seq2seq]") {
+  auto refused = [](const std::string& folder, const std::function<void(nlohmann::json&)>& edit,
+                    const std::function<void(Tensors&)>& edit_weights = {}) {
+    TempDir dir("hf-seq2seq-refused");
+    auto config = read_json(fixture(folder) + "/config.json");
+    edit(config);
+    auto weights = read_all(fixture(folder) + "/model.safetensors");
+    if (edit_weights) edit_weights(weights);
+    write_variant(dir, config, weights);
+    return load_error(dir.str());
+  };
+  CHECK_THAT(refused("bart", [](auto& j) { j["normalize_before"] = true; }), Contains("normalize_before"));
+  CHECK_THAT(refused("bart", [](auto& j) { j["encoder_ffn_dim"] = 64; }), Contains("decoder_ffn_dim"));
+  CHECK_THAT(refused("marian", [](auto& j) { j["share_encoder_decoder_embeddings"] = false; }),
+             Contains("share_encoder_decoder_embeddings"));
+  CHECK_THAT(refused("marian", [](auto& j) { j["decoder_vocab_size"] = 120; }), Contains("decoder_vocab_size"));
+  CHECK_THAT(refused("t5", [](auto& j) { j["feed_forward_proj"] = "gated-mish"; }), Contains("feed_forward_proj"));
+  // A Marian file whose stored position table is not the sinusoid HeadLab computes.
+  const std::string edited = refused("marian", [](auto&) {}, [](Tensors& w) {
+    for (auto& [name, t] : w)
+      if (name == "model.decoder.embed_positions.weight") t = t + 0.01;
+  });
+  CHECK_THAT(edited, Contains("model.decoder.embed_positions.weight"));
+  CHECK_THAT(edited, Contains("sinusoidal"));
+}
 
 TEST_CASE("hf import: every family matches the reference logits and attention maps", "[hf_import]") {
   struct Case {

@@ -13,7 +13,7 @@ For each folder under tests/data/hf/ it writes
 The reference forward passes below are independent transcriptions of the eager code paths of
 transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, modeling_gpt2.py, modeling_llama.py,
 modeling_qwen2.py, modeling_mistral.py, modeling_qwen3.py, modeling_gemma2.py and modeling_gemma3.py
-(ELECTRA and ALBERT: fixtures_encoders.py)
+(ELECTRA and ALBERT: fixtures_encoders.py; BART, Marian and T5: fixtures_seq2seq.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -694,6 +694,9 @@ def main():
     import fixtures_encoders  # ELECTRA, ALBERT
     for i, make in enumerate(fixtures_encoders.MAKERS):
         make(torch.Generator().manual_seed(2000 + i))
+    import fixtures_seq2seq  # BART, Marian, T5
+    for i, make in enumerate(fixtures_seq2seq.MAKERS):
+        make(torch.Generator().manual_seed(3000 + i))
 
 
 if __name__ == "__main__":

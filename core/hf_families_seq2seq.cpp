@@ -1,0 +1,253 @@
+// Hugging Face encoder-decoder families → ModelConfig + native parameter sources: BART and Marian
+// (modeling_bart.py, modeling_marian.py) and T5 (modeling_t5.py). The numerics tests compare the
+// result with independent float64 transcriptions in tests/data/hf/fixtures_seq2seq.py.
+#include "core/hf_families.h"
+#include "core/hf_family_parts.h"
+
+#include <cmath>
+#include <string>
+
+namespace headlab::core::hf {
+namespace {
+
+// A key of an older config that names a variant of the architecture: accepted at the value the
+// modeling code runs, refused at any other (a config key that changes numerics is read or refused).
+void require_value(const HfConfig& c, const char* key, bool runs, const std::string& arch) {
+  if (c.find(key) && c.boolean(key, runs) != runs)
+    c.fail(std::string("'") + key + "' " + (runs ? "false" : "true") + " is not supported: " + arch + " runs it " +
+           (runs ? "true" : "false"));
+}
+
+// One BART/Marian attention (q_proj, k_proj, v_proj, out_proj, all with biases).
+void add_bart_attention(Sources& s, const std::string& native, const std::string& name) {
+  s.linear(native + ".q", name + ".q_proj", true);
+  s.linear(native + ".k", name + ".k_proj", true);
+  s.linear(native + ".v", name + ".v_proj", true);
+  s.linear(native + ".o", name + ".out_proj", true);
+}
+
+}  // namespace
+
+std::string seq2seq_family_of(const std::string& arch) {
+  if (arch == "BartForConditionalGeneration" || arch == "BartModel") return "bart";
+  if (arch == "MarianMTModel" || arch == "MarianModel") return "marian";
+  if (arch == "T5ForConditionalGeneration" || arch == "T5Model") return "t5";
+  return "";
+}
+
+std::string seq2seq_architectures() {
+  return "BartForConditionalGeneration, BartModel, MarianMTModel, MarianModel, T5ForConditionalGeneration, T5Model";
+}
+
+// modeling_bart.py / modeling_marian.py: post-LN encoder and decoder (self, causal self, cross
+// attention, each followed by its LayerNorm; fc1 → act → fc2), one token table `shared` scaled by
+// √d_model when scale_embedding, logits = lm_head(h) + final_logits_bias with lm_head tied to
+// `shared`. BART: each stack has its own learned positions (BartLearnedPositionalEmbedding reads row
+// t + 2: the importer keeps each table from row 2) and its own layernorm_embedding. Marian: the
+// sinusoidal table of MarianSinusoidalPositionalEmbedding (sines in the first half, cosines in the
+// second), the same for both stacks, no embedding norm; its stored copy is checked against it.
+Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const std::string& family) {
+  const bool marian = family == "marian";
+  // Keys of configs written before the two families were split out of one BART class.
+  require_value(c, "normalize_before", false, arch);
+  require_value(c, "add_final_layer_norm", false, arch);
+  require_value(c, "static_position_embeddings", marian, arch);
+  require_value(c, "normalize_embedding", !marian, arch);
+  if (marian) {
+    if (!c.boolean("share_encoder_decoder_embeddings", true))
+      c.fail("share_encoder_decoder_embeddings false is not supported (separate decoder embeddings)");
+    if (c.find("decoder_vocab_size") && c.integer("decoder_vocab_size") != c.integer("vocab_size"))
+      c.fail("decoder_vocab_size " + std::to_string(c.integer("decoder_vocab_size")) + " ≠ vocab_size " +
+             std::to_string(c.integer("vocab_size")) + " is not supported (separate decoder embeddings)");
+  }
+
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = family;
+  m.kind = StackKind::EncoderDecoder;
+  m.objective = "seq2seq";
+  m.vocab_size = c.integer("vocab_size");
+  m.hidden_size = c.integer("d_model");
+  const int offset = marian ? 0 : 2;  // BartLearnedPositionalEmbedding.offset
+  const int position_rows = c.integer("max_position_embeddings", 1024) + offset;
+  m.max_positions = position_rows - offset;
+  m.positions = marian ? PositionKind::Sinusoidal : PositionKind::Learned;
+  m.sinusoid_layout = SinusoidLayout::Halves;
+  m.stack_embeddings = !marian;
+  m.norm = NormKind::LayerNorm;
+  m.norm_eps = 1e-5f;  // nn.LayerNorm's default: BART and Marian pass none
+  m.norm_placement = NormPlacement::Post;
+  m.embedding_norm = !marian;
+  m.final_norm = false;
+  if (c.boolean("scale_embedding", false)) m.embedding_scale = static_cast<float>(std::sqrt(double(m.hidden_size)));
+  const Activation act = activation_from(c, "activation_function", "gelu");
+  const int encoder_ffn = c.integer("encoder_ffn_dim"), decoder_ffn = c.integer("decoder_ffn_dim");
+  if (encoder_ffn != decoder_ffn)
+    c.fail("encoder_ffn_dim " + std::to_string(encoder_ffn) + " ≠ decoder_ffn_dim " + std::to_string(decoder_ffn) +
+           " is not supported (HeadLab's stacks share one feed-forward size)");
+  m.ffn = FfnConfig{FfnKind::Mlp, encoder_ffn, act, true};
+  auto stack = [&](const char* layers_key, const char* heads_key) {
+    StackConfig st;
+    st.layers = c.integer(layers_key);
+    const int heads = c.integer(heads_key);
+    const int head_dim = head_dim_of(c, m.hidden_size, heads, "d_model", heads_key);
+    st.attention = attention(heads, heads, head_dim, true, true);  // scaling = head_dim^-0.5
+    return st;
+  };
+  m.encoder = stack("encoder_layers", "encoder_attention_heads");
+  m.decoder = stack("decoder_layers", "decoder_attention_heads");
+  m.decoder->cross_attention = m.decoder->attention;
+  m.decoder_start_id = c.integer("decoder_start_token_id", marian ? c.integer("pad_token_id", 0) : 2);
+
+  Sources s(has);
+  // *ForConditionalGeneration / MarianMTModel put the model under "model."; the bare model does not.
+  const std::string p = has("model.shared.weight") || has("model.encoder.embed_tokens.weight") ? "model." : "";
+  s.copy("tokens.weight", s.first_present({p + "shared.weight", p + "encoder.embed_tokens.weight",
+                                           p + "decoder.embed_tokens.weight"}));
+  if (marian) {
+    layout.fixed_tables[p + "encoder.embed_positions.weight"] = "sinusoid";
+    layout.fixed_tables[p + "decoder.embed_positions.weight"] = "sinusoid";
+  } else {
+    for (const char* st : {"encoder", "decoder"}) {
+      TensorSource positions{p + st + ".embed_positions.weight", {position_rows, m.hidden_size}, 0, offset,
+                             m.max_positions, false};
+      s.add(std::string(st) == "encoder" ? "positions.weight" : "decoder_positions.weight", positions);
+    }
+    s.norm("embed_norm", p + "encoder.layernorm_embedding", true);
+    s.norm("decoder_embed_norm", p + "decoder.layernorm_embedding", true);
+  }
+  for (const char* st : {"encoder", "decoder"}) {
+    const int layers = std::string(st) == "encoder" ? m.encoder->layers : m.decoder->layers;
+    for (int l = 0; l < layers; ++l) {
+      const std::string n = std::string(st) + "." + std::to_string(l) + ".";
+      const std::string h = p + st + ".layers." + std::to_string(l) + ".";
+      add_bart_attention(s, n + "attn", h + "self_attn");
+      s.norm(n + "attn_norm", h + "self_attn_layer_norm", true);
+      if (std::string(st) == "decoder") {
+        add_bart_attention(s, n + "cross_attn", h + "encoder_attn");
+        s.norm(n + "cross_norm", h + "encoder_attn_layer_norm", true);
+      }
+      s.linear(n + "ffn.up", h + "fc1", true);
+      s.linear(n + "ffn.down", h + "fc2", true);
+      s.norm(n + "ffn_norm", h + "final_layer_norm", true);
+    }
+  }
+  const bool tied = c.boolean("tie_word_embeddings", true);
+  const bool head = has("final_logits_bias") || has("lm_head.weight");
+  if (head) {
+    m.lm_head = LmHeadConfig{false, tied, has("final_logits_bias")};
+    if (m.lm_head.bias) s.add("head_bias", TensorSource{"final_logits_bias", {1, m.vocab_size}, -1, 0, 0, false});
+    if (!tied) s.copy("head_weight", "lm_head.weight");
+  } else {
+    m.lm_head = LmHeadConfig{false, true, false};
+    layout.note = "no LM head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  layout.sources = s.take();
+  layout.ignorable = [p, tied](const std::string& name) {
+    // embed_tokens of each stack and a tied lm_head alias `shared`.
+    return name == p + "encoder.embed_tokens.weight" || name == p + "decoder.embed_tokens.weight" ||
+           name == p + "shared.weight" || (tied && name == "lm_head.weight");
+  };
+  return layout;
+}
+
+// modeling_t5.py: pre-norm encoder and decoder with T5LayerNorm (RMS without the mean, weight only),
+// no biases anywhere, logits q·kᵀ without scaling plus the relative position bias of each stack's
+// first block (a bidirectional bucketing in the encoder, a causal one in the decoder; none in the
+// cross attention), each stack ending in final_layer_norm. Feed-forward: wo(relu(wi(x))), or for
+// feed_forward_proj "gated-gelu" (v1.1) wo(gelu_new(wi_0(x)) ⊙ wi_1(x)). With tie_word_embeddings
+// the decoder output is scaled by d_model^-0.5 before the tied lm_head.
+Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+  Layout layout;
+  ModelConfig& m = layout.config;
+  m.family = "t5";
+  m.kind = StackKind::EncoderDecoder;
+  m.objective = "seq2seq";
+  m.vocab_size = c.integer("vocab_size");
+  m.hidden_size = c.integer("d_model");
+  // Relative positions need no table; the length T5 was trained at bounds what HeadLab feeds it.
+  m.max_positions = c.integer("n_positions", 512);
+  m.positions = PositionKind::None;
+  m.norm = NormKind::RMSNorm;
+  m.norm_eps = static_cast<float>(c.number("layer_norm_epsilon", 1e-6));
+  m.norm_placement = NormPlacement::Pre;
+  m.final_norm = true;
+  // T5Config: "gated-ACT" or "ACT"; "gated-gelu" runs gelu_new.
+  const std::string proj = c.string("feed_forward_proj", "relu");
+  const bool gated = proj.rfind("gated-", 0) == 0;
+  const std::string act_name = gated ? proj.substr(6) : proj;
+  Activation act;
+  if (act_name == "relu") act = Activation::Relu;
+  else if (act_name == "gelu" && gated) act = Activation::GeluTanh;  // T5Config maps gated-gelu to gelu_new
+  else if (act_name == "gelu") act = Activation::Gelu;
+  else if (act_name == "gelu_new") act = Activation::GeluTanh;
+  else if (act_name == "silu" || act_name == "swish") act = Activation::Silu;
+  else c.fail("feed_forward_proj '" + proj + "' is not supported (relu, gelu, gated-gelu, gated-silu, …)");
+  m.ffn = FfnConfig{gated ? FfnKind::SwiGLU : FfnKind::Mlp, c.integer("d_ff"), act, false};
+  const int heads = c.integer("num_heads");
+  const int d_kv = c.integer("d_kv");
+  RelativeBias bias;
+  bias.buckets = c.integer("relative_attention_num_buckets", 32);
+  bias.max_distance = c.integer("relative_attention_max_distance", 128);
+  auto stack = [&](int layers) {
+    StackConfig st;
+    st.layers = layers;
+    st.attention = attention(heads, heads, d_kv, false, false);
+    st.attention.scale = 1.0f;  // T5 folds the 1/√d_kv into the initialisation of q
+    st.attention.relative_bias = bias;
+    return st;
+  };
+  const int layers = c.integer("num_layers");
+  m.encoder = stack(layers);
+  m.decoder = stack(c.integer("num_decoder_layers", layers));
+  m.decoder->cross_attention = attention(heads, heads, d_kv, false, false);
+  m.decoder->cross_attention->scale = 1.0f;
+  m.decoder_start_id = c.integer("decoder_start_token_id", c.integer("pad_token_id", 0));
+  const bool tied = c.boolean("tie_word_embeddings", true);
+
+  Sources s(has);
+  s.copy("tokens.weight", s.first_present({"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"}));
+  for (const char* st : {"encoder", "decoder"}) {
+    const bool decoder = std::string(st) == "decoder";
+    const int count = decoder ? m.decoder->layers : m.encoder->layers;
+    for (int l = 0; l < count; ++l) {
+      const std::string n = std::string(st) + "." + std::to_string(l) + ".";
+      const std::string h = std::string(st) + ".block." + std::to_string(l) + ".layer.";
+      for (const char* w : {"q", "k", "v", "o"}) s.copy(n + "attn." + w + ".weight", h + "0.SelfAttention." + w + ".weight");
+      if (l == 0) s.copy(n + "attn.relative_bias", h + "0.SelfAttention.relative_attention_bias.weight");
+      s.norm(n + "attn_norm", h + "0.layer_norm", false);
+      if (decoder) {
+        for (const char* w : {"q", "k", "v", "o"})
+          s.copy(n + "cross_attn." + w + ".weight", h + "1.EncDecAttention." + w + ".weight");
+        s.norm(n + "cross_norm", h + "1.layer_norm", false);
+      }
+      const std::string f = h + (decoder ? "2." : "1.");
+      if (gated) {
+        s.copy(n + "ffn.gate.weight", f + "DenseReluDense.wi_0.weight");
+        s.copy(n + "ffn.up.weight", f + "DenseReluDense.wi_1.weight");
+      } else {
+        s.copy(n + "ffn.up.weight", f + "DenseReluDense.wi.weight");
+      }
+      s.copy(n + "ffn.down.weight", f + "DenseReluDense.wo.weight");
+      s.norm(n + "ffn_norm", f + "layer_norm", false);
+    }
+    s.norm(std::string(st) + "_norm", std::string(st) + ".final_layer_norm", false);
+  }
+  const bool has_head = arch == "T5ForConditionalGeneration" || has("lm_head.weight");
+  if (has_head) {
+    m.lm_head = LmHeadConfig{false, tied, false};
+    if (tied) m.lm_head.input_scale = static_cast<float>(1.0 / std::sqrt(double(m.hidden_size)));
+    if (!tied) s.copy("head_weight", "lm_head.weight");
+  } else {
+    m.lm_head = LmHeadConfig{false, true, false};
+    layout.note = "no LM head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  layout.sources = s.take();
+  layout.ignorable = [tied](const std::string& name) {
+    return name == "encoder.embed_tokens.weight" || name == "decoder.embed_tokens.weight" ||
+           name == "shared.weight" || (tied && name == "lm_head.weight");
+  };
+  return layout;
+}
+
+}  // namespace headlab::core::hf
