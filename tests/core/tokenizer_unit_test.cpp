@@ -473,3 +473,44 @@ TEST_CASE("unsupported SentencePiece options give errors naming the file and the
   has(message_of(with(unigram, "decoder", {{"type", "ByteFallback"}, {"strict", true}})), {"decoder ByteFallback", "'strict'"});
   has(message_of(with(unigram, "decoder", {{"type", "CTC"}})), {"unsupported decoder type 'CTC'"});
 }
+
+TEST_CASE("SentencePiece decoders on token sequences encoding cannot produce", "[tokenizer]") {
+  // Pieces with inner "▁", malformed byte runs, '+' in a byte token and padded pieces: no encoding
+  // of text yields these ids, so the conformance files cannot hold them. The expected strings were
+  // produced by Hugging Face `tokenizers` (npm tokenizers@0.23.2) decoding the same ids with the
+  // same tokenizer.json.
+  using Array = nlohmann::json::array_t;
+  Array vocab;
+  for (const char* p : {"<unk>", "\xe2\x96\x81" "a" "\xe2\x96\x81" "b", "c\xe2\x96\x81", "<0xE6>", "<0x9D>", "<0xB1>", "<0xe6>",
+                        "<0x9d>", "<0xb1>", "x", "<0x+9>", "  y  "})
+    vocab.push_back(Array{p, vocab.empty() ? 0.0 : -1.0});
+  auto decoder_with = [&](nlohmann::json decoder) {
+    nlohmann::json j = {{"model", {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", vocab}}}, {"decoder", std::move(decoder)}};
+    return Tokenizer::from_json(j.dump(), "decoders.json");
+  };
+  const std::vector<std::vector<int64_t>> sequences = {{1, 1}, {2, 1}, {3, 4, 5, 9}, {3, 4, 9}, {6, 7, 8}, {10, 9}, {11, 11}, {9, 3}};
+  auto decode_all = [&](const std::shared_ptr<const Tokenizer>& t) {
+    std::vector<std::string> out;
+    for (const auto& s : sequences) out.push_back(t->decode(s));
+    return out;
+  };
+  const std::string rep = "\xe2\x96\x81", bad = "\xef\xbf\xbd";
+
+  // The first token loses every replacement char, not only a leading one, unless nothing was
+  // prepended.
+  auto first = decoder_with({{"type", "Metaspace"}, {"replacement", rep}, {"prepend_scheme", "first"}, {"split", true}});
+  CHECK(decode_all(first) == std::vector<std::string>{"ab a b", "c a b", "<0xE6><0x9D><0xB1>x", "<0xE6><0x9D>x",
+                                                      "<0xe6><0x9d><0xb1>", "<0x+9>x", "  y    y  ", "x<0xE6>"});
+  auto never = decoder_with({{"type", "Metaspace"}, {"replacement", rep}, {"prepend_scheme", "never"}, {"split", true}});
+  CHECK(decode_all(never)[0] == " a b a b");
+  CHECK(decode_all(never)[1] == "c  a b");
+
+  // ByteFallback: a run that is not UTF-8 becomes one U+FFFD per byte; lowercase hex and Rust's
+  // accepted '+' sign decode too. Strip then takes at most 1 leading and 2 trailing spaces per token.
+  auto chain = decoder_with({{"type", "Sequence"},
+                             {"decoders", Array{{{"type", "ByteFallback"}},
+                                                {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 2}},
+                                                {{"type", "Fuse"}}}}});
+  CHECK(decode_all(chain) == std::vector<std::string>{rep + "a" + rep + "b" + rep + "a" + rep + "b", "c" + rep + rep + "a" + rep + "b",
+                                                      "\xe6\x9d\xb1x", bad + bad + "x", "\xe6\x9d\xb1", "\tx", " y y", "x" + bad});
+}
