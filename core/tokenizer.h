@@ -1,5 +1,7 @@
 // Tokenizers in the Hugging Face `tokenizer.json` format (and the older vocab.txt /
-// vocab.json + merges.txt files): WordPiece (BERT) and byte-level BPE (GPT-2, Llama-3, Qwen2/3).
+// vocab.json + merges.txt files): WordPiece (BERT), byte-level BPE (GPT-2, Llama-3, Qwen2/3),
+// WordLevel, and SentencePiece's models as converted to tokenizer.json: Unigram with its
+// precompiled charsmap (T5, Marian/OPUS-MT) and byte-fallback BPE (Llama-2, Mistral, Gemma).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,7 @@ struct AddedTokenInfo {
 
 struct Encoding {
   std::vector<int64_t> ids;
-  std::vector<std::string> tokens;                // the vocabulary strings
+  std::vector<std::string> tokens;                // the vocabulary strings (a Unigram unknown: its text, as HF)
   std::vector<std::pair<int64_t, int64_t>> offsets;  // [start, end) in Unicode code points of the input
   std::vector<bool> special;                      // true for added special tokens ([CLS], <|endoftext|>, …)
 };
@@ -38,7 +40,7 @@ class Tokenizer {
   static std::shared_ptr<const Tokenizer> from_json(std::string_view json_text,
                                                     const std::string& origin = "tokenizer.json");
 
-  // "wordpiece", "bpe" or "wordlevel".
+  // "wordpiece", "bpe", "wordlevel" or "unigram".
   virtual std::string kind() const = 0;
   // Matches Hugging Face `tokenizers` (ids, tokens, offsets). Ill-formed UTF-8 is read as if each
   // bad sequence were U+FFFD. add_special_tokens adds the post-processor's tokens ([CLS] ... [SEP],

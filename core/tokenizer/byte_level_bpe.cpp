@@ -96,19 +96,19 @@ void Bpe::initial_units(std::string_view word, Pieces& units) const {
     } else {
       bool handled = false;
       if (options_.byte_fallback) {
+        // Each byte of the unit becomes a one-byte <0xXX> piece; a pending unknown token is not
+        // flushed first, so it follows them, as in HF. (HF spells the bytes of the looked-up
+        // string, affixes included; those would not fit the word, so the word's bytes are used.)
+        const std::string_view unit = word.substr(i, len);
         Pieces bytes;
-        for (size_t k = 0; k < len; ++k) {
+        for (unsigned char b : unit) {
           char code[8];
-          std::snprintf(code, sizeof(code), "<0x%02X>", static_cast<unsigned char>(word[i + k]));
+          std::snprintf(code, sizeof(code), "<0x%02X>", b);
           auto it = vocab_.token_to_id.find(code);
           if (it == vocab_.token_to_id.end()) break;
           bytes.emplace_back(it->second, 1);
         }
-        if (bytes.size() == len) {
-          if (unk) {
-            units.push_back(*unk);
-            unk.reset();
-          }
+        if (bytes.size() == unit.size()) {
           units.insert(units.end(), bytes.begin(), bytes.end());
           handled = true;
         }

@@ -53,6 +53,48 @@ std::string byte_level_decode(const std::vector<std::string>& tokens) {
   return sanitize_utf8(bytes);  // like String::from_utf8_lossy
 }
 
+// HF's decoders::ByteFallback: runs of <0xXX> tokens become the string of their bytes, or one
+// U+FFFD per byte when those bytes are not UTF-8.
+std::vector<std::string> byte_fallback_decode(const std::vector<std::string>& tokens) {
+  std::vector<std::string> out;
+  std::string bytes;
+  size_t count = 0;
+  auto flush = [&]() {
+    if (count == 0) return;
+    if (is_valid_utf8(bytes)) {
+      out.push_back(bytes);
+    } else {
+      for (size_t k = 0; k < count; ++k) out.push_back("\xEF\xBF\xBD");
+    }
+    bytes.clear();
+    count = 0;
+  };
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (const std::string& t : tokens) {
+    // Rust's u8::from_str_radix(&t[3..5], 16): two hex digits, or a '+' and one.
+    int byte = -1;
+    if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
+      const int hi = hex(t[3]), lo = hex(t[4]);
+      if (hi >= 0 && lo >= 0) byte = hi * 16 + lo;
+      else if (t[3] == '+' && lo >= 0) byte = lo;
+    }
+    if (byte >= 0) {
+      bytes.push_back(static_cast<char>(byte));
+      ++count;
+    } else {
+      flush();
+      out.push_back(t);
+    }
+  }
+  flush();
+  return out;
+}
+
 }  // namespace
 
 HfTokenizer::HfTokenizer(TokenizerParts parts) : p_(std::move(parts)) {
@@ -126,7 +168,8 @@ Encoding HfTokenizer::encode(std::string_view input, bool add_special_tokens) co
     const NormalizedText& t = pt.pieces[s.piece];
     const uint32_t word_byte = t.byte_of_char[s.begin];
     mtoks.clear();
-    p_.model->tokenize(std::string_view(t.utf8).substr(word_byte, t.byte_of_char[s.end] - word_byte), mtoks);
+    const std::string_view word = std::string_view(t.utf8).substr(word_byte, t.byte_of_char[s.end] - word_byte);
+    p_.model->tokenize(word, mtoks);
     uint32_t cursor = s.begin;  // tokens come in order: walk the char index forward
     for (const ModelToken& m : mtoks) {
       const uint32_t first_byte = word_byte + m.begin, last_byte = word_byte + m.end - 1;
@@ -135,8 +178,12 @@ Encoding HfTokenizer::encode(std::string_view input, bool add_special_tokens) co
       while (t.byte_of_char[last + 1] <= last_byte) ++last;
       const Span span = t.original_span(cursor, last + 1);
       enc.ids.push_back(m.id);
-      const std::string* str = vocab.token(m.id);
-      enc.tokens.push_back(str ? *str : std::string());
+      if (m.surface) {
+        enc.tokens.emplace_back(word.substr(m.begin, m.end - m.begin));
+      } else {
+        const std::string* str = vocab.token(m.id);
+        enc.tokens.push_back(str ? *str : std::string());
+      }
       enc.offsets.emplace_back(span.start, span.end);
       enc.special.push_back(p_.added.is_special(m.id));
     }
@@ -220,6 +267,50 @@ std::string HfTokenizer::decode(const std::vector<int64_t>& ids, bool skip_speci
             else t.insert(0, " ");
           }
           if (step.cleanup) cleanup_token(t);
+        }
+        break;
+      case DecodeStep::Kind::Metaspace:
+        // HF's Metaspace decoder: the replacement is a space, except in the first token, where
+        // every replacement is dropped unless nothing was prepended (prepend_scheme "never").
+        for (size_t i = 0; i < tokens.size(); ++i) {
+          std::u32string cps = utf8_to_u32(tokens[i]);
+          std::u32string kept;
+          kept.reserve(cps.size());
+          for (char32_t c : cps) {
+            if (c != step.replacement) kept.push_back(c);
+            else if (!(i == 0 && step.prepend)) kept.push_back(U' ');
+          }
+          tokens[i] = u32_to_utf8(kept);
+        }
+        break;
+      case DecodeStep::Kind::Replace:
+        for (std::string& t : tokens) {
+          thread_local std::vector<std::pair<uint32_t, uint32_t>> matches;
+          matches.clear();
+          step.pattern->find_all(t, matches);
+          if (matches.empty()) continue;
+          std::string r;
+          uint32_t pos = 0;
+          for (auto [b, e] : matches) {
+            r.append(t, pos, b - pos);
+            r += step.content;
+            pos = e;
+          }
+          r.append(t, pos, std::string::npos);
+          t = std::move(r);
+        }
+        break;
+      case DecodeStep::Kind::ByteFallback:
+        tokens = byte_fallback_decode(tokens);
+        break;
+      case DecodeStep::Kind::Strip:
+        // HF's Strip decoder: up to `start` leading and `stop` trailing copies of the char.
+        for (std::string& t : tokens) {
+          std::u32string cps = utf8_to_u32(t);
+          size_t b = 0, e = cps.size();
+          while (b < step.strip_start && b < cps.size() && cps[b] == step.strip_char) ++b;
+          for (size_t k = 0; k < step.strip_stop && e > b && cps[e - 1] == step.strip_char; ++k) --e;
+          t = u32_to_utf8(std::u32string_view(cps).substr(b, e - b));
         }
         break;
       case DecodeStep::Kind::Fuse: {

@@ -1,5 +1,5 @@
 // The tokenizer pipeline of Hugging Face `tokenizers`, specialised to what HeadLab reads:
-// added tokens -> normalizer -> pre-tokenizer -> model (WordPiece / BPE) -> post-processor, and
+// added tokens -> normalizer -> pre-tokenizer -> model (WordPiece / BPE / WordLevel / Unigram) -> post-processor, and
 // the decoder chain for decode(). Private to core/tokenizer/; built by tokenizer_load.cpp.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "core/tokenizer/model.h"
 #include "core/tokenizer/normalizer.h"
 #include "core/tokenizer/pretokenizer.h"
+#include "core/tokenizer/regex.h"
 
 namespace headlab::core::tok {
 
@@ -30,9 +31,15 @@ struct PostStep {
 };
 
 struct DecodeStep {
-  enum class Kind { ByteLevel, WordPiece, Fuse } kind = Kind::ByteLevel;
+  enum class Kind { ByteLevel, WordPiece, Fuse, Metaspace, Replace, ByteFallback, Strip } kind = Kind::ByteLevel;
   std::string prefix = "##";  // WordPiece
   bool cleanup = true;        // WordPiece
+  char32_t replacement = U'\u2581';  // Metaspace
+  bool prepend = true;                // Metaspace: drop the replacement from the first token
+  std::shared_ptr<const Regex> pattern;  // Replace
+  std::string content;                   // Replace: the replacement text
+  char32_t strip_char = U' ';            // Strip
+  size_t strip_start = 0, strip_stop = 0;  // Strip: at most this many from each end
 };
 
 struct SpecialIds {
@@ -44,7 +51,7 @@ struct TokenizerParts {
   std::unique_ptr<Normalizer> normalizer;
   std::unique_ptr<PreTokenizer> pre_tokenizer;
   std::unique_ptr<Model> model;
-  std::string kind;  // "wordpiece", "bpe" or "wordlevel"
+  std::string kind;  // "wordpiece", "bpe", "wordlevel" or "unigram"
   AddedVocabulary added;
   std::vector<PostStep> post;
   bool has_decoder = false;  // without one, decode joins tokens with spaces (HF's default)

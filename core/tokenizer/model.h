@@ -11,11 +11,14 @@
 
 namespace headlab::core::tok {
 
-// One model token: its id and the bytes [begin, end) of the word it covers.
+// One model token: its id and the bytes [begin, end) of the word it covers. `surface` marks a
+// token whose string is the covered text rather than the vocabulary entry (HF's Unigram reports
+// an unknown piece by its text, not by "<unk>").
 struct ModelToken {
   int32_t id;
   uint32_t begin;
   uint32_t end;
+  bool surface = false;
 };
 
 // Vocabulary: token string <-> id (ids need not be dense).

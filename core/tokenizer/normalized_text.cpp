@@ -276,6 +276,35 @@ void NormalizedText::strip(bool left, bool right) {
   align = std::vector<Span>(align.begin() + static_cast<ptrdiff_t>(b), align.begin() + static_cast<ptrdiff_t>(e));
 }
 
+void NormalizedText::replace(const std::vector<std::pair<uint32_t, uint32_t>>& matches, std::u32string_view content) {
+  if (matches.empty()) return;
+  std::u32string new_chars;
+  std::vector<Span> new_align;
+  new_chars.reserve(chars.size() + matches.size() * content.size());
+  new_align.reserve(chars.size() + matches.size() * content.size());
+  uint32_t pos = 0;
+  for (auto [b, e] : matches) {
+    for (; pos < b; ++pos) {
+      new_chars.push_back(chars[pos]);
+      new_align.push_back(align[pos]);
+    }
+    // HF's transform_range inserts after dropping the match: the inserted chars share the
+    // alignment of the char before the insertion point, (0, 0) at the very start.
+    const Span a = e >= 1 ? align[e - 1] : Span{base, base};
+    for (char32_t c : content) {
+      new_chars.push_back(c);
+      new_align.push_back(a);
+    }
+    pos = e;
+  }
+  for (; pos < chars.size(); ++pos) {
+    new_chars.push_back(chars[pos]);
+    new_align.push_back(align[pos]);
+  }
+  chars = std::move(new_chars);
+  align = std::move(new_align);
+}
+
 void NormalizedText::finalize() {
   if (all_below(chars, 0x80)) {  // ASCII: bytes are chars
     utf8.assign(chars.begin(), chars.end());

@@ -51,6 +51,10 @@ struct NormalizedText {
   void map(const std::function<char32_t(char32_t)>& f);  // one code point to one
   void prepend(std::u32string_view s);
   void strip(bool left, bool right);  // removes leading/trailing whitespace
+  // HF's NormalizedString::replace: each match [begin, end) (chars, in order, not overlapping) is
+  // replaced by `content`, whose chars all take the alignment of the match's last char (of the
+  // char before an empty match).
+  void replace(const std::vector<std::pair<uint32_t, uint32_t>>& matches, std::u32string_view content);
 
   // Fills utf8 / byte_of_char; call after the last change to `chars`.
   void finalize();

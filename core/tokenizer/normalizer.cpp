@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tokenizer/json_keys.h"
+#include "core/tokenizer/precompiled.h"
+#include "core/tokenizer/regex.h"
 #include "core/tokenizer/unicode.h"
 
 namespace headlab::core::tok {
@@ -115,6 +118,38 @@ class PrependNormalizer : public Normalizer {
   std::u32string s_;
 };
 
+// HF's normalizers::Replace: every match of the pattern (a literal string or a regex) becomes
+// `content`.
+class ReplaceNormalizer : public Normalizer {
+ public:
+  ReplaceNormalizer(const std::string& pattern, std::u32string content) : regex_(pattern), content_(std::move(content)) {}
+  void normalize(NormalizedText& t) const override {
+    if (t.chars.empty()) return;  // HF finds no match in an empty string
+    t.finalize();
+    thread_local std::vector<std::pair<uint32_t, uint32_t>> bytes;
+    bytes.clear();
+    regex_.find_all(t.utf8, bytes);
+    if (bytes.empty()) return;
+    std::vector<std::pair<uint32_t, uint32_t>> matches;
+    matches.reserve(bytes.size());
+    for (auto [b, e] : bytes) matches.emplace_back(t.char_at_byte(b), t.char_at_byte(e));
+    t.replace(matches, content_);
+  }
+
+ private:
+  Regex regex_;
+  std::u32string content_;
+};
+
+class PrecompiledNormalizer : public Normalizer {
+ public:
+  explicit PrecompiledNormalizer(std::string_view blob) : map_(blob) {}
+  void normalize(NormalizedText& t) const override { map_.normalize(t); }
+
+ private:
+  PrecompiledCharsMap map_;
+};
+
 class SequenceNormalizer : public Normalizer {
  public:
   explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
@@ -154,6 +189,21 @@ std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& j) {
   if (type == "StripAccents") return std::make_unique<StripAccentsNormalizer>();
   if (type == "Strip") return std::make_unique<StripNormalizer>(j.value("strip_left", true), j.value("strip_right", true));
   if (type == "Prepend") return std::make_unique<PrependNormalizer>(utf8_to_u32(j.at("prepend").get<std::string>()));
+  if (type == "Replace") {
+    require_known_keys(j, {"type", "pattern", "content"}, "normalizer Replace");
+    return std::make_unique<ReplaceNormalizer>(pattern_from_json(j.at("pattern"), "normalizer Replace"),
+                                               utf8_to_u32(j.at("content").get<std::string>()));
+  }
+  if (type == "Precompiled") {
+    require_known_keys(j, {"type", "precompiled_charsmap"}, "normalizer Precompiled");
+    const auto& map = j.at("precompiled_charsmap");
+    if (!map.is_string()) throw std::runtime_error("normalizer Precompiled: precompiled_charsmap must be a base64 string");
+    try {
+      return std::make_unique<PrecompiledNormalizer>(base64_decode(map.get<std::string>()));
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string("normalizer Precompiled: ") + e.what());
+    }
+  }
   if (type == "Sequence") {
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (const auto& s : j.at("normalizers")) {

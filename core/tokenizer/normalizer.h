@@ -1,5 +1,6 @@
 // Normalizers of tokenizer.json ("normalizer"): BertNormalizer, NFC/NFD/NFKC/NFKD, Lowercase,
-// StripAccents, Strip, Prepend and Sequence. Private to core/tokenizer/.
+// StripAccents, Strip, Prepend, Replace, Precompiled (SentencePiece's charsmap) and Sequence.
+// Private to core/tokenizer/.
 #pragma once
 
 #include <memory>

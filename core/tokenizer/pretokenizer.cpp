@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tokenizer/json_keys.h"
 #include "core/tokenizer/regex.h"
 #include "core/tokenizer/unicode.h"
 
@@ -234,6 +235,61 @@ class CharSplitPreTokenizer : public PreTokenizer {
   Behavior behavior_;
 };
 
+// HF's pre_tokenizers::Metaspace (SentencePiece's whitespace marker): spaces become the
+// replacement char (U+2581 "▁"), the replacement is prepended to each split (prepend_scheme
+// "always") or only to the split at the very start of the input ("first"), unless the split
+// already starts with it; with split=true each replacement starts a new word (MergedWithNext).
+class MetaspacePreTokenizer : public PreTokenizer {
+ public:
+  enum class Prepend { Always, First, Never };
+  MetaspacePreTokenizer(char32_t replacement, Prepend prepend, bool split)
+      : replacement_(replacement), prepend_(prepend), split_(split) {}
+
+  void pre_tokenize(PreTokenized& pt) const override {
+    std::vector<Split> result;
+    result.reserve(pt.splits.size() * 4);
+    std::vector<Seg> segs;
+    std::vector<std::pair<uint32_t, uint32_t>> kept;
+    const std::u32string rep(1, replacement_);
+    for (const Split& s : pt.splits) {
+      if (s.added_id >= 0 || s.begin >= s.end) {
+        if (s.added_id >= 0) result.push_back(s);
+        continue;
+      }
+      const NormalizedText& src = pt.pieces[s.piece];
+      NormalizedText t;
+      t.base = src.align[s.begin].start;
+      t.chars = src.chars.substr(s.begin, s.end - s.begin);
+      t.align.assign(src.align.begin() + s.begin, src.align.begin() + s.end);
+      for (char32_t& c : t.chars)
+        if (c == U' ') c = replacement_;
+      // HF's "first" looks at where this split starts in the original input.
+      const bool at_start = t.align[0].start == 0;
+      if (t.chars[0] != replacement_ && (prepend_ == Prepend::Always || (prepend_ == Prepend::First && at_start)))
+        t.prepend(rep);
+      t.finalize();
+      pt.pieces.push_back(std::move(t));
+      const uint32_t index = static_cast<uint32_t>(pt.pieces.size() - 1);
+      const uint32_t n = static_cast<uint32_t>(pt.pieces.back().chars.size());
+      if (!split_) {
+        result.push_back(Split{index, 0, n, -1, {}, {}});
+        continue;
+      }
+      segs.clear();
+      char_segments(pt.pieces.back(), 0, n, [&](char32_t c) { return c == replacement_; }, segs);
+      apply_behavior(segs, Behavior::MergedWithNext, kept);
+      for (auto [b, e] : kept)
+        if (b < e) result.push_back(Split{index, b, e, -1, {}, {}});
+    }
+    pt.splits = std::move(result);
+  }
+
+ private:
+  char32_t replacement_;
+  Prepend prepend_;
+  bool split_;
+};
+
 class SequencePreTokenizer : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {
@@ -253,6 +309,26 @@ class SequencePreTokenizer : public PreTokenizer {
 };
 
 }  // namespace
+
+MetaspaceOptions metaspace_options(const nlohmann::json& j, const std::string& where) {
+  require_known_keys(j, {"type", "replacement", "add_prefix_space", "prepend_scheme", "split", "str_rep"}, where);
+  MetaspaceOptions o;
+  const std::u32string rep = utf8_to_u32(j.at("replacement").get<std::string>());
+  if (rep.size() != 1) throw std::runtime_error(where + ": replacement must be a single character");
+  o.replacement = rep[0];
+  if (j.contains("prepend_scheme") && !j["prepend_scheme"].is_null()) {
+    o.prepend_scheme = j["prepend_scheme"].get<std::string>();
+    if (o.prepend_scheme != "always" && o.prepend_scheme != "first" && o.prepend_scheme != "never")
+      throw std::runtime_error(where + ": prepend_scheme '" + o.prepend_scheme + "' is not always, first or never");
+  }
+  // The older spelling: HF accepts add_prefix_space true beside any prepend_scheme (which wins),
+  // and false only beside prepend_scheme "never"; otherwise it refuses the file.
+  if (j.contains("add_prefix_space") && !j["add_prefix_space"].is_null() && !j["add_prefix_space"].get<bool>() &&
+      o.prepend_scheme != "never")
+    throw std::runtime_error(where + ": add_prefix_space false does not match prepend_scheme '" + o.prepend_scheme + "'");
+  if (j.contains("split") && !j["split"].is_null()) o.split = j["split"].get<bool>();
+  return o;
+}
 
 std::unique_ptr<PreTokenizer> make_bert_pre_tokenizer() { return std::make_unique<BertPreTokenizer>(); }
 
@@ -285,6 +361,14 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j) {
   if (type == "Punctuation") {
     return std::make_unique<CharSplitPreTokenizer>(is_bert_punctuation,
                                                    parse_behavior(j.value("behavior", std::string("Isolated"))));
+  }
+  if (type == "Metaspace") {
+    const MetaspaceOptions o = metaspace_options(j, "pre_tokenizer Metaspace");
+    return std::make_unique<MetaspacePreTokenizer>(o.replacement,
+                                                   o.prepend_scheme == "always"  ? MetaspacePreTokenizer::Prepend::Always
+                                                   : o.prepend_scheme == "first" ? MetaspacePreTokenizer::Prepend::First
+                                                                                 : MetaspacePreTokenizer::Prepend::Never,
+                                                   o.split);
   }
   if (type == "Sequence") {
     std::vector<std::unique_ptr<PreTokenizer>> steps;

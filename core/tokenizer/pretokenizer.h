@@ -1,5 +1,5 @@
 // Pre-tokenizers of tokenizer.json ("pre_tokenizer"): BertPreTokenizer, ByteLevel, Split,
-// Whitespace, WhitespaceSplit, Digits, Punctuation and Sequence. Private to core/tokenizer/.
+// Whitespace, WhitespaceSplit, Digits, Punctuation, Metaspace and Sequence. Private to core/tokenizer/.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,15 @@ extern const char* const kGpt2Pattern;
 // From the "pre_tokenizer" JSON value; nullptr for JSON null. Throws std::runtime_error for an
 // unknown or malformed type.
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& j);
+
+// Metaspace's options, shared by the pre-tokenizer and the decoder of that name.
+struct MetaspaceOptions {
+  char32_t replacement = U'\u2581';
+  std::string prepend_scheme = "always";  // "always", "first" or "never"
+  bool split = true;
+};
+// Reads them from a Metaspace object; throws std::runtime_error naming `where` and the key.
+MetaspaceOptions metaspace_options(const nlohmann::json& j, const std::string& where);
 
 // The classic setups, for vocab.txt and vocab.json + merges.txt folders.
 std::unique_ptr<PreTokenizer> make_bert_pre_tokenizer();

@@ -97,3 +97,19 @@ std::string regex_escape(std::string_view literal) {
 }
 
 }  // namespace headlab::core::tok
+
+#include <nlohmann/json.hpp>
+
+#include "core/tokenizer/json_keys.h"
+
+namespace headlab::core::tok {
+
+std::string pattern_from_json(const nlohmann::json& p, const std::string& where) {
+  if (p.is_object() && p.size() == 1) {
+    if (p.contains("String") && p["String"].is_string()) return regex_escape(p["String"].get<std::string>());
+    if (p.contains("Regex") && p["Regex"].is_string()) return p["Regex"].get<std::string>();
+  }
+  throw std::runtime_error(where + ": pattern must be {\"String\": …} or {\"Regex\": …}");
+}
+
+}  // namespace headlab::core::tok

@@ -11,6 +11,9 @@
 #include "core/json_integer.h"
 #include "core/tokenizer/byte_level_bpe.h"
 #include "core/tokenizer/hf_tokenizer.h"
+#include "core/tokenizer/json_keys.h"
+#include "core/tokenizer/unicode.h"
+#include "core/tokenizer/unigram.h"
 #include "core/tokenizer/word_level.h"
 #include "core/tokenizer/wordpiece.h"
 
@@ -115,6 +118,13 @@ std::unique_ptr<Model> model_from_json(const json& m, bool byte_level, std::stri
     return std::make_unique<WordPiece>(vocab_from_json(m.at("vocab")), o);
   }
   if (type == "BPE") {
+    require_known_keys(m, {"type", "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+                           "byte_fallback", "ignore_merges", "vocab", "merges"},
+                       "model BPE");
+    // Dropout samples a different segmentation on each call; HeadLab's encodings are the
+    // deterministic ones, so a file asking for it is refused rather than quietly encoded without.
+    if (m.contains("dropout") && !m["dropout"].is_null() && !(m["dropout"].is_number() && m["dropout"].get<double>() == 0.0))
+      throw std::runtime_error("model BPE: dropout " + m["dropout"].dump() + " is not supported (only null)");
     BpeOptions o;
     o.unk_token = string_or_null(m, "unk_token");
     o.continuing_subword_prefix = string_or_null(m, "continuing_subword_prefix").value_or("");
@@ -143,11 +153,29 @@ std::unique_ptr<Model> model_from_json(const json& m, bool byte_level, std::stri
     kind = "bpe";
     return std::make_unique<Bpe>(vocab_from_json(m.at("vocab")), merges, o);
   }
+  if (type == "Unigram") {
+    require_known_keys(m, {"type", "unk_id", "vocab", "byte_fallback"}, "model Unigram");
+    const json& vj = m.at("vocab");
+    if (!vj.is_array()) throw std::runtime_error("model Unigram: vocab must be an array of [piece, score]");
+    std::vector<std::pair<std::string, double>> pieces;
+    pieces.reserve(vj.size());
+    for (size_t i = 0; i < vj.size(); ++i) {
+      const json& e = vj[i];
+      if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+        throw std::runtime_error("model Unigram: vocab[" + std::to_string(i) + "] is not [piece, score]");
+      pieces.emplace_back(e[0].get<std::string>(), e[1].get<double>());
+    }
+    std::optional<int32_t> unk_id;
+    if (m.contains("unk_id") && !m["unk_id"].is_null()) unk_id = get_integer<int32_t>(m["unk_id"]);
+    const bool byte_fallback = m.contains("byte_fallback") && !m["byte_fallback"].is_null() && m["byte_fallback"].get<bool>();
+    kind = "unigram";
+    return std::make_unique<Unigram>(pieces, unk_id, byte_fallback);
+  }
   if (type == "WordLevel") {
     kind = "wordlevel";
     return std::make_unique<WordLevel>(vocab_from_json(m.at("vocab")), m.value("unk_token", std::string("[UNK]")));
   }
-  throw std::runtime_error("unsupported model type '" + type + "' (WordPiece, BPE and WordLevel are supported)");
+  throw std::runtime_error("unsupported model type '" + type + "' (WordPiece, BPE, WordLevel and Unigram are supported)");
 }
 
 // The post-processor's special tokens (TemplateProcessing / BertProcessing / RobertaProcessing)
@@ -214,7 +242,29 @@ void decoder_from_json(const json& j, std::vector<DecodeStep>& out) {
     step.prefix = j.value("prefix", std::string("##"));
     step.cleanup = j.value("cleanup", true);
   } else if (type == "Fuse") {
+    require_known_keys(j, {"type"}, "decoder Fuse");
     step.kind = DecodeStep::Kind::Fuse;
+  } else if (type == "Metaspace") {
+    const MetaspaceOptions o = metaspace_options(j, "decoder Metaspace");
+    step.kind = DecodeStep::Kind::Metaspace;
+    step.replacement = o.replacement;
+    step.prepend = o.prepend_scheme != "never";
+  } else if (type == "Replace") {
+    require_known_keys(j, {"type", "pattern", "content"}, "decoder Replace");
+    step.kind = DecodeStep::Kind::Replace;
+    step.pattern = std::make_shared<const Regex>(pattern_from_json(j.at("pattern"), "decoder Replace"));
+    step.content = j.at("content").get<std::string>();
+  } else if (type == "ByteFallback") {
+    require_known_keys(j, {"type"}, "decoder ByteFallback");
+    step.kind = DecodeStep::Kind::ByteFallback;
+  } else if (type == "Strip") {
+    require_known_keys(j, {"type", "content", "start", "stop"}, "decoder Strip");
+    step.kind = DecodeStep::Kind::Strip;
+    const std::u32string c = utf8_to_u32(j.at("content").get<std::string>());
+    if (c.size() != 1) throw std::runtime_error("decoder Strip: content must be a single character");
+    step.strip_char = c[0];
+    step.strip_start = get_integer<size_t>(j.at("start"));
+    step.strip_stop = get_integer<size_t>(j.at("stop"));
   } else if (type == "Sequence") {
     for (const json& d : j.at("decoders")) decoder_from_json(d, out);
     return;
@@ -372,7 +422,9 @@ std::shared_ptr<const Tokenizer> load_vocab_merges(const fs::path& vocab_file, c
     if (auto id = vocab.find("<|endoftext|>")) p.added.add(AddedToken{"<|endoftext|>", *id, false, false, false, true, true});
     added_from_config(config, p.added);
     p.has_decoder = true;
-    p.decoders.push_back(DecodeStep{DecodeStep::Kind::ByteLevel, "", false});
+    DecodeStep byte_level;
+    byte_level.kind = DecodeStep::Kind::ByteLevel;
+    p.decoders.push_back(byte_level);
     BpeOptions o;
     o.byte_level = true;
     p.model = std::make_unique<Bpe>(std::move(vocab), merges, o);

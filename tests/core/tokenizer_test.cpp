@@ -34,9 +34,16 @@ std::shared_ptr<const Tokenizer> load_variant(const std::string& name) {
   const auto set = spec.value("set", nlohmann::json::object());
   const auto model_set = spec.value("model_set", nlohmann::json::object());
   const auto append = spec.value("added_tokens_append", nlohmann::json::array());
+  const auto normalizer_append = spec.value("normalizer_append", nlohmann::json::array());
   for (const auto& [k, v] : set.items()) j[k] = v;
   for (const auto& [k, v] : model_set.items()) j["model"][k] = v;
   for (const auto& t : append) j["added_tokens"].push_back(t);
+  if (!normalizer_append.empty()) {
+    auto steps = nlohmann::json::array();
+    if (!j["normalizer"].is_null()) steps.push_back(j["normalizer"]);
+    for (const auto& n : normalizer_append) steps.push_back(n);
+    j["normalizer"] = {{"type", "Sequence"}, {"normalizers", steps}};
+  }
   return Tokenizer::from_json(j.dump(), name);
 }
 
@@ -149,4 +156,35 @@ TEST_CASE("tokenizer conformance: qwen3 variant with ignore_merges and a BOS tem
 
 TEST_CASE("tokenizer conformance: WordLevel over BERT's vocabulary", "[tokenizer][conformance]") {
   require_all(run_conformance("wordlevel-variant"));
+}
+
+// SentencePiece models (trained on the Gutenberg sample, see SOURCES.md) in the layouts Hugging
+// Face's converters write for T5 / Marian (Unigram, Precompiled charsmap, Metaspace) and
+// Llama-2 / Gemma (byte-fallback BPE).
+TEST_CASE("tokenizer conformance: SentencePiece Unigram in T5's layout with a Precompiled charsmap", "[tokenizer][conformance]") {
+  require_all(run_conformance("spm-unigram"));
+}
+
+TEST_CASE("tokenizer conformance: Unigram with byte fallback, Strip and Replace, Metaspace prepend_scheme first", "[tokenizer][conformance]") {
+  require_all(run_conformance("spm-unigram-variant"));
+}
+
+TEST_CASE("tokenizer conformance: Unigram with Metaspace prepend_scheme never, unsplit, and a Strip decoder", "[tokenizer][conformance]") {
+  require_all(run_conformance("spm-unigram-never-variant"));
+}
+
+TEST_CASE("tokenizer conformance: a real Llama-2-layout file (Mistral-7B's vocabulary, byte fallback)", "[tokenizer][conformance]") {
+  require_all(run_conformance("lenml-llama2"));
+}
+
+TEST_CASE("tokenizer conformance: byte-fallback BPE in Llama-2's layout", "[tokenizer][conformance]") {
+  require_all(run_conformance("spm-bpe"));
+}
+
+TEST_CASE("tokenizer conformance: byte-fallback BPE behind a Metaspace pre-tokenizer (prepend_scheme first)", "[tokenizer][conformance]") {
+  require_all(run_conformance("spm-bpe-variant"));
+}
+
+TEST_CASE("tokenizer conformance: BPE in Gemma's layout with fused unknowns instead of byte fallback", "[tokenizer][conformance]") {
+  require_all(run_conformance("spm-bpe-gemma-variant"));
 }

@@ -2,6 +2,7 @@
 // formats, decoding, special tokens, errors and the `headlab tokenize` command.
 #include "test_common.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -382,4 +383,134 @@ TEST_CASE("a tokenizer.json whose vocabulary ids are far beyond its entries is r
   const std::string gap = R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
     "vocab": {"[UNK]": 0, "the": 5}}, "normalizer": null, "pre_tokenizer": {"type": "BertPreTokenizer"}})";
   CHECK(headlab::core::Tokenizer::from_json(gap, "gap")->encode("the").ids == std::vector<int64_t>{5});
+}
+
+TEST_CASE("SentencePiece tokenizers: kind, special ids and Llama-2's lossless round trip", "[tokenizer]") {
+  auto unigram = shared_tokenizer("spm-unigram");
+  CHECK(unigram->kind() == "unigram");
+  REQUIRE(unigram->unk_id().has_value());
+  CHECK(unigram->id_to_token(*unigram->unk_id()) == "<unk>");
+  CHECK(unigram->eos_id() == unigram->token_to_id("</s>"));
+  CHECK(unigram->pad_id() == unigram->token_to_id("<pad>"));
+  // T5's template appends </s>.
+  const Encoding plain = unigram->encode("Hello world"), framed = unigram->encode("Hello world", true);
+  REQUIRE(framed.ids.size() == plain.ids.size() + 1);
+  CHECK(framed.ids.back() == *unigram->token_to_id("</s>"));
+  CHECK(framed.special.back());
+
+  auto bpe = shared_tokenizer("spm-bpe");
+  CHECK(bpe->kind() == "bpe");
+  CHECK(bpe->bos_id() == bpe->token_to_id("<s>"));
+  // Byte fallback covers every character and the decoder undoes the "▁" marking and the prepended
+  // space, so decode(encode(text)) is the text itself.
+  size_t checked = 0;
+  for (const auto& line : conformance_lines("spm-bpe")) {
+    const Encoding e = bpe->encode(line);
+    CHECK(std::find(e.ids.begin(), e.ids.end(), *bpe->unk_id()) == e.ids.end());
+    CHECK(bpe->decode(e.ids) == tok::sanitize_utf8(line));
+    ++checked;
+  }
+  CHECK(checked > 300);
+}
+
+TEST_CASE("unsupported SentencePiece options give errors naming the file and the key", "[tokenizer]") {
+  auto message_of = [](const nlohmann::json& j) {
+    try {
+      Tokenizer::from_json(j.dump(), "sp.json");
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  using Array = nlohmann::json::array_t;  // a braced list of [string, x] pairs would read as an object
+  const nlohmann::json unigram = {
+      {"type", "Unigram"}, {"unk_id", 0}, {"vocab", Array{Array{"<unk>", 0.0}, Array{"\xe2\x96\x81" "a", -1.0}}}};
+  auto with = [&](nlohmann::json model, const char* key, nlohmann::json value) {
+    nlohmann::json j = {{"model", std::move(model)}};
+    j[key] = std::move(value);
+    return j;
+  };
+  auto has = [](const std::string& message, std::initializer_list<const char*> parts) {
+    INFO(message);
+    CHECK(message.rfind("sp.json: ", 0) == 0);
+    for (const char* p : parts) CHECK(message.find(p) != std::string::npos);
+  };
+  CHECK(message_of({{"model", unigram}}) == "no error");
+
+  nlohmann::json m = unigram;
+  m["alpha"] = 0.1;
+  has(message_of({{"model", m}}), {"model Unigram", "'alpha'"});
+  m = unigram;
+  m["unk_id"] = 5;
+  has(message_of({{"model", m}}), {"Unigram", "unk_id 5"});
+  m = unigram;
+  m["vocab"] = Array{Array{"a", "high"}};
+  has(message_of({{"model", m}}), {"vocab[0]", "[piece, score]"});
+
+  const nlohmann::json bpe = {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", nlohmann::json::array()}, {"dropout", 0.1}};
+  has(message_of({{"model", bpe}}), {"model BPE", "dropout"});
+
+  has(message_of(with(unigram, "pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "_"}, {"prepend_scheme", "sometimes"}})),
+      {"pre_tokenizer Metaspace", "prepend_scheme", "'sometimes'"});
+  has(message_of(with(unigram, "pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "_"}, {"add_prefix_space", false}})),
+      {"pre_tokenizer Metaspace", "add_prefix_space", "'always'"});
+  has(message_of(with(unigram, "pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "__"}})),
+      {"pre_tokenizer Metaspace", "replacement"});
+  has(message_of(with(unigram, "decoder", {{"type", "Metaspace"}, {"replacement", "_"}, {"legacy", true}})),
+      {"decoder Metaspace", "'legacy'"});
+
+  has(message_of(with(unigram, "normalizer", {{"type", "Replace"}, {"pattern", {{"Glob", "*"}}}, {"content", ""}})),
+      {"normalizer Replace", "pattern"});
+  has(message_of(with(unigram, "normalizer", {{"type", "Precompiled"}, {"precompiled_charsmap", "not base64!"}})),
+      {"normalizer Precompiled", "base64"});
+  has(message_of(with(unigram, "normalizer", {{"type", "Precompiled"}, {"precompiled_charsmap", "/////wAAAAA="}})),
+      {"normalizer Precompiled", "trie size"});
+  has(message_of(with(unigram, "normalizer", {{"type", "Precompiled"}, {"precompiled_charsmap", nullptr}})),
+      {"normalizer Precompiled", "precompiled_charsmap"});
+
+  has(message_of(with(unigram, "decoder", {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}})),
+      {"decoder Strip", "content"});
+  has(message_of(with(unigram, "decoder", {{"type", "ByteFallback"}, {"strict", true}})), {"decoder ByteFallback", "'strict'"});
+  has(message_of(with(unigram, "decoder", {{"type", "CTC"}})), {"unsupported decoder type 'CTC'"});
+}
+
+TEST_CASE("SentencePiece decoders on token sequences encoding cannot produce", "[tokenizer]") {
+  // Pieces with inner "▁", malformed byte runs, '+' in a byte token and padded pieces: no encoding
+  // of text yields these ids, so the conformance files cannot hold them. The expected strings were
+  // produced by Hugging Face `tokenizers` (npm tokenizers@0.23.2) decoding the same ids with the
+  // same tokenizer.json.
+  using Array = nlohmann::json::array_t;
+  Array vocab;
+  for (const char* p : {"<unk>", "\xe2\x96\x81" "a" "\xe2\x96\x81" "b", "c\xe2\x96\x81", "<0xE6>", "<0x9D>", "<0xB1>", "<0xe6>",
+                        "<0x9d>", "<0xb1>", "x", "<0x+9>", "  y  "})
+    vocab.push_back(Array{p, vocab.empty() ? 0.0 : -1.0});
+  auto decoder_with = [&](nlohmann::json decoder) {
+    nlohmann::json j = {{"model", {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", vocab}}}, {"decoder", std::move(decoder)}};
+    return Tokenizer::from_json(j.dump(), "decoders.json");
+  };
+  const std::vector<std::vector<int64_t>> sequences = {{1, 1}, {2, 1}, {3, 4, 5, 9}, {3, 4, 9}, {6, 7, 8}, {10, 9}, {11, 11}, {9, 3}};
+  auto decode_all = [&](const std::shared_ptr<const Tokenizer>& t) {
+    std::vector<std::string> out;
+    for (const auto& s : sequences) out.push_back(t->decode(s));
+    return out;
+  };
+  const std::string rep = "\xe2\x96\x81", bad = "\xef\xbf\xbd";
+
+  // The first token loses every replacement char, not only a leading one, unless nothing was
+  // prepended.
+  auto first = decoder_with({{"type", "Metaspace"}, {"replacement", rep}, {"prepend_scheme", "first"}, {"split", true}});
+  CHECK(decode_all(first) == std::vector<std::string>{"ab a b", "c a b", "<0xE6><0x9D><0xB1>x", "<0xE6><0x9D>x",
+                                                      "<0xe6><0x9d><0xb1>", "<0x+9>x", "  y    y  ", "x<0xE6>"});
+  auto never = decoder_with({{"type", "Metaspace"}, {"replacement", rep}, {"prepend_scheme", "never"}, {"split", true}});
+  CHECK(decode_all(never)[0] == " a b a b");
+  CHECK(decode_all(never)[1] == "c  a b");
+
+  // ByteFallback: a run that is not UTF-8 becomes one U+FFFD per byte; lowercase hex and Rust's
+  // accepted '+' sign decode too. Strip then takes at most 1 leading and 2 trailing spaces per token.
+  auto chain = decoder_with({{"type", "Sequence"},
+                             {"decoders", Array{{{"type", "ByteFallback"}},
+                                                {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 2}},
+                                                {{"type", "Fuse"}}}}});
+  CHECK(decode_all(chain) == std::vector<std::string>{rep + "a" + rep + "b" + rep + "a" + rep + "b", "c" + rep + rep + "a" + rep + "b",
+                                                      "\xe6\x9d\xb1x", bad + bad + "x", "\xe6\x9d\xb1", "\tx", " y y", "x" + bad});
 }

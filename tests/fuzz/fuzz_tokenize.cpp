@@ -1,6 +1,7 @@
 // Arbitrary bytes (invalid UTF-8 included) through every shipped tokenizer: the shipped models' and
-// the test tokenizers (GPT-2, BERT, Qwen3, Llama-style). Encoding must not fail; offsets stay inside
-// the input; decoding the ids must not fail.
+// the test tokenizers (GPT-2, BERT, Qwen3, SentencePiece Unigram and byte-fallback BPE,
+// Llama-style). Encoding must not fail; offsets stay inside the input; decoding the ids must not
+// fail.
 #include "fuzz_common.h"
 
 #include "core/tokenizer.h"
@@ -17,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string root = HEADLAB_SOURCE_DIR;
     for (const char* p : {"/assets/models/default", "/assets/models/talking-heads", "/tests/data/tokenizers/gpt2",
                           "/tests/data/tokenizers/bert-base-uncased", "/tests/data/tokenizers/qwen3",
+                          "/tests/data/tokenizers/spm-unigram", "/tests/data/tokenizers/spm-bpe",
                           "/tests/data/hf/llama", "/tests/data/hf/gemma3"})
       try {
         out.push_back(headlab::core::Tokenizer::load(root + p));

@@ -86,6 +86,9 @@ if target == "tokenizer_json":
                      "vocab": byte_vocab, "merges": ["t h", "\u0120 th"]}}
     with_cuts("bpe.json", json.dumps(bpe).encode())
     with_cuts("default.json", (root / "assets/models/default/tokenizer.json").read_bytes())
+    # SentencePiece layouts: Unigram with a Precompiled charsmap (T5), byte-fallback BPE (Llama-2).
+    with_cuts("spm-unigram.json", (root / "tests/data/tokenizers/spm-unigram/tokenizer.json").read_bytes())
+    with_cuts("spm-bpe.json", (root / "tests/data/tokenizers/spm-bpe/tokenizer.json").read_bytes())
 
 if target == "json_documents":
     add("script", json.dumps({"actions": [{"action": "open_model", "folder": ""}, {"action": "set_text", "text": "a b"},

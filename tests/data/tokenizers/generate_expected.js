@@ -1,4 +1,5 @@
-// Generates the conformance data expected_{gpt2,bert-base-uncased,qwen3}.jsonl beside this file.
+// Generates the conformance data expected_<name>.jsonl beside this file, for the tokenizers in
+// TOKENIZERS and the edited copies in variants.json.
 // Not run at build time; the JSONL output is committed.
 //
 // How it was run (outside the repository, so node_modules never lands in it):
@@ -19,7 +20,8 @@ const path = require('path');
 const { Tokenizer } = require(require.resolve('tokenizers', { paths: [process.cwd()] }));
 
 const HERE = __dirname;
-const TOKENIZERS = ['gpt2', 'bert-base-uncased', 'qwen3'];
+// spm-unigram and spm-bpe are written by spm_to_tokenizer_json.js (see SOURCES.md).
+const TOKENIZERS = ['gpt2', 'bert-base-uncased', 'qwen3', 'spm-unigram', 'spm-bpe', 'lenml-llama2'];
 const GUTENBERG = '/work/shared/data/text/gutenberg';
 
 const handWritten = [
@@ -242,6 +244,9 @@ function variantJson(spec) {
   Object.assign(j, spec.set || {});
   Object.assign(j.model, spec.model_set || {});
   j.added_tokens = [...(j.added_tokens || []), ...(spec.added_tokens_append || [])];
+  if (spec.normalizer_append) {
+    j.normalizer = { type: 'Sequence', normalizers: [...(j.normalizer ? [j.normalizer] : []), ...spec.normalizer_append] };
+  }
   return JSON.stringify(j);
 }
 
