@@ -60,7 +60,7 @@ WordCounts count_words(const std::vector<std::string>& texts, const Normalizer* 
       if (piece.chars.empty()) continue;
       const uint32_t n = static_cast<uint32_t>(piece.chars.size());
       pt.pieces.push_back(std::move(piece));
-      pt.splits.push_back(Split{0, 0, n, -1, {}});
+      pt.splits.push_back(Split{0, 0, n, -1, {}, {}});
       pre.pre_tokenize(pt);
       for (const Split& s : pt.splits) {
         const NormalizedText& p = pt.pieces[s.piece];
