@@ -148,7 +148,7 @@ struct LmHeadConfig {
 struct ModelConfig {
   std::string name = "model";
   std::string description;  // free text shown by `headlab info`
-  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 | electra | albert | gemma2 | gemma3 (imported folders)
+  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 | electra | albert | gemma2 | gemma3 | bart | marian | mbart | t5 (imported folders)
   StackKind kind = StackKind::Encoder;
   int vocab_size = 0;
   int hidden_size = 256;

@@ -72,7 +72,7 @@ Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTe
 Layout electra_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 Layout albert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 
-// core/hf_families_seq2seq.cpp: encoder-decoders. family: "bart" or "marian".
+// core/hf_families_seq2seq.cpp: encoder-decoders. family: "bart", "marian" or "mbart".
 Layout bart_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);
 Layout t5_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
 // "bart" / "marian" / "t5" for their architectures, "" otherwise; and their names for messages.

@@ -1,5 +1,5 @@
 // Hugging Face encoder-decoder families → ModelConfig + native parameter sources: BART and Marian
-// (modeling_bart.py, modeling_marian.py) and T5 (modeling_t5.py). The numerics tests compare the
+// (modeling_bart.py, modeling_marian.py, modeling_mbart.py) and T5 (modeling_t5.py). The numerics tests compare the
 // result with independent float64 transcriptions in tests/data/hf/fixtures_seq2seq.py.
 #include "core/hf_families.h"
 #include "core/hf_family_parts.h"
@@ -31,12 +31,14 @@ void add_bart_attention(Sources& s, const std::string& native, const std::string
 std::string seq2seq_family_of(const std::string& arch) {
   if (arch == "BartForConditionalGeneration" || arch == "BartModel") return "bart";
   if (arch == "MarianMTModel" || arch == "MarianModel") return "marian";
+  if (arch == "MBartForConditionalGeneration" || arch == "MBartModel") return "mbart";
   if (arch == "T5ForConditionalGeneration" || arch == "T5Model") return "t5";
   return "";
 }
 
 std::string seq2seq_architectures() {
-  return "BartForConditionalGeneration, BartModel, MarianMTModel, MarianModel, T5ForConditionalGeneration, T5Model";
+  return "BartForConditionalGeneration, BartModel, MarianMTModel, MarianModel, MBartForConditionalGeneration, MBartModel, "
+         "T5ForConditionalGeneration, T5Model";
 }
 
 // modeling_bart.py / modeling_marian.py: post-LN encoder and decoder (self, causal self, cross
@@ -46,11 +48,13 @@ std::string seq2seq_architectures() {
 // t + 2: the importer keeps each table from row 2) and its own layernorm_embedding. Marian: the
 // sinusoidal table of MarianSinusoidalPositionalEmbedding (sines in the first half, cosines in the
 // second), the same for both stacks, no embedding norm; its stored copy is checked against it.
+// mBART: BART's embeddings with pre-LN layers (each sublayer's LayerNorm before it) and a
+// LayerNorm at the end of each stack (`layer_norm`).
 Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const std::string& family) {
-  const bool marian = family == "marian";
-  // Keys of configs written before the two families were split out of one BART class.
-  require_value(c, "normalize_before", false, arch);
-  require_value(c, "add_final_layer_norm", false, arch);
+  const bool marian = family == "marian", mbart = family == "mbart";
+  // Keys of configs written before the families were split out of one BART class.
+  require_value(c, "normalize_before", mbart, arch);
+  require_value(c, "add_final_layer_norm", mbart, arch);
   require_value(c, "static_position_embeddings", marian, arch);
   require_value(c, "normalize_embedding", !marian, arch);
   if (marian) {
@@ -76,9 +80,9 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   m.stack_embeddings = !marian;
   m.norm = NormKind::LayerNorm;
   m.norm_eps = 1e-5f;  // nn.LayerNorm's default: BART and Marian pass none
-  m.norm_placement = NormPlacement::Post;
+  m.norm_placement = mbart ? NormPlacement::Pre : NormPlacement::Post;
   m.embedding_norm = !marian;
-  m.final_norm = false;
+  m.final_norm = mbart;
   if (c.boolean("scale_embedding", false)) m.embedding_scale = static_cast<float>(std::sqrt(double(m.hidden_size)));
   const Activation act = activation_from(c, "activation_function", "gelu");
   const int encoder_ffn = c.integer("encoder_ffn_dim"), decoder_ffn = c.integer("decoder_ffn_dim");
@@ -97,7 +101,10 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   m.encoder = stack("encoder_layers", "encoder_attention_heads");
   m.decoder = stack("decoder_layers", "decoder_attention_heads");
   m.decoder->cross_attention = m.decoder->attention;
-  m.decoder_start_id = c.integer("decoder_start_token_id", marian ? c.integer("pad_token_id", 0) : 2);
+  // mBART's configs may leave it null (its decoder starts from the target language's code): the
+  // tokenizer's begin token then stands in.
+  if (!mbart || c.find("decoder_start_token_id"))
+    m.decoder_start_id = c.integer("decoder_start_token_id", marian ? c.integer("pad_token_id", 0) : 2);
 
   Sources s(has);
   // *ForConditionalGeneration / MarianMTModel put the model under "model."; the bare model does not.
@@ -115,6 +122,10 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
     }
     s.norm("embed_norm", p + "encoder.layernorm_embedding", true);
     s.norm("decoder_embed_norm", p + "decoder.layernorm_embedding", true);
+  }
+  if (mbart) {
+    s.norm("encoder_norm", p + "encoder.layer_norm", true);
+    s.norm("decoder_norm", p + "decoder.layer_norm", true);
   }
   for (const char* st : {"encoder", "decoder"}) {
     const int layers = std::string(st) == "encoder" ? m.encoder->layers : m.decoder->layers;

@@ -133,7 +133,7 @@ ModelFolder open_hf_folder(const std::string& folder, const json& raw) {
       : family == "electra"                      ? hf::electra_layout(config, arch, has)
       : family == "albert"                       ? hf::albert_layout(config, arch, has)
       : family == "gpt2"                         ? hf::gpt2_layout(config, arch, has)
-      : family == "bart" || family == "marian"   ? hf::bart_layout(config, arch, has, family)
+      : family == "bart" || family == "marian" || family == "mbart" ? hf::bart_layout(config, arch, has, family)
       : family == "t5"                           ? hf::t5_layout(config, arch, has)
       : family == "gemma2" || family == "gemma3" ? hf::gemma_layout(config, arch, has, dtype_of, family)
                                                  : hf::llama_layout(config, arch, has, family));

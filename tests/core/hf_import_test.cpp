@@ -158,21 +158,27 @@ Errors compare_seq2seq(Model& model, const Expected& expected) {
 
 }  // namespace
 
-TEST_CASE("hf import: BART, Marian and T5 match the reference encoder, decoder and cross maps and logits",
+TEST_CASE("hf import: BART, mBART, Marian and T5 match the reference encoder, decoder and cross maps and logits",
           "[hf_import][seq2seq]") {
   struct Case {
     const char* folder;
     const char* family;
   };
-  for (const Case& c : {Case{"bart", "bart"}, Case{"marian", "marian"}, Case{"t5", "t5"}, Case{"t5-v1_1", "t5"}}) {
+  for (const Case& c : {Case{"bart", "bart"}, Case{"mbart", "mbart"}, Case{"marian", "marian"}, Case{"t5", "t5"},
+                        Case{"t5-v1_1", "t5"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
       CHECK(model->config.kind == StackKind::EncoderDecoder);
       const Expected expected = read_expected(fixture(c.folder));
       REQUIRE(!expected.decoder_ids.empty());
-      REQUIRE(model->config.decoder_start_id);
-      CHECK(*model->config.decoder_start_id == expected.decoder_ids.front());
+      // mBART's config leaves the start token to the target language's code.
+      if (std::string(c.family) != "mbart") {
+        REQUIRE(model->config.decoder_start_id);
+        CHECK(*model->config.decoder_start_id == expected.decoder_ids.front());
+      } else {
+        CHECK(!model->config.decoder_start_id);
+      }
       const Errors errors = compare_seq2seq(*model, expected);
       CHECK(errors.attention <= kAttentionTolerance);
       CHECK(errors.logits <= kLogitTolerance);
@@ -191,6 +197,13 @@ TEST_CASE("hf import: encoder-decoder configs map onto HeadLab's options", "[hf_
     CHECK(c.lm_head.tied);
     CHECK(c.lm_head.bias);
     CHECK(*c.decoder_start_id == 2);
+  }
+  SECTION("mBART: BART's embeddings, pre-LN layers and a norm ending each stack") {
+    const auto c = load_model(fixture("mbart"))->config;
+    CHECK(c.stack_embeddings);
+    CHECK(c.norm_placement == NormPlacement::Pre);
+    CHECK(c.final_norm);
+    CHECK(c.embedding_scale == Approx(std::sqrt(32.0)));
   }
   SECTION("Marian: the sinusoidal halves, scaled embeddings, no embedding norm") {
     const auto c = load_model(fixture("marian"))->config;

@@ -3,7 +3,8 @@
 The reference forward passes are independent float64 transcriptions of the eager code paths of
 transformers' modeling_bart.py (BartLearnedPositionalEmbedding with its offset of 2,
 layernorm_embedding, post-LN BartEncoderLayer/BartDecoderLayer, final_logits_bias),
-modeling_marian.py (MarianSinusoidalPositionalEmbedding, scale_embedding, no embedding norm) and
+modeling_marian.py (MarianSinusoidalPositionalEmbedding, scale_embedding, no embedding norm),
+modeling_mbart.py (BART's embeddings with pre-LN layers and a LayerNorm ending each stack) and
 modeling_t5.py (T5LayerNorm, T5Attention with _relative_position_bucket and no scaling,
 T5DenseActDense / T5DenseGatedActDense, the d_model^-0.5 rescaling before a tied lm_head), written
 against the Hugging Face weight names; they share nothing with HeadLab's C++.
@@ -73,7 +74,7 @@ def bart_attention(W, name, x, kv, heads, mask, out_key, out):
     return linear((probs @ v).transpose(0, 1).reshape(T, D), W, name + ".out_proj")
 
 
-def bart_reference(W, cfg, ids, dec_ids, marian):
+def bart_reference(W, cfg, ids, dec_ids, marian, mbart=False):
     p = "model."
     D = cfg["d_model"]
     ln = lambda x, name: layer_norm(x, W[name + ".weight"], W[name + ".bias"], 1e-5)
@@ -91,26 +92,35 @@ def bart_reference(W, cfg, ids, dec_ids, marian):
             x = ln(x, p + stack + ".layernorm_embedding")
         return x
 
+    def sublayer(x, norm, f):
+        if mbart:  # MBartEncoderLayer / MBartDecoderLayer: LayerNorm before, residual after
+            return x + f(ln(x, norm))
+        return ln(x + f(x), norm)  # BART: residual, then LayerNorm
+
+    ffn = lambda h: lambda x: linear(act(linear(x, W, h + "fc1")), W, h + "fc2")
     x = embed("encoder", ids)
     for l in range(cfg["encoder_layers"]):
         h = p + "encoder.layers.%d." % l
-        x = ln(x + bart_attention(W, h + "self_attn", x, x, cfg["encoder_attention_heads"], None,
-                                  "encoder_attentions.%d" % l, out), h + "self_attn_layer_norm")
-        x = ln(x + linear(act(linear(x, W, h + "fc1")), W, h + "fc2"), h + "final_layer_norm")
-    memory = x
+        x = sublayer(x, h + "self_attn_layer_norm", lambda z: bart_attention(
+            W, h + "self_attn", z, z, cfg["encoder_attention_heads"], None, "encoder_attentions.%d" % l, out))
+        x = sublayer(x, h + "final_layer_norm", ffn(h))
+    memory = ln(x, p + "encoder.layer_norm") if mbart else x
     y = embed("decoder", dec_ids)
     for l in range(cfg["decoder_layers"]):
         h = p + "decoder.layers.%d." % l
-        y = ln(y + bart_attention(W, h + "self_attn", y, y, cfg["decoder_attention_heads"], causal_mask(len(dec_ids)),
-                                  "decoder_attentions.%d" % l, out), h + "self_attn_layer_norm")
-        y = ln(y + bart_attention(W, h + "encoder_attn", y, memory, cfg["decoder_attention_heads"], None,
-                                  "cross_attentions.%d" % l, out), h + "encoder_attn_layer_norm")
-        y = ln(y + linear(act(linear(y, W, h + "fc1")), W, h + "fc2"), h + "final_layer_norm")
+        y = sublayer(y, h + "self_attn_layer_norm", lambda z: bart_attention(
+            W, h + "self_attn", z, z, cfg["decoder_attention_heads"], causal_mask(len(dec_ids)),
+            "decoder_attentions.%d" % l, out))
+        y = sublayer(y, h + "encoder_attn_layer_norm", lambda z: bart_attention(
+            W, h + "encoder_attn", z, memory, cfg["decoder_attention_heads"], None, "cross_attentions.%d" % l, out))
+        y = sublayer(y, h + "final_layer_norm", ffn(h))
+    if mbart:
+        y = ln(y, p + "decoder.layer_norm")
     out["logits"] = y @ W[p + "shared.weight"].T + W["final_logits_bias"][0]
     return out
 
 
-def bart_weights(g, cfg, marian):
+def bart_weights(g, cfg, marian, mbart=False):
     w = {}
     rnd, lin, norm = random_maker(g, w)
     p, D, V, F = "model.", cfg["d_model"], cfg["vocab_size"], cfg["encoder_ffn_dim"]
@@ -131,6 +141,8 @@ def bart_weights(g, cfg, marian):
             lin(h + "fc1", F, D)
             lin(h + "fc2", D, F)
             norm(h + "final_layer_norm", D)
+        if mbart:
+            norm(p + stack + ".layer_norm", D)
     w["final_logits_bias"] = rnd(1, V, std=0.5)
     return w
 
@@ -172,6 +184,20 @@ def make_marian(g):
     dec = [99] + DECODER_IDS[1:]  # Marian's decoder starts from <pad>
     expected = bart_reference(as_f64(w), cfg, IDS, dec, True)
     write_folder("marian", cfg, w, expected, IDS, extra_metadata={"decoder_ids": ",".join(map(str, dec))})
+
+
+def make_mbart(g):
+    """mBART: pre-LN, a LayerNorm ending each stack, scaled embeddings, no decoder_start_token_id
+    (the decoder starts from a language code; here the tokenizer-less fixture's first id)."""
+    cfg = dict(BART_CONFIG)
+    cfg.update({"architectures": ["MBartForConditionalGeneration"], "model_type": "mbart", "scale_embedding": True,
+                "decoder_start_token_id": None})
+    for key in ("add_bias_logits", "add_final_layer_norm", "normalize_before", "normalize_embedding",
+                "static_position_embeddings"):
+        del cfg[key]
+    w = bart_weights(g, cfg, False, True)
+    expected = bart_reference(as_f64(w), cfg, IDS, DECODER_IDS, False, True)
+    write_folder("mbart", cfg, w, expected, IDS, extra_metadata={"decoder_ids": ",".join(map(str, DECODER_IDS))})
 
 
 # ---- T5 (modeling_t5.py) ------------------------------------------------------------------------
@@ -330,4 +356,4 @@ def make_t5_v1_1(g):
     write_folder("t5-v1_1", cfg, w, expected, IDS, extra_metadata={"decoder_ids": ",".join(map(str, dec))})
 
 
-MAKERS = [make_bart, make_marian, make_t5, make_t5_v1_1]
+MAKERS = [make_bart, make_marian, make_t5, make_t5_v1_1, make_mbart]
