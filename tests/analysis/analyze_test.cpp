@@ -212,7 +212,7 @@ TEST_CASE("a token of whitespace only is not special but belongs to no word", "[
   CHECK(ts.special == std::vector<bool>{false, false, false});
 }
 
-TEST_CASE("frequency ranks are competition ranks; unseen ids rank last", "[analysis][dataset]") {
+TEST_CASE("frequency ranks are competition ranks, unseen ids rank last", "[analysis][dataset]") {
   TinyModel tiny;
   const auto& tok = *tiny.model->tokenizer;
   core::TokenCounts counts;
@@ -520,7 +520,7 @@ TEST_CASE("headlab run --rollout --logit-spectra adds rollout, flow and logit sp
   }
 }
 
-TEST_CASE("the measures read U by default and W on request; they differ under a post-softmax mix", "[analysis][analyze]") {
+TEST_CASE("the measures read U by default and W on request, they differ under a post-softmax mix", "[analysis][analyze]") {
   // Talking heads (Shazeer et al. 2020) mix the softmax weights W into U = W·P_w: the roles of the
   // maps that multiply the values are not those of the softmax output.
   TinyModel tiny;

@@ -211,7 +211,7 @@ TEST_CASE("LRP explains a chosen position and token, and rejects targets outside
   CHECK_THROWS_AS(analysis::lrp_relevance(*model, {1, 99}), std::invalid_argument);
 }
 
-TEST_CASE("plain gradient x input does not conserve; the LRP rules do", "[lrp]") {
+TEST_CASE("plain gradient x input does not conserve, the LRP rules do", "[lrp]") {
   // The same bookkeeping without the rules: the softmax, the norms' denominators and GELU are not
   // linear, so Σ input + bias misses f. This is what makes the conservation check able to fail.
   for (uint64_t seed : {1u, 2u, 3u, 6u}) {

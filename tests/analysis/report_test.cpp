@@ -356,7 +356,7 @@ TEST_CASE("CSV: one row per head, numbers that parse back to the derived values"
   CHECK(csv.substr(csv.find('\n') + 1).find(",\"\"\n") != std::string::npos);
 }
 
-TEST_CASE("CSV: only the requested measures are columns; absent values are empty cells", "[report]") {
+TEST_CASE("CSV: only the requested measures are columns, absent values are empty cells", "[report]") {
   HeadReport r = sample_report();
   r.settings.metrics = {"confidence", "positional"};
   r.heads[0].queries = 0;

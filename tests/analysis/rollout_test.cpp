@@ -61,7 +61,7 @@ TEST_CASE("residual attention: 0.5·mean_h A + 0.5·I, rows renormalised", "[rol
   CHECK_THROWS_AS(analysis::residual_attention(torch::ones({2, 3, 4})), std::invalid_argument);
 }
 
-TEST_CASE("rollout of one layer is its residual attention; rows sum to 1; identity stays I", "[rollout]") {
+TEST_CASE("rollout of one layer is its residual attention, rows sum to 1, identity stays I", "[rollout]") {
   torch::manual_seed(1);
   auto one = random_maps(4, 6);
   CHECK(max_abs_diff(analysis::attention_rollout({one}), analysis::residual_attention(one)) < 1e-15);

@@ -265,7 +265,7 @@ TEST_CASE("x_tᵀ B_h x_s times the scale reproduces the engine's logits for eve
   }
 }
 
-TEST_CASE("cross-attention forms reproduce the cross logits; RoPE forms hold at offset 0", "[spectra]") {
+TEST_CASE("cross-attention forms reproduce the cross logits, RoPE forms hold at offset 0", "[spectra]") {
   SECTION("cross-attention: queries from the decoder, keys from the encoder's memory") {
     auto config = tiny_model(attention(4, 4, 4));
     config.kind = core::StackKind::EncoderDecoder;

@@ -33,7 +33,7 @@ TEST_CASE("an arc sits one level above the highest arc inside its span", "[plot]
   CHECK(arc_levels({{0, 1, ""}, {1, 2, ""}, {2, 3, ""}, {0, 4, ""}}, 5) == std::vector<int>{1, 1, 1, 2});
 }
 
-TEST_CASE("crossing or repeated arcs never share a level; loops and stray arcs get none", "[plot]") {
+TEST_CASE("crossing or repeated arcs never share a level, loops and stray arcs get none", "[plot]") {
   // 0–2 and 1–3 cross (a non-projective pair): the second placed moves up.
   const auto crossing = arc_levels({{0, 2, ""}, {1, 3, ""}}, 4);
   CHECK(crossing[0] != crossing[1]);

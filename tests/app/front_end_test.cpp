@@ -31,7 +31,7 @@ std::string help_of(const std::string& program, const std::string& args) {
 
 }  // namespace
 
-TEST_CASE("the front end serves help, version and the torch-free commands; the engine the rest", "[cli][front_end]") {
+TEST_CASE("the front end serves help, version and the torch-free commands, the engine the rest", "[cli][front_end]") {
   CHECK(serves({"--help"}));
   CHECK(serves({"-h"}));
   CHECK(serves({"--version"}));
@@ -84,7 +84,7 @@ TEST_CASE("without the engine beside it, the front end says so and still serves 
   CHECK(out.find("parameters") != std::string::npos);
 }
 
-TEST_CASE("info describes a folder without reading its weights; --check reads them all", "[cli][front_end]") {
+TEST_CASE("info describes a folder without reading its weights, --check reads them all", "[cli][front_end]") {
   TempDir dir("info_check");
   std::string out;
   const std::string config = std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json";

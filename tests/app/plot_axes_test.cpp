@@ -39,7 +39,7 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
-TEST_CASE("compact numbers drop trailing zeros and switch to exponents outside [1e-3, 1e5)", "[plot]") {
+TEST_CASE("compact numbers drop trailing zeros and switch to exponents outside 1e-3 to 1e5", "[plot]") {
   CHECK(format_compact(0.5) == "0.5");
   CHECK(format_compact(2.0) == "2");
   CHECK(format_compact(0.001) == "0.001");

@@ -58,7 +58,7 @@ std::string pattern(size_t size, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("atomic writer: bytes and streams round-trip; the target is replaced whole", "[atomic_file]") {
+TEST_CASE("atomic writer: bytes and streams round-trip, the target is replaced whole", "[atomic_file]") {
   test::TempDir dir("atomic-roundtrip");
   const std::string path = dir.str("data.bin");
   const std::string first = pattern(100000, 1);
@@ -128,7 +128,7 @@ TEST_CASE("atomic writer: a missing folder fails naming the file and the reason"
              Contains(dir.str("absent")) && Contains(std::strerror(ENOENT)));
 }
 
-TEST_CASE("atomic writer: a read-only folder fails naming the file and the reason; the old file stays", "[atomic_file]") {
+TEST_CASE("atomic writer: a read-only folder fails naming the file and the reason, the old file stays", "[atomic_file]") {
   test::TempDir dir("atomic-readonly");
   const std::string folder = dir.str("ro");
   fs::create_directories(folder);

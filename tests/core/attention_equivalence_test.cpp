@@ -97,7 +97,7 @@ TEST_CASE("talking-heads with identity P_l and P_w is MHA", "[attention][equival
   CHECK(max_abs_diff(run_engine(mha, x, false).out, run_engine(th, x, false).out) > 1e-3);
 }
 
-TEST_CASE("GQA is MHA with kv heads repeated per group; kv_heads = heads is MHA, kv_heads = 1 is MQA",
+TEST_CASE("GQA is MHA with kv heads repeated per group, kv_heads = heads is MHA, kv_heads = 1 is MQA",
           "[attention][equivalence][gqa]") {
   torch::NoGradGuard no_grad;
   torch::manual_seed(12);
@@ -277,7 +277,7 @@ TEST_CASE("user mixing: identity is no mix, a swap exchanges the heads' weights"
   CHECK_THROWS_AS(run_engine(attn, x, false, &wrong), std::invalid_argument);
 }
 
-TEST_CASE("user mixing turns MHA into talking-heads; on talking-heads it composes with P_l and P_w",
+TEST_CASE("user mixing turns MHA into talking-heads, on talking-heads it composes with P_l and P_w",
           "[attention][equivalence][mix][talking-heads]") {
   torch::NoGradGuard no_grad;
   torch::manual_seed(17);

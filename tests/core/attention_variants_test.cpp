@@ -460,7 +460,7 @@ TEST_CASE("a sliding window of w >= T is full attention", "[attention][variants]
   CHECK(max_abs_diff(run_engine(full, x, x, false).out, run_engine(narrow, x, x, false).out) > 1e-3);
 }
 
-TEST_CASE("every attention row sums to 1; causal rows are exactly 0 above the diagonal", "[attention][variants]") {
+TEST_CASE("every attention row sums to 1, causal rows are exactly 0 above the diagonal", "[attention][variants]") {
   torch::NoGradGuard no_grad;
   torch::manual_seed(8);
   std::vector<core::AttentionConfig> configs = {make_config(4, 4, 3, 3), make_config(4, 1, 3, 3), make_config(6, 3, 2, 5),

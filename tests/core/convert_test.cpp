@@ -164,7 +164,7 @@ TEST_CASE("CP-ALS recovers an exactly low-rank tensor", "[convert]") {
   CHECK_THROWS_WITH(core::cp_als(torch::zeros({2, 2}), 1), Catch::Contains("3-way"));
 }
 
-TEST_CASE("collaborative conversion at D̃k = h·dk is exact; smaller D̃k is a fit", "[convert]") {
+TEST_CASE("collaborative conversion at D̃k = h·dk is exact, smaller D̃k is a fit", "[convert]") {
   for (const int kv : {4, 2}) {  // MHA, and GQA's shared key heads
     INFO("kv heads " << kv);
     auto config = shipped("mha");  // 4 heads of 16, learned positions, biases

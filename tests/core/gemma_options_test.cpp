@@ -65,7 +65,7 @@ const std::vector<int64_t> kIds = {3, 17, 1, 30, 12, 5, 9, 22, 38, 0};
 
 }  // namespace
 
-TEST_CASE("logit_softcap: the logits are cap · tanh(raw / cap); an unbounded cap changes nothing",
+TEST_CASE("logit_softcap: the logits are cap · tanh(raw / cap), an unbounded cap changes nothing",
           "[attention][gemma][softcap]") {
   auto config = headlab::test::attention(3, 3, 4, 4);
   config.scale = 0.9f;

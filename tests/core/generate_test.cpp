@@ -117,7 +117,7 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
   }
 }
 
-TEST_CASE("the cache holds h_kv heads of keys and values; a sliding window bounds it", "[generate]") {
+TEST_CASE("the cache holds h_kv heads of keys and values, a sliding window bounds it", "[generate]") {
   auto bytes_after = [](const json& j, int steps) {
     auto model = core::make_random_model(as_decoder(j), 3);
     GenerateRequest request;

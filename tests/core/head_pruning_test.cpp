@@ -124,7 +124,7 @@ TEST_CASE("Head gates multiply head outputs: all 1 is the model, 0 equals zeroin
   CHECK_THROWS_WITH(forward_hidden(model->module, batch, &wrong), Catch::Contains("4 heads"));
 }
 
-TEST_CASE("Gate training: a larger λ closes more heads; frozen weights stay, fine-tuned ones move", "[prune]") {
+TEST_CASE("Gate training: a larger λ closes more heads, frozen weights stay, fine-tuned ones move", "[prune]") {
   auto model = core::make_random_model(encoder_config(), 8);
   const auto specials = test::synthetic_specials();
   const auto data = make_lm_dataset(test::synthetic_documents(3, 1500, 9), 16, Objective::Mlm, specials, 0);

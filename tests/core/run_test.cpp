@@ -197,7 +197,7 @@ TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][i
   }
 }
 
-TEST_CASE("logits at chosen positions are those rows of the full head; moving them runs the head only", "[run][logits]") {
+TEST_CASE("logits at chosen positions are those rows of the full head, moving them runs the head only", "[run][logits]") {
   for (const auto& [name, config] : model_zoo()) {
     INFO(name);
     auto model = core::make_random_model(config, 11);
@@ -234,7 +234,7 @@ TEST_CASE("logits at chosen positions are those rows of the full head; moving th
   }
 }
 
-TEST_CASE("progress is reported once per layer; the cancel flag and a false callback cancel", "[run][progress]") {
+TEST_CASE("progress is reported once per layer, the cancel flag and a false callback cancel", "[run][progress]") {
   auto zoo = model_zoo();
   for (const auto& [name, config] : {zoo[1], zoo[2]}) {
     INFO(name);

@@ -82,7 +82,7 @@ TEST_CASE("relative position buckets: T5's exact and logarithmic buckets, comput
   CHECK(bucket(-9, true, 8, 10) == 3);  // 2 + 1.869, the last of 4
 }
 
-TEST_CASE("relative_bias: the logits gain table[bucket(s − t)] per head, one table shared by the layers",
+TEST_CASE("relative_bias: the logits gain the table row of bucket(s − t) per head, one table shared by the layers",
           "[attention][t5]") {
   const auto with = t5_like(8, 10);
   auto without = with;

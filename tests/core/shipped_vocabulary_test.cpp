@@ -49,7 +49,7 @@ std::vector<std::string> shipped_models() {
 
 }  // namespace
 
-TEST_CASE("the shipped models spell the bundled UD sample with at most 0.5% [UNK]", "[assets][vocabulary]") {
+TEST_CASE("the shipped models spell the bundled UD sample with at most 0.5% unknown tokens", "[assets][vocabulary]") {
   const std::string sample = core::read_file_bytes(std::string(HEADLAB_SOURCE_DIR) + "/assets/data/en_ewt-dev-100.conllu");
   for (const auto& folder : shipped_models()) {
     INFO(folder);
@@ -67,7 +67,7 @@ TEST_CASE("the shipped models spell the bundled UD sample with at most 0.5% [UNK
   }
 }
 
-TEST_CASE("the shipped models read UD EWT dev and WikiText-2 test with at most 0.5% [UNK]", "[.][shared]") {
+TEST_CASE("the shipped models read UD EWT dev and WikiText-2 test with at most 0.5% unknown tokens", "[.][shared]") {
   const fs::path data = test::shared_data_dir();
   const std::string ewt = core::read_file_bytes((data / "ud" / "en_ewt-ud-dev.conllu").string());
   const std::string wiki = core::read_file_bytes((data / "text" / "wikitext-2" / "test.txt").string());

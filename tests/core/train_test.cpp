@@ -175,7 +175,7 @@ TEST_CASE("a run stopped mid-schedule (stop_at) and resumed equals one uninterru
   check_same_losses(full, parts, 20);
 }
 
-TEST_CASE("the same seed trains the same model; resume refuses other settings", "[train]") {
+TEST_CASE("the same seed trains the same model, resume refuses other settings", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("seed_a"), b("seed_b");
@@ -335,7 +335,7 @@ TEST_CASE("MLM rarity weighting: a token's chance to be a target follows its cou
   CHECK_THROWS_WITH(Masking({0.15, 0.8, 0.1, -0.5}).validate(), Catch::Contains("rarity must be in [0, 2]"));
 }
 
-TEST_CASE("causal targets are the next tokens; seq2seq pads and shifts", "[train]") {
+TEST_CASE("causal targets are the next tokens, seq2seq pads and shifts", "[train]") {
   auto specials = synthetic_specials();
   auto data = make_lm_dataset(synthetic_documents(1, 100, 5), 10, Objective::Causal, specials, 0.0);
   std::vector<const Example*> ex = {&data.train[0], &data.train[1]};
@@ -378,7 +378,7 @@ TEST_CASE("learning-rate schedule: warm-up then decay to the floor", "[train]") 
   CHECK(lr_factor(1.0, o) == Approx(0.1));
 }
 
-TEST_CASE("init_from starts from a model folder's weights; other shapes are refused", "[train]") {
+TEST_CASE("init_from starts from a model folder's weights, other shapes are refused", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("init_a"), b("init_b"), c("init_c");
@@ -452,7 +452,7 @@ TEST_CASE("frozen heads keep their query/key rows while every other weight train
   }
 }
 
-TEST_CASE("frozen parameters by name keep their values; the rest trains", "[train]") {
+TEST_CASE("frozen parameters by name keep their values, the rest trains", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("freeze_p_a"), b("freeze_p_b");
@@ -508,7 +508,7 @@ TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]
                     Catch::Contains("collaborative"));
 }
 
-TEST_CASE("reinit draws parameters afresh after init; frozen heads keep the loaded rows", "[train]") {
+TEST_CASE("reinit draws parameters afresh after init, frozen heads keep the loaded rows", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("reinit_a"), fresh("reinit_fresh"), b("reinit_b");
