@@ -31,7 +31,8 @@ int count_lines(const std::string& text) {
 
 TEST_CASE("every shipped example config inits and runs, and the dump matches the engine", "[cli]") {
   const std::vector<std::string> names = {"mha",     "mqa",      "gqa",           "key-size", "talking-heads", "collaborative",
-                                          "additive", "sliding-window", "dilated", "global",   "encoder-decoder"};
+                                          "additive", "sliding-window", "dilated", "global",   "encoder-decoder",
+                                          "relative-position"};
   size_t found = 0;
   for (const auto& entry : fs::directory_iterator(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs")) found += entry.path().extension() == ".json";
   CHECK(found == names.size());
@@ -40,7 +41,7 @@ TEST_CASE("every shipped example config inits and runs, and the dump matches the
       TempDir dir("cli-" + name);
       std::string out;
       REQUIRE(run_command(headlab_cmd("init --config " + config_path(name) + " --out " + dir.str("model") + " --seed 3"), out) == 0);
-      const bool enc_dec = name == "encoder-decoder";
+      const bool enc_dec = name == "encoder-decoder" || name == "relative-position";
       const std::string dump = dir.str("dump.safetensors");
       REQUIRE(run_command(headlab_cmd("run --model " + dir.str("model") + " --ids 1,5,9,14,2,7,3,8,11,4" +
                                       (enc_dec ? " --decoder-ids 2,6,10,3" : "") + " --out " + dump),
