@@ -6,6 +6,7 @@
 #include "test_common.h"
 #include "small_models.h"
 
+#include "analysis/lrp.h"
 #include "core/attention.h"
 #include "core/kv_cache.h"
 #include "core/model.h"
@@ -296,4 +297,32 @@ TEST_CASE("encoder-decoder options: the config round trip keeps them and validat
   CHECK_THROWS_WITH(cross.validate(), Catch::Matchers::Contains("cross_attention.relative_bias"));
   json["encoder"]["attention"]["relative_bias"]["bucket"] = 3;
   CHECK_THROWS_WITH(core::model_config_from_json(json), Catch::Matchers::Contains("unknown key 'bucket'"));
+}
+
+TEST_CASE("encoder-decoder options keep LRP conservative: relevance sums to the explained logit", "[lrp][seq2seq]") {
+  // The relative bias is a constant added to the logits, and the attention weights are constants
+  // under LRP (analysis/LRP.md rule 1); per-stack embeddings, the embedding scale and the head's
+  // input scale are linear.
+  auto t5 = t5_like(8, 10);
+  t5.lm_head.input_scale = 0.3f;
+  auto bart = headlab::test::small_model(core::StackKind::EncoderDecoder, headlab::test::attention(2, 2, 8, 8), 2, 40);
+  bart.norm_placement = core::NormPlacement::Post;
+  bart.final_norm = false;
+  bart.embedding_norm = true;
+  bart.stack_embeddings = true;
+  bart.positions = core::PositionKind::Sinusoidal;
+  bart.sinusoid_layout = core::SinusoidLayout::Halves;
+  bart.embedding_scale = 4.0f;
+  for (const auto& config : {t5, bart}) {
+    INFO(config.summary());
+    auto model = core::make_random_model(config, 21);
+    const std::vector<int64_t> ids = {3, 17, 1, 30, 12, 5, 9, 22, 38, 0, 4, 8};
+    const std::vector<int64_t> dec = {0, 7, 19, 2, 33, 6, 11};
+    const auto lrp = headlab::analysis::lrp_relevance(*model, ids, {}, {}, dec);
+    CHECK(std::abs(lrp.target) > 1e-3);
+    CHECK(lrp.relative_residual() < 1e-3);
+    // The logit explained is the model's own: LRP's forward embeds and attends as core::run does.
+    const auto trace = run_pair(*model, ids, dec);
+    CHECK(lrp.target == Approx(trace->logits[lrp.position][lrp.token].item<double>()).epsilon(1e-4));
+  }
 }
