@@ -9,7 +9,7 @@
 // Where "input" is: the token embedding rows E[id_t], before positions, token types and the
 // embedding norm are added. Everything added to the residual stream that is not derived from the
 // token embeddings is an additive constant ("bias"): every parameter named *bias (Linear and
-// LayerNorm biases, the LM head bias), the learned position and token-type tables, the sinusoid
+// LayerNorm biases, the LM head bias), the learned position tables (the decoder's own too) and token-type tables, the sinusoid
 // table, and the replacement (1 − g_i)·mean_i of a head ablated towards a given dataset mean. With
 // the LRP rules (attention weights, normalisation denominators and activation ratios held constant;
 // SwiGLU's product split in halves) every remaining operation is linear in (input, constants)
@@ -239,7 +239,10 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
   for (const auto& c : fw.constants) wrt.push_back(c);
   for (const auto& item : model.module->named_parameters()) {
     const std::string& name = item.key();
-    const bool additive = ends_with(name, "bias") || name == "positions.weight" || name == "token_types.weight";
+    // (relative_bias ends in "bias" too: it enters only the logits, whose softmax is constant under
+    // LRP, so its term is 0.)
+    const bool additive = ends_with(name, "bias") || name == "positions.weight" || name == "decoder_positions.weight" ||
+                          name == "token_types.weight";
     if (additive && item.value().requires_grad()) wrt.push_back(item.value());
   }
   auto grads = torch::autograd::grad({f}, wrt, /*grad_outputs=*/{}, /*retain_graph=*/false, /*create_graph=*/false,

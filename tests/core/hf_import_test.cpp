@@ -1,5 +1,6 @@
 #include "test_common.h"
 
+#include "analysis/lrp.h"
 #include "core/model.h"
 #include "core/run.h"
 #include "core/safetensors_torch.h"
@@ -883,5 +884,25 @@ TEST_CASE("hf import: Gemma config spellings are read or refused", "[hf_import][
     auto type = gemma2;
     type["layer_types"] = {"sliding_attention", "chunked_attention", "sliding_attention"};
     CHECK_THAT(refuse(type, gemma2_weights), Contains("layer_types[1] \"chunked_attention\" is not supported"));
+  }
+}
+
+TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[hf_import][lrp]") {
+  // analysis/lrp.cpp runs a forward pass of its own (token embeddings as a leaf, constants
+  // detached); the logit it explains must be the one core::run computes, in every family.
+  for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
+                             "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1"}) {
+    DYNAMIC_SECTION(folder) {
+      auto model = load_model(fixture(folder));
+      const Expected expected = read_expected(fixture(folder));
+      const auto lrp = headlab::analysis::lrp_relevance(*model, expected.ids, {}, {}, expected.decoder_ids);
+      RunRequest request;
+      request.ids = expected.ids;
+      request.decoder_ids = expected.decoder_ids;
+      const auto trace = run(*model, request);
+      const double logit = trace->logits[lrp.position][lrp.token].item<double>();
+      CHECK(lrp.target == Approx(logit).epsilon(1e-4).margin(1e-5));
+      CHECK(lrp.relative_residual() < 1e-2);
+    }
   }
 }
