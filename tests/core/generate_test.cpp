@@ -117,6 +117,24 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
   }
 }
 
+TEST_CASE("a step from the KV cache equals recomputing the sequence, every Hugging Face encoder-decoder",
+          "[generate][hf][seq2seq]") {
+  // The decoder's own learned positions (BART, mBART), the sinusoid halves (Marian) and the
+  // relative position bias read from the cache's positions (T5).
+  for (const char* family : {"bart", "mbart", "marian", "t5", "t5-v1_1"}) {
+    DYNAMIC_SECTION(family) {
+      auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + family);
+      GenerateRequest request;
+      request.prompt = {3, 14, 15, 9, 26, 5, 2};
+      request.decoder_prompt = {model->config.decoder_start_id.value_or(2), 17};
+      request.max_new = 12;
+      expect_cache_equals_recompute(*model, request);
+      request.sampling = {0.8f, 20, 0.9f, 11};
+      expect_cache_equals_recompute(*model, request);
+    }
+  }
+}
+
 TEST_CASE("the cache holds h_kv heads of keys and values, a sliding window bounds it", "[generate]") {
   auto bytes_after = [](const json& j, int steps) {
     auto model = core::make_random_model(as_decoder(j), 3);
