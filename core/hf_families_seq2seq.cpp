@@ -60,9 +60,8 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
   if (marian) {
     if (!c.boolean("share_encoder_decoder_embeddings", true))
       c.fail("share_encoder_decoder_embeddings false is not supported (separate decoder embeddings)");
-    if (c.find("decoder_vocab_size") && c.integer("decoder_vocab_size") != c.integer("vocab_size"))
-      c.fail("decoder_vocab_size " + std::to_string(c.integer("decoder_vocab_size")) + " ≠ vocab_size " +
-             std::to_string(c.integer("vocab_size")) + " is not supported (separate decoder embeddings)");
+    // With shared embeddings, modeling_marian.py sizes the decoder and the head by vocab_size and
+    // never reads decoder_vocab_size.
   }
 
   Layout layout;
@@ -167,7 +166,7 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
 // first block (a bidirectional bucketing in the encoder, a causal one in the decoder; none in the
 // cross attention), each stack ending in final_layer_norm. Feed-forward: wo(relu(wi(x))), or for
 // feed_forward_proj "gated-gelu" (v1.1) wo(gelu_new(wi_0(x)) ⊙ wi_1(x)). With tie_word_embeddings
-// the decoder output is scaled by d_model^-0.5 before the tied lm_head.
+// (transformers 5: scale_decoder_outputs) the decoder output is scaled by d_model^-0.5 before the head.
 Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
   Layout layout;
   ModelConfig& m = layout.config;
@@ -183,17 +182,22 @@ Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& ha
   m.norm_eps = static_cast<float>(c.number("layer_norm_epsilon", 1e-6));
   m.norm_placement = NormPlacement::Pre;
   m.final_norm = true;
-  // T5Config: "gated-ACT" or "ACT"; "gated-gelu" runs gelu_new.
+  // T5Config: "gated-ACT" or "ACT"; "gated-gelu" runs gelu_new. The dense_act_fn and is_gated_act
+  // it derives are saved in config.json too, and read back they win (PretrainedConfig sets the
+  // leftover keys after T5Config's own derivation).
   const std::string proj = c.string("feed_forward_proj", "relu");
-  const bool gated = proj.rfind("gated-", 0) == 0;
-  const std::string act_name = gated ? proj.substr(6) : proj;
+  const bool proj_gated = proj.rfind("gated-", 0) == 0;
+  std::string act_name = proj_gated ? proj.substr(6) : proj;
+  if (proj == "gated-gelu") act_name = "gelu_new";
+  const bool gated = c.boolean("is_gated_act", proj_gated);
+  act_name = c.string("dense_act_fn", act_name);
   Activation act;
   if (act_name == "relu") act = Activation::Relu;
-  else if (act_name == "gelu" && gated) act = Activation::GeluTanh;  // T5Config maps gated-gelu to gelu_new
   else if (act_name == "gelu") act = Activation::Gelu;
-  else if (act_name == "gelu_new") act = Activation::GeluTanh;
+  else if (act_name == "gelu_new" || act_name == "gelu_pytorch_tanh" || act_name == "gelu_fast") act = Activation::GeluTanh;
   else if (act_name == "silu" || act_name == "swish") act = Activation::Silu;
-  else c.fail("feed_forward_proj '" + proj + "' is not supported (relu, gelu, gated-gelu, gated-silu, …)");
+  else c.fail("activation '" + act_name + "' (feed_forward_proj '" + proj +
+              "', dense_act_fn) is not supported (relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu)");
   m.ffn = FfnConfig{gated ? FfnKind::SwiGLU : FfnKind::Mlp, c.integer("d_ff"), act, false};
   const int heads = c.integer("num_heads");
   const int d_kv = c.integer("d_kv");
@@ -214,7 +218,12 @@ Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& ha
   m.decoder->cross_attention = attention(heads, heads, d_kv, false, false);
   m.decoder->cross_attention->scale = 1.0f;
   m.decoder_start_id = c.integer("decoder_start_token_id", c.integer("pad_token_id", 0));
-  const bool tied = c.boolean("tie_word_embeddings", true);
+  // transformers 4.x: tie_word_embeddings decides both the tie and the d_model^-0.5 rescale.
+  // transformers 5.x writes scale_decoder_outputs for the rescale and always says tied, keeping a
+  // stored lm_head.weight as the head (T5 v1.1 / FLAN-T5 saved by 5.x).
+  const bool v5 = c.contains("scale_decoder_outputs");
+  const bool tied = v5 ? !has("lm_head.weight") : c.boolean("tie_word_embeddings", true);
+  const bool scale_outputs = v5 ? c.boolean("scale_decoder_outputs", true) : tied;
 
   Sources s(has);
   s.copy("tokens.weight", s.first_present({"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"}));
@@ -247,7 +256,7 @@ Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& ha
   const bool has_head = arch == "T5ForConditionalGeneration" || has("lm_head.weight");
   if (has_head) {
     m.lm_head = LmHeadConfig{false, tied, false};
-    if (tied) m.lm_head.input_scale = static_cast<float>(1.0 / std::sqrt(double(m.hidden_size)));
+    if (scale_outputs) m.lm_head.input_scale = static_cast<float>(1.0 / std::sqrt(double(m.hidden_size)));
     if (!tied) s.copy("head_weight", "lm_head.weight");
   } else {
     m.lm_head = LmHeadConfig{false, true, false};
@@ -255,7 +264,10 @@ Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& ha
   }
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
+    // Old conversions carry a cross-attention position bias that T5 never reads
+    // (T5ForConditionalGeneration._keys_to_ignore_on_load_unexpected).
     return name == "encoder.embed_tokens.weight" || name == "decoder.embed_tokens.weight" ||
+           name == "decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight" ||
            name == "shared.weight" || (tied && name == "lm_head.weight");
   };
   return layout;

@@ -251,8 +251,8 @@ TEST_CASE("hf import: encoder-decoder options HeadLab does not run are refused b
   CHECK_THAT(refused("bart", [](auto& j) { j["encoder_ffn_dim"] = 64; }), Contains("decoder_ffn_dim"));
   CHECK_THAT(refused("marian", [](auto& j) { j["share_encoder_decoder_embeddings"] = false; }),
              Contains("share_encoder_decoder_embeddings"));
-  CHECK_THAT(refused("marian", [](auto& j) { j["decoder_vocab_size"] = 120; }), Contains("decoder_vocab_size"));
-  CHECK_THAT(refused("t5", [](auto& j) { j["feed_forward_proj"] = "gated-mish"; }), Contains("feed_forward_proj"));
+  CHECK_THAT(refused("t5", [](auto& j) { j["feed_forward_proj"] = "gated-mish"; j.erase("dense_act_fn"); }),
+             Contains("feed_forward_proj"));
   // A Marian file whose stored position table is not the sinusoid HeadLab computes.
   const std::string edited = refused("marian", [](auto&) {}, [](Tensors& w) {
     for (auto& [name, t] : w)
@@ -260,6 +260,53 @@ TEST_CASE("hf import: encoder-decoder options HeadLab does not run are refused b
   });
   CHECK_THAT(edited, Contains("model.decoder.embed_positions.weight"));
   CHECK_THAT(edited, Contains("sinusoidal"));
+}
+
+TEST_CASE("hf import: T5 and Marian read every config spelling that changes their numbers", "[hf_import][seq2seq]") {
+  // Each edited folder must still match the unedited reference: the edit spells the same model.
+  auto matches = [](const std::string& folder, const std::function<void(nlohmann::json&)>& edit,
+                    const std::function<void(Tensors&)>& edit_weights = {}) {
+    TempDir dir("hf-seq2seq-spellings");
+    auto config = read_json(fixture(folder) + "/config.json");
+    edit(config);
+    auto weights = read_all(fixture(folder) + "/model.safetensors");
+    if (edit_weights) edit_weights(weights);
+    write_variant(dir, config, weights);
+    auto model = load_model(dir.str());
+    const Errors errors = compare_seq2seq(*model, read_expected(fixture(folder)));
+    CHECK(errors.attention <= kAttentionTolerance);
+    CHECK(errors.logits <= kLogitTolerance);
+    return model->config;
+  };
+  SECTION("transformers 5: tie_word_embeddings is always true, scale_decoder_outputs decides the rescale") {
+    // T5 v1.1: an untied lm_head stored in the file, no rescale.
+    auto v11 = matches("t5-v1_1", [](auto& j) {
+      j["tie_word_embeddings"] = true;
+      j["scale_decoder_outputs"] = false;
+    });
+    CHECK(!v11.lm_head.tied);
+    CHECK(v11.lm_head.input_scale == 1.0f);
+    // T5 v1.0: tied, rescaled.
+    auto v10 = matches("t5", [](auto& j) { j["scale_decoder_outputs"] = true; });
+    CHECK(v10.lm_head.tied);
+    CHECK(v10.lm_head.input_scale == Approx(1.0 / std::sqrt(32.0)));
+  }
+  SECTION("the saved dense_act_fn and is_gated_act win over feed_forward_proj") {
+    auto c = matches("t5-v1_1", [](auto& j) {
+      j["feed_forward_proj"] = "relu";  // what T5Config would derive is overridden by the saved keys
+      j["dense_act_fn"] = "gelu_new";
+      j["is_gated_act"] = true;
+    });
+    CHECK(c.ffn.kind == FfnKind::SwiGLU);
+  }
+  SECTION("an unused cross-attention position bias of old conversions is ignored") {
+    matches("t5", [](auto&) {}, [](Tensors& w) {
+      w.emplace_back("decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight", torch::randn({8, 4}));
+    });
+  }
+  SECTION("Marian: decoder_vocab_size is not read when the embeddings are shared") {
+    matches("marian", [](auto& j) { j["decoder_vocab_size"] = 120; });
+  }
 }
 
 TEST_CASE("hf import: every family matches the reference logits and attention maps", "[hf_import]") {
