@@ -70,17 +70,14 @@ torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, b
   token_leaf = m.tokens(index).detach().requires_grad_(true);
   const auto& config = m.config();
   auto x = config.embedding_scale != 1.0f ? token_leaf * config.embedding_scale : token_leaf;
-  const bool decoder_own = stack == "decoder" && config.stack_embeddings;
-  auto& position_table = decoder_own ? m.decoder_positions : m.positions;
-  auto& norm = decoder_own ? m.decoder_embed_norm : m.embed_norm;
-  if (position_table) x = x + position_table(torch::arange(T, torch::kLong)).unsqueeze(0);
+  if (auto& table = m.position_table(stack)) x = x + table(torch::arange(T, torch::kLong)).unsqueeze(0);
   if (m.sinusoid.defined()) {
     auto rows = m.sinusoid.narrow(0, 0, T).detach().requires_grad_(true);
     constants.push_back(rows);
     x = x + rows.unsqueeze(0);
   }
   if (m.token_types) x = x + m.token_types(torch::zeros_like(index));
-  if (norm) x = norm(x, lrp);
+  if (auto& norm = m.embedding_norm(stack)) x = norm(x, lrp);
   if (m.embed_project) x = m.embed_project(x);  // factorised embeddings: E → D
   return x;
 }
@@ -241,8 +238,8 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
     const std::string& name = item.key();
     // (relative_bias ends in "bias" too: it enters only the logits, whose softmax is constant under
     // LRP, so its term is 0.)
-    const bool additive = ends_with(name, "bias") || name == "positions.weight" || name == "decoder_positions.weight" ||
-                          name == "token_types.weight";
+    // positions.weight and decoder_positions.weight: the learned position tables.
+    const bool additive = ends_with(name, "bias") || ends_with(name, "positions.weight") || name == "token_types.weight";
     if (additive && item.value().requires_grad()) wrt.push_back(item.value());
   }
   auto grads = torch::autograd::grad({f}, wrt, /*grad_outputs=*/{}, /*retain_graph=*/false, /*create_graph=*/false,

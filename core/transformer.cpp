@@ -199,18 +199,23 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
                                 " is outside the vocabulary (size " + std::to_string(c.vocab_size) + ")");
   auto x = tokens(ids);  // [B, T, D]
   if (c.embedding_scale != 1.0f) x = x * c.embedding_scale;  // Gemma: √hidden
-  const bool decoder_own = stack == "decoder" && config_.stack_embeddings;
-  auto& position_table = decoder_own ? decoder_positions : positions;
-  auto& norm = decoder_own ? decoder_embed_norm : embed_norm;
-  if (position_table) x = x + position_table(torch::arange(offset, offset + T, torch::kLong)).unsqueeze(0);
+  if (auto& table = position_table(stack)) x = x + table(torch::arange(offset, offset + T, torch::kLong)).unsqueeze(0);
   if (sinusoid.defined()) x = x + sinusoid.narrow(0, offset, T).unsqueeze(0);
   if (token_types) {
     auto t = types.defined() ? types : torch::zeros_like(ids);
     x = x + token_types(t);
   }
-  if (norm) x = norm(x, lrp);
+  if (auto& norm = embedding_norm(stack)) x = norm(x, lrp);
   if (embed_project) x = embed_project(x);
   return x;
+}
+
+torch::nn::Embedding& TransformerImpl::position_table(const std::string& stack) {
+  return stack == "decoder" && config_.stack_embeddings ? decoder_positions : positions;
+}
+
+Norm& TransformerImpl::embedding_norm(const std::string& stack) {
+  return stack == "decoder" && config_.stack_embeddings ? decoder_embed_norm : embed_norm;
 }
 
 RopeTables TransformerImpl::rope_tables(int64_t T, const std::string& stack) const {

@@ -101,6 +101,10 @@ class TransformerImpl : public torch::nn::Module {
   // (ModelConfig::stack_embeddings), else the shared ones.
   torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false,
                       int64_t offset = 0, const std::string& stack = "encoder");
+  // The position table and embedding norm that `stack` reads: the decoder's own where the model has
+  // them (ModelConfig::stack_embeddings), else the shared ones; either may be empty.
+  torch::nn::Embedding& position_table(const std::string& stack);
+  Norm& embedding_norm(const std::string& stack);
   // Rotary tables for T positions, empty unless the model uses RoPE (with the local layers' tables
   // when StackConfig::local sets a RoPE base of its own).
   RopeTables rope_tables(int64_t T, const std::string& stack) const;
