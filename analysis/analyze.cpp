@@ -1,5 +1,7 @@
 #include "analysis/analyze.h"
 
+#include "core/file_hash.h"
+
 #include "analysis/dataset.h"
 #include "analysis/head_stats.h"
 #include "analysis/lrp.h"
@@ -117,6 +119,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     throw std::invalid_argument("shard " + std::to_string(s.shard_index) + "/" + std::to_string(s.shard_count) +
                                 " is not 0 <= I < N");
   r.model = model.folder.empty() ? model.config.name : model.folder;
+  if (!model.folder.empty()) r.model_weights = core::weights_identity(model.folder);
   r.files = expand_dataset_paths(o.data);
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
   const auto stacks = stacks_of(model);

@@ -1,7 +1,8 @@
-// Drawing a grid of colours (an attention map, a colour bar) into a cairo figure as one embedded
-// image scaled with nearest-neighbour sampling, so an SVG or PDF holds one picture rather than a
-// rectangle per cell; and surfaces whose bytes land in memory, so a figure file is written whole
-// through core::write_file_atomic. Shared by the report figures and the window's figure export.
+// Drawing a grid of colours (an attention map, a colour bar) into a cairo figure: up to 64 × 64
+// cells as vector rectangles (sharp in every viewer), larger grids as one embedded image with each
+// cell several pixels square (so a viewer that smooths images does not blur the cells into each
+// other); and surfaces whose bytes land in memory, so a figure file is written whole through
+// core::write_file_atomic. Shared by the report figures and the window's figure export.
 #pragma once
 
 #include <cairo.h>
@@ -11,6 +12,9 @@
 #include <string>
 
 namespace headlab::analysis {
+
+// Grids of at most this many cells are drawn as rectangles.
+inline constexpr int64_t kVectorCells = 64 * 64;
 
 // pixel(row, col) gives 0xRRGGBB; the cols × rows picture fills (x, y, w, h).
 void draw_pixels(cairo_t* cr, int cols, int rows, const std::function<uint32_t(int, int)>& pixel, double x, double y,

@@ -1,4 +1,6 @@
 #include "analysis/head_report.h"
+
+#include "core/json_file.h"
 #include "core/json_integer.h"
 
 #include "core/atomic_file.h"
@@ -254,7 +256,7 @@ json to_json(const HeadReport& r) {
       relations[stack][name] = {{"count", st.count}, {"baseline_hits", offsets_json(st.baseline_hits)},
                                 {"dependent_to_head", st.dependent_to_head},
                                 {"head_to_dependent", st.head_to_dependent}};
-  return {{"format", "headlab-head-report"},
+  json out = {{"format", "headlab-head-report"},
           {"format_version", kHeadReportFormatVersion},
           {"model", r.model},
           {"data", {{"files", r.files}, {"sentences", r.sentences}, {"tokens", r.tokens}, {"skipped", r.skipped},
@@ -268,6 +270,8 @@ json to_json(const HeadReport& r) {
                                 {"sentences_over_tolerance", r.lrp_sentences_over_tolerance},
                                 {"examples_over_tolerance", r.lrp_failures}}},
           {"notes", r.notes}};
+  if (!r.model_weights.empty()) out["model_weights"] = r.model_weights;
+  return out;
 }
 
 HeadReport head_report_from_json(const json& j) {
@@ -281,6 +285,7 @@ HeadReport head_report_from_json(const json& j) {
                                std::to_string(kHeadReportFormatVersion) + ")");
     HeadReport r;
     r.model = j.at("model").get<std::string>();
+    r.model_weights = j.value("model_weights", std::string());
     where = "data";
     const json& data = j.at("data");
     r.files = data.at("files").get<std::vector<std::string>>();
@@ -374,6 +379,8 @@ HeadReport head_report_from_json(const json& j) {
 void merge_into(HeadReport& into, const HeadReport& other) {
   auto differ = [](const std::string& what) { throw std::runtime_error("cannot merge: the reports differ in " + what); };
   if (into.model != other.model) differ("model (" + into.model + " vs " + other.model + ")");
+  if (into.model_weights != other.model_weights)
+    differ("weights (" + into.model_weights + " vs " + other.model_weights + ": the model changed between shards)");
   const auto& a = into.settings;
   const auto& b = other.settings;
   if (a.metrics != b.metrics) differ("metrics");
@@ -477,14 +484,7 @@ void write_report_files(const HeadReport& report, const std::string& folder) {
 HeadReport read_head_report(const std::string& path) {
   std::string file = path;
   if (std::filesystem::is_directory(path)) file = path + "/head_report.json";
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error(file + ": cannot open");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw std::runtime_error(file + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
+  const json j = core::read_json_file(file);
   try {
     return head_report_from_json(j);
   } catch (const std::exception& e) {

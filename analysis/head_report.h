@@ -108,6 +108,10 @@ struct LayerEntry {
 
 struct HeadReport {
   std::string model;  // folder or name
+  // Which weights were measured (core/file_hash.h's weights_identity); "" when unknown (a random
+  // model, or a report written before reports carried it). The window applies a report only to the
+  // model it was measured on.
+  std::string model_weights;
   std::vector<std::string> files;
   int64_t sentences = 0;  // measured
   int64_t tokens = 0;     // tokens of the measured sentences (special ones included)

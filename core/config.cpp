@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include "core/json_file.h"
+
 #include "core/json_integer.h"
 
 #include <nlohmann/json.hpp>
@@ -677,14 +679,7 @@ ModelConfig model_config_from_json(const json& j) {
 }
 
 ModelConfig load_model_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(path + ": not valid JSON (" + e.what() + ")");
-  }
+  const json j = read_json_file(path);
   try {
     return model_config_from_json(j);
   } catch (const std::exception& e) {

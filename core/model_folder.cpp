@@ -1,6 +1,8 @@
 // Model folders read without their weights' values (core/model_folder.h).
 #include "core/model_folder.h"
 
+#include "core/json_file.h"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -59,15 +61,7 @@ std::shared_ptr<const WeightFiles> WeightFiles::open_folder(const std::string& f
   }
   files->source_ = "model.safetensors.index.json";
   const std::string where = index_path.string();
-  json index;
-  {
-    std::ifstream in(index_path);
-    try {
-      index = json::parse(in);
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(where + ": not valid JSON (" + e.what() + ")");
-    }
-  }
+  const json index = read_json_file(where);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     throw std::runtime_error(where + ": no 'weight_map' object");
   std::map<std::string, std::vector<std::string>> by_shard;  // shard file → tensor names it should hold
@@ -197,15 +191,7 @@ ModelFolder open_model_folder_unguarded(const std::string& folder) {
   if (!fs::is_directory(dir)) throw std::runtime_error(folder + ": not a folder");
   const fs::path config_path = dir / "config.json";
   if (!fs::exists(config_path)) throw std::runtime_error(folder + ": no config.json");
-  json raw;
-  {
-    std::ifstream in(config_path);
-    try {
-      raw = json::parse(in);
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(config_path.string() + ": not valid JSON (" + e.what() + ")");
-    }
-  }
+  const json raw = read_json_file(config_path.string());
   if (raw.is_object() && raw.contains("architectures")) return open_hf_folder(folder, raw);
   return open_native_folder(folder, raw);
 }

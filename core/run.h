@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/attention.h"
+#include "core/cancelled.h"
 #include "core/controls.h"
 #include "core/model.h"
 
@@ -17,10 +18,8 @@
 
 namespace headlab::core {
 
-// Thrown by run() when the request's cancel flag is set or its progress callback returns false.
-struct Cancelled : std::runtime_error {
-  Cancelled() : std::runtime_error("cancelled") {}
-};
+// run() throws Cancelled (core/cancelled.h) when the request's cancel flag is set or its progress
+// callback returns false.
 
 // One layer's captured attention (batch dimension removed).
 struct LayerTrace {

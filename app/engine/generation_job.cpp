@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include <cctype>
 #include <stdexcept>
 
 namespace headlab::app {
@@ -98,18 +99,54 @@ void GenerationJob::loop() {
   }
 }
 
+namespace {
+
+// A prompt given as token ids ("5, 17, 3" or "5 17 3"), each below the vocabulary size.
+std::vector<int64_t> prompt_ids(const std::string& text, int64_t vocab) {
+  std::vector<int64_t> ids;
+  std::string item;
+  auto flush = [&] {
+    if (item.empty()) return;
+    size_t used = 0;
+    int64_t id = -1;
+    try {
+      id = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || id < 0 || id >= vocab)
+      throw std::runtime_error("the model has no tokenizer: give the prompt as token ids below " + std::to_string(vocab) +
+                               ", e.g. 5, 17, 3 ('" + item + "' is not one)");
+    ids.push_back(id);
+    item.clear();
+  };
+  for (char c : text) {
+    if (c == ',' || std::isspace(static_cast<unsigned char>(c)))
+      flush();
+    else
+      item += c;
+  }
+  flush();
+  if (ids.empty()) throw std::runtime_error("the model has no tokenizer: give the prompt as token ids, e.g. 5, 17, 3");
+  return ids;
+}
+
+}  // namespace
+
 void GenerationJob::run(const GenerationRequest& request) {
   if (request.model_folder.empty())
-    throw std::runtime_error("generation needs a model folder with a tokenizer (a random-weight model has none)");
+    throw std::runtime_error("generation needs a model folder (a random-weight model has none)");
   if (!model_ || model_folder_ != request.model_folder) {
     model_.reset();
     model_ = core::load_model(request.model_folder);
     model_folder_ = request.model_folder;
   }
   core::Model& model = *model_;
-  if (!model.tokenizer) throw std::runtime_error(request.model_folder + " has no tokenizer: generation needs one");
-  const auto& tok = *model.tokenizer;
+  const core::Tokenizer* tok = model.tokenizer.get();
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
+  // Without a tokenizer the prompt is token ids and tokens are shown as "#id", as `headlab generate
+  // --ids` reads them.
+  auto token_text = [&](int64_t id) { return tok ? tok->id_to_token(id) : "#" + std::to_string(id); };
 
   core::GenerateRequest g;
   const GenerationSettings& settings = request.settings;
@@ -117,20 +154,26 @@ void GenerationJob::run(const GenerationRequest& request) {
   g.sampling = {settings.temperature, settings.top_k, settings.top_p, static_cast<uint64_t>(settings.seed)};
   g.controls = request.controls;
   g.cancel = &cancel_;
-  g.prompt = enc_dec ? core::encoder_input_ids(model.config, tok, settings.prompt)
-                     : core::causal_prompt_ids(tok, settings.prompt);
-  if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");
-  if (enc_dec) {
-    auto begin = core::decoder_start_id(model.config, tok);
-    if (!begin) throw std::runtime_error("the tokenizer has no begin token for the decoder");
-    g.decoder_prompt = {*begin};
+  if (tok) {
+    g.prompt = enc_dec ? core::encoder_input_ids(model.config, *tok, settings.prompt)
+                       : core::causal_prompt_ids(*tok, settings.prompt);
+    if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");
+  } else {
+    g.prompt = prompt_ids(settings.prompt, model.config.vocab_size);
   }
-  if (auto eos = tok.eos_id()) g.stop_ids.push_back(*eos);
+  if (enc_dec) {
+    auto begin = tok ? core::decoder_start_id(model.config, *tok) : model.config.decoder_start_id;
+    if (!begin && tok) throw std::runtime_error("the tokenizer has no begin token for the decoder");
+    g.decoder_prompt = {begin ? *begin : 0};
+  }
+  if (tok)
+    if (auto eos = tok->eos_id()) g.stop_ids.push_back(*eos);
   g.forced = request.keep;
 
   auto result = std::make_shared<GenerationResult>();
   result->model_folder = request.model_folder;
-  for (int64_t id : enc_dec ? g.decoder_prompt : g.prompt) result->prompt_tokens.push_back(tok.id_to_token(id));
+  result->prompt_is_ids = tok == nullptr;
+  for (int64_t id : enc_dec ? g.decoder_prompt : g.prompt) result->prompt_tokens.push_back(token_text(id));
   if (model.config.decoder) {
     result->bytes_per_token = core::kv_cache_bytes_per_token(model.config);
     result->mha_bytes_per_token = core::kv_cache_bytes_per_token_as_mha(model.config);
@@ -140,13 +183,13 @@ void GenerationJob::run(const GenerationRequest& request) {
   auto on_step = [&](const core::GenerationStep& step) {
     GeneratedStep s;
     s.id = step.token;
-    s.token = tok.id_to_token(step.token);
+    s.token = token_text(step.token);
     const auto probs = torch::softmax(step.logits, -1);
     const auto top = probs.topk(std::min<int64_t>(5, probs.size(0)));
     std::vector<int64_t> ids;
     for (int64_t i = 0; i < std::get<1>(top).size(0); ++i) {
       ids.push_back(std::get<1>(top)[i].item<int64_t>());
-      s.top.emplace_back(tok.id_to_token(ids.back()), std::get<0>(top)[i].item<float>());
+      s.top.emplace_back(token_text(ids.back()), std::get<0>(top)[i].item<float>());
     }
     top_ids.push_back(std::move(ids));
     s.kept = generated.size() < request.keep.size();
@@ -161,7 +204,7 @@ void GenerationJob::run(const GenerationRequest& request) {
     // Each step publishes a new snapshot: the view never sees a result being written.
     auto next = std::make_shared<GenerationResult>(*result);
     next->steps.push_back(std::move(s));
-    next->text = tok.decode(generated, true);
+    next->text = tok ? tok->decode(generated, true) : std::string();
     result = next;
     publish(result);
   };

@@ -41,7 +41,7 @@ struct GenerationSettings {
 };
 
 struct GenerationRequest {
-  std::string model_folder;  // a causal LM or an encoder-decoder, with a tokenizer
+  std::string model_folder;  // a causal LM or an encoder-decoder (without a tokenizer the prompt is token ids)
   GenerationSettings settings;
   core::ModelControls controls;
   std::vector<int64_t> keep;  // the first tokens, kept as written before (core::GenerateRequest::forced)
@@ -63,6 +63,7 @@ struct GeneratedStep {
 
 struct GenerationResult {
   std::string model_folder;
+  bool prompt_is_ids = false;              // the model has no tokenizer: the prompt was token ids
   std::vector<std::string> prompt_tokens;  // the decoder's tokens before the first step
   std::vector<GeneratedStep> steps;
   std::string text;                        // the generated text, decoded

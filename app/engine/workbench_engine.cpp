@@ -4,7 +4,7 @@
 
 #include "app/engine/relevance_run.h"
 #include "analysis/spectra.h"
-#include "app/state/file_hash.h"
+#include "core/file_hash.h"
 #include "core/attention.h"
 #include "core/model.h"
 #include "core/run.h"
@@ -126,7 +126,7 @@ struct WorkbenchEngine::Impl {
       if (c.decoder->cross_attention)
         s.attentions.push_back(summarize("cross", "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
     }
-    if (!folder.empty()) s.weights_hash = weights_identity(folder);
+    if (!folder.empty()) s.weights_hash = core::weights_identity(folder);
     summary = std::move(s);
     cache.resize(summary.attentions.size());
   }
@@ -202,43 +202,96 @@ ModelSummary WorkbenchEngine::load_random(const std::string& config_path, uint64
 bool WorkbenchEngine::loaded() const { return impl_->model != nullptr; }
 const ModelSummary& WorkbenchEngine::summary() const { return impl_->summary; }
 
-TokenizedText WorkbenchEngine::tokenize(const std::string& text) const {
+TokenizedText WorkbenchEngine::tokenize(const std::string& text, std::vector<std::pair<size_t, size_t>>* byte_spans) const {
   if (!impl_->model) throw std::runtime_error("no model loaded");
   TokenizedText out;
+  if (byte_spans) byte_spans->clear();
   if (const auto& tok = impl_->model->tokenizer) {
     auto enc = tok->encode(text, true);
     out.ids = enc.ids;
     out.tokens = enc.tokens;
     out.special = enc.special;
     out.special.resize(out.ids.size(), false);
+    if (byte_spans) {
+      // Offsets are in code points: the byte where each code point starts (a stray continuation
+      // byte counts as a code point of its own, as the tokenizer reads ill-formed UTF-8).
+      std::vector<size_t> starts;
+      for (size_t i = 0; i < text.size(); ++i)
+        if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 || starts.empty() ||
+            i - starts.back() >= 4)
+          starts.push_back(i);
+      starts.push_back(text.size());
+      auto byte_of = [&](int64_t cp) { return starts[static_cast<size_t>(std::clamp<int64_t>(cp, 0, int64_t(starts.size()) - 1))]; };
+      for (size_t t = 0; t < out.ids.size(); ++t) {
+        const auto [a, b] = t < enc.offsets.size() ? enc.offsets[t] : std::pair<int64_t, int64_t>{0, 0};
+        byte_spans->emplace_back(byte_of(a), byte_of(b));
+      }
+    }
     return out;
   }
   // No tokenizer (a random model from a bare config): words and single punctuation marks, hashed.
   const int64_t vocab = std::max(impl_->model->config.vocab_size, 8);
-  auto add = [&](const std::string& word) {
+  auto add = [&](const std::string& word, size_t end) {
     const bool mask = word == "[MASK]";
     out.ids.push_back(mask ? 3 : 5 + static_cast<int64_t>(fnv1a(word) % static_cast<uint64_t>(vocab - 5)));
     out.tokens.push_back(word);
     out.special.push_back(mask);
+    if (byte_spans) byte_spans->emplace_back(end - word.size(), end);
   };
   std::string word;
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (text.compare(i, 6, "[MASK]") == 0) {
-      if (!word.empty()) add(word), word.clear();
-      add("[MASK]");
+      if (!word.empty()) add(word, i), word.clear();
+      add("[MASK]", i + 6);
       i += 5;
     } else if (std::isspace(c)) {
-      if (!word.empty()) add(word), word.clear();
+      if (!word.empty()) add(word, i), word.clear();
     } else if (c < 128 && std::ispunct(c)) {
-      if (!word.empty()) add(word), word.clear();
-      add(std::string(1, static_cast<char>(c)));
+      if (!word.empty()) add(word, i), word.clear();
+      add(std::string(1, static_cast<char>(c)), i + 1);
     } else {
       word += static_cast<char>(c);
     }
   }
-  if (!word.empty()) add(word);
+  if (!word.empty()) add(word, text.size());
   return out;
+}
+
+std::string WorkbenchEngine::trim_to_fit(const std::string& text, InputTrim mode, int centre, std::string& note) const {
+  const int64_t max_t = impl_->model->config.max_positions;
+  std::vector<std::pair<size_t, size_t>> spans;
+  const TokenizedText all = tokenize(text, &spans);
+  // The text's own tokens (not [CLS]/[SEP]/BOS): a cut keeps a run of them; the specials come back
+  // when the cut text is tokenized again.
+  std::vector<int> content;
+  for (size_t t = 0; t < all.ids.size(); ++t)
+    if (!all.special[t] && spans[t].second > spans[t].first) content.push_back(static_cast<int>(t));
+  const int64_t specials = static_cast<int64_t>(all.ids.size() - content.size());
+  const int64_t m = static_cast<int64_t>(content.size());
+  int64_t keep = std::min<int64_t>(m, max_t - specials);
+  if (keep < 1) throw InputRefused("the model takes at most " + std::to_string(max_t) + " tokens, fewer than its special tokens");
+  int64_t first = 0;
+  if (mode == InputTrim::Around) {
+    // The content token nearest to the centre position of the whole tokenization.
+    const auto at = std::lower_bound(content.begin(), content.end(), centre);
+    const int64_t c = std::min<int64_t>(at - content.begin(), m - 1);
+    first = std::clamp<int64_t>(c - keep / 2, 0, m - keep);
+  }
+  // A cut inside a word can tokenize into more pieces than it had: shrink until it fits.
+  for (int shrink = 0;; ++shrink) {
+    const size_t from = spans[static_cast<size_t>(content[static_cast<size_t>(first)])].first;
+    const size_t to = spans[static_cast<size_t>(content[static_cast<size_t>(first + keep - 1)])].second;
+    std::string cut = text.substr(from, to - from);
+    if (static_cast<int64_t>(tokenize(cut).ids.size()) <= max_t) {
+      note = "kept tokens " + std::to_string(first) + "–" + std::to_string(first + keep - 1) + " of the " +
+             std::to_string(m) + " the text has (the model takes " + std::to_string(max_t) + " with its special tokens)";
+      return cut;
+    }
+    if (keep <= 1) throw InputRefused("no cut of the text fits the model's " + std::to_string(max_t) + " positions");
+    --keep;
+    if (mode == InputTrim::Around && shrink % 2 == 1) ++first;
+  }
 }
 
 std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, const std::atomic<bool>* cancel,
@@ -250,10 +303,20 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   auto snap = std::make_shared<RunSnapshot>();
   snap->input = input;
   snap->tokens = tokenize(input.text);
-  if (snap->tokens.ids.empty()) throw std::runtime_error("the text has no tokens");
+  if (snap->tokens.ids.empty()) throw InputRefused("the text has no tokens");
+  const int64_t max_t = m.model->config.max_positions;
+  if (static_cast<int64_t>(snap->tokens.ids.size()) > max_t) {
+    if (input.trim == InputTrim::None)
+      throw InputRefused("the text has " + std::to_string(snap->tokens.ids.size()) + " tokens; the model takes at most " +
+                             std::to_string(max_t),
+                         static_cast<int64_t>(snap->tokens.ids.size()), max_t);
+    snap->input.text = trim_to_fit(input.text, input.trim, input.trim_centre, snap->trimmed);
+    snap->tokens = tokenize(snap->input.text);
+  }
+  const RunInput& run_input = snap->input;
   if (enc_dec) {
-    snap->decoder_tokens = tokenize(input.decoder_text.empty() ? input.text : input.decoder_text);
-    if (snap->decoder_tokens.ids.empty()) throw std::runtime_error("the decoder text has no tokens");
+    snap->decoder_tokens = tokenize(run_input.decoder_text.empty() ? run_input.text : run_input.decoder_text);
+    if (snap->decoder_tokens.ids.empty()) throw InputRefused("the decoder text has no tokens");
     // Hugging Face encoder-decoders read their target text behind the decoder's start token (BART's
     // </s>, T5's and Marian's <pad>: the labels shifted right), as in training.
     const auto& start = m.model->config.decoder_start_id;
@@ -265,10 +328,9 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
       dec.special.insert(dec.special.begin(), true);
     }
   }
-  const int64_t max_t = m.model->config.max_positions;
-  if (static_cast<int64_t>(snap->tokens.ids.size()) > max_t)
-    throw std::runtime_error("the text has " + std::to_string(snap->tokens.ids.size()) + " tokens; the model takes at most " +
-                             std::to_string(max_t));
+  if (static_cast<int64_t>(snap->decoder_tokens.ids.size()) > max_t)
+    throw InputRefused("the decoder text has " + std::to_string(snap->decoder_tokens.ids.size()) +
+                       " tokens; the model takes at most " + std::to_string(max_t));
 
   // Where to predict: the requested positions, else every [MASK] (masked LM), else the last real
   // token (a masked LM without [MASK]: not [SEP]).
@@ -405,8 +467,8 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   }
   // The Relevance view's explanation, with the same controls (a backward pass: about twice a forward).
   if (input.relevance.enabled) {
-    if (cancel && cancel->load()) throw std::runtime_error("cancelled");
-    snap->relevance = explain_run(*m.model, *trace, input);
+    if (cancel && cancel->load()) throw core::Cancelled();
+    snap->relevance = explain_run(*m.model, *trace, run_input);
   }
   snap->recomputed_stack = trace->recomputed_stack;
   snap->recomputed_from = trace->recomputed_from;

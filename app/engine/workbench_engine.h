@@ -13,7 +13,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headlab::app {
@@ -136,9 +138,38 @@ struct RelevanceResult {
   double ms = 0;                // the time the explanation took
 };
 
+// An input the model would not run: too long for its positions, no tokens, more memory than the
+// limit. Thrown before any work; `tokens` and `limit` are set when the length is the reason.
+class InputRefused : public std::runtime_error {
+ public:
+  InputRefused(const std::string& what, int64_t tokens = 0, int64_t limit = 0)
+      : std::runtime_error(what), tokens(tokens), limit(limit) {}
+  int64_t tokens, limit;
+};
+
+// An input that was refused, as the window keeps it: the views go on showing the last accepted
+// input, marked as such, until a run succeeds.
+struct RefusedInput {
+  std::string text;    // the refused text
+  std::string reason;  // "the text has 3131 tokens; the model takes at most 512"
+  int64_t tokens = 0;  // its token count when the reason is its length (0 otherwise)
+  int64_t limit = 0;   // the model's positions then
+};
+
+// What an input longer than the model's positions is cut to, instead of being refused.
+enum class InputTrim {
+  None,    // refused
+  First,   // its first tokens
+  Around,  // a window of tokens centred on RunInput::trim_centre
+};
+
 // What to run: the text(s), the controls and which stages to keep.
 struct RunInput {
   std::string text;
+  // A text too long for the model is cut at token boundaries (the run's snapshot holds the text
+  // that was run, and `trimmed` says what was kept).
+  InputTrim trim = InputTrim::None;
+  int trim_centre = 0;  // a token of the whole text (InputTrim::Around)
   std::string decoder_text;  // encoder-decoder only ("" = same as text)
   core::ModelControls controls;
   bool all_stages = false;   // keep J and L too (W and U are always kept)
@@ -160,7 +191,8 @@ struct RunInput {
 // One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
 struct RunSnapshot {
   uint64_t generation = 0;
-  RunInput input;
+  RunInput input;        // as run: a trimmed text is the part that was kept
+  std::string trimmed;   // "kept tokens 0–509 of 3,131" when the input was cut; "" otherwise
   TokenizedText tokens;          // encoder (or the only stack)
   TokenizedText decoder_tokens;  // encoder-decoder only
   std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
@@ -200,10 +232,16 @@ class WorkbenchEngine {
 
   // Text → ids with the model's tokenizer (special tokens added); without a tokenizer words and
   // punctuation are hashed to ids and "[MASK]" maps to a fixed id.
-  TokenizedText tokenize(const std::string& text) const;
+  // `byte_spans`, when given, receives each token's [begin, end) in the text's bytes ((0, 0) for a
+  // special token).
+  TokenizedText tokenize(const std::string& text, std::vector<std::pair<size_t, size_t>>* byte_spans = nullptr) const;
+  // The part of `text` that fits the model's positions: its first tokens, or a window around the
+  // token at `centre`, cut at token boundaries; `note` says what was kept. Throws InputRefused when
+  // nothing fits.
+  std::string trim_to_fit(const std::string& text, InputTrim mode, int centre, std::string& note) const;
 
   // Runs `input`; re-uses the previous run's residual stream when only controls changed (the
-  // engine's incremental run). Throws core::Cancelled-derived std::runtime_error("cancelled").
+  // engine's incremental run). Throws core::Cancelled when `cancel` is set or `progress` returns false.
   std::shared_ptr<const RunSnapshot> run(const RunInput& input, const std::atomic<bool>* cancel,
                                          const EngineProgress& progress);
 

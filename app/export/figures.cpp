@@ -160,7 +160,10 @@ void write_attention_map(const std::string& path, const std::string& title, cons
                          const FigureTokens& tokens, Colormap colormap) {
   const double cell = std::max(4.0, std::min(18.0, 480.0 / std::max(rows, cols)));
   const double label = std::min(9.0, cell * 0.8);
-  const double left = widest_text(tokens.queries, label) + 12, top = widest_text(tokens.keys, label) + 12;
+  // The corner between the labels names the axes: "key →" over "query ↓", right-aligned.
+  const double axis_w = widest_text({"query ↓", "key →"}, 7) + 8;
+  const double left = std::max(widest_text(tokens.queries, label) + 12, axis_w),
+               top = std::max(widest_text(tokens.keys, label) + 12, 24.0);
   const double w = cols * cell, h = rows * cell;
   const double margin = 16, title_h = 24, bar_h = 40;
   Canvas c(path, page_width(margin * 2 + left + std::max(w, 160.0), title), margin * 2 + title_h + top + h + bar_h);
@@ -174,7 +177,9 @@ void write_attention_map(const std::string& path, const std::string& title, cons
     text(cr, x0 - 4, y0 + (r + 0.5) * cell + label * 0.35, tokens.queries[r], label, true);
   for (int k = 0; k < cols && k < static_cast<int>(tokens.keys.size()); ++k)
     text(cr, x0 + (k + 0.5) * cell + label * 0.35, y0 - 4, tokens.keys[k], label, false, -M_PI / 2);
-  text(cr, margin, y0 - 4, "query ↓ / key →", 7);
+  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+  text(cr, x0 - 6, y0 - 13, "key →", 7, true);
+  text(cr, x0 - 6, y0 - 4, "query ↓", 7, true);
   colour_bar(cr, x0, y0 + h + 10, std::min(w, 200.0), 8, colormap, map.range);
   c.finish(title, "queries (rows): " + join(tokens.queries, " ") + "\nkeys (columns): " + join(tokens.keys, " ") +
                       "\n" + colour_bar_text(colormap, map.range));
@@ -196,24 +201,32 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   const double x0 = margin + left, y0 = margin + title_h + header;
   for (int h = 0; h < heads; ++h) text(cr, x0 + h * (cell + pad) + cell / 2 - 6, y0 - 4, "H" + std::to_string(h), 8);
   MapRange shown;
+  bool one_scale = true;  // every map coloured over the same range (the absolute 0–1 of weights)
   for (int l = 0; l < layers; ++l) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     text(cr, margin, y0 + l * (cell + pad) + cell / 2 + 3, "L" + std::to_string(l), 8);
     for (int h = 0; h < static_cast<int>(maps[l].size()); ++h) {
       draw_map(cr, maps[l][h], rows, cols, colormap, x0 + h * (cell + pad), y0 + l * (cell + pad), cell, cell);
-      shown = maps[l][h].range;
+      const MapRange& r = maps[l][h].range;
+      if (l + h > 0 && (r.lo != shown.lo || r.hi != shown.hi || r.log != shown.log)) one_scale = false;
+      shown = r;
     }
   }
-  colour_bar(cr, x0, y0 + layers * (cell + pad) + 6, std::min(200.0, heads * (cell + pad)), 8, colormap, shown);
+  const std::string scale_note = one_scale ? "every map on this scale" : "each map scaled to its own range (the bar: the last map's)";
+  if (one_scale) {
+    colour_bar(cr, x0, y0 + layers * (cell + pad) + 6, std::min(200.0, heads * (cell + pad)), 8, colormap, shown);
+  }
   cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-  text(cr, x0 + 210, y0 + layers * (cell + pad) + 14, "each map scaled to its own maximum unless fixed to 0–1", 7);
+  text(cr, one_scale ? x0 + std::min(200.0, heads * (cell + pad)) + 24 : x0, y0 + layers * (cell + pad) + 14,
+       one_scale ? scale_note : "each map scaled to its own range: colours do not compare across maps", 7);
   c.finish(title, std::to_string(layers) + " layers (L0–L" + std::to_string(layers - 1) + ") × " + std::to_string(heads) +
                       " heads (H0–H" + std::to_string(heads - 1) + "), each map " + std::to_string(rows) + " × " +
-                      std::to_string(cols) + "\n" + colour_bar_text(colormap, shown));
+                      std::to_string(cols) + "\n" +
+                      (one_scale ? colour_bar_text(colormap, shown) : std::string("each map scaled to its own range")));
 }
 
 void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads, int rows,
-                     int cols, const FigureTokens& tokens) {
+                     int cols, const FigureTokens& tokens, bool relative_opacity, int selected) {
   static const double palette[10][3] = {{0.12, 0.47, 0.71}, {1.0, 0.5, 0.05},  {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16},
                                         {0.58, 0.4, 0.74},  {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76}, {0.5, 0.5, 0.5},
                                         {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
@@ -236,17 +249,29 @@ void write_head_view(const std::string& path, const std::string& title, const st
     text(cr, xl - 6, y0 + (q + 0.5) * row + label * 0.35, tokens.queries[q], label, true);
   for (int k = 0; k < cols && k < static_cast<int>(tokens.keys.size()); ++k)
     text(cr, xr + 6, y0 + (k + 0.5) * row + label * 0.35, tokens.keys[k], label);
-  cairo_set_line_width(cr, 1.0);
-  // Opacity relative to the strongest weight, as in the window.
-  float strongest = 0;
-  for (const float* m : heads)
-    for (int i = 0; i < rows * cols; ++i) strongest = std::max(strongest, m[i]);
-  for (size_t h = 0; h < heads.size() && strongest > 0; ++h) {
+  // Opacity is the weight (0–1), or relative to the strongest weight with auto range, as in the
+  // window; the selected head last and wider.
+  float strongest = 1.0f;
+  if (relative_opacity) {
+    strongest = 0;
+    for (const float* m : heads)
+      for (int i = 0; i < rows * cols; ++i) strongest = std::max(strongest, m[i]);
+  }
+  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+  text(cr, margin + heads.size() * 28 + 8, margin + 28,
+       relative_opacity ? "line opacity: weight relative to the strongest" : "line opacity: attention weight, 0 to 1", 7);
+  std::vector<int> order;
+  for (int h = 0; h < static_cast<int>(heads.size()); ++h)
+    if (h != selected) order.push_back(h);
+  if (selected >= 0 && selected < static_cast<int>(heads.size())) order.push_back(selected);
+  for (int h : order) {
+    if (!(strongest > 0)) break;
     const auto* p = palette[h % 10];
+    cairo_set_line_width(cr, h == selected ? 1.6 : 1.0);
     for (int q = 0; q < rows; ++q)
       for (int k = 0; k < cols; ++k) {
         const float w = heads[h][static_cast<size_t>(q) * cols + k];
-        if (!(w > 0.05f * strongest)) continue;
+        if (!(w > (relative_opacity ? 0.05f : 0.02f) * strongest)) continue;
         cairo_set_source_rgba(cr, p[0], p[1], p[2], std::min(1.0f, w / strongest) * 0.85);
         cairo_move_to(cr, xl, y0 + (q + 0.5) * row);
         cairo_line_to(cr, xr, y0 + (k + 0.5) * row);

@@ -28,8 +28,9 @@ void write_attention_map(const std::string& path, const std::string& title, cons
 void write_heads_grid(const std::string& path, const std::string& title, const std::vector<std::vector<FigureMap>>& maps,
                       int rows, int cols, Colormap colormap);
 
-// heads[h] [rows, cols] value weights; opacity = weight relative to the strongest, lines under 5% of it omitted.
+// heads[h] [rows, cols] value weights; line opacity = the weight (0–1), or with `relative_opacity`
+// the weight relative to the strongest; the `selected` head drawn on top, wider.
 void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads,
-                     int rows, int cols, const FigureTokens& tokens);
+                     int rows, int cols, const FigureTokens& tokens, bool relative_opacity = false, int selected = -1);
 
 }  // namespace headlab::app

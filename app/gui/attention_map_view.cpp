@@ -25,13 +25,15 @@ void scale_controls(Workbench& wb) {
     ImGui::EndCombo();
   }
   ImGui::SameLine();
-  bool log_scale = v.log_scale, fixed_range = v.fixed_range;
+  bool log_scale = v.log_scale, auto_range = v.auto_range;
   if (ImGui::Checkbox("log", &log_scale)) change.log_scale = log_scale;
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("weights on a log scale over four decades (logits stay linear)");
   ImGui::SameLine();
-  if (ImGui::Checkbox("0–1", &fixed_range)) change.fixed_range = fixed_range;
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("weights over [0, 1] instead of each map's maximum");
-  if (change.colormap || change.log_scale || change.fixed_range) wb.apply(change);
+  if (ImGui::Checkbox("auto range", &auto_range)) change.auto_range = auto_range;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("off: every weight on one scale, 0 to 1 (a uniform head looks as faint as it is)\n"
+                      "on: each map from 0 to its own maximum (shows the shape of a faint head)");
+  if (change.colormap || change.log_scale || change.auto_range) wb.apply(change);
 }
 
 AttentionMapView::AttentionMapView() : View("Attention map") {
@@ -54,8 +56,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
   }
   const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
   const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
-  ImGui::Text("%s · layer %d · head %d · %s", sel.stack.c_str(), sel.layer, sel.head, stage_name(sel.stage));
-  ImGui::SameLine();
+  refused_input_banner(wb.doc());
   scale_controls(wb);
   export_buttons_same_line(wb, "attention-map", title());
 
@@ -88,9 +89,25 @@ void AttentionMapView::drawContent(Workbench& wb) {
   const int from = row_range_on_ ? row_from_ : 0;
   const int to = row_range_on_ ? row_to_ : sm.rows - 1;
 
+  // The figure: a title (model, head, stage, axes), the map with its labels, the colour bar. A
+  // "figure only" export captures exactly this.
+  const ImVec2 figure0 = ImGui::GetCursorScreenPos();
+  const bool logits = sel.stage == Stage::J || sel.stage == Stage::L;
+  ImGui::Text("%s — %s layer %d, head %d (%s)", model_title(wb).c_str(), sel.stack.c_str(), sel.layer, sel.head,
+              stage_name(sel.stage));
+  ImGui::SameLine();
+  ImGui::TextDisabled("rows: queries ↓ · columns: keys →");
   float left = 0, topw = 0;
-  for (const auto& t : qt.tokens) left = std::max(left, ImGui::CalcTextSize(token_label(t).c_str()).x);
-  for (const auto& t : kt.tokens) topw = std::max(topw, ImGui::CalcTextSize(token_label(t).c_str()).x);
+  // Thinned labels carry their position, so every 5th token does not read as consecutive words.
+  const bool numbered = sm.rows > 40 || sm.cols > 40;
+  auto label_of = [&](const std::vector<std::string>& tokens, int i) {
+    const std::string t = i < static_cast<int>(tokens.size()) ? token_label(tokens[i]) : "?";
+    return numbered ? std::to_string(i) + " " + t : t;
+  };
+  for (int i = 0; i < static_cast<int>(qt.tokens.size()); ++i)
+    left = std::max(left, ImGui::CalcTextSize(label_of(qt.tokens, i).c_str()).x);
+  for (int i = 0; i < static_cast<int>(kt.tokens.size()); ++i)
+    topw = std::max(topw, ImGui::CalcTextSize(label_of(kt.tokens, i).c_str()).x);
   // The corner between the labels holds the minimap: at least 4.5 lines each way.
   left = std::max(font * 4.5f, std::min(left, font * 8) + 8);
   topw = std::max(font * 4.5f, std::min(topw, font * 8) + 8);
@@ -153,7 +170,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
   dl->PushClipRect(ImVec2(origin.x, p0.y), ImVec2(p0.x, p1.y), true);
   for (int r = (vis.row_begin + stride - 1) / stride * stride; r < vis.row_end; r += stride) {
     const int q = from + r;
-    const std::string label = q < static_cast<int>(qt.tokens.size()) ? token_label(qt.tokens[q]) : "?";
+    const std::string label = label_of(qt.tokens, q);
     const ImVec2 size = ImGui::CalcTextSize(label.c_str());
     const float y = p0.y + map_y_of(viewport_, area, r + 0.5f);
     const ImVec2 pos(p0.x - size.x - 4, y - size.y / 2);
@@ -166,7 +183,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
   // Vertical labels are not clip-rected (ImGui clips glyphs before text_vertical rotates them):
   // only columns whose centre is on show get one.
   for (int k = (vis.col_begin + stride - 1) / stride * stride; k < vis.col_end; k += stride) {
-    const std::string label = k < static_cast<int>(kt.tokens.size()) ? token_label(kt.tokens[k]) : "?";
+    const std::string label = label_of(kt.tokens, k);
     const float x = p0.x + map_x_of(viewport_, area, k + 0.5f);
     if (x < p0.x || x > p1.x) continue;
     const bool hover = window_hovered && mouse.y >= p0.y - topw && mouse.y < p0.y && mouse.x >= p0.x &&
@@ -177,6 +194,20 @@ void AttentionMapView::drawContent(Workbench& wb) {
   }
 
   dl->PushClipRect(p0, p1, true);
+  // A gated head is dimmed and stamped as in the Heads grid (and in its SVG/PDF export).
+  const AttentionSummary* att = wb.doc().model->find(sel.stack);
+  const float gate = (sel.stage == Stage::U || (att && !att->talking_heads))
+                         ? wb.doc().session.controls.get(sel.stack, sel.layer).gate(sel.head)
+                         : 1.0f;
+  if (gate < 1.0f) {
+    dl->AddRectFilled(p0, p1, IM_COL32(20, 20, 20, static_cast<int>(190 * (1.0f - gate))));
+    if (gate == 0.0f) {
+      dl->AddLine(p0, p1, IM_COL32(255, 90, 90, 140), 2.0f);
+      dl->AddLine(ImVec2(p1.x, p0.y), ImVec2(p0.x, p1.y), IM_COL32(255, 90, 90, 140), 2.0f);
+    }
+    const std::string g = gate == 0.0f ? "off" : "g=" + format_value(gate);
+    dl->AddText(ImGui::GetFont(), font * 1.4f, ImVec2(p0.x + 6, p0.y + 4), IM_COL32(255, 90, 90, 255), g.c_str());
+  }
   if (sel.query >= from && sel.query <= to) {
     const float y = p0.y + map_y_of(viewport_, area, static_cast<float>(sel.query - from));
     dl->AddRect(ImVec2(p0.x, y), ImVec2(p1.x, y + cell), IM_COL32(255, 64, 160, 255), 0, 0, 2);
@@ -225,11 +256,17 @@ void AttentionMapView::drawContent(Workbench& wb) {
   }
 
   const float bar_w = std::min(font * 16, std::max(font * 6, p1.x - p0.x));
-  colour_bar(dl, ImVec2(p0.x, p0.y + area.height + font * 0.5f), ImVec2(bar_w, font * 0.8f),
-             colormap_from_name(wb.doc().session.view.colormap), wb.textures.range(sel.layer, sel.head));
+  const ImVec2 bar0(p0.x, p0.y + area.height + font * 0.5f);
+  colour_bar(dl, bar0, ImVec2(bar_w, font * 0.8f), colormap_from_name(wb.doc().session.view.colormap),
+             wb.textures.range(sel.layer, sel.head));
+  const char* scale = logits ? "logit (this map's range)"
+                      : wb.doc().session.view.auto_range ? "attention weight (auto range: 0 to this map's max)"
+                                                         : "attention weight";
+  dl->AddText(ImVec2(bar0.x + bar_w + font * 2.2f, bar0.y - 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), scale);
+  const float legend_right = bar0.x + bar_w + font * 2.2f + ImGui::CalcTextSize(scale).x;
   ImGui::SetCursorScreenPos(origin);
   ImGui::Dummy(ImVec2(p0.x + area.width - origin.x, p0.y + area.height - origin.y + legend_h));
-  markFigure(ImVec2(origin.x - 2, origin.y - 2), ImVec2(std::max(p1.x, p0.x + bar_w + font * 2) + 2, p1.y + legend_h));
+  markFigure(ImVec2(figure0.x - 2, figure0.y - 2), ImVec2(std::max(p1.x, legend_right) + 2, p1.y + legend_h));
 }
 
 bool AttentionMapView::exportFile(Workbench& wb, const std::string& path) {

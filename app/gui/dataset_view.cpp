@@ -3,6 +3,8 @@
 #include "analysis/analyze.h"
 #include "analysis/report_figures.h"
 #include "app/gui/export_actions.h"
+#include "app/gui/report_notice.h"
+#include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
 
 #include <imgui_stdlib.h>
@@ -67,7 +69,7 @@ void DatasetView::drawRun(Workbench& wb) {
   if ((ImGui::Button("Add") || enter) && !file_input_.empty()) {
     std::error_code ec;
     if (!fs::exists(file_input_, ec)) {
-      wb.set_error("dataset: " + file_input_ + " does not exist");
+      wb.set_error("run_dataset", "dataset: " + file_input_ + " does not exist");
     } else {
       files.push_back(file_input_), edited = true;
       file_input_.clear();
@@ -101,8 +103,11 @@ void DatasetView::drawRun(Workbench& wb) {
     }
   }
   int limit_int = static_cast<int>(std::min<int64_t>(limit, 1 << 30));
+  label_before("sentence limit");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
-  if (ImGui::InputInt("sentence limit (0 = all)", &limit_int, 10, 100)) limit = std::max(0, limit_int), edited = true;
+  if (ImGui::InputInt("##limit", &limit_int, 10, 100)) limit = std::max(0, limit_int), edited = true;
+  ImGui::SameLine();
+  ImGui::TextDisabled("(0 = all)");
 
   const DatasetProgress& d = doc.dataset;
   // Keep the measures in the order analyze lists them.
@@ -142,6 +147,7 @@ void DatasetView::drawReport(Workbench& wb) {
   ImGui::SameLine();
   if ((ImGui::Button("Open") || enter) && !report_input_.empty()) wb.apply(cmd::OpenReport{report_input_});
   const auto& report = wb.doc().report;
+  if (foreign_report_notice(wb)) return;
   if (!report) {
     ImGui::TextDisabled("no head report yet: run a dataset or open one written by `headlab analyze`");
     return;
@@ -162,9 +168,24 @@ void DatasetView::drawReport(Workbench& wb) {
     ImGui::Bullet();
     ImGui::TextWrapped("%s", n.c_str());
   }
-  if (export_folder_.empty()) export_folder_ = (fs::current_path() / "head_report").string();
-  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 9);
+  if (export_folder_.empty())
+    export_folder_ = (fs::path(wb.doc().session.view.export_dir.empty() ? fs::current_path().string()
+                                                                        : wb.doc().session.view.export_dir) /
+                      "head_report")
+                         .string();
+  label_before("into");
+  ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 11);
   ImGui::InputText("##export", &export_folder_);
+  ImGui::SameLine();
+  if (ImGui::Button("…")) {
+    FileChoice choice;
+    choice.title = "The folder the head report goes into";
+    choice.mode = FileChoice::Mode::Folder;
+    choice.path = export_folder_;
+    choice.accept = [this](const std::string& folder) { export_folder_ = folder; };
+    wb.file_dialog.open(std::move(choice));
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("choose the folder");
   ImGui::SameLine();
   if (ImGui::Button("Export report")) {
     const std::string folder = export_folder_;

@@ -8,6 +8,7 @@
 
 #include <imgui.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
@@ -39,7 +40,29 @@ const char* analysis_view_of(const std::string& figure) {
   return nullptr;
 }
 
+// "attention-map" → "attention map".
+std::string figure_title(std::string figure) {
+  std::replace(figure.begin(), figure.end(), '-', ' ');
+  return figure;
+}
+
 }  // namespace
+
+void choose_export_path(Workbench& wb, const std::string& title, const std::string& proposed, const std::string& extension,
+                        std::function<void(const std::string&)> write) {
+  FileChoice choice;
+  choice.title = title;
+  choice.path = proposed;
+  choice.extensions = {extension};
+  choice.accept = [&wb, write](const std::string& path) {
+    // The folder is remembered (the session keeps it) for the next export.
+    cmd::SetView v;
+    v.export_dir = fs::path(path).parent_path().string();
+    if (*v.export_dir != wb.doc().session.view.export_dir) wb.apply(v);
+    export_or_ask(wb, path, [write, path] { write(path); });
+  };
+  wb.file_dialog.open(std::move(choice));
+}
 
 bool is_vector_path(const std::string& path) {
   const std::string ext = extension(path);
@@ -96,7 +119,7 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     FigureMap m;
     m.data = sm.head(sel.head);
     m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
-                        wb.doc().session.view.fixed_range);
+                        !wb.doc().session.view.auto_range);
     m.gate = wb.doc().session.controls.get(sel.stack, sel.layer).gate(sel.head);
     write_attention_map(path, title, m, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack), cmap);
   } else if (figure == "heads-grid") {
@@ -111,7 +134,7 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
         FigureMap m;
         m.data = sm.head(h);
         m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
-                            wb.doc().session.view.fixed_range);
+                            !wb.doc().session.view.auto_range);
         m.gate = sel.stage == Stage::U ? wb.doc().session.controls.get(sel.stack, static_cast<int>(l)).gate(h) : 1.0f;
         grid.back().push_back(m);
       }
@@ -123,23 +146,25 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     std::vector<const float*> heads;
     for (int h = 0; h < sm.heads; ++h) heads.push_back(sm.head(h));
     write_head_view(path, wb.doc().model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", heads by colour",
-                    heads, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack));
+                    heads, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack), wb.doc().session.view.auto_range,
+                    sel.head);
   } else {
     throw std::runtime_error("export " + path + ": '" + figure + "' has no vector export (use .png)");
   }
   return path;
 }
 
-void export_or_ask(Workbench& wb, const std::string& path, std::function<void()> write) {
+void export_or_ask(Workbench& wb, const std::string& path, std::function<void()> write, const std::string& kind) {
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    wb.pending_overwrite = PendingOverwrite{path, std::move(write)};
+    wb.pending_overwrite = PendingOverwrite{path, std::move(write), kind};
     return;
   }
   try {
     write();
+    wb.clear_error(kind);
   } catch (const std::exception& e) {
-    wb.set_error(e.what());
+    wb.set_error(kind, e.what());
   }
 }
 
@@ -167,8 +192,9 @@ void draw_overwrite_prompt(Workbench& wb) {
     if (replace) {
       try {
         pending.write();
+        wb.clear_error(pending.kind);
       } catch (const std::exception& e) {
-        wb.set_error(e.what());
+        wb.set_error(pending.kind, e.what());
       }
     }
   }
@@ -197,16 +223,20 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("PNG without the window's title bar and controls");
     std::vector<std::string> exts = {"png", "svg", "pdf"};
     if (figure == "head-table") exts.push_back("csv");
+    ImGui::TextDisabled("as …");
     for (const std::string& ext : exts) {
-      const std::string path = default_export_path(wb, figure, ext);
-      if (ImGui::Selectable(path.c_str())) {
+      std::string upper = ext;
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      if (ImGui::Selectable((upper + "…").c_str())) {
         const bool png = ext == "png";
         const int scale = wb.doc().session.view.export_scale;
         const bool figure_only = wb.export_figure_only;
-        export_or_ask(wb, path, [&wb, figure, window_title, path, png, scale, figure_only] {
-          export_figure(wb, figure, png ? window_title : "", path, scale, figure_only);
-          wb.notice("exported " + path);
-        });
+        // Where it goes is the user's choice, starting from the last folder exported to.
+        choose_export_path(wb, "Export the " + figure_title(figure) + " as " + upper, default_export_path(wb, figure, ext),
+                           "." + ext, [&wb, figure, window_title, png, scale, figure_only](const std::string& path) {
+                             export_figure(wb, figure, png ? window_title : "", path, scale, figure_only);
+                             wb.notice("exported " + path);
+                           });
       }
     }
     ImGui::EndPopup();

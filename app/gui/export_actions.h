@@ -25,9 +25,16 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
 // view's own file export (View::exportFile). Throws naming the view when it has none for `path`.
 void export_view(Workbench& wb, const std::string& view, const std::string& path, int scale, bool figure_only = false);
 
-// Runs `write` (an export to `path`; it throws naming the file, shown as the window's error) now,
-// or — when `path` already exists — once the user confirms replacing it (draw_overwrite_prompt).
-void export_or_ask(Workbench& wb, const std::string& path, std::function<void()> write);
+// Runs `write` (an export to `path`; it throws naming the file, shown as the window's error of
+// `kind`) now, or — when `path` already exists — once the user confirms replacing it
+// (draw_overwrite_prompt). A success clears the earlier error of that kind.
+void export_or_ask(Workbench& wb, const std::string& path, std::function<void()> write,
+                   const std::string& kind = "export");
+// Opens the file dialog on `proposed` (a file of `extension`, e.g. ".svg"); once the user chooses
+// a path, remembers its folder as the session's export folder and runs `write(path)` through
+// export_or_ask (asking before replacing a file).
+void choose_export_path(Workbench& wb, const std::string& title, const std::string& proposed, const std::string& extension,
+                        std::function<void(const std::string&)> write);
 // The "Replace file?" dialog of a pending export; once a frame, outside any view.
 void draw_overwrite_prompt(Workbench& wb);
 

@@ -18,6 +18,22 @@ namespace {
 
 bool can_generate(const ModelSummary& m) { return m.find("decoder") != nullptr; }
 
+// The colour range of attention weights, as the maps use it: 0–1, or 0 to the largest of `values`
+// with auto range (View ▸ Weights: each map to its own maximum), log when asked.
+MapRange weight_range(const Workbench& wb, const float* values, size_t n) {
+  const auto& v = wb.doc().session.view;
+  return map_range(values, n, false, v.log_scale, !v.auto_range);
+}
+
+// The colour bar of the map below it, on a line of its own.
+void scale_legend(const Workbench& wb, const MapRange& range) {
+  const auto& v = wb.doc().session.view;
+  inline_colour_bar(colormap_from_name(v.colormap), range, ImGui::GetFontSize() * 6,
+                    v.auto_range ? "auto range: 0 to the largest weight shown" : "attention weight, 0 to 1 (as the maps)");
+  ImGui::SameLine();
+  ImGui::TextDisabled(v.auto_range ? "weight (auto range)" : "weight");
+}
+
 }  // namespace
 
 void GenerateView::drawContent(Workbench& wb) {
@@ -31,24 +47,38 @@ void GenerateView::drawContent(Workbench& wb) {
   // The fields follow the session's settings when a command or a loaded session changes them.
   const auto& session = doc.session.generation;
   if (!session.settings.prompt.empty() && session.settings != shown_) edit_ = shown_ = session.settings;
-  ImGui::SetNextItemWidth(-80);
-  ImGui::InputText("prompt", &edit_.prompt);
+  // Labels stand before their fields, where they are read.
+  auto label = [](const char* text) {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted(text);
+    ImGui::SameLine();
+  };
+  const bool ids = !doc.model->has_tokenizer;
+  label(ids ? "prompt ids" : "prompt");
+  ImGui::SetNextItemWidth(-1);
+  ImGui::InputTextWithHint("##prompt", ids ? "token ids, e.g. 5, 17, 3 (this model has no tokenizer)" : "text to continue",
+                           &edit_.prompt);
+  label("new tokens");
   ImGui::SetNextItemWidth(90);
-  ImGui::InputInt("new tokens", &edit_.max_new);
+  ImGui::InputInt("##max_new", &edit_.max_new);
   edit_.max_new = std::clamp(edit_.max_new, 1, 4096);
   ImGui::SameLine();
+  label("temperature");
   ImGui::SetNextItemWidth(90);
-  ImGui::SliderFloat("temperature", &edit_.temperature, 0.0f, 2.0f, edit_.temperature == 0 ? "greedy" : "%.2f");
+  ImGui::SliderFloat("##temperature", &edit_.temperature, 0.0f, 2.0f, edit_.temperature == 0 ? "greedy" : "%.2f");
+  label("top-k");
   ImGui::SetNextItemWidth(90);
-  ImGui::InputInt("top-k", &edit_.top_k);
+  ImGui::InputInt("##top_k", &edit_.top_k);
   edit_.top_k = std::max(0, edit_.top_k);
   ImGui::SameLine();
+  label("top-p");
   ImGui::SetNextItemWidth(90);
-  ImGui::SliderFloat("top-p", &edit_.top_p, 0.05f, 1.0f, "%.2f");
+  ImGui::SliderFloat("##top_p", &edit_.top_p, 0.05f, 1.0f, "%.2f");
   ImGui::SameLine();
+  label("seed");
   ImGui::SetNextItemWidth(90);
   int seed = static_cast<int>(edit_.seed);
-  if (ImGui::InputInt("seed", &seed)) edit_.seed = seed;
+  if (ImGui::InputInt("##seed", &seed)) edit_.seed = seed;
   if (!doc.generation_running) {
     if (ImGui::Button("Generate")) {
       selected_ = -1;
@@ -87,11 +117,7 @@ void GenerateView::drawContent(Workbench& wb) {
       return;
     }
     const bool on = step == (selected_ < 0 ? int(g->steps.size()) - 1 : selected_);
-    ImGui::PushID(step);
-    if (on) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
-    if (ImGui::SmallButton(label.c_str())) selected_ = step;
-    if (on) ImGui::PopStyleColor();
-    ImGui::PopID();
+    if (text_button(label, step, on)) selected_ = step;
   };
   ImGui::TextUnformatted("");
   for (const auto& t : g->prompt_tokens) chip(token_label(t, 16), false, -1);
@@ -114,19 +140,21 @@ void GenerateView::drawStep(Workbench& wb) {
   ImGui::ProgressBar(mha > 0 ? float(double(s.cache_bytes) / double(mha)) : 0.0f, ImVec2(-1, 0), cache.c_str());
 
   // The alternatives the token was drawn against, and Δp against the model without the controls.
-  ImGui::Text("step %d: '%s'%s — top 5:", step, token_label(s.token, 16).c_str(), s.kept ? " (kept)" : "");
+  ImGui::Text("step %d: '%s'%s — top 5 (p):", step, token_label(s.token, 16).c_str(), s.kept ? " (kept)" : "");
   for (size_t i = 0; i < s.top.size(); ++i) {
-    char text[96];
-    std::snprintf(text, sizeof text, "%s %.3f", token_label(s.top[i].first, 14).c_str(), s.top[i].second);
+    const std::string text = token_label(s.top[i].first, 14) + " " + format_probability(s.top[i].second);
     const float d = i < s.top_base.size() ? s.top[i].second - s.top_base[i] : 0.0f;
-    char delta[24] = "";
-    if (i < s.top_base.size()) std::snprintf(delta, sizeof delta, " (%+.3f)", std::fabs(d) < 5e-4f ? 0.0f : d);
-    same_line_if_fits(ImGui::CalcTextSize(text).x + ImGui::CalcTextSize(delta).x + 8);
-    ImGui::TextUnformatted(text);
-    if (delta[0]) {
+    std::string delta;
+    if (i < s.top_base.size()) delta = " (" + format_probability_change(d) + ")";
+    same_line_if_fits(ImGui::CalcTextSize(text.c_str()).x + ImGui::CalcTextSize(delta.c_str()).x + 8);
+    ImGui::TextUnformatted(text.c_str());
+    if (!delta.empty()) {
       ImGui::SameLine(0, 0);
-      ImGui::TextColored(d > 5e-4f ? ImVec4(0.4f, 0.9f, 0.4f, 1) : d < -5e-4f ? ImVec4(1.0f, 0.45f, 0.45f, 1) : ImVec4(0.6f, 0.6f, 0.6f, 1),
-                         "%s", delta);
+      const float rel = std::fabs(d) / std::max(1e-12f, s.top[i].second);  // colour only a change that matters
+      ImGui::TextColored(rel > 1e-3f && d > 0   ? ImVec4(0.4f, 0.9f, 0.4f, 1)
+                         : rel > 1e-3f && d < 0 ? ImVec4(1.0f, 0.45f, 0.45f, 1)
+                                                : ImVec4(0.6f, 0.6f, 0.6f, 1),
+                         "%s", delta.c_str());
     }
   }
   if (!s.top_base.empty()) ImGui::TextDisabled("(Δp: against the model without the Mixer's gates and mixing, same text so far)");
@@ -141,7 +169,9 @@ void GenerateView::drawStep(Workbench& wb) {
 
   layer_ = std::clamp(layer_, 0, int(s.rows.size()) - 1);
   ImGui::SetNextItemWidth(140);
-  ImGui::SliderInt("layer", &layer_, 0, int(s.rows.size()) - 1);
+  label_before("layer");
+  ImGui::SetNextItemWidth(140);
+  ImGui::SliderInt("##layer", &layer_, 0, int(s.rows.size()) - 1);
   ImGui::SameLine();
   ImGui::Checkbox("map of one head", &as_map_);
   if (as_map_) {
@@ -150,7 +180,10 @@ void GenerateView::drawStep(Workbench& wb) {
   }
   ImGui::SameLine();
   ImGui::TextDisabled("the new query's attention over %d keys, one row a head", s.keys);
-  // The query's row in every head of one layer: heads down, keys across.
+  // The query's row in every head of one layer: heads down, keys across, on the maps' scale.
+  const std::vector<float>& row = s.rows[size_t(layer_)];
+  const MapRange range = weight_range(wb, row.data(), row.size());
+  scale_legend(wb, range);
   const float label_w = 36, avail = ImGui::GetContentRegionAvail().x - label_w;
   const float cell_w = std::max(2.0f, std::min(28.0f, avail / float(std::max(1, s.keys))));
   // Rows no lower than a line of text (the window scrolls when there are many heads).
@@ -158,9 +191,7 @@ void GenerateView::drawStep(Workbench& wb) {
                                   ImGui::GetTextLineHeight() + 2, 22.0f);
   ImDrawList* list = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const std::vector<float>& row = s.rows[size_t(layer_)];
-  float peak = 0;
-  for (float v : row) peak = std::max(peak, v);
+  const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   for (int h = 0; h < s.heads; ++h) {
     const float y = origin.y + h * cell_h;
@@ -168,7 +199,7 @@ void GenerateView::drawStep(Workbench& wb) {
                   ("H" + std::to_string(h)).c_str());
     for (int k = 0; k < s.keys; ++k) {
       const float v = row[size_t(h) * s.keys + k];
-      const Rgb c = colormap_rgb(Colormap::Viridis, peak > 0 ? v / peak : 0);
+      const Rgb c = colormap_rgb(cmap, range.normalize(v));
       const ImVec2 a(origin.x + label_w + k * cell_w, y), b(a.x + cell_w - 1, y + cell_h - 1);
       list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
       if (mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 1 && ImGui::IsWindowHovered()) {
@@ -189,8 +220,20 @@ void GenerateView::drawMap(Workbench& wb) {
   head_ = std::clamp(head_, 0, std::max(0, last.heads - 1));
   ImGui::SameLine();
   ImGui::SetNextItemWidth(120);
-  ImGui::SliderInt("head", &head_, 0, std::max(0, last.heads - 1));
+  label_before("head");
+  ImGui::SetNextItemWidth(120);
+  ImGui::SliderInt("##head", &head_, 0, std::max(0, last.heads - 1));
   const int rows = int(g.steps.size()), cols = last.keys;
+  // One scale for the whole map: 0–1, or (auto range) 0 to the largest weight of its rows.
+  std::vector<float> all;
+  for (const auto& s : g.steps)
+    if (size_t(layer_) < s.rows.size()) {
+      const float* row = s.rows[size_t(layer_)].data() + size_t(head_) * s.keys;
+      all.insert(all.end(), row, row + s.keys);
+    }
+  const MapRange range = weight_range(wb, all.data(), all.size());
+  scale_legend(wb, range);
+  const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
   const float cell = std::clamp(std::min((ImGui::GetContentRegionAvail().x - 8) / float(std::max(1, cols)),
                                          (ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, rows))),
                                 3.0f, 24.0f);
@@ -201,15 +244,13 @@ void GenerateView::drawMap(Workbench& wb) {
     const GeneratedStep& s = g.steps[size_t(r)];
     if (size_t(layer_) >= s.rows.size()) continue;
     const float* row = s.rows[size_t(layer_)].data() + size_t(head_) * s.keys;
-    float peak = 0;
-    for (int k = 0; k < s.keys; ++k) peak = std::max(peak, row[k]);
     for (int k = 0; k < cols; ++k) {
       const ImVec2 a(origin.x + k * cell, origin.y + r * cell), b(a.x + cell - 1, a.y + cell - 1);
       if (k >= s.keys) {  // keys the query at this step could not see yet
         list->AddRectFilled(a, b, IM_COL32(60, 60, 60, 255));
         continue;
       }
-      const Rgb c = colormap_rgb(Colormap::Viridis, peak > 0 ? row[k] / peak : 0);
+      const Rgb c = colormap_rgb(cmap, range.normalize(row[k]));
       list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
       if (mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 1 && ImGui::IsWindowHovered())
         ImGui::SetTooltip("step %d ('%s') → key %d: %.4f", r, s.token.c_str(), k, row[k]);

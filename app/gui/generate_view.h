@@ -18,7 +18,8 @@ class GenerateView : public View {
 
  protected:
   void drawContent(Workbench& wb) override;
-  ImVec4 defaultRect() const override { return {0.25f, 0.5f, 0.45f, 0.5f}; }
+  // Over the Head view (beside the map, not over it), leaving the Mixer in sight for live gating.
+  ImVec4 defaultRect() const override { return {0.64f, 0.52f, 0.36f, 0.48f}; }
 
  private:
   void drawStep(Workbench& wb);

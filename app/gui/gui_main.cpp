@@ -191,6 +191,7 @@ int gui_main(const GuiOptions& options) {
       menu.draw(wb, views);
       for (auto& v : views) v->draw(wb);
       menu.drawOverlays(wb);
+      wb.file_dialog.draw(wb);
       draw_overwrite_prompt(wb);
       wb.focus_view.clear();
       wb.apply_layout = false;
@@ -210,7 +211,7 @@ int gui_main(const GuiOptions& options) {
         const ImVec2 pos = v ? (c.content_only ? v->figure_pos() : v->last_pos()) : ImVec2(0, 0);
         const ImVec2 size = v ? (c.content_only ? v->figure_size() : v->last_size()) : io.DisplaySize;
         if (!capture_png(ImGui::GetDrawData(), c.path, c.scale, pos, size, error)) {
-          wb.set_error(error);
+          wb.set_error("export", error);
           if (scripted) std::cerr << "headlab gui: " << error << "\n", exit_code = 1;
         } else if (scripted) {
           std::cout << "wrote " << c.path << "\n";

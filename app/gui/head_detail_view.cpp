@@ -2,6 +2,7 @@
 
 #include "app/export/analysis_figures.h"
 #include "app/gui/export_actions.h"
+#include "app/gui/report_notice.h"
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
 #include "app/state/head_detail.h"
@@ -64,6 +65,7 @@ void spectrum_plot(const analysis::Spectrum& s, float height) {
 void HeadDetailView::drawContent(Workbench& wb) {
   const auto& report = wb.doc().report;
   const auto& sel = wb.doc().session.selection;
+  if (foreign_report_notice(wb)) return;
   if (!report) {
     ImGui::TextDisabled("no head report: run a dataset or open a report in the Dataset view");
     return;
@@ -87,7 +89,14 @@ void HeadDetailView::drawContent(Workbench& wb) {
   export_buttons_same_line(wb, "head-detail", title());
   ImGui::BeginChild("evidence");
   const auto& set = report->settings;
-  const float plot_h = std::max(200.0f, ImGui::GetFontSize() * 15);
+  // The plots share the view's height (each at least ~8 lines), so the relation chart is not
+  // below the fold of the default layout.
+  const int plots = int(set.has("positional")) + int(set.has("syntactic")) + int(h.spectrum.has_value());
+  const int lines = int(set.has("confidence")) + int(set.has("rare")) + int(set.has("lrp")) + int(set.has("importance"));
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  const float plot_h = std::max(ImGui::GetFontSize() * 8,
+                                (ImGui::GetContentRegionAvail().y - lines * ImGui::GetTextLineHeightWithSpacing() -
+                                 plots * spacing) / std::max(1, plots));
   if (set.has("confidence") && h.queries > 0)
     ImGui::TextWrapped("confidence %.3f (%.3f over every key) over %lld queries", h.confidence, h.confidence_all_keys,
                 static_cast<long long>(h.queries));

@@ -4,6 +4,7 @@
 
 #include "app/export/analysis_figures.h"
 #include "app/gui/export_actions.h"
+#include "app/gui/report_notice.h"
 #include "app/gui/workbench.h"
 #include "app/state/head_table.h"
 #include "app/state/session.h"
@@ -74,8 +75,11 @@ void HeadTableView::drawControls(Workbench& wb) {
     if (!a.filter_role.empty()) current = role_filter_from_name(a.filter_role);
   } catch (const std::invalid_argument&) {
   }
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("role");
+  ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
-  if (ImGui::BeginCombo("role", role_filter_name(current))) {
+  if (ImGui::BeginCombo("##role", role_filter_name(current))) {
     for (RoleFilter f : roles)
       if (ImGui::Selectable(role_filter_name(f), f == current))
         wb.apply(cmd::FilterHeads{f == RoleFilter::any ? "" : role_filter_name(f), a.filter_layer});
@@ -84,9 +88,11 @@ void HeadTableView::drawControls(Workbench& wb) {
   ImGui::SameLine();
   int layers = 0;
   for (const auto& h : r.heads) layers = std::max(layers, h.layer + 1);
+  ImGui::TextUnformatted("layer");
+  ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   const std::string layer_text = a.filter_layer < 0 ? "any" : std::to_string(a.filter_layer);
-  if (ImGui::BeginCombo("layer", layer_text.c_str())) {
+  if (ImGui::BeginCombo("##layer", layer_text.c_str())) {
     if (ImGui::Selectable("any", a.filter_layer < 0)) wb.apply(cmd::FilterHeads{a.filter_role, -1});
     for (int l = 0; l < layers; ++l)
       if (ImGui::Selectable(std::to_string(l).c_str(), a.filter_layer == l)) wb.apply(cmd::FilterHeads{a.filter_role, l});
@@ -98,17 +104,22 @@ void HeadTableView::drawControls(Workbench& wb) {
   ImGui::SameLine();
   float positional = static_cast<float>(set.positional_threshold), rare = static_cast<float>(set.rare_threshold),
         margin = static_cast<float>(set.syntactic_margin);
+  // Each label before its slider, so "positional ≥ [0.90]" reads as the threshold it is.
   const float w = ImGui::GetFontSize() * 6;
-  ImGui::SetNextItemWidth(w);
-  if (ImGui::SliderFloat("positional ≥", &positional, 0.5f, 1.0f, "%.2f")) wb.apply(cmd::SetThresholds{positional, {}, {}});
+  const float gap = ImGui::GetStyle().ItemSpacing.x;
+  auto labelled = [&](const char* label, const char* id, float& value, float lo, float hi, bool first) {
+    if (!first) same_line_if_fits(ImGui::CalcTextSize(label).x + gap + w);
+    ImGui::TextUnformatted(label);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(w);
+    return ImGui::SliderFloat(id, &value, lo, hi, "%.2f");
+  };
+  if (labelled("positional ≥", "##positional", positional, 0.5f, 1.0f, true))
+    wb.apply(cmd::SetThresholds{positional, {}, {}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is at one offset (Voita et al. 2019 §4.2)");
-  same_line_if_fits(w + ImGui::CalcTextSize("rare >").x + ImGui::GetStyle().ItemInnerSpacing.x);
-  ImGui::SetNextItemWidth(w);
-  if (ImGui::SliderFloat("rare >", &rare, 0.0f, 1.0f, "%.2f")) wb.apply(cmd::SetThresholds{{}, rare, {}});
+  if (labelled("rare >", "##rare", rare, 0.0f, 1.0f, false)) wb.apply(cmd::SetThresholds{{}, rare, {}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is the rarest token (Voita et al. 2019 §4.3)");
-  same_line_if_fits(w + ImGui::CalcTextSize("syntactic margin").x + ImGui::GetStyle().ItemInnerSpacing.x);
-  ImGui::SetNextItemWidth(w);
-  if (ImGui::SliderFloat("syntactic margin", &margin, 0.0f, 0.5f, "%.2f")) wb.apply(cmd::SetThresholds{{}, {}, margin});
+  if (labelled("syntactic margin", "##margin", margin, 0.0f, 0.5f, false)) wb.apply(cmd::SetThresholds{{}, {}, margin});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("accuracy over the best fixed-offset baseline (Clark et al. 2019 §4)");
   if (a.thresholds_edited) {
     ImGui::SameLine();
@@ -118,6 +129,7 @@ void HeadTableView::drawControls(Workbench& wb) {
 
 void HeadTableView::drawContent(Workbench& wb) {
   const auto& report = wb.doc().report;
+  if (foreign_report_notice(wb)) return;
   if (!report) {
     ImGui::TextDisabled("no head report: run a dataset or open a report in the Dataset view");
     return;

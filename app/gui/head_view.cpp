@@ -25,9 +25,11 @@ void HeadView::drawContent(Workbench& wb) {
   if (sm.empty()) return;
   const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
   const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
+  refused_input_banner(wb.doc());
+  label_before("layer");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
   int layer = sel.layer;
-  if (ImGui::SliderInt("layer", &layer, 0, static_cast<int>(maps->layers.size()) - 1))
+  if (ImGui::SliderInt("##layer", &layer, 0, static_cast<int>(maps->layers.size()) - 1))
     wb.apply(cmd::SelectHead{"", layer, sel.head});
   export_buttons_same_line(wb, "head-view", title());
   hidden_heads_.resize(sm.heads, 0);
@@ -38,12 +40,24 @@ void HeadView::drawContent(Workbench& wb) {
     ImGui::PushStyleColor(ImGuiCol_Button, c);
     ImGui::PushStyleColor(ImGuiCol_ButtonHovered, c);
     if (ImGui::Button(std::to_string(h).c_str())) hidden_heads_[h] = !hidden_heads_[h];
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("head %d: click to hide/show; double-click to show only it", h);
+    // The selected head (Heads grid, Head table …) is framed here and drawn on top below.
+    if (h == sel.head)
+      ImGui::GetWindowDrawList()->AddRect(ImVec2(ImGui::GetItemRectMin().x - 2, ImGui::GetItemRectMin().y - 2),
+                                          ImVec2(ImGui::GetItemRectMax().x + 2, ImGui::GetItemRectMax().y + 2),
+                                          IM_COL32(255, 220, 0, 255), 2.0f, 0, 2.0f);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("head %d%s: click to hide/show; double-click to show only it", h, h == sel.head ? " (selected)" : "");
     if (ImGui::IsItemHovered() && ImGui::IsMouseDoubleClicked(0))
       for (int o = 0; o < sm.heads; ++o) hidden_heads_[o] = o != h;
     ImGui::PopStyleColor(2);
     ImGui::PopID();
   }
+  const bool auto_range = wb.doc().session.view.auto_range;
+  const ImVec2 figure0 = ImGui::GetCursorScreenPos();
+  ImGui::Text("%s — %s layer %d: queries (left) to keys (right), a colour per head", model_title(wb).c_str(),
+              sel.stack.c_str(), sel.layer);
+  ImGui::TextDisabled(auto_range ? "line opacity: weight relative to the strongest line shown (auto range)"
+                                 : "line opacity: attention weight, 0 to 1");
   const float font = ImGui::GetFontSize();
   const bool long_input = sm.rows > 40 || sm.rows * font * 1.3f > ImGui::GetContentRegionAvail().y - 2;
   if (long_input)
@@ -107,16 +121,27 @@ void HeadView::drawContent(Workbench& wb) {
     if (q == focus) return true;
     return h == sel.head && q >= qw.begin && q < qw.end;
   };
-  // Opacity is the weight relative to the strongest line shown, so long inputs (weights ~1/T) stay
-  // visible; lines under 5% of it cost frame time and show nothing.
-  float strongest = 0;
+  // Opacity is the weight itself (0–1, as the maps' colour scale), so a diffuse head draws faint
+  // lines; with auto range, the weight relative to the strongest line shown, so long inputs (weights
+  // ~1/T) stay visible. Lines too faint to see cost frame time and are skipped.
+  float strongest = 1.0f;
+  if (auto_range) {
+    strongest = 0;
+    for (int h = 0; h < sm.heads; ++h)
+      for (int q = 0; q < sm.rows; ++q)
+        if (shown(q, h))
+          for (int k = 0; k < sm.cols; ++k) strongest = std::max(strongest, sm.at(h, q, k));
+  }
+  const float threshold = (auto_range ? 0.05f : 0.02f) * strongest;
+  // The selected head is drawn last, on top, with wider lines.
+  std::vector<int> order;
   for (int h = 0; h < sm.heads; ++h)
-    for (int q = 0; q < sm.rows; ++q)
-      if (shown(q, h))
-        for (int k = 0; k < sm.cols; ++k) strongest = std::max(strongest, sm.at(h, q, k));
-  const float threshold = 0.05f * strongest;
-  for (int h = 0; h < sm.heads && strongest > 0; ++h) {
+    if (h != sel.head) order.push_back(h);
+  if (sel.head < sm.heads) order.push_back(sel.head);
+  for (int h : order) {
+    if (!(strongest > 0)) break;
     const ImU32 base = head_colour(h, 1.0f) & 0x00FFFFFF;
+    const float width = h == sel.head ? 1.6f : 1.0f;
     for (int q = 0; q < sm.rows; ++q) {
       if (!shown(q, h)) continue;
       const float* row_w = sm.head(h) + static_cast<size_t>(q) * sm.cols;
@@ -140,7 +165,7 @@ void HeadView::drawContent(Workbench& wb) {
       auto line = [&](int k) {
         const float a = std::min(1.0f, row_w[k] / strongest) * (context ? 140.0f : 220.0f);
         dl->AddLine(ImVec2(x_left, qy(q)), ImVec2(x_right, ky(k)), base | (static_cast<ImU32>(a) << 24),
-                    q == focus ? 2.0f : 1.2f);
+                    (q == focus ? 2.0f : 1.2f) * width);
       };
       if (long_input) {
         for (int j = 0; j < keep; ++j)
@@ -158,6 +183,7 @@ void HeadView::drawContent(Workbench& wb) {
     dl->AddRectFilled(ImVec2(x_right + 1, top.y + token_window_y(kw, kw.begin)), ImVec2(x_right + 3, top.y + token_window_y(kw, kw.end)), band);
   }
   ImGui::Dummy(ImVec2(avail.x, std::max(token_window_height(qw), token_window_height(kw))));
+  markFigure(figure0, ImVec2(top.x + avail.x, ImGui::GetItemRectMax().y));
 }
 
 bool HeadView::exportFile(Workbench& wb, const std::string& path) {

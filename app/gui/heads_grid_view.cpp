@@ -3,6 +3,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
+#include "app/state/controls_edit.h"
 #include "app/state/head_table.h"
 
 #include <filesystem>
@@ -64,19 +65,27 @@ void HeadsGridView::drawContent(Workbench& wb) {
     if (v.grid_measure) wb.apply(v);
     ImGui::EndCombo();
   }
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip(report ? "colour the grid by a measure of the head report"
-                                                       : "run a dataset (Analyse ▸ Dataset) to colour heads by a measure");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(report                     ? "colour the grid by a measure of the head report"
+                      : wb.doc().foreign_report ? "the report open was measured on another model (see the Dataset view)"
+                                                : "run a dataset (Analyse ▸ Dataset) to colour heads by a measure");
   if (report && measure != "maps" && drawMeasure(wb, measure)) return;
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
   float size = wb.doc().session.view.thumbnail_size;
-  if (ImGui::SliderFloat("size", &size, 32.0f, 256.0f, "%.0f px")) {
+  const auto& sel = wb.doc().session.selection;
+  ImGui::TextUnformatted("size");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+  if (ImGui::SliderFloat("##size", &size, 32.0f, 256.0f, "%.0f px")) {
     cmd::SetView v;
     v.thumbnail_size = size;
     wb.apply(v);
   }
+  ImGui::SameLine(0, 16);
+  const auto& view = wb.doc().session.view;
+  attention_scale_legend(colormap_from_name(view.colormap), sel.stage == Stage::J || sel.stage == Stage::L,
+                         view.auto_range, view.log_scale);
   wb.sync_textures();
-  const auto& sel = wb.doc().session.selection;
   const AttentionSummary* att = wb.doc().model->find(sel.stack);
   const AttentionMaps* maps = wb.doc().snapshot ? wb.doc().snapshot->find(sel.stack) : nullptr;
   if (!att || !maps) {
@@ -88,7 +97,12 @@ void HeadsGridView::drawContent(Workbench& wb) {
     ImGui::TextDisabled("capturing stage %s…", stage_name(sel.stage));
     return;
   }
+  refused_input_banner(wb.doc());
   ImGui::BeginChild("grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  // The figure's title, so a "figure only" export says what it shows.
+  const ImVec2 figure0 = ImGui::GetCursorScreenPos();
+  ImGui::Text("%s — %s, every head (%s): layers down, heads across", model_title(wb).c_str(), att->title.c_str(),
+              stage_name(sel.stage));
   const float pad = 4.0f;
   const float label_w = ImGui::CalcTextSize("L00").x + pad * 2;
   const int heads = att->heads(sel.stage);
@@ -144,17 +158,30 @@ void HeadsGridView::drawContent(Workbench& wb) {
         const float cx = iw / cols_k;
         dl->AddRect(ImVec2(p0.x + sel.key * cx, p0.y), ImVec2(p0.x + (sel.key + 1) * cx, p1.y), IM_COL32(255, 160, 0, 255));
       }
+      // Heads a mixing matrix changes: marked, as gated ones are.
+      const std::string mixed = head_mixed(controls, h);
+      if (!mixed.empty()) {
+        const ImVec2 size = ImGui::CalcTextSize("mix");
+        dl->AddRectFilled(ImVec2(p0.x + 1, p1.y - size.y - 2), ImVec2(p0.x + size.x + 5, p1.y - 1), IM_COL32(20, 20, 20, 200));
+        dl->AddText(ImVec2(p0.x + 3, p1.y - size.y - 1), IM_COL32(110, 200, 255, 255), "mix");
+      }
       const bool selected = l == sel.layer && h == sel.head;
       dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1),
                   selected ? IM_COL32(255, 220, 0, 255) : hovered ? IM_COL32(255, 255, 255, 200) : IM_COL32(70, 70, 70, 255),
                   0.0f, 0, selected ? 2.5f : 1.0f);
       if (hovered)
-        ImGui::SetTooltip("layer %d, head %d (%s)%s", l, h, stage_name(sel.stage),
-                          gate < 1.0f ? (" — gate " + format_value(gate)).c_str() : "");
+        ImGui::SetTooltip("layer %d, head %d (%s)%s%s", l, h, stage_name(sel.stage),
+                          gate < 1.0f ? (" — gate " + format_value(gate)).c_str() : "",
+                          mixed.empty()       ? ""
+                          : mixed == "pre"    ? " — mixed before the softmax"
+                          : mixed == "post"   ? " — mixed after the softmax"
+                                              : " — mixed before and after the softmax");
     }
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, top + maps->layers.size() * (cell + pad)));
   ImGui::Dummy(ImVec2(label_w + heads * (cell + pad), 1));
+  markFigure(ImVec2(figure0.x - 2, figure0.y - 2),
+             ImVec2(origin.x + label_w + heads * (cell + pad) + 2, top + maps->layers.size() * (cell + pad) + 2));
   ImGui::EndChild();
 }
 

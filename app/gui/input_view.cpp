@@ -5,6 +5,8 @@
 
 #include <imgui_stdlib.h>
 
+#include <algorithm>
+
 namespace headlab::app {
 namespace {
 
@@ -40,6 +42,31 @@ void token_chips(Workbench& wb, const TokenizedText& t, bool query_side) {
 
 }  // namespace
 
+void InputView::drawRefused(Workbench& wb) {
+  const auto& refused = wb.doc().refused;
+  if (!refused) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
+  ImGui::TextWrapped("Not run: %s. The views show the last accepted input.", refused->reason.c_str());
+  ImGui::PopStyleColor();
+  if (refused->tokens <= refused->limit || refused->limit <= 0) return;
+  // A text too long for the model: keep its beginning, or a window around a token of interest.
+  const std::string first = "Keep the first " + std::to_string(refused->limit) + " tokens";
+  if (ImGui::Button(first.c_str())) wb.apply(cmd::TrimInput{"first", 0});
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("cuts the text after the token that fills the model's %lld positions (special tokens included)",
+                      static_cast<long long>(refused->limit));
+  ImGui::SameLine();
+  if (trim_centre_ < 0) trim_centre_ = static_cast<int>(refused->tokens / 2);
+  trim_centre_ = std::clamp(trim_centre_, 0, static_cast<int>(refused->tokens) - 1);
+  const std::string around = "Keep " + std::to_string(refused->limit) + " tokens around token";
+  if (ImGui::Button(around.c_str())) wb.apply(cmd::TrimInput{"around", trim_centre_});
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
+  ImGui::InputInt("##centre", &trim_centre_);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("a token position of the refused text (0 – %lld)", static_cast<long long>(refused->tokens - 1));
+}
+
 void InputView::drawContent(Workbench& wb) {
   const bool enc_dec = wb.doc().model && wb.doc().model->kind == "encoder-decoder";
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 3);
@@ -61,10 +88,14 @@ void InputView::drawContent(Workbench& wb) {
   }
   if (edited || run) wb.apply(cmd::SetText{text, decoder_text, run});
   if (wb.doc().model && wb.doc().model->masked_lm) ImGui::TextDisabled("masked LM: write [MASK] where the model should predict");
+  drawRefused(wb);
   if (!wb.doc().snapshot) return;
   ImGui::Separator();
   const auto& s = *wb.doc().snapshot;
-  ImGui::TextDisabled("%zu tokens%s", s.tokens.ids.size(), wb.doc().model && !wb.doc().model->has_tokenizer ? " (no tokenizer: words hashed to ids)" : "");
+  if (wb.doc().refused)
+    ImGui::TextColored(ImVec4(1.0f, 0.7f, 0.25f, 1.0f), "the last accepted input's %zu tokens:", s.tokens.ids.size());
+  else
+    ImGui::TextDisabled("%zu tokens%s", s.tokens.ids.size(), wb.doc().model && !wb.doc().model->has_tokenizer ? " (no tokenizer: words hashed to ids)" : "");
   ImGui::BeginChild("tokens", ImVec2(0, 0), false);
   token_chips(wb, s.tokens, true);
   if (!s.decoder_tokens.ids.empty()) {

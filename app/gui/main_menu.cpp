@@ -5,6 +5,7 @@
 #include "app/gui/workbench.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>  // BringWindowToDisplayFront
 #include <imgui_stdlib.h>
 
 #include <filesystem>
@@ -14,48 +15,60 @@ namespace fs = std::filesystem;
 namespace headlab::app {
 
 void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
-  bool& open_prompt = open_prompt_;
   if (ImGui::BeginMainMenuBar()) {
     if (ImGui::BeginMenu("File")) {
-      if (ImGui::MenuItem("Open session…")) prompt_ = "open", open_prompt = true;
+      if (ImGui::MenuItem("Open session…")) choose_session(wb, false);
       if (ImGui::MenuItem("Save session", nullptr, false, true)) {
         if (session_path_.empty()) {
-          prompt_ = "save", open_prompt = true;
+          choose_session(wb, true);
         } else {
           try {
             wb.execute(cmd::SaveSession{session_path_});
             wb.notice("saved " + session_path_);
           } catch (const std::exception& e) {
-            wb.set_error(e.what());
+            wb.set_error("save_session", e.what());
           }
         }
       }
-      if (ImGui::MenuItem("Save session as…")) prompt_ = "save", open_prompt = true;
+      if (ImGui::MenuItem("Save session as…")) choose_session(wb, true);
       ImGui::Separator();
       if (ImGui::BeginMenu("Export")) {
-        for (const char* figure : {"attention-map", "heads-grid", "head-view"})
+        const std::pair<const char*, const char*> figures[] = {
+            {"attention-map", "Attention map"}, {"heads-grid", "Heads grid"}, {"head-view", "Head view"}};
+        for (const auto& [figure, name] : figures)
           for (const char* ext : {"svg", "pdf"}) {
-            const std::string path = default_export_path(wb, figure, ext);
-            if (ImGui::MenuItem(path.c_str())) {
-              export_or_ask(wb, path, [&wb, figure = std::string(figure), path] {
-                export_figure(wb, figure, "", path, 1);
-                wb.notice("exported " + path);
-              });
-            }
+            const std::string label = std::string(name) + " (" + (ext == std::string("svg") ? "SVG" : "PDF") + ")…";
+            if (ImGui::MenuItem(label.c_str(), nullptr, false, wb.doc().snapshot != nullptr))
+              choose_export_path(wb, "Export the " + std::string(name) + " figure", default_export_path(wb, figure, ext),
+                                 std::string(".") + ext, [&wb, figure = std::string(figure)](const std::string& path) {
+                                   export_figure(wb, figure, "", path, 1);
+                                   wb.notice("exported " + path);
+                                 });
           }
         ImGui::Separator();
-        // The files `headlab analyze` writes, from the report on screen.
-        const std::string report_path = (fs::path(wb.doc().session.view.export_dir.empty() ? "." : wb.doc().session.view.export_dir) /
-                                         "head_report" / "head_report.json").string();
-        if (ImGui::MenuItem("Head report (JSON, CSV, Markdown, figures)", nullptr, false, wb.doc().report != nullptr)) {
-          export_or_ask(wb, report_path, [&wb, report_path] {
-            export_view(wb, "Dataset", report_path, 1);
-            wb.notice("exported " + fs::path(report_path).parent_path().string() + "/");
-          });
+        // The files `headlab analyze` writes, from the report on screen, into a folder of the user's choice.
+        if (ImGui::MenuItem("Head report (JSON, CSV, Markdown, figures)…", nullptr, false, wb.doc().report != nullptr)) {
+          FileChoice choice;
+          choice.title = "Export the head report into a folder (head_report.json, .csv, .md, figures/)";
+          choice.mode = FileChoice::Mode::Folder;
+          choice.path = (fs::path(wb.doc().session.view.export_dir.empty() ? "." : wb.doc().session.view.export_dir) /
+                         "head_report").string();
+          choice.accept = [&wb](const std::string& folder) {
+            const std::string report_path = (fs::path(folder) / "head_report.json").string();
+            export_or_ask(wb, report_path, [&wb, report_path] {
+              export_view(wb, "Dataset", report_path, 1);
+              wb.notice("exported " + fs::path(report_path).parent_path().string() + "/");
+            });
+          };
+          wb.file_dialog.open(std::move(choice));
         }
-        if (ImGui::MenuItem("Whole window (PNG)"))
-          export_or_ask(wb, "headlab-window.png",
-                        [&wb] { wb.captures.push_back({"headlab-window.png", "", wb.doc().session.view.export_scale}); });
+        if (ImGui::MenuItem("Whole window (PNG)…"))
+          choose_export_path(wb, "Export the whole window as PNG",
+                             (fs::path(wb.doc().session.view.export_dir.empty() ? "." : wb.doc().session.view.export_dir) /
+                              "headlab-window.png").string(),
+                             ".png", [&wb](const std::string& path) {
+                               wb.captures.push_back({path, "", wb.doc().session.view.export_scale});
+                             });
         ImGui::EndMenu();
       }
       ImGui::Separator();
@@ -68,8 +81,8 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
       const auto& view = wb.doc().session.view;
       cmd::SetView v;
       if (ImGui::MenuItem("Log scale", nullptr, view.log_scale)) v.log_scale = !view.log_scale;
-      if (ImGui::MenuItem("Weights over 0–1", nullptr, view.fixed_range)) v.fixed_range = !view.fixed_range;
-      if (v.log_scale || v.fixed_range) wb.apply(v);
+      if (ImGui::MenuItem("Weights: each map to its own maximum", nullptr, view.auto_range)) v.auto_range = !view.auto_range;
+      if (v.log_scale || v.auto_range) wb.apply(v);
       if (ImGui::BeginMenu("Colormap")) {
         for (const char* name : {"viridis", "gray"})
           if (ImGui::MenuItem(name, nullptr, view.colormap == name)) {
@@ -115,56 +128,53 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
 
 void MainMenu::drawOverlays(Workbench& wb) {
   ++frames_;
-  if (open_prompt_) {
-    open_prompt_ = false;
-    path_input_ = session_path_.empty() ? (fs::current_path() / "headlab-session.json").string() : session_path_;
-    ImGui::OpenPopup("Session file");
-  }
-  drawPrompts(wb);
   drawMessages(wb);
   if (frames_ > 2) drawRecovery(wb);
 }
 
-void MainMenu::drawPrompts(Workbench& wb) {
-  if (!ImGui::BeginPopupModal("Session file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) return;
-  ImGui::TextUnformatted(prompt_ == "save" ? "Save the session to:" : "Open the session:");
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30);
-  const bool enter = ImGui::InputText("##path", &path_input_, ImGuiInputTextFlags_EnterReturnsTrue);
-  if (ImGui::Button(prompt_ == "save" ? "Save" : "Open") || enter) {
-    try {
-      if (prompt_ == "save") {
-        const std::string path = path_input_;
-        auto save = [this, &wb, path] {
-          wb.execute(cmd::SaveSession{path});
-          wb.notice("saved " + path);
-          session_path_ = path;
-        };
-        // Saving again to the session's own file just saves; another existing file is replaced
-        // only once the user says so.
-        if (path == session_path_) save();
-        else export_or_ask(wb, path, save);
-      } else {
-        wb.execute(cmd::OpenSession{path_input_});
-        session_path_ = path_input_;
-      }
-    } catch (const std::exception& e) {
-      wb.set_error(e.what());
+void MainMenu::choose_session(Workbench& wb, bool save) {
+  FileChoice choice;
+  choice.title = save ? "Save the session" : "Open a session";
+  choice.mode = save ? FileChoice::Mode::Save : FileChoice::Mode::Open;
+  choice.extensions = {".json"};
+  choice.path = session_path_.empty() ? (fs::current_path() / "headlab-session.json").string() : session_path_;
+  choice.error_kind = save ? "save_session" : "open_session";
+  choice.accept = [this, &wb, save](const std::string& path) {
+    if (!save) {
+      wb.execute(cmd::OpenSession{path});
+      session_path_ = path;
+      return;
     }
-    ImGui::CloseCurrentPopup();
-  }
-  ImGui::SameLine();
-  if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
-  ImGui::EndPopup();
+    auto write = [this, &wb, path] {
+      wb.execute(cmd::SaveSession{path});
+      wb.notice("saved " + path);
+      session_path_ = path;
+    };
+    // Saving again to the session's own file just saves; another existing file is replaced only
+    // once the user says so.
+    if (path == session_path_)
+      write();
+    else
+      export_or_ask(wb, path, write, "save_session");
+  };
+  wb.file_dialog.open(std::move(choice));
 }
 
 void MainMenu::drawMessages(Workbench& wb) {
   if (wb.doc().notices.empty()) return;
-  // Plain confirmations ("saved …") go to the status line; anything else asks to be read.
+  // Messages ("saved …", "exported …", session warnings) are drawn above every view, where they are
+  // read, until OK; they do not take the keyboard from the view being used.
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   ImGui::SetNextWindowPos(ImVec2(vp->WorkPos.x + vp->WorkSize.x * 0.5f, vp->WorkPos.y + 40), ImGuiCond_Always, ImVec2(0.5f, 0));
-  ImGui::SetNextWindowBgAlpha(0.92f);
-  ImGui::Begin("Messages", nullptr, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoCollapse);
+  ImGui::SetNextWindowBgAlpha(0.95f);
+  ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(vp->WorkSize.x * 0.8f, vp->WorkSize.y * 0.6f));
+  ImGui::Begin("Messages", nullptr,
+               ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoCollapse |
+                   ImGuiWindowFlags_NoFocusOnAppearing);
+  ImGui::BringWindowToDisplayFront(ImGui::GetCurrentWindow());
+  ImGui::PushTextWrapPos(vp->WorkSize.x * 0.75f);
   for (const auto& n : wb.doc().notices) ImGui::BulletText("%s", n.c_str());
+  ImGui::PopTextWrapPos();
   if (ImGui::Button("OK")) wb.clear_notices();
   ImGui::End();
 }
@@ -179,7 +189,7 @@ void MainMenu::drawRecovery(Workbench& wb) {
     try {
       wb.execute(cmd::OpenSession{recover_});
     } catch (const std::exception& e) {
-      wb.set_error(e.what());
+      wb.set_error("open_session", e.what());
     }
     recover_.clear();
     ImGui::CloseCurrentPopup();

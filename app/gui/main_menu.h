@@ -22,14 +22,12 @@ class MainMenu {
   const std::string& session_path() const { return session_path_; }
 
  private:
-  void drawPrompts(Workbench& wb);
+  // File ▸ Open session / Save session as: the file dialog, then open or save.
+  void choose_session(Workbench& wb, bool save);
   void drawMessages(Workbench& wb);
   void drawRecovery(Workbench& wb);
   std::string session_path_;  // where File ▸ Save writes ("" = ask)
-  std::string prompt_;        // "save" / "open" while the path prompt is up
-  std::string path_input_;
   std::string recover_;
-  bool open_prompt_ = false;
   int frames_ = 0;
 };
 

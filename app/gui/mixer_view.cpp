@@ -1,6 +1,8 @@
 #include "app/gui/mixer_view.h"
 
+#include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
+#include "app/state/controls_edit.h"
 
 #include <string>
 
@@ -44,9 +46,10 @@ void MixerView::drawContent(Workbench& wb) {
   const auto& sel = wb.doc().session.selection;
   const AttentionSummary* att = wb.doc().model->find(sel.stack);
   if (!att) return;
+  label_before("layer");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
   int layer = sel.mixer_layer;
-  if (ImGui::SliderInt("layer", &layer, 0, att->layers - 1)) {
+  if (ImGui::SliderInt("##layer", &layer, 0, att->layers - 1)) {
     cmd::SelectAttention c;
     c.mixer_layer = layer;
     wb.apply(c);
@@ -88,9 +91,21 @@ void MixerView::drawContent(Workbench& wb) {
       }
       ImGui::SameLine();
       ImGui::SetNextItemWidth(-1);
-      if (ImGui::SliderFloat("##g", &g, 0.0f, 1.0f, ("H" + std::to_string(h) + " %.2f").c_str())) {
+      // The head selected everywhere (Heads grid, Head table …) is framed in yellow.
+      const bool selected = layer == sel.layer && h == sel.head;
+      const std::string mixed = head_mixed(wb.doc().session.controls.get(att->stack, layer), h);
+      const std::string format = "H" + std::to_string(h) + (selected ? " (selected)" : "") +
+                                 (mixed.empty() ? "" : " mix") + " %.2f";
+      if (ImGui::SliderFloat("##g", &g, 0.0f, 1.0f, format.c_str())) {
         wb.apply(cmd::SetGate{att->stack, layer, h, g});
       }
+      if (selected)
+        ImGui::GetWindowDrawList()->AddRect(ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), IM_COL32(255, 220, 0, 255),
+                                            ImGui::GetStyle().FrameRounding, 0, 2.0f);
+      if (!selected && ImGui::IsItemClicked(ImGuiMouseButton_Right)) wb.apply(cmd::SelectHead{att->stack, layer, h});
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("gate of head %d%s; right-click selects the head", h,
+                          mixed.empty() ? "" : (" (mixed " + mixed + ")").c_str());
       ImGui::PopID();
     }
     ImGui::EndTable();
@@ -103,15 +118,18 @@ void MixerView::drawContent(Workbench& wb) {
   ImGui::Combo("##preset", &preset_, presets, 4);
   if (preset_ >= 2) {
     ImGui::SameLine();
+    label_before("head a");
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
-    ImGui::InputInt("a", &a_);
+    ImGui::InputInt("##a", &a_);
     ImGui::SameLine();
+    label_before("head b");
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 4);
-    ImGui::InputInt("b", &b_);
+    ImGui::InputInt("##b", &b_);
     if (preset_ == 3) {
       ImGui::SameLine();
+      label_before("α");
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-      ImGui::SliderFloat("α", &alpha_, 0.0f, 1.0f, "%.2f");
+      ImGui::SliderFloat("##alpha", &alpha_, 0.0f, 1.0f, "%.2f");
     }
   }
   const int h_pre = att->softmax_heads;
@@ -120,6 +138,7 @@ void MixerView::drawContent(Workbench& wb) {
     c.stack = att->stack, c.layer = layer, c.which = "pre";
     c.matrix = mix_preset(static_cast<MixPreset>(preset_), h_pre, a_, b_, alpha_);
     wb.apply(c);
+    open_pre_ = true;
   }
   ImGui::SameLine();
   if (ImGui::Button("Apply after softmax")) {
@@ -127,9 +146,16 @@ void MixerView::drawContent(Workbench& wb) {
     c.stack = att->stack, c.layer = layer, c.which = "post";
     c.matrix = mix_preset(static_cast<MixPreset>(preset_), h_out, a_, b_, alpha_);
     wb.apply(c);
+    open_post_ = true;
   }
+  // A matrix that a preset just changed (or that differs from the identity) is shown open.
+  const auto& layer_controls = wb.doc().session.controls.get(att->stack, layer);
+  if (open_pre_ || !layer_controls.pre_mix.empty()) ImGui::SetNextItemOpen(true, open_pre_ ? ImGuiCond_Always : ImGuiCond_Once);
+  open_pre_ = false;
   if (ImGui::CollapsingHeader("pre-softmax mix (logits L ← L·M)", ImGuiTreeNodeFlags_DefaultOpen))
     drawMatrix(wb, *att, layer, "pre", h_pre);
+  if (open_post_ || !layer_controls.post_mix.empty()) ImGui::SetNextItemOpen(true, open_post_ ? ImGuiCond_Always : ImGuiCond_Once);
+  open_post_ = false;
   if (ImGui::CollapsingHeader("post-softmax mix (weights U ← U·M)")) drawMatrix(wb, *att, layer, "post", h_out);
 }
 

@@ -23,6 +23,7 @@ class MixerView : public View {
   int preset_ = 2;
   int a_ = 0, b_ = 1;
   float alpha_ = 0.5f;
+  bool open_pre_ = false, open_post_ = false;  // a preset was applied: show its matrix
 };
 
 }  // namespace headlab::app

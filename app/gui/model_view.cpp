@@ -1,5 +1,6 @@
 #include "app/gui/model_view.h"
 
+#include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
 
 #include <algorithm>
@@ -124,15 +125,23 @@ void ModelView::drawBrowser(Workbench& wb) {
   }
   for (const auto& e : entries_) {
     const std::string label = (e.is_model ? "[model] " : "") + e.name;
-    if (ImGui::Selectable(label.c_str(), false, ImGuiSelectableFlags_AllowDoubleClick)) {
-      const std::string full = (fs::path(browse_dir_) / e.name).string();
+    const std::string full = (fs::path(browse_dir_) / e.name).string();
+    if (ImGui::Selectable(label.c_str(), full == path_, ImGuiSelectableFlags_AllowDoubleClick)) {
+      // A second click on the same model soon after the first opens it, also when both clicks
+      // arrive within one frame (ImGui then sees no double-click of its own).
+      const double now = ImGui::GetTime();
+      const bool again = full == last_click_ && now - last_click_time_ < 2 * ImGui::GetIO().MouseDoubleClickTime;
+      last_click_ = full;
+      last_click_time_ = now;
       std::snprintf(path_, sizeof path_, "%s", full.c_str());
-      if (e.is_model && ImGui::IsMouseDoubleClicked(0))
+      if (e.is_model && (ImGui::IsMouseDoubleClicked(0) || again)) {
         wb.apply(cmd::OpenModel{full});
-      else if (!e.is_model)
+        last_click_.clear();
+      } else if (!e.is_model) {
         browse_dir_ = full;
+      }
     }
-    if (e.is_model && ImGui::IsItemHovered()) ImGui::SetTooltip("double-click to open");
+    if (e.is_model && ImGui::IsItemHovered()) ImGui::SetTooltip("double-click to open (or Open above)");
   }
   ImGui::EndChild();
   if (ImGui::Button("Random-weight model (mha.json)")) wb.apply(cmd::OpenModel{""});
@@ -160,16 +169,19 @@ void ModelView::drawConvert(Workbench& wb) {
                      "(Ainslie et al. 2023 for GQA/MQA, Cordonnier et al. 2020 §4 for collaborative).",
                      fs::path(m->folder).filename().string().c_str());
   ImGui::BeginDisabled(job.running);
+  label_before("variant");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 18);
-  ImGui::Combo("variant", &convert_kind_, kinds, 3);
+  ImGui::Combo("##variant", &convert_kind_, kinds, 3);
   if (convert_kind_ == 0) {
+    label_before("key/value groups");
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    ImGui::InputInt("key/value groups", &convert_groups_);
+    ImGui::InputInt("##groups", &convert_groups_);
     convert_groups_ = std::clamp(convert_groups_, 1, std::max(1, a.kv_heads));
     ImGui::TextDisabled("divides the %d key/value heads; %d changes nothing", a.kv_heads, a.kv_heads);
   } else if (convert_kind_ == 2) {
+    label_before("shared key size");
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-    ImGui::InputInt("shared key size", &convert_key_dim_);
+    ImGui::InputInt("##key_dim", &convert_key_dim_);
     convert_key_dim_ = std::max(1, convert_key_dim_);
     ImGui::TextDisabled("h·d_k = %d gives the same model; about a third keeps quality (the paper)",
                         a.output_heads * a.key_size);
@@ -179,8 +191,9 @@ void ModelView::drawConvert(Workbench& wb) {
                                                   : "-collaborative" + std::to_string(convert_key_dim_);
   const std::string proposed = fs::path(m->folder).lexically_normal().string() + suffix;
   if (convert_out_[0] == 0) std::snprintf(convert_out_, sizeof convert_out_, "%s", proposed.c_str());
+  label_before("output");
   ImGui::SetNextItemWidth(-ImGui::GetFontSize() * 6);
-  ImGui::InputText("output", convert_out_, sizeof convert_out_);
+  ImGui::InputText("##output", convert_out_, sizeof convert_out_);
   ImGui::SameLine();
   if (ImGui::SmallButton("default")) std::snprintf(convert_out_, sizeof convert_out_, "%s", proposed.c_str());
   if (ImGui::Button("Convert and open"))

@@ -31,6 +31,8 @@ class ModelView : public View {
   };
   std::vector<Entry> entries_;
   std::string listed_dir_;
+  std::string last_click_;       // the entry clicked last, and when (a second click opens a model)
+  double last_click_time_ = -1;
   // The Convert tab's choices (UI state until the Convert button sends them).
   int convert_kind_ = 0;  // 0 GQA, 1 MQA, 2 collaborative
   int convert_groups_ = 2, convert_key_dim_ = 0;

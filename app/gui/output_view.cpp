@@ -37,13 +37,15 @@ void position_table(const RunSnapshot& s, const PositionOutput& out, bool masked
                                               IM_COL32(50, 110, 170, 150));
     ImGui::TextUnformatted(token_label(p.token, 24).c_str());
     ImGui::TableNextColumn();
-    ImGui::Text("%.4f", p.p);
+    ImGui::TextUnformatted(format_probability(p.p).c_str());
     ImGui::TableNextColumn();
-    const float d = p.p - p.p_base;
-    const ImVec4 colour = d > 5e-4f ? ImVec4(0.4f, 0.9f, 0.4f, 1) : d < -5e-4f ? ImVec4(1.0f, 0.45f, 0.45f, 1) : ImVec4(0.6f, 0.6f, 0.6f, 1);
-    ImGui::TextColored(colour, "%+.4f", std::fabs(d) < 5e-5f ? 0.0f : d);  // no "-0.0000" for rounding noise
+    // A change below float rounding of p is none (no "-0.0000" for noise); small ones stay readable.
+    const float d = std::fabs(p.p - p.p_base) <= 1e-6f * std::max(p.p, p.p_base) ? 0.0f : p.p - p.p_base;
+    const bool matters = std::fabs(d) > 1e-3f * std::max(p.p, p.p_base);
+    const ImVec4 colour = matters && d > 0 ? ImVec4(0.4f, 0.9f, 0.4f, 1) : matters && d < 0 ? ImVec4(1.0f, 0.45f, 0.45f, 1) : ImVec4(0.6f, 0.6f, 0.6f, 1);
+    ImGui::TextColored(colour, "%s", format_probability_change(d).c_str());
     ImGui::TableNextColumn();
-    ImGui::TextDisabled("%.4f", p.p_base);
+    ImGui::TextDisabled("%s", format_probability(p.p_base).c_str());
   }
   ImGui::EndTable();
   (void)s;
@@ -65,8 +67,12 @@ void OutputView::drawContent(Workbench& wb) {
   std::string current = position < 0 ? def
                                    : std::to_string(position) + ": " + token_label(tokens.tokens[position]);
   int chosen = position;
+  refused_input_banner(wb.doc());
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("position");
+  ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12);
-  if (ImGui::BeginCombo("position", current.c_str())) {
+  if (ImGui::BeginCombo("##position", current.c_str())) {
     if (ImGui::Selectable(def.c_str(), position < 0)) chosen = -1;
     for (size_t t = 0; t < tokens.tokens.size(); ++t) {
       const std::string label = std::to_string(t) + ": " + token_label(tokens.tokens[t]);
@@ -76,9 +82,11 @@ void OutputView::drawContent(Workbench& wb) {
   }
   if (chosen != position) wb.apply(cmd::SetOutputPosition{chosen});
   ImGui::SameLine();
+  ImGui::TextUnformatted("top-k");
+  ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
   int top_k = wb.doc().session.view.top_k;
-  if (ImGui::SliderInt("k", &top_k, 1, 20)) {
+  if (ImGui::SliderInt("##top_k", &top_k, 1, 20)) {
     cmd::SetView v;
     v.top_k = top_k;
     wb.apply(v);

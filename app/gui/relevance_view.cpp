@@ -31,6 +31,7 @@ void RelevanceView::drawTarget(Workbench& wb) {
   bool enabled = a.lrp_enabled;
   if (ImGui::Checkbox("explain", &enabled)) wb.apply(cmd::SetLrpTarget{a.lrp_position, a.lrp_token, enabled, {}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("run LRP, rollout and flow with every run (a backward pass each)");
+  refused_input_banner(wb.doc());
   if (!snap) return;
   const TokenizedText& out = snap->decoder_tokens.ids.empty() ? snap->tokens : snap->decoder_tokens;
   ImGui::SameLine();
@@ -57,14 +58,15 @@ void RelevanceView::drawTarget(Workbench& wb) {
     if (ImGui::Selectable("top-1 token", a.lrp_token < 0)) wb.apply(cmd::SetLrpTarget{a.lrp_position, -1, true});
     if (predicted)
       for (const auto& p : predicted->top)
-        if (ImGui::Selectable((token_label(p.token, 20) + "  p=" + format_value(p.p)).c_str(), a.lrp_token == p.id))
+        if (ImGui::Selectable((token_label(p.token, 20) + "  p=" + format_probability(p.p)).c_str(), a.lrp_token == p.id))
           wb.apply(cmd::SetLrpTarget{a.lrp_position, p.id, true});
     ImGui::EndCombo();
   }
   ImGui::SameLine();
   int id = static_cast<int>(a.lrp_token);
+  label_before("id");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5);
-  if (ImGui::InputInt("id", &id, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue)) wb.apply(cmd::SetLrpTarget{a.lrp_position, id, true});
+  if (ImGui::InputInt("##id", &id, 0, 0, ImGuiInputTextFlags_EnterReturnsTrue)) wb.apply(cmd::SetLrpTarget{a.lrp_position, id, true});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("any token id of the vocabulary (-1 = top-1)");
 }
 

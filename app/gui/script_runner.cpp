@@ -22,7 +22,7 @@ void ScriptRunner::step(Workbench& wb) {
     const auto limit = wb.doc().dataset.running ? std::chrono::seconds(1800) : std::chrono::seconds(180);
     if (now - waiting_since_ > limit) {
       std::cerr << "headlab gui: " << origin_ << ": timed out waiting before action " << actions_[next_].index
-                << (wb.doc().last_error.empty() ? "" : " (" + wb.doc().last_error + ")") << "\n";
+                << (wb.doc().last_error().empty() ? "" : " (" + wb.doc().last_error() + ")") << "\n";
       exit_code_ = 1;
       wb.quit = true;
     }
@@ -37,7 +37,7 @@ void ScriptRunner::step(Workbench& wb) {
     const bool after_dataset = previous && std::holds_alternative<cmd::RunDataset>(*previous);
     const bool after_syntax = previous && (std::holds_alternative<cmd::SetParse>(*previous) ||
                                            std::holds_alternative<cmd::SelectSentence>(*previous));
-    const std::string error = !wb.doc().last_error.empty() ? wb.doc().last_error
+    const std::string error = !wb.doc().last_error().empty() ? wb.doc().last_error()
                               : after_dataset             ? wb.doc().dataset.error
                               : after_syntax              ? wb.doc().syntax_error
                                                           : std::string();
@@ -50,7 +50,7 @@ void ScriptRunner::step(Workbench& wb) {
       return;
     }
     std::cout << "headlab gui: " << origin_ << ": action " << index << ": expected error: " << error << "\n";
-    wb.clear_error();
+    if (!wb.doc().last_error().empty()) wb.dismiss_newest_error();
     waiting_since_ = now;
     return;
   }
@@ -67,7 +67,7 @@ void ScriptRunner::step(Workbench& wb) {
     wb.execute(a.command);
   } catch (const std::exception& e) {
     if (next_ < actions_.size() && std::holds_alternative<cmd::ExpectError>(actions_[next_].command)) {
-      wb.set_error(command_name(a.command) + ": " + e.what());  // as the window shows it; checked next
+      wb.set_error(command_name(a.command), command_name(a.command) + ": " + e.what());  // as the window shows it; checked next
     } else {
       std::cerr << "headlab gui: " << origin_ << ": action " << a.index << " (" << command_name(a.command)
                 << "): " << e.what() << "\n";

@@ -19,6 +19,10 @@ const analysis::LayerSpectra* layer_of(const RunSnapshot& s, const std::string& 
   return nullptr;
 }
 
+constexpr ImU32 kSelectedHead = IM_COL32(255, 210, 60, 255);
+constexpr ImU32 kOtherHeads = IM_COL32(150, 160, 175, 110);
+const std::string kOtherLabel = "other heads of the layer";
+
 }  // namespace
 
 void SpectraView::drawContent(Workbench& wb) {
@@ -60,21 +64,26 @@ void SpectraView::drawContent(Workbench& wb) {
                      sel.stack.c_str(), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
                      s.singular_values.size());
   const bool show_input = input && snap && snap->logit_spectra;
+  // One colour for the selected head in every plot and every draw, grey for the rest, with a key.
+  const std::string selected_label = "H" + std::to_string(sel.head) + " (selected)";
   const int plots = show_input ? 3 : 2;
   const float h = std::max(80.0f, (ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y * (plots - 1)) / plots);
   const ImVec2 top = ImGui::GetCursorScreenPos();
   {
     Plot plot;
-    plot.begin("sv", ImVec2(-1, h), "key-query singular values σ_k / σ_1 (bright: H" + std::to_string(sel.head) + ")", {""}, {"", log_scale_});
+    plot.begin("sv", ImVec2(-1, h), "key-query singular values σ_k / σ_1", {""}, {"", log_scale_});
     if (whole_layer_) {
       plot.add_line({}, relative_singular_values(layer->query), IM_COL32(120, 180, 255, 255), "W_Q");
       plot.add_line({}, relative_singular_values(layer->key), IM_COL32(255, 160, 80, 255), "W_K");
       if (layer->product.applicable) plot.add_line({}, relative_singular_values(layer->product), IM_COL32(230, 230, 230, 255), "W_Q W_Kᵀ");
     } else {
+      bool first = true;
       for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
-        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable)
-          plot.add_line({}, relative_singular_values(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
-      plot.add_line({}, relative_singular_values(s), head_colour(sel.head));
+        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable) {
+          plot.add_line({}, relative_singular_values(layer->heads[h2]), kOtherHeads, first ? kOtherLabel : "");
+          first = false;
+        }
+      plot.add_line({}, relative_singular_values(s), kSelectedHead, selected_label);
     }
     plot.end();
   }
@@ -86,10 +95,13 @@ void SpectraView::drawContent(Workbench& wb) {
       plot.add_vline(layer->product.rank90, IM_COL32(255, 220, 80, 255), "90%");
       plot.add_vline(layer->product.rank99, IM_COL32(255, 110, 60, 255), "99%");
     } else {
+      bool first = true;
       for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
-        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable)
-          plot.add_line({}, drawn_energy(layer->heads[h2]), head_colour(static_cast<int>(h2), 0.35f));
-      plot.add_line({}, drawn_energy(s), head_colour(sel.head));
+        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable) {
+          plot.add_line({}, drawn_energy(layer->heads[h2]), kOtherHeads, first ? kOtherLabel : "");
+          first = false;
+        }
+      plot.add_line({}, drawn_energy(s), kSelectedHead, selected_label);
       plot.add_vline(s.rank90, IM_COL32(255, 220, 80, 255), "90%");
       plot.add_vline(s.rank95, IM_COL32(255, 170, 60, 255), "95%");
       plot.add_vline(s.rank99, IM_COL32(255, 110, 60, 255), "99%");
@@ -103,10 +115,13 @@ void SpectraView::drawContent(Workbench& wb) {
       const auto& heads = it->second[sel.layer];
       Plot plot;
       plot.begin("logits", ImVec2(-1, h), "this input: singular values of its T×S logits", {"rank k"}, {"", true});
+      bool first = true;
       for (size_t h2 = 0; h2 < heads.size(); ++h2)
-        if (static_cast<int>(h2) != sel.head) plot.add_line({}, heads[h2].singular_values, head_colour(static_cast<int>(h2), 0.35f));
-      if (sel.head < static_cast<int>(heads.size()))
-        plot.add_line({}, heads[sel.head].singular_values, head_colour(sel.head));
+        if (static_cast<int>(h2) != sel.head) {
+          plot.add_line({}, heads[h2].singular_values, kOtherHeads, first ? kOtherLabel : "");
+          first = false;
+        }
+      if (sel.head < static_cast<int>(heads.size())) plot.add_line({}, heads[sel.head].singular_values, kSelectedHead, selected_label);
       // A head's logits are Q Kᵀ with d_k columns: rank ≤ d_k, so past the key size the values collapse.
       if (att->key_size > 0) plot.add_vline(att->key_size, IM_COL32(255, 90, 90, 255), "d_k = " + std::to_string(att->key_size));
       plot.end();

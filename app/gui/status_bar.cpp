@@ -26,12 +26,26 @@ void StatusBar::drawContent(Workbench& wb) {
   }
   ImGui::SameLine(0, 20);
   ImGui::TextDisabled("frame %.1f ms · upload %.1f ms", wb.frame_ms, wb.upload_ms);
-  if (!wb.doc().last_error.empty()) {
+  // What failed, newest first; each stays until the same kind of action succeeds or it is closed.
+  const auto& errors = wb.doc().errors;
+  if (!errors.empty()) {
+    const ErrorMessage& newest = errors.back();
     ImGui::SameLine(0, 20);
-    ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.4f, 1.0f), "%s", wb.doc().last_error.c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", wb.doc().last_error.c_str());
+    ImGui::TextColored(ImVec4(1.0f, 0.4f, 0.4f, 1.0f), "%s", newest.text.c_str());
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+      for (size_t i = errors.size(); i-- > 0;) ImGui::BulletText("%s", errors[i].text.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
+    if (errors.size() > 1) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("(+%zu more)", errors.size() - 1);
+    }
     ImGui::SameLine();
-    if (ImGui::SmallButton("x")) wb.clear_error();
+    if (ImGui::SmallButton("x")) wb.clear_error(newest.kind);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("close this message");
   }
 }
 

@@ -209,8 +209,13 @@ void SyntaxView::drawContent(Workbench& wb) {
     ImGui::TextWrapped("%s", doc.syntax_error.c_str());
     ImGui::PopStyleColor();
   }
-  if (!doc.syntax) {
-    if (doc.syntax_error.empty()) ImGui::TextDisabled("running the sentence…");
+  // A sentence measured on another model (the one open before) is never drawn as this model's.
+  const bool stale = doc.syntax && doc.model && doc.syntax->model_folder != doc.model->folder;
+  if (!doc.syntax || stale) {
+    if (doc.model && doc.model->folder.empty())
+      ImGui::TextDisabled("the Syntax view reads a model folder's tokenizer; this model has random weights and none");
+    else if (doc.syntax_error.empty() || stale)
+      ImGui::TextDisabled("running the sentence on %s…", model_title(wb).c_str());
     return;
   }
   const SyntaxResult& r = *doc.syntax;

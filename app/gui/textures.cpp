@@ -251,7 +251,7 @@ int HeadTextures::sync(const AttentionMaps* maps, Stage stage, const MapStyle& s
     for (int h = 0; h < heads; ++h) {
       Entry& e = layer.heads[h];
       const float* data = sm.head(h);
-      e.range = map_range(data, static_cast<size_t>(sm.rows) * sm.cols, logits, style.log_scale, style.fixed_range);
+      e.range = map_range(data, static_cast<size_t>(sm.rows) * sm.cols, logits, style.log_scale, !style.auto_range);
       if (!gpu_colour()) {
         colorize(data, sm.rows, sm.cols, e.range, style.colormap, pixels_.data());
         if (shade)

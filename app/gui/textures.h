@@ -20,9 +20,9 @@ namespace headlab::app {
 struct MapStyle {
   Colormap colormap = Colormap::Viridis;
   bool log_scale = false;
-  bool fixed_range = false;
+  bool auto_range = false;  // weights from 0 to each map's maximum instead of over 0–1
   bool operator==(const MapStyle& o) const {
-    return colormap == o.colormap && log_scale == o.log_scale && fixed_range == o.fixed_range;
+    return colormap == o.colormap && log_scale == o.log_scale && auto_range == o.auto_range;
   }
 };
 

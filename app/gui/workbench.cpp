@@ -34,7 +34,7 @@ void Workbench::apply(const Command& command) {
   try {
     execute(command);
   } catch (const std::exception& e) {
-    set_error(command_name(command) + ": " + e.what());
+    set_error(command_name(command), command_name(command) + ": " + e.what());
   }
 }
 
@@ -44,6 +44,11 @@ void Workbench::execute(const Command& command) {
     Controller::execute(command);
     return;
   }
+  execute_window_command(command);
+  if (!std::holds_alternative<cmd::ExpectError>(command)) clear_error(command_name(command));
+}
+
+void Workbench::execute_window_command(const Command& command) {
   auto view_of = [&](const std::string& name) {
     View* v = find_view(window_of(name));
     if (!v) throw std::runtime_error("no view '" + name + "'");
@@ -118,7 +123,7 @@ void Workbench::sync_textures() {
   MapStyle style;
   style.colormap = colormap_from_name(s.view.colormap);
   style.log_scale = s.view.log_scale;
-  style.fixed_range = s.view.fixed_range;
+  style.auto_range = s.view.auto_range;
   if (textures.sync(snapshot->find(s.selection.stack), s.selection.stage, style) > 0) upload_ms = textures.last_upload_ms();
   if (snapshot->generation != synced_generation_) {
     synced_generation_ = snapshot->generation;

@@ -4,6 +4,7 @@
 // only through apply() with a named command.
 #pragma once
 
+#include "app/gui/file_dialog.h"
 #include "app/gui/textures.h"
 #include "app/state/controller.h"
 
@@ -30,6 +31,7 @@ struct CaptureRequest {
 struct PendingOverwrite {
   std::string path;
   std::function<void()> write;  // the export itself; throws naming the file
+  std::string kind = "export";  // the error kind a failure is shown under
 };
 
 class Workbench : public Controller {
@@ -56,6 +58,7 @@ class Workbench : public Controller {
   std::vector<CaptureRequest> captures;
   bool export_figure_only = false;  // the Export popups' "figure only" choice
   std::optional<PendingOverwrite> pending_overwrite;  // asked about by draw_overwrite_prompt
+  FileDialog file_dialog;        // where an export or a session goes (app/gui/file_dialog.h)
   std::string dialog_answer;     // a script's press of a dialog button (answer_dialog), taken when drawn
   std::string focus_view;        // a view to bring to the front this frame (select_view)
   bool apply_layout = false;     // views re-read their position from the ImGui ini this frame
@@ -74,6 +77,7 @@ class Workbench : public Controller {
   void restore_layout(const std::string& imgui_ini) override;
 
  private:
+  void execute_window_command(const Command& command);
   std::vector<std::unique_ptr<View>>& views_;
   uint64_t synced_generation_ = 0;
   std::string shown_workspace_;

@@ -90,6 +90,11 @@ template <class Io> void fields(Io& io, cmd::SetText& c) {
   io.optional("run", c.run);
 }
 template <class Io> void fields(Io&, cmd::Run&) {}
+template <class Io> void fields(Io& io, cmd::TrimInput& c) {
+  io.optional("keep", c.keep);
+  io.optional("centre", c.centre);
+}
+template <class Io> void fields(Io&, cmd::CloseReport&) {}
 template <class Io> void fields(Io& io, cmd::SetOutputPosition& c) { io.required("position", c.position); }
 template <class Io> void fields(Io& io, cmd::SelectHead& c) {
   io.required("layer", c.layer);
@@ -134,7 +139,7 @@ template <class Io> void fields(Io& io, cmd::Reset& c) {
 template <class Io> void fields(Io& io, cmd::SetView& c) {
   io.optional("colormap", c.colormap);
   io.optional("log_scale", c.log_scale);
-  io.optional("fixed_range", c.fixed_range);
+  io.optional("auto_range", c.auto_range);
   io.optional("thumbnail_size", c.thumbnail_size);
   io.optional("top_k", c.top_k);
   io.optional("export_scale", c.export_scale);
@@ -252,8 +257,8 @@ const std::vector<std::string>& command_names() {
       "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
-      "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert"};
-  static_assert(std::variant_size_v<Command> == 37, "one name per command");
+      "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert", "trim_input", "close_report"};
+  static_assert(std::variant_size_v<Command> == 39, "one name per command");
   return names;
 }
 

@@ -27,6 +27,13 @@ struct SetText {
   bool run = true;
 };
 struct Run {};
+// Runs the current text cut to the model's positions, after the model refused it as too long: its
+// first tokens (`keep` "first") or a window of tokens around the token at `centre` ("around"). The
+// text becomes the part that was kept.
+struct TrimInput {
+  std::string keep = "first";
+  int centre = 0;
+};
 // Which prediction the Output view shows: -1 = the default ([MASK]s / the last token).
 struct SetOutputPosition { int position = -1; };
 
@@ -64,7 +71,8 @@ struct Reset { std::string stack; std::optional<int> layer; };
 // --- how maps are drawn ---
 struct SetView {
   std::optional<std::string> colormap;
-  std::optional<bool> log_scale, fixed_range;
+  // auto_range: attention weights coloured from 0 to each map's own maximum instead of over 0–1.
+  std::optional<bool> log_scale, auto_range;
   std::optional<float> thumbnail_size;
   std::optional<int> top_k, export_scale;
   std::optional<std::string> export_dir;
@@ -101,6 +109,8 @@ struct SetParse {
   std::string file;
 };
 struct OpenReport { std::string path; };
+// Closes the head report (the one on screen, or one of another model kept apart).
+struct CloseReport {};
 // Sorts the head table by a column of head_report.csv.
 struct SortHeads { std::string by; bool descending = true; };
 // Filters the head table: role "" = any ("positional", "syntactic", "rare-word", "none"), layer -1 = any.
@@ -189,7 +199,7 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
                              cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
                              cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration, cmd::ConvertModel,
-                             cmd::StopConvert>;
+                             cmd::StopConvert, cmd::TrimInput, cmd::CloseReport>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

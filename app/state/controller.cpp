@@ -2,8 +2,9 @@
 
 #include "app/engine/dataset_job.h"
 #include "app/state/controls_edit.h"
-#include "app/state/file_hash.h"
+#include "core/file_hash.h"
 #include "app/state/head_table.h"
+#include "app/state/report_match.h"
 #include "app/state/run_mapping.h"
 
 #include <nlohmann/json.hpp>
@@ -74,15 +75,36 @@ const AttentionSummary& Controller::attention_of(const std::string& stack) const
   return *att;
 }
 
+void Controller::set_error(const std::string& kind, const std::string& text) {
+  clear_error(kind);
+  doc_.errors.push_back({kind, text});
+}
+
+void Controller::clear_error(const std::string& kind) {
+  auto& e = doc_.errors;
+  e.erase(std::remove_if(e.begin(), e.end(), [&](const ErrorMessage& m) { return m.kind == kind; }), e.end());
+}
+
+void Controller::dismiss_newest_error() {
+  if (!doc_.errors.empty()) doc_.errors.pop_back();
+}
+
 void Controller::apply(const Command& command) {
   try {
     execute(command);
   } catch (const std::exception& e) {
-    doc_.last_error = command_name(command) + ": " + e.what();
+    set_error(command_name(command), command_name(command) + ": " + e.what());
   }
 }
 
 void Controller::execute(const Command& command) {
+  dispatch(command);
+  // Done: an earlier failure of the same command is history. (A load or a run that the command
+  // started clears its own kind, "open_model" or "run", when it finishes.)
+  clear_error(command_name(command));
+}
+
+void Controller::dispatch(const Command& command) {
   auto& s = doc_.session;
   auto& sel = s.selection;
   auto stack_or_current = [&](const std::string& stack) { return stack.empty() ? sel.stack : stack; };
@@ -100,6 +122,17 @@ void Controller::execute(const Command& command) {
           if (c.run) request_run();
         } else if constexpr (std::is_same_v<C, cmd::Run>) {
           request_run();
+        } else if constexpr (std::is_same_v<C, cmd::TrimInput>) {
+          if (c.keep != "first" && c.keep != "around")
+            throw std::runtime_error("keep must be \"first\" or \"around\"");
+          if (!doc_.model) throw std::runtime_error("no model is open");
+          RunInput in = make_run_input(doc_.session);
+          in.trim = c.keep == "first" ? InputTrim::First : InputTrim::Around;
+          in.trim_centre = std::max(0, c.centre);
+          worker_.request_run(in);
+          ran_text_ = doc_.session.text;
+          requested_at_ = std::chrono::steady_clock::now();
+          unshown_request_ = true;
         } else if constexpr (std::is_same_v<C, cmd::SetOutputPosition>) {
           const int before = sel.output_position;
           sel.output_position = std::max(-1, c.position);
@@ -154,7 +187,7 @@ void Controller::execute(const Command& command) {
           const int top_k = v.top_k;
           if (c.colormap) v.colormap = *c.colormap;
           if (c.log_scale) v.log_scale = *c.log_scale;
-          if (c.fixed_range) v.fixed_range = *c.fixed_range;
+          if (c.auto_range) v.auto_range = *c.auto_range;
           if (c.thumbnail_size) v.thumbnail_size = std::clamp(*c.thumbnail_size, 16.0f, 512.0f);
           if (c.top_k) v.top_k = std::clamp(*c.top_k, 1, 50);
           if (c.export_scale) v.export_scale = std::clamp(*c.export_scale, 1, 4);
@@ -183,7 +216,7 @@ void Controller::execute(const Command& command) {
           dataset_->stop();
         } else if constexpr (std::is_same_v<C, cmd::Generate>) {
           if (!doc_.model || doc_.model->folder.empty())
-            throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder with a tokenizer)");
+            throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder; this model has random weights and no folder)");
           if (c.settings.max_new < 1 || c.settings.max_new > 4096)
             throw std::runtime_error("max_new must be between 1 and 4096");
           auto& g = s.generation;
@@ -226,6 +259,8 @@ void Controller::execute(const Command& command) {
           sync_syntax();
         } else if constexpr (std::is_same_v<C, cmd::OpenReport>) {
           open_report(c.path);
+        } else if constexpr (std::is_same_v<C, cmd::CloseReport>) {
+          close_report();
         } else if constexpr (std::is_same_v<C, cmd::SortHeads>) {
           if (!c.by.empty() && doc_.report) {
             const auto columns = head_table_columns(*doc_.report);
@@ -281,7 +316,7 @@ void Controller::start(const std::string& model_folder, const std::string& sessi
       open_session(session_path);
       return;
     } catch (const std::exception& e) {
-      doc_.last_error = e.what();
+      set_error("open_session", e.what());
       notice(std::string("Could not open the session: ") + e.what());
     }
   }
@@ -409,10 +444,12 @@ bool Controller::poll() {
     model_serial_ = serial;
     doc_.model = worker_.model();
     doc_.snapshot.reset();
+    doc_.refused.reset();
+    clear_error("run");  // the last model's input
     if (const auto& model = doc_.model) {
       const bool same_model = session.model_folder == model->folder;
       if (!model->folder.empty() && !expected_hash_.empty() && model->weights_hash != expected_hash_ &&
-          !same_weights(model->folder, expected_hash_))
+          !core::same_weights(model->folder, expected_hash_))
         notice("The weights in " + model->folder + " changed since the session was saved (hash " + expected_hash_ +
                " → " + model->weights_hash + "): the controls were kept.");
       expected_hash_.clear();
@@ -440,27 +477,48 @@ bool Controller::poll() {
       pending_model_run_ = false;
       request_run();
     }
+    // The report on screen belongs to the model it was measured on: shown again, or kept apart.
+    refresh_report();
     changed = true;
   }
   auto snap = worker_.snapshot();
   if (snap != doc_.snapshot) {
     doc_.snapshot = snap;
     if (doc_.model && snap) clamp_selection(session.selection, *doc_.model, snap.get());
+    // A text the model took only cut to its positions: the text is now the part that was run.
+    if (snap && !snap->trimmed.empty() && session.text != snap->input.text) {
+      session.text = snap->input.text;
+      ran_text_ = session.text;
+      notice("The input was cut to fit the model: " + snap->trimmed + ".");
+    }
     changed = true;
   }
   const TaskStatus status = worker_.status();
-  if (status.error_serial != error_serial_) {
-    error_serial_ = status.error_serial;
-    doc_.last_error = status.error;
+  if (status.loads_done != loads_done_) {
+    loads_done_ = status.loads_done;
     changed = true;
-    // A failed load with nothing loaded yet: never a blank screen.
-    if (!doc_.model && status.error.rfind("loading ", 0) == 0 && doc_.banner.empty()) {
-      notice(status.error + " — opening a random-weight model instead.");
-      open_random_model();
-    } else if (status.error.rfind("loading ", 0) == 0) {
-      // The load failed: the model open before (if any) stays, and nothing is pending any more.
-      pending_model_run_ = false;
+    if (status.load_error.empty()) {
+      clear_error("open_model");
+    } else {
+      set_error("open_model", status.load_error);
+      // A failed load with nothing loaded yet: never a blank screen.
+      if (!doc_.model && doc_.banner.empty()) {
+        notice(status.load_error + " — opening a random-weight model instead.");
+        open_random_model();
+      } else {
+        // The model open before (if any) stays, and nothing is pending any more.
+        pending_model_run_ = false;
+      }
     }
+  }
+  if (status.runs_done != runs_done_) {
+    runs_done_ = status.runs_done;
+    changed = true;
+    doc_.refused = status.refused;
+    if (status.run_error.empty())
+      clear_error("run");
+    else
+      set_error("run", status.run_error);
   }
   poll_dataset(changed);
   poll_syntax(changed);
@@ -517,7 +575,7 @@ void Controller::autosave_if_due(const std::string& imgui_ini) {
   try {
     save_session(autosave_path(), imgui_ini);
   } catch (const std::exception& e) {
-    doc_.last_error = std::string("autosave: ") + e.what();
+    set_error("autosave", std::string("autosave: ") + e.what());
   }
 }
 
@@ -530,22 +588,43 @@ void Controller::set_report(std::shared_ptr<const analysis::HeadReport> report) 
 
 void Controller::refresh_report() {
   const auto& a = doc_.session.analysis;
-  if (!raw_report_ || !a.thresholds_edited) {
-    doc_.report = raw_report_;
-    return;
+  doc_.report.reset();
+  doc_.foreign_report.reset();
+  doc_.foreign_reason.clear();
+  if (!raw_report_) return;
+  std::shared_ptr<const analysis::HeadReport> shown = raw_report_;
+  if (a.thresholds_edited) {
+    analysis::ReportSettings settings = raw_report_->settings;
+    settings.positional_threshold = a.positional_threshold;
+    settings.rare_threshold = a.rare_threshold;
+    settings.syntactic_margin = a.syntactic_margin;
+    shown = std::make_shared<const analysis::HeadReport>(with_thresholds(*raw_report_, settings));
   }
-  analysis::ReportSettings settings = raw_report_->settings;
-  settings.positional_threshold = a.positional_threshold;
-  settings.rare_threshold = a.rare_threshold;
-  settings.syntactic_margin = a.syntactic_margin;
-  doc_.report = std::make_shared<const analysis::HeadReport>(with_thresholds(*raw_report_, settings));
+  // Never applied by position to another model's heads.
+  const std::string why = doc_.model ? report_mismatch(*raw_report_, *doc_.model) : "no model is open";
+  if (why.empty()) {
+    doc_.report = std::move(shown);
+  } else {
+    doc_.foreign_report = std::move(shown);
+    doc_.foreign_reason = why;
+  }
+}
+
+void Controller::close_report() {
+  auto& a = doc_.session.analysis;
+  a.report_path.clear();
+  a.report_hash.clear();
+  a.report_embedded.clear();
+  a.thresholds_edited = false;
+  raw_report_.reset();
+  refresh_report();
 }
 
 void Controller::open_report(const std::string& path) {
   auto report = DatasetJob::open_report(path);
   auto& a = doc_.session.analysis;
   a.report_path = fs::absolute(path).string();
-  a.report_hash = hash_file(path);
+  a.report_hash = core::hash_file(path);
   a.report_embedded.clear();
   set_report(std::move(report));
 }
@@ -560,7 +639,7 @@ void Controller::restore_report_of_session() {
       set_report(std::make_shared<const analysis::HeadReport>(
           analysis::head_report_from_json(nlohmann::json::parse(a.report_embedded))));
     } else if (!a.report_path.empty()) {
-      const std::string hash = hash_file(a.report_path);
+      const std::string hash = core::hash_file(a.report_path);
       if (!a.report_hash.empty() && hash != a.report_hash)
         notice("The head report " + a.report_path + " changed since the session was saved: showing it as it is now.");
       set_report(DatasetJob::open_report(a.report_path));
@@ -620,7 +699,7 @@ void Controller::poll_dataset(bool& changed) {
       fs::create_directories(folder);
       write_file_atomic(path, text + "\n");
       a.report_path = path;
-      a.report_hash = hash_file(path);
+      a.report_hash = core::hash_file(path);
     } catch (const std::exception& e) {
       notice(std::string("The head report could not be kept for sessions: ") + e.what());
     }
@@ -651,8 +730,9 @@ void Controller::poll_convert(bool& changed) {
   d = st;
   if (!finished) return;
   if (!st.error.empty()) {
-    set_error(st.error);
+    set_error("convert_model", st.error);
   } else if (!st.out.empty()) {
+    clear_error("convert_model");
     notice("Converted into " + st.out + (st.summary.empty() ? "" : " (" + st.summary + ")"));
     if (open_converted_) open_model(st.out);
   }

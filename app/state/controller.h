@@ -47,8 +47,11 @@ class Controller {
   // Messages for the user.
   void notice(const std::string& text) { doc_.notices.push_back(text); }
   void clear_notices() { doc_.notices.clear(); }
-  void set_error(const std::string& text) { doc_.last_error = text; }
-  void clear_error() { doc_.last_error.clear(); }
+  // What failed, by kind (Document::errors): a new error replaces the one of its kind; the next
+  // success of that kind clears it.
+  void set_error(const std::string& kind, const std::string& text);
+  void clear_error(const std::string& kind);
+  void dismiss_newest_error();  // the status bar's close button, a script's expect_error
 
   // The model worker's task, for the status bar; stop() cancels it.
   TaskStatus task_status() const { return worker_.status(); }
@@ -69,6 +72,7 @@ class Controller {
   virtual void restore_layout(const std::string& /*imgui_ini*/) {}
 
  private:
+  void dispatch(const Command& command);  // execute() without its bookkeeping
   void open_model(const std::string& folder);
   void open_random_model();
   void request_run();
@@ -77,7 +81,10 @@ class Controller {
   void apply_loaded_session(SessionLoad loaded, const std::string& path);
   void open_report(const std::string& path);
   void set_report(std::shared_ptr<const analysis::HeadReport> report);
-  void refresh_report();  // re-applies thresholds to the raw report
+  // Re-applies thresholds to the raw report, and shows it as the open model's report or keeps it
+  // apart as another model's (app/state/report_match.h).
+  void refresh_report();
+  void close_report();
   void run_dataset(const cmd::RunDataset& c);
   void poll_dataset(bool& changed);
   void restore_report_of_session();
@@ -111,7 +118,7 @@ class Controller {
   bool unshown_request_ = false;
   bool pending_model_run_ = false;
   uint64_t model_serial_ = 0;
-  uint64_t error_serial_ = 0;
+  uint64_t loads_done_ = 0, runs_done_ = 0;  // the worker's finished loads and runs seen
   std::string expected_hash_;
   bool loading_session_ = false;
 };

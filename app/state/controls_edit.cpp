@@ -31,6 +31,19 @@ std::vector<float> mix_preset(MixPreset preset, int heads, int a, int b, float a
   return m;
 }
 
+std::string head_mixed(const core::HeadControls& controls, int head) {
+  // M is [heads, heads] row-major and the mix is X ← X·M: head j receives column j.
+  auto changes = [&](const std::vector<float>& m) {
+    const int n = static_cast<int>(std::lround(std::sqrt(static_cast<double>(m.size()))));
+    if (m.empty() || head >= n) return false;
+    for (int i = 0; i < n; ++i)
+      if (m[static_cast<size_t>(i) * n + head] != (i == head ? 1.0f : 0.0f)) return true;
+    return false;
+  };
+  const bool pre = changes(controls.pre_mix), post = changes(controls.post_mix);
+  return pre && post ? "pre+post" : pre ? "pre" : post ? "post" : "";
+}
+
 bool is_identity(const std::vector<float>& matrix, int heads) {
   if (matrix.empty()) return true;
   if (matrix.size() != static_cast<size_t>(heads) * heads) return false;

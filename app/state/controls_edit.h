@@ -18,6 +18,10 @@ std::vector<float> mix_preset(MixPreset preset, int heads, int a = 0, int b = 1,
 
 bool is_identity(const std::vector<float>& matrix, int heads);
 
+// Which mixing matrices change head `head` (its column of the matrix differs from the identity's):
+// "pre", "post", "pre+post" or "" when neither.
+std::string head_mixed(const core::HeadControls& controls, int head);
+
 // Drops all-1 gates, identity mixes and mean outputs nobody asked for; shrinks trailing defaults.
 void canonicalize(core::HeadControls& controls, int output_heads, int mix_heads_pre, int mix_heads_post);
 void canonicalize(core::ModelControls& controls);

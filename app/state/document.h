@@ -11,6 +11,7 @@
 #include "app/state/session.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,13 +26,27 @@ struct DatasetProgress {
   std::string error;            // the last run's error ("" after a success)
 };
 
+// A message for the status bar: what failed, kept until the same kind of action next succeeds
+// (a folder that opens clears "open_model", a run that succeeds clears "run") or the user closes it.
+struct ErrorMessage {
+  std::string kind;  // "open_model", "run", "session", "export", or a command's script name
+  std::string text;
+};
+
 struct Document {
   SessionState session;
   std::shared_ptr<const ModelSummary> model;
   std::shared_ptr<const RunSnapshot> snapshot;
   // The head report of the last dataset run or opened file, with the session's thresholds applied
-  // (roles recomputed from the stored counts); null before any.
+  // (roles recomputed from the stored counts); null before any, and null while the open model is
+  // not the one the report was measured on — then it is `foreign_report`, shown apart and never
+  // applied to the open model's heads (opening its model again brings it back).
   std::shared_ptr<const analysis::HeadReport> report;
+  std::shared_ptr<const analysis::HeadReport> foreign_report;
+  std::string foreign_reason;  // why foreign_report is not the open model's ("measured on …")
+  // Set while the last input was refused (app/engine/workbench_engine.h); the snapshot is then the
+  // last accepted input's, and the views say so.
+  std::optional<RefusedInput> refused;
   DatasetProgress dataset;
   // The Syntax view's sentence with every head's word-level argmax; null before any and after a failure.
   std::shared_ptr<const SyntaxResult> syntax;
@@ -45,7 +60,9 @@ struct Document {
   ConvertJobStatus convert;
   std::string banner;                 // "random weights — no trained model found"
   std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
-  std::string last_error;
+  std::vector<ErrorMessage> errors;   // what failed, newest last, one per kind
+  // The newest error's text ("" when none).
+  std::string last_error() const { return errors.empty() ? std::string() : errors.back().text; }
 };
 
 }  // namespace headlab::app

@@ -1,5 +1,7 @@
 #include "app/state/script.h"
 
+#include "core/json_file.h"
+
 #include <fstream>
 #include <stdexcept>
 
@@ -20,15 +22,7 @@ std::vector<ScriptAction> parse_script(const nlohmann::json& json, const std::st
 }
 
 std::vector<ScriptAction> load_script(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open script " + path);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("script " + path + ": " + e.what());
-  }
-  return parse_script(json, path);
+  return parse_script(core::read_json_file(path), path);
 }
 
 }  // namespace headlab::app

@@ -2,17 +2,17 @@
 // performs one after another, each once the previous one has settled on screen. Every action is a
 // command of app/state/commands.h under its name, with the same fields:
 //   open_model {folder}  ("" = a random-weight model)      set_text {text[, decoder_text, run]}
-//   run   set_output_position {position}
+//   run   set_output_position {position}   trim_input {keep?: first|around, centre?}  (a refused long text, cut)
 //   select_head {layer, head[, stack, stage]}   select_attention {stack?, stage?}   select_token {query?, key?}
 //   set_gate {layer, head, value[, stack]}      set_ablation {layer, mode: zero|mean[, stack]}
 //   set_mix {layer, which: pre|post, preset: identity|uniform|swap|blend[, a, b, alpha] | matrix}
 //   reset {layer?, stack?}
-//   set_view {colormap?, log_scale?, fixed_range?, thumbnail_size?, top_k?, export_scale?, export_dir?, grid_measure?,
+//   set_view {colormap?, log_scale?, auto_range?, thumbnail_size?, top_k?, export_scale?, export_dir?, grid_measure?,
 //             workspace?: Explore|Analyse, logit_spectra?}
 //   run_dataset {files: [...], metrics?: [...], limit?}  (waits until it finishes)   stop_dataset
 //   set_dataset {files: [...], metrics?, limit?}  (the same choices, not run)
 //   select_sentence {index[, file]}   set_parse {conllu? | file?}  (the typed input with its parse; both "" = off)
-//   open_report {path}   sort_heads {by, descending?}   filter_heads {role?, layer?}
+//   open_report {path}   close_report   sort_heads {by, descending?}   filter_heads {role?, layer?}
 //   set_thresholds {positional?, rare?, syntactic_margin?, reset?}
 //   set_lrp_target {position[, token, enabled, shading: lrp|rollout|flow]}
 //   save_session {path}  open_session {path}

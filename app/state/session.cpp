@@ -1,4 +1,6 @@
 #include "app/state/session.h"
+
+#include "core/json_file.h"
 #include "core/json_integer.h"
 
 #include "app/state/controls_edit.h"
@@ -108,7 +110,7 @@ json session_to_json(const SessionState& s) {
         {"query", sel.query}, {"key", sel.key}, {"output_position", sel.output_position},
         {"mixer_layer", sel.mixer_layer}}},
       {"view",
-       {{"colormap", v.colormap}, {"log_scale", v.log_scale}, {"fixed_range", v.fixed_range},
+       {{"colormap", v.colormap}, {"log_scale", v.log_scale}, {"auto_range", v.auto_range},
         {"thumbnail_size", v.thumbnail_size}, {"top_k", v.top_k}, {"export_scale", v.export_scale},
         {"export_dir", v.export_dir}, {"grid_measure", v.grid_measure},
         {"workspace", v.workspace}, {"logit_spectra", v.logit_spectra}}},
@@ -164,7 +166,9 @@ SessionLoad session_from_json(const json& j) {
   auto& v = s.view;
   read(view, "colormap", v.colormap, w, "view.");
   read(view, "log_scale", v.log_scale, w, "view.");
-  read(view, "fixed_range", v.fixed_range, w, "view.");
+  // Sessions written before the absolute scale was the default say "fixed_range": false for the old
+  // default; they open on the absolute scale (auto-range stays a choice made by hand).
+  read(view, "auto_range", v.auto_range, w, "view.");
   read(view, "thumbnail_size", v.thumbnail_size, w, "view.");
   read(view, "top_k", v.top_k, w, "view.");
   read(view, "export_scale", v.export_scale, w, "view.");
@@ -212,12 +216,11 @@ SessionLoad session_from_json(const json& j) {
 }
 
 SessionLoad load_session_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open session " + path);
+  const json j = core::read_json_file(path);  // names the file, the line and the column
   try {
-    return session_from_json(json::parse(in));
+    return session_from_json(j);
   } catch (const std::exception& e) {
-    throw std::runtime_error("session " + path + ": " + e.what());
+    throw std::runtime_error(path + ": " + e.what());
   }
 }
 

@@ -31,7 +31,9 @@ struct Selection {
 struct ViewSettings {
   std::string colormap = "viridis";
   bool log_scale = false;
-  bool fixed_range = false;  // weights over [0, 1] instead of each map's maximum
+  // Attention weights coloured from 0 to each map's own maximum; false (the default): over 0–1 for
+  // every map, so a uniform head looks as faint as it is.
+  bool auto_range = false;
   float thumbnail_size = 84.0f;
   int top_k = 10;
   int export_scale = 1;

@@ -1,5 +1,7 @@
 #include "app/state/worker.h"
 
+#include "core/error_context.h"
+#include "core/cancelled.h"
 #include "core/system_info.h"
 
 namespace headlab::app {
@@ -65,8 +67,11 @@ TaskStatus WorkbenchWorker::status() const {
   s.busy = running_ || pending_load_ || pending_run_;
   s.task = running_ ? task_ : (s.busy ? "queued" : "");
   s.progress = progress_.load();
-  s.error = error_;
-  s.error_serial = error_serial_;
+  s.loads_done = loads_done_;
+  s.runs_done = runs_done_;
+  s.load_error = load_error_;
+  s.run_error = run_error_;
+  s.refused = refused_;
   return s;
 }
 
@@ -101,6 +106,8 @@ void WorkbenchWorker::loop() {
     lock.unlock();
 
     std::string error;
+    bool cancelled = false;
+    std::optional<RefusedInput> refused;
     std::shared_ptr<const ModelSummary> summary;
     std::shared_ptr<const RunSnapshot> snapshot;
     try {
@@ -113,29 +120,38 @@ void WorkbenchWorker::loop() {
           return !cancel_.load();
         });
       }
+    } catch (const core::Cancelled&) {
+      cancelled = true;  // superseded or stopped on purpose: not an error, and nothing finished
+    } catch (const InputRefused& e) {
+      error = e.what();
+      refused = RefusedInput{run->text, e.what(), e.tokens, e.limit};
     } catch (const std::exception& e) {
-      // A cancelled run is superseded or stopped on purpose: not an error.
-      if (std::string(e.what()) != "cancelled")
-        error = (load ? "loading " + (load->folder.empty() ? load->random_config : load->folder) + ": "
-                      : std::string("running the model: ")) + e.what();
+      if (load) {
+        error = core::in_context("opening " + (load->folder.empty() ? load->random_config : load->folder), e.what());
+      } else {
+        error = std::string("running the model: ") + e.what();
+        refused = RefusedInput{run->text, e.what(), 0, 0};
+      }
     }
 
     lock.lock();
     running_ = false;
     progress_ = 1;
-    if (summary) {
-      model_ = summary;
-      snapshot_.reset();
-      ++model_serial_;
-      error_.clear();
-    }
-    if (snapshot) {
-      snapshot_ = snapshot;
-      error_.clear();
-    }
-    if (!error.empty()) {
-      error_ = error;
-      ++error_serial_;
+    if (load && !cancelled) {
+      ++loads_done_;
+      load_error_ = error;
+      if (summary) {
+        model_ = summary;
+        snapshot_.reset();
+        refused_.reset();
+        run_error_.clear();
+        ++model_serial_;
+      }
+    } else if (run && !cancelled && (snapshot || !error.empty())) {
+      ++runs_done_;
+      run_error_ = error;
+      refused_ = refused;
+      if (snapshot) snapshot_ = snapshot;
     }
   }
 }

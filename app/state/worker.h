@@ -27,8 +27,12 @@ struct TaskStatus {
   bool busy = false;        // something running or queued
   std::string task;         // "running the model", "loading /path", …
   float progress = 0;       // 0..1 of the running task
-  std::string error;        // last error ("" after a success of the same kind)
-  uint64_t error_serial = 0;
+  // The last finished load and run: how many have finished (a cancelled run does not count), and
+  // why the last one failed ("" when it succeeded).
+  uint64_t loads_done = 0, runs_done = 0;
+  std::string load_error, run_error;
+  // The input of the last run when the model refused it (null once a run succeeds).
+  std::optional<RefusedInput> refused;
 };
 
 class WorkbenchWorker {
@@ -73,8 +77,9 @@ class WorkbenchWorker {
   std::shared_ptr<const ModelSummary> model_;
   std::shared_ptr<const RunSnapshot> snapshot_;
   uint64_t model_serial_ = 0;
-  std::string error_;
-  uint64_t error_serial_ = 0;
+  uint64_t loads_done_ = 0, runs_done_ = 0;
+  std::string load_error_, run_error_;
+  std::optional<RefusedInput> refused_;
   std::thread thread_;  // last: starts after every member above exists
 };
 

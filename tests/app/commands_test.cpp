@@ -8,6 +8,9 @@
 #include "analysis/head_report.h"
 #include "app/state/controller.h"
 #include "app/state/script.h"
+#include "core/config.h"
+#include "core/file_hash.h"
+#include "core/model.h"
 
 #include <nlohmann/json.hpp>
 
@@ -57,19 +60,22 @@ json minimal_action(const std::string& name) {
 
 using headlab::test::settle;
 
-// A report with two heads: head 0 puts 93% of its argmax at offset −1, head 1 spreads it.
-headlab::analysis::HeadReport positional_report() {
+// A report of the model in `folder` (2 layers × 4 heads, as analyze writes it for that model): head
+// 0 puts 93% of its argmax at offset −1, the others spread it.
+headlab::analysis::HeadReport positional_report(const std::string& folder) {
   headlab::analysis::HeadReport r;
-  r.model = "tiny";
+  r.model = folder;
+  r.model_weights = headlab::core::weights_identity(folder);
   r.settings.metrics = {"confidence", "positional"};
   r.sentences = 10;
-  for (int h = 0; h < 2; ++h) {
+  for (int i = 0; i < 8; ++i) {
     headlab::analysis::HeadEntry e;
     e.stack = "encoder";
-    e.head = h;
+    e.layer = i / 4;
+    e.head = i % 4;
     e.queries = 100;
-    e.confidence_sum = h == 0 ? 80 : 40;
-    e.offsets = h == 0 ? std::map<int, int64_t>{{-1, 93}, {0, 7}} : std::map<int, int64_t>{{-1, 30}, {1, 70}};
+    e.confidence_sum = i == 0 ? 80 : 40;
+    e.offsets = i == 0 ? std::map<int, int64_t>{{-1, 93}, {0, 7}} : std::map<int, int64_t>{{-1, 30}, {1, 70}};
     r.heads.push_back(e);
   }
   r.finalize();
@@ -144,13 +150,20 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
     CHECK(c.doc().snapshot->input.controls.get(att.stack, 1).gate(2) == 0.0f);
     CHECK_THROWS_WITH(c.execute(cmd::SetGate{"cross", 0, 0, 0.0f}), Catch::Contains("no 'cross' attention"));
     c.apply(cmd::SetGate{"cross", 0, 0, 0.0f});  // the view's form: the error goes to the status bar
-    CHECK(c.doc().last_error.find("set_gate: ") == 0);
+    CHECK(c.doc().last_error().find("set_gate: ") == 0);
   }
   SECTION("window commands are the window's") {
     CHECK_THROWS(c.execute(cmd::Quit{}));
   }
   SECTION("thresholds re-derive roles from the report's counts, and sessions keep report and choices") {
-    const auto report = positional_report();
+    // A report applies to the model it was measured on: a folder of the same config, opened.
+    const std::string folder = dir.str("mha");
+    headlab::core::save_model(
+        *headlab::core::make_random_model(headlab::core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json"), 1),
+        folder);
+    c.execute(cmd::OpenModel{folder});
+    settle(c);
+    const auto report = positional_report(folder);
     REQUIRE(report.heads[0].positional);
     headlab::analysis::write_report_files(report, dir.str("report"));
     c.execute(cmd::OpenReport{dir.str("report/head_report.json")});

@@ -99,7 +99,7 @@ TEST_CASE("convert_model converts the open model and opens the result", "[app][c
   CHECK(c.doc().convert.running);
   CHECK_FALSE(c.idle());
   settle();
-  CHECK(c.doc().last_error.empty());
+  CHECK(c.doc().last_error().empty());
   REQUIRE(c.doc().model);
   CHECK(c.doc().model->folder == dir.str("mqa"));
   CHECK(c.doc().model->attentions.at(0).kv_heads == 1);
@@ -111,5 +111,5 @@ TEST_CASE("convert_model converts the open model and opens the result", "[app][c
   c.execute(cmd::ConvertModel{"gqa", 3, 0, dir.str("bad"), false});
   settle();
   CHECK(c.doc().model->folder == dir.str("mqa"));
-  CHECK(c.doc().last_error.find("divide") != std::string::npos);
+  CHECK(c.doc().last_error().find("divide") != std::string::npos);
 }

@@ -187,10 +187,11 @@ TEST_CASE("the worker publishes the newest request and reports errors", "[app][w
   REQUIRE(worker.idle());
   REQUIRE(worker.snapshot());
   CHECK(worker.snapshot()->input.text == "run number 4 here");
-  CHECK(worker.status().error.empty());
+  CHECK(worker.status().run_error.empty());
+  CHECK(worker.status().load_error.empty());
   worker.request_load({"/nonexistent/model", "", 0});
   while (!worker.idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  CHECK(worker.status().error.find("/nonexistent/model") != std::string::npos);
+  CHECK(worker.status().load_error.find("/nonexistent/model") != std::string::npos);
   CHECK(worker.model());  // the previous model stays
 }
 

@@ -102,7 +102,7 @@ if target == "json_documents":
                "controls": {"encoder_self": [{"gates": [1, 0, 1, 1], "ablation": "zero", "pre_mix": [], "post_mix": []}]},
                "selection": {"stack": "encoder", "layer": 0, "head": 1, "stage": "W", "query": -1, "key": -1,
                              "output_position": -1, "mixer_layer": 0},
-               "view": {"colormap": "viridis", "log_scale": False, "fixed_range": False, "thumbnail_size": 84, "top_k": 10,
+               "view": {"colormap": "viridis", "log_scale": False, "auto_range": False, "thumbnail_size": 84, "top_k": 10,
                         "export_scale": 1, "export_dir": "", "grid_measure": "", "workspace": "Explore", "logit_spectra": False},
                "analysis": {}, "layout": {"imgui_ini": ""}}
     with_cuts("session", json.dumps(session).encode())

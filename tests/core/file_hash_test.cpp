@@ -3,14 +3,14 @@
 // block, and hashes small files whole; hashes written by older sessions (every byte) still compare.
 #include "test_common.h"
 
-#include "app/state/file_hash.h"
+#include "core/file_hash.h"
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 using headlab::test::TempDir;
-using namespace headlab::app;
+using namespace headlab::core;
 namespace fs = std::filesystem;
 
 namespace {

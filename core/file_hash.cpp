@@ -1,4 +1,4 @@
-#include "app/state/file_hash.h"
+#include "core/file_hash.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace fs = std::filesystem;
 
-namespace headlab::app {
+namespace headlab::core {
 namespace {
 
 constexpr uint64_t kOffset = 1469598103934665603ull;
@@ -98,4 +98,4 @@ std::string hash_weight_files(const std::string& folder) {
   return hex(h);
 }
 
-}  // namespace headlab::app
+}  // namespace headlab::core

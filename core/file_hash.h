@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace headlab::app {
+namespace headlab::core {
 
 // FNV-1a 64 of a file's bytes as 16 hex digits; throws naming the file when it cannot be read.
 std::string hash_file(const std::string& path);
@@ -18,4 +18,4 @@ std::string weights_identity(const std::string& folder);
 // True when `hash` (either form above) names the weights in `folder` now.
 bool same_weights(const std::string& folder, const std::string& hash);
 
-}  // namespace headlab::app
+}  // namespace headlab::core
