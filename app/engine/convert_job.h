@@ -1,16 +1,21 @@
-// The Model view's conversion: `headlab convert` (core/convert.h) on a background thread — a model
-// folder turned into grouped-query / multi-query attention or collaborative attention and written
-// as a new folder, with progress (per ALS sweep for collaborative), a cancel button and the
-// reconstruction errors. Errors are caught at the thread boundary and kept for the view.
+// The Model view's conversion: `headlab convert` (core/convert.h) as a task of the window's task
+// system — a model folder turned into grouped-query / multi-query attention or collaborative
+// attention and written as a new folder, with progress (per ALS sweep for collaborative), Stop (it
+// writes nothing then) and the reconstruction errors. The model comes from the model store.
 // Torch-free header: GUI translation units include it.
 #pragma once
 
-#include <atomic>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
+
+namespace headlab::core {
+class ModelStore;
+}
 
 namespace headlab::app {
+
+class TaskManager;
+class TaskTrack;
 
 struct ConvertRequest {
   std::string model_folder;  // the model to convert (native or Hugging Face)
@@ -34,8 +39,11 @@ struct ConvertJobStatus {
 
 class ConvertJob {
  public:
-  ConvertJob() = default;
-  ~ConvertJob();  // cancels a conversion in flight and waits for it
+  // On its own task system and model store (tests) …
+  ConvertJob();
+  // … or on the window's, shared with its other work.
+  ConvertJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
+  ~ConvertJob();  // stops a conversion in flight
   ConvertJob(const ConvertJob&) = delete;
   ConvertJob& operator=(const ConvertJob&) = delete;
 
@@ -46,12 +54,11 @@ class ConvertJob {
   ConvertJobStatus status() const;
 
  private:
-  void run(ConvertRequest request);
-
-  mutable std::mutex mutex_;
-  ConvertJobStatus status_;
-  std::atomic<bool> cancel_{false};
-  std::thread thread_;
+  std::shared_ptr<TaskManager> tasks_;
+  std::shared_ptr<core::ModelStore> models_;
+  std::unique_ptr<TaskTrack> track_;
+  mutable const void* counted_ = nullptr;  // the conversion last counted as finished
+  mutable unsigned finished_ = 0;
 };
 
 }  // namespace headlab::app

@@ -1,23 +1,25 @@
-// The window's dataset run: `headlab analyze` (analysis/analyze.h) on a background thread with its
-// own copy of the model, progress, an ETA and a stop button. Stop keeps what is complete (a partial
-// report) and publishes it; errors are caught at the thread boundary and kept for the status line.
-// Torch-free header: GUI translation units include it.
+// The window's dataset run: `headlab analyze` (analysis/analyze.h) as a task of the window's task
+// system (app/tasks/task_manager.h), on the model store's copy of the model, with progress, an ETA
+// and Stop. Stop keeps what is complete (a partial report) and publishes it; errors name what was
+// being done. Torch-free header: GUI translation units include it.
 #pragma once
 
 #include "analysis/head_report.h"
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+namespace headlab::core {
+class ModelStore;
+}
+
 namespace headlab::app {
+
+class Task;
+class TaskManager;
+class TaskTrack;
 
 // What to measure: a model folder with a tokenizer, the data and the measures.
 struct DatasetRequest {
@@ -44,16 +46,19 @@ struct DatasetJobStatus {
 
 class DatasetJob {
  public:
+  // On its own task system and model store (tests, a headless caller) …
   DatasetJob();
-  // Stops the run in flight and waits for its thread (at most the sentence or model load under way).
+  // … or on the window's, shared with its other work.
+  DatasetJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
+  // Stops the run in flight (it ends after the sentence under way).
   ~DatasetJob();
   DatasetJob(const DatasetJob&) = delete;
   DatasetJob& operator=(const DatasetJob&) = delete;
 
-  // Starts a run; a run in flight is cancelled and its result dropped. Never blocks on the old run:
-  // the new one starts on the same thread once the old one has stopped.
+  // Starts a run; a run in flight is stopped and its result dropped, and the new one starts once it
+  // has (the runs share a lane).
   void start(const DatasetRequest& request);
-  // Cancels the run after the current sentence; what is complete is published, marked partial.
+  // Stops the run after the current sentence; what is complete is published, marked partial.
   void stop();
 
   DatasetJobStatus status() const;
@@ -66,21 +71,14 @@ class DatasetJob {
   static std::shared_ptr<const analysis::HeadReport> open_report(const std::string& path);
 
  private:
-  void loop();
-  void run(const DatasetRequest& request);
+  void take_result() const;  // picks up the newest task's report
 
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<DatasetRequest> pending_;
-  bool quit_ = false;
-  bool busy_ = false;            // a run is in progress on the thread
-  bool superseded_ = false;      // the run in progress was replaced by start(): drop its result
-  std::atomic<bool> cancel_{false};
-  DatasetJobStatus status_;
-  std::chrono::steady_clock::time_point started_;  // start() of the run the status describes
-  std::shared_ptr<const analysis::HeadReport> result_;
-  uint64_t result_serial_ = 0;
-  std::thread thread_;  // last: starts after every member above exists
+  std::shared_ptr<TaskManager> tasks_;
+  std::shared_ptr<core::ModelStore> models_;
+  std::unique_ptr<TaskTrack> track_;
+  mutable std::shared_ptr<const analysis::HeadReport> result_;
+  mutable uint64_t result_serial_ = 0;
+  mutable const void* taken_ = nullptr;  // the report last taken from a task
 };
 
 }  // namespace headlab::app

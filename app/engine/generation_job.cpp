@@ -5,6 +5,9 @@
 #include "core/model.h"
 #include "core/tokenizer_framing.h"
 #include "core/run.h"
+#include "app/tasks/task_manager.h"
+#include "app/tasks/task_track.h"
+#include "core/model_store.h"
 #include "core/system_info.h"
 
 #include <torch/torch.h>
@@ -13,92 +16,6 @@
 #include <stdexcept>
 
 namespace headlab::app {
-
-GenerationJob::GenerationJob() : thread_([this] { loop(); }) {}
-
-GenerationJob::~GenerationJob() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    quit_ = true;
-    pending_.reset();
-  }
-  cancel_ = true;
-  wake_.notify_all();
-  thread_.join();
-}
-
-void GenerationJob::start(const GenerationRequest& request) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending_ = request;
-    status_.running = true;
-    cancel_ = busy_;  // a run under way stops after its step
-  }
-  wake_.notify_all();
-}
-
-void GenerationJob::stop() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  pending_.reset();
-  if (busy_) {
-    cancel_ = true;  // the run ends after its step and reports "cancelled"
-  } else if (status_.running) {
-    status_.running = false;  // stopped before it started: nothing ran
-    ++result_serial_;
-  }
-}
-
-GenerationStatus GenerationJob::status() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return status_;
-}
-
-std::shared_ptr<const GenerationResult> GenerationJob::result() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return result_;
-}
-
-uint64_t GenerationJob::result_serial() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return result_serial_;
-}
-
-void GenerationJob::publish(std::shared_ptr<const GenerationResult> result) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (pending_) return;  // superseded
-  result_ = std::move(result);
-  ++result_serial_;
-}
-
-void GenerationJob::loop() {
-  core::use_interactive_threads();  // one intra-op thread: the window and the live worker need the other core
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    wake_.wait(lock, [this] { return quit_ || pending_; });
-    if (quit_) return;
-    const GenerationRequest request = std::move(*pending_);
-    pending_.reset();
-    busy_ = true;
-    cancel_ = false;
-    lock.unlock();
-    std::string error;
-    try {
-      run(request);
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {  // nothing may leave the thread
-      error = "an unknown error";
-    }
-    lock.lock();
-    busy_ = false;
-    if (pending_) continue;  // superseded: the newer request is the one to show
-    status_.running = false;
-    status_.error = error;
-    if (!error.empty()) result_.reset();
-    ++result_serial_;
-  }
-}
-
 namespace {
 
 // A prompt given as token ids ("5, 17, 3" or "5 17 3"), each below the vocabulary size.
@@ -131,17 +48,16 @@ std::vector<int64_t> prompt_ids(const std::string& text, int64_t vocab) {
   return ids;
 }
 
-}  // namespace
 
-void GenerationJob::run(const GenerationRequest& request) {
+// The generation as a task: every step published as it is made, the last one with its Δp.
+std::shared_ptr<const GenerationResult> generate_text(Task& task, const GenerationRequest& request, core::ModelStore& models) {
   if (request.model_folder.empty())
     throw std::runtime_error("generation needs a model folder (a random-weight model has none)");
-  if (!model_ || model_folder_ != request.model_folder) {
-    model_.reset();
-    model_ = core::load_model(request.model_folder);
-    model_folder_ = request.model_folder;
-  }
-  core::Model& model = *model_;
+  task.phase("loading the model");
+  const auto shared_model = models.get(request.model_folder);
+  core::Model& model = *shared_model;
+  task.check();
+  task.phase("writing");
   const core::Tokenizer* tok = model.tokenizer.get();
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
   // Without a tokenizer the prompt is token ids and tokens are shown as "#id", as `headlab generate
@@ -153,7 +69,7 @@ void GenerationJob::run(const GenerationRequest& request) {
   g.max_new = settings.max_new;
   g.sampling = {settings.temperature, settings.top_k, settings.top_p, static_cast<uint64_t>(settings.seed)};
   g.controls = request.controls;
-  g.cancel = &cancel_;
+  g.cancel = task.stop_flag();
   if (tok) {
     g.prompt = enc_dec ? core::encoder_input_ids(model.config, *tok, settings.prompt)
                        : core::causal_prompt_ids(*tok, settings.prompt);
@@ -206,7 +122,8 @@ void GenerationJob::run(const GenerationRequest& request) {
     next->steps.push_back(std::move(s));
     next->text = tok ? tok->decode(generated, true) : std::string();
     result = next;
-    publish(result);
+    task.progress(static_cast<int64_t>(result->steps.size()), g.max_new);
+    task.publish(std::shared_ptr<const GenerationResult>(result));
   };
   const auto out = core::generate(model, g, on_step);
   auto done = std::make_shared<GenerationResult>(*result);
@@ -226,7 +143,55 @@ void GenerationJob::run(const GenerationRequest& request) {
     for (size_t s = 0; s < done->steps.size(); ++s)
       for (int64_t id : top_ids[s]) done->steps[s].top_base.push_back(probs[int64_t(s)][id].item<float>());
   }
-  publish(done);
+  return done;
 }
+
+}  // namespace
+
+
+GenerationJob::GenerationJob()
+    : GenerationJob(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
+                    std::make_shared<core::ModelStore>()) {}
+
+GenerationJob::GenerationJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
+    : tasks_(std::move(tasks)), models_(std::move(models)), track_(std::make_unique<TaskTrack>()) {}
+
+GenerationJob::~GenerationJob() { stop(); }
+
+void GenerationJob::start(const GenerationRequest& request) {
+  TaskOptions o;
+  o.name = "generating";
+  o.lane = "generate";
+  o.kind = "generate";
+  o.replaces = {"generate"};
+  track_->follow(tasks_->start_typed<GenerationResult>(
+      o, [request, models = models_](Task& task) { return generate_text(task, request, *models); }));
+}
+
+void GenerationJob::stop() {
+  if (track_->newest()) track_->newest()->stop();
+}
+
+GenerationStatus GenerationJob::status() const {
+  GenerationStatus s;
+  const auto& task = track_->newest();
+  if (!task) return s;
+  s.running = !task->finished();
+  const Task::Status t = task->status();
+  if (t.state == TaskState::Failed) s.error = t.error;
+  return s;
+}
+
+std::shared_ptr<const GenerationResult> GenerationJob::result() const {
+  const auto& task = track_->newest();
+  if (!task) return nullptr;
+  if (task->status().state == TaskState::Failed)
+    shown_.reset();
+  else if (auto r = task->result<GenerationResult>())
+    shown_ = std::move(r);
+  return shown_;
+}
+
+uint64_t GenerationJob::result_serial() const { return track_->serial(); }
 
 }  // namespace headlab::app

@@ -1,28 +1,26 @@
-// The Generate view's run: a causal model (or an encoder-decoder) writes from a prompt on a
-// background thread, with the window's head controls, each step published as it is made — the
-// token, its alternatives, every head's attention row of the new query and the KV cache's size
-// (core/generate.h). The model is loaded once per folder and kept; Stop ends the run after the step
-// under way. Torch-free header: GUI translation units include it.
+// The Generate view's run: a causal model (or an encoder-decoder) writes from a prompt as a task of
+// the window's task system, with the window's head controls, each step published as it is made —
+// the token, its alternatives, every head's attention row of the new query and the KV cache's size
+// (core/generate.h). The model comes from the model store; Stop ends the run after the step under
+// way. Torch-free header: GUI translation units include it.
 #pragma once
 
 #include "core/controls.h"
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 namespace headlab::core {
-struct Model;
+class ModelStore;
 }
 
 namespace headlab::app {
+
+class TaskManager;
+class TaskTrack;
 
 // What the user asks of a generation: the prompt and how to draw. The Generate command, the session
 // and the job all hold it.
@@ -79,8 +77,11 @@ struct GenerationStatus {
 
 class GenerationJob {
  public:
+  // On its own task system and model store (tests) …
   GenerationJob();
-  ~GenerationJob();  // stops the run under way and waits for its step
+  // … or on the window's, shared with its other work.
+  GenerationJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
+  ~GenerationJob();  // stops the run under way (it ends after its step)
   GenerationJob(const GenerationJob&) = delete;
   GenerationJob& operator=(const GenerationJob&) = delete;
 
@@ -94,22 +95,10 @@ class GenerationJob {
   uint64_t result_serial() const;
 
  private:
-  void loop();
-  void run(const GenerationRequest& request);
-  void publish(std::shared_ptr<const GenerationResult> result);
-
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<GenerationRequest> pending_;
-  std::atomic<bool> cancel_{false};
-  bool quit_ = false;
-  bool busy_ = false;
-  GenerationStatus status_;
-  std::shared_ptr<const GenerationResult> result_;
-  uint64_t result_serial_ = 0;
-  std::shared_ptr<core::Model> model_;  // worker thread only: the model of the last folder
-  std::string model_folder_;
-  std::thread thread_;  // last: starts after every member above exists
+  std::shared_ptr<TaskManager> tasks_;
+  std::shared_ptr<core::ModelStore> models_;
+  std::unique_ptr<TaskTrack> track_;
+  mutable std::shared_ptr<const GenerationResult> shown_;
 };
 
 }  // namespace headlab::app

@@ -187,8 +187,9 @@ struct WorkbenchEngine::Impl {
 WorkbenchEngine::WorkbenchEngine() : impl_(std::make_unique<Impl>()) {}
 WorkbenchEngine::~WorkbenchEngine() = default;
 
-ModelSummary WorkbenchEngine::load(const std::string& folder) {
-  auto model = core::load_model(folder);
+ModelSummary WorkbenchEngine::load(const std::string& folder) { return use(core::load_model(folder), folder); }
+
+ModelSummary WorkbenchEngine::use(std::shared_ptr<core::Model> model, const std::string& folder) {
   impl_->reset(std::move(model), fs::absolute(folder).lexically_normal().string(), false);
   return impl_->summary;
 }

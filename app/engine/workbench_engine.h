@@ -18,6 +18,10 @@
 #include <utility>
 #include <vector>
 
+namespace headlab::core {
+struct Model;
+}
+
 namespace headlab::app {
 
 // The stages of one attention call, in the order the engine computes them.
@@ -225,6 +229,8 @@ class WorkbenchEngine {
 
   // Loads a native or Hugging Face folder; throws with the folder named.
   ModelSummary load(const std::string& folder);
+  // Runs `model` (loaded from `folder`, shared read-only with others: core/model_store.h).
+  ModelSummary use(std::shared_ptr<core::Model> model, const std::string& folder);
   // A random-weight model from a config.json (no trained model found).
   ModelSummary load_random(const std::string& config_path, uint64_t seed);
   bool loaded() const;

@@ -138,6 +138,9 @@ int gui_main(const GuiOptions& options) {
   glfwGetWindowContentScale(window, &xscale, &yscale);
   const float scale = std::max(1.0f, std::max(xscale, yscale));
   ImGui::StyleColorsDark();
+  // Opaque windows: a view opened over another (Generate over the Head view) hides it rather than
+  // letting its text show through.
+  ImGui::GetStyle().Colors[ImGuiCol_WindowBg].w = 1.0f;
   ImGui::GetStyle().ScaleAllSizes(scale);
   ImVector<ImWchar> ranges;
   load_fonts(scale, ranges);

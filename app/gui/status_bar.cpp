@@ -2,18 +2,61 @@
 
 #include "app/gui/workbench.h"
 
+#include <cstdio>
+
 namespace headlab::app {
+namespace {
+
+std::string duration_text(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
+  else
+    std::snprintf(text, sizeof text, "%d:%02d", s / 60, s % 60);
+  return text;
+}
+
+}  // namespace
 
 void StatusBar::drawContent(Workbench& wb) {
-  const TaskStatus st = wb.task_status();
-  if (st.busy) {
-    ImGui::TextUnformatted(st.task.c_str());
+  // Every task of the task system, each with its progress and its own Stop.
+  const auto tasks = wb.tasks().active();
+  if (tasks.empty()) ImGui::TextDisabled("ready");
+  const size_t shown = std::min<size_t>(tasks.size(), 3);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& task = tasks[i];
+    const Task::Status s = task->status();
+    if (i > 0) ImGui::SameLine(0, 16);
+    std::string label = s.name;
+    if (s.state == TaskState::Queued) label += " (waiting)";
+    else if (!s.phase.empty() && s.phase != s.name) label += ": " + s.phase;
+    ImGui::TextUnformatted(label.c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", label.c_str());
     ImGui::SameLine();
-    ImGui::ProgressBar(st.progress, ImVec2(ImGui::GetFontSize() * 10, 0));
+    char overlay[64] = "";
+    if (s.total > 0) {
+      if (s.eta_s >= 0)
+        std::snprintf(overlay, sizeof overlay, "%lld/%lld · %s left", static_cast<long long>(s.done),
+                      static_cast<long long>(s.total), duration_text(s.eta_s).c_str());
+      else
+        std::snprintf(overlay, sizeof overlay, "%lld/%lld", static_cast<long long>(s.done), static_cast<long long>(s.total));
+    }
+    ImGui::ProgressBar(static_cast<float>(s.fraction), ImVec2(ImGui::GetFontSize() * (s.total > 0 ? 9 : 5), 0), overlay);
     ImGui::SameLine();
-    if (ImGui::SmallButton("Stop")) wb.stop_run();
-  } else {
-    ImGui::TextDisabled("ready");
+    ImGui::PushID(static_cast<int>(task->id()));
+    if (ImGui::SmallButton("Stop")) task->stop();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("stop %s (it ends after the step under way)", s.name.c_str());
+    ImGui::PopID();
+  }
+  if (tasks.size() > shown) {
+    ImGui::SameLine(0, 12);
+    ImGui::TextDisabled("+%zu more", tasks.size() - shown);
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      for (size_t i = shown; i < tasks.size(); ++i) ImGui::BulletText("%s", tasks[i]->status().name.c_str());
+      ImGui::EndTooltip();
+    }
   }
   if (wb.doc().snapshot) {
     ImGui::SameLine(0, 20);

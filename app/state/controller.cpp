@@ -6,6 +6,7 @@
 #include "app/state/head_table.h"
 #include "app/state/report_match.h"
 #include "app/state/run_mapping.h"
+#include "core/system_info.h"
 
 #include <nlohmann/json.hpp>
 
@@ -54,10 +55,13 @@ std::string syntax_file_of(const AnalysisChoices& a) {
 }
 
 Controller::Controller()
-    : dataset_(std::make_unique<DatasetJob>()),
-      generation_(std::make_unique<GenerationJob>()),
-      convert_(std::make_unique<ConvertJob>()),
-      syntax_(std::make_unique<SyntaxJob>()),
+    : tasks_(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); })),
+      models_(std::make_shared<core::ModelStore>()),
+      worker_(tasks_, models_),
+      dataset_(std::make_unique<DatasetJob>(tasks_, models_)),
+      generation_(std::make_unique<GenerationJob>(tasks_, models_)),
+      convert_(std::make_unique<ConvertJob>(tasks_, models_)),
+      syntax_(std::make_unique<SyntaxJob>(tasks_, models_)),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
   try {

@@ -7,6 +7,8 @@
 #include "app/state/commands.h"
 #include "app/state/document.h"
 #include "app/state/worker.h"
+#include "app/tasks/task_manager.h"
+#include "core/model_store.h"
 
 #include <chrono>
 #include <memory>
@@ -53,7 +55,11 @@ class Controller {
   void clear_error(const std::string& kind);
   void dismiss_newest_error();  // the status bar's close button, a script's expect_error
 
-  // The model worker's task, for the status bar; stop() cancels it.
+  // Every background task (the live model's loads and runs, the dataset run, the Syntax view's
+  // sentence, a generation, a conversion), for the status bar.
+  const TaskManager& tasks() const { return *tasks_; }
+  // The one copy of each model's weights that every task shares.
+  const core::ModelStore& models() const { return *models_; }
   TaskStatus task_status() const { return worker_.status(); }
   bool worker_idle() const { return worker_.idle(); }
   // Intra-op threads for live re-runs (see live_threads_for_renderer).
@@ -96,6 +102,9 @@ class Controller {
   const AttentionSummary& attention_of(const std::string& stack) const;
 
   Document doc_;
+  // Declared before everything that starts tasks: destroyed last, after they have stopped them.
+  std::shared_ptr<TaskManager> tasks_;
+  std::shared_ptr<core::ModelStore> models_;
   WorkbenchWorker worker_;
   std::unique_ptr<DatasetJob> dataset_;
   uint64_t dataset_serial_ = 0;

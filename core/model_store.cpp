@@ -1,0 +1,64 @@
+#include "core/model_store.h"
+
+#include "core/file_hash.h"
+#include "core/model.h"
+
+#include <filesystem>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace headlab::core {
+
+std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(fs::absolute(folder, ec), ec);
+  const std::string key = ec ? folder : canonical.string();
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& slot = entries_[key];
+    if (!slot) slot = std::make_shared<Entry>();
+    entry = slot;
+  }
+  std::lock_guard<std::mutex> loading(entry->loading);
+  // The same weights as when it was loaded: hand it out again. Weights rewritten since (a model
+  // trained or converted into the same folder) are read afresh.
+  std::string identity;
+  try {
+    identity = weights_identity(folder);
+  } catch (const std::exception&) {
+    identity.clear();  // load_model below names what is wrong with the folder
+  }
+  if (auto model = entry->model.lock(); model && entry->identity == identity && !identity.empty()) return model;
+  auto model = load_model(folder);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++loads_;
+  }
+  entry->model = model;
+  entry->identity = identity;
+  return model;
+}
+
+int64_t ModelStore::loads() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return loads_;
+}
+
+int64_t ModelStore::resident() const {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [key, entry] : entries_) entries.push_back(entry);
+  }
+  // Each entry under its own lock, taken after the store's (as get() takes them: no inversion).
+  int64_t n = 0;
+  for (const auto& entry : entries) {
+    std::lock_guard<std::mutex> loading(entry->loading);
+    if (!entry->model.expired()) ++n;
+  }
+  return n;
+}
+
+}  // namespace headlab::core

@@ -1,0 +1,39 @@
+// One copy of each model's weights in memory, shared read-only by whoever runs it: the window's
+// live engine and every background task ask the store, and a folder already loaded (with the same
+// weights on disk) is handed out again rather than read a second time. A model nobody holds any
+// more is freed. Per-run controls (gates, mixing) travel with each core::RunRequest and are never
+// written into a shared model. Torch-free header.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace headlab::core {
+
+struct Model;
+
+class ModelStore {
+ public:
+  // The model in `folder`, loaded on first use (core::load_model; errors name the folder). Two
+  // callers asking at once get one load: the second waits for the first.
+  std::shared_ptr<Model> get(const std::string& folder);
+  // Folders read so far (a second get of a loaded folder does not count): for tests and the bench.
+  int64_t loads() const;
+  // How many models are alive in the store now.
+  int64_t resident() const;
+
+ private:
+  struct Entry {
+    std::mutex loading;        // held while the folder is read
+    std::weak_ptr<Model> model;
+    std::string identity;      // the weights' identity when loaded (core/file_hash.h)
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // by canonical folder
+  int64_t loads_ = 0;
+};
+
+}  // namespace headlab::core
