@@ -232,7 +232,8 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       }
       if (s.has("syntactic") && sentence.has_tree()) {
         ++r.tree_sentences;
-        layout.arcs = scored_arcs(sentence.heads, sentence.relations, s.strip_subtypes);
+        layout.arcs = scored_arcs(sentence.heads, sentence.relations, s.strip_subtypes,
+                                  words_with_tokens(ts.word_of, ts.words), &r.skipped_arcs);
       }
       if (maps_needed) {
         core::RunRequest request;

@@ -260,7 +260,8 @@ json to_json(const HeadReport& r) {
           {"format_version", kHeadReportFormatVersion},
           {"model", r.model},
           {"data", {{"files", r.files}, {"sentences", r.sentences}, {"tokens", r.tokens}, {"skipped", r.skipped},
-                    {"skipped_reasons", r.skipped_reasons}, {"tree_sentences", r.tree_sentences}}},
+                    {"skipped_reasons", r.skipped_reasons}, {"tree_sentences", r.tree_sentences},
+                    {"skipped_arcs", r.skipped_arcs}}},
           {"settings", settings},
           {"partial", r.partial},
           {"heads", heads},
@@ -294,6 +295,7 @@ HeadReport head_report_from_json(const json& j) {
     r.skipped = core::get_integer<int64_t>(data.at("skipped"));
     if (data.contains("skipped_reasons")) r.skipped_reasons = data["skipped_reasons"].get<std::map<std::string, int64_t>>();
     r.tree_sentences = data.value("tree_sentences", int64_t{0});
+    r.skipped_arcs = data.value("skipped_arcs", int64_t{0});
     where = "settings";
     const json& s = j.at("settings");
     auto& o = r.settings;
@@ -431,6 +433,7 @@ void merge_into(HeadReport& into, const HeadReport& other) {
   into.tree_sentences += other.tree_sentences;
   into.tokens += other.tokens;
   into.skipped += other.skipped;
+  into.skipped_arcs += other.skipped_arcs;
   for (const auto& [k, v] : other.skipped_reasons) into.skipped_reasons[k] += v;
   into.partial = into.partial || other.partial;
   into.lrp_max_relative_residual = std::max(into.lrp_max_relative_residual, other.lrp_max_relative_residual);

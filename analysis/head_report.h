@@ -117,6 +117,9 @@ struct HeadReport {
   int64_t tokens = 0;     // tokens of the measured sentences (special ones included)
   int64_t skipped = 0;    // longer than the model's positions (or empty after tokenization)
   int64_t tree_sentences = 0;  // measured sentences with a dependency tree (CoNLL-U)
+  // Gold arcs left out of the syntactic measure because they touch a word with no token of its own
+  // (a word inside a token that starts in the word before it: no row or column of the maps is its).
+  int64_t skipped_arcs = 0;
   std::map<std::string, int64_t> skipped_reasons;
   ReportSettings settings;
   bool partial = false;  // stopped before the end (Ctrl-C, Stop)

@@ -25,15 +25,28 @@ void set_rare_positions(SentenceLayout& layout, const std::vector<int64_t>& rank
   layout.rare_counted = layout.rarest >= 0 && ranks[layout.rarest] > rare_min_rank;
 }
 
+std::vector<bool> words_with_tokens(const std::vector<int>& token_word, int words) {
+  std::vector<bool> has(static_cast<size_t>(std::max(0, words)), false);
+  for (int w : token_word)
+    if (w >= 0 && w < words) has[static_cast<size_t>(w)] = true;
+  return has;
+}
+
 std::vector<SentenceLayout::Arc> scored_arcs(const std::vector<int>& heads, const std::vector<std::string>& relations,
-                                             bool strip_subtypes) {
+                                             bool strip_subtypes, const std::vector<bool>& word_has_token,
+                                             int64_t* unscorable) {
   std::vector<SentenceLayout::Arc> arcs;
   const int W = static_cast<int>(heads.size());
+  auto has_token = [&](int w) { return word_has_token.empty() || (w < static_cast<int>(word_has_token.size()) && word_has_token[size_t(w)]); };
   for (int d = 0; d < W; ++d) {
     if (heads[d] < 0 || heads[d] >= W || heads[d] == d) continue;
     const std::string relation = normalize_relation(relations[d], strip_subtypes);
     const std::string base = relation.substr(0, relation.find(':'));
     if (base == "root" || base == "punct" || relation.empty()) continue;
+    if (!has_token(d) || !has_token(heads[d])) {
+      if (unscorable) ++*unscorable;
+      continue;
+    }
     arcs.push_back({d, heads[d], relation});
   }
   return arcs;

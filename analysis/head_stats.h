@@ -41,10 +41,18 @@ struct SentenceLayout {
 // the first position) and whether the sentence counts for the rare-word measure.
 void set_rare_positions(SentenceLayout& layout, const std::vector<int64_t>& token_ranks, int64_t rare_min_rank);
 
+// Whether each of `words` words has a token of its own: a token whose first character lies in it
+// (`token_word` gives each token's word, −1 for none). A word inside a token that starts in the word
+// before it has none: no row or column of the maps is its.
+std::vector<bool> words_with_tokens(const std::vector<int>& token_word, int words);
+
 // The gold arcs of a sentence: every word with a head in the sentence, except the relations root and
-// punct; relations normalised (normalize_relation).
+// punct; relations normalised (normalize_relation). Given `word_has_token` (words_with_tokens), an
+// arc that touches a word without a token of its own cannot be scored: it is left out and counted
+// in `unscorable`.
 std::vector<SentenceLayout::Arc> scored_arcs(const std::vector<int>& heads, const std::vector<std::string>& relations,
-                                             bool strip_subtypes);
+                                             bool strip_subtypes, const std::vector<bool>& word_has_token = {},
+                                             int64_t* unscorable = nullptr);
 
 // Word-level attention (Clark et al. 2019): attention to a word is the sum over its tokens, from a
 // word the mean over its tokens; special tokens dropped. maps [heads, T, S] → [heads, W, W] (float64).

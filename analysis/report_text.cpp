@@ -106,6 +106,9 @@ std::string to_markdown(const HeadReport& report) {
     md << " (" << join(reasons, "; ") << ")";
   }
   md << "\n";
+  if (s.has("syntactic") && report.skipped_arcs > 0)
+    md << "- arcs not scored: " << report.skipped_arcs
+       << " (they touch a word with no token of its own: a word inside a token that starts in the word before it)\n";
   if (s.has("rare")) {
     md << "- frequency source: " << (s.frequency_source.empty() ? "(none)" : s.frequency_source);
     if (!s.frequency_files.empty()) md << " (" << join(s.frequency_files, ", ") << ")";

@@ -4,6 +4,10 @@
 #include "analysis/head_stats.h"
 #include "core/model.h"
 #include "core/run.h"
+#include "app/tasks/task_manager.h"
+#include "app/tasks/task_track.h"
+#include "core/cancelled.h"
+#include "core/model_store.h"
 #include "core/system_info.h"
 
 #include <torch/torch.h>
@@ -79,6 +83,7 @@ SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& 
   r.text = sentence.text;
   r.heads = sentence.heads;
   r.relations = sentence.relations;
+  r.word_has_token = analysis::words_with_tokens(ts.word_of, ts.words);
   for (const auto& [start, end] : sentence.word_spans) {
     // Spans count code points; the words are cut from the text by walking its UTF-8.
     std::string word;
@@ -118,118 +123,114 @@ SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& 
   return r;
 }
 
-SyntaxJob::SyntaxJob() : thread_([this] { loop(); }) {}
+struct SyntaxJob::Cache {
+  std::map<std::string, int> sentence_counts;  // "file@mtime" → its sentences
+};
 
-SyntaxJob::~SyntaxJob() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    quit_ = true;
-    pending_.reset();
-  }
-  wake_.notify_all();
-  thread_.join();
-}
+namespace {
 
-void SyntaxJob::start(const SyntaxRequest& request) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    pending_ = request;
-    status_.running = true;
-  }
-  wake_.notify_all();
-}
-
-SyntaxJobStatus SyntaxJob::status() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return status_;
-}
-
-std::shared_ptr<const SyntaxResult> SyntaxJob::result() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return result_;
-}
-
-uint64_t SyntaxJob::result_serial() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return result_serial_;
-}
-
-void SyntaxJob::loop() {
-  core::use_interactive_threads();  // one intra-op thread: the window and the live worker need the other core
-  std::unique_lock<std::mutex> lock(mutex_);
-  for (;;) {
-    wake_.wait(lock, [this] { return quit_ || pending_; });
-    if (quit_) return;
-    const SyntaxRequest request = std::move(*pending_);
-    pending_.reset();
-    busy_ = true;
-    lock.unlock();
-    std::shared_ptr<const SyntaxResult> result;
-    std::string error;
-    try {
-      result = run(request);
-    } catch (const std::exception& e) {
-      error = e.what();
-    } catch (...) {  // nothing may leave the thread
-      error = "an unknown error";
-    }
-    lock.lock();
-    busy_ = false;
-    if (pending_) continue;  // superseded: the newer request's result is the one to show
-    status_.running = false;
-    status_.error = error;
-    result_ = std::move(result);  // null after a failure: the view shows the error, not a stale sentence
-    ++result_serial_;
-  }
-}
-
-std::shared_ptr<const SyntaxResult> SyntaxJob::run(const SyntaxRequest& request) {
+std::shared_ptr<const SyntaxResult> run_sentence(Task& task, const SyntaxRequest& request, core::ModelStore& models,
+                                                 std::map<std::string, int>& sentence_counts) {
   std::string doing = "loading the model " + request.model_folder;
   try {
     if (request.model_folder.empty())
       throw std::runtime_error("the Syntax view needs a model folder with a tokenizer (a random-weight model has none)");
-    if (!model_ || model_folder_ != request.model_folder) {
-      model_.reset();
-      model_ = core::load_model(request.model_folder);
-      model_folder_ = request.model_folder;
-    }
+    task.phase("loading the model");
+    const auto model = models.get(request.model_folder);
+    task.check();
     if (request.on_input()) {
       doing = "running the input with its parse";
-      auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model_, input_sentence(request), request.controls));
+      task.phase(doing);
+      auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model, input_sentence(request), request.controls));
       result->model_folder = request.model_folder;
       result->on_input = true;
       return result;
     }
     doing = "reading sentence " + std::to_string(request.index) + " of " + request.file;
+    task.phase("reading the sentence");
     if (request.index < 0) throw std::runtime_error("the sentence index is negative");
     std::error_code ec;
     const auto stamp = std::filesystem::last_write_time(request.file, ec);
     if (ec) throw std::runtime_error("cannot read " + request.file + ": " + ec.message());
     const std::string count_key = request.file + "@" + std::to_string(stamp.time_since_epoch().count());
-    const auto known = sentence_counts_.find(count_key);
+    const auto known = sentence_counts.find(count_key);
     analysis::DatasetReader reader({request.file});
     analysis::DatasetSentence sentence, found;
     int count = 0;
     bool have = false;
-    while ((known == sentence_counts_.end() || !have) && reader.next(sentence)) {
+    while ((known == sentence_counts.end() || !have) && reader.next(sentence)) {
       if (count == request.index) found = sentence, have = true;
       ++count;
     }
-    if (known != sentence_counts_.end()) count = known->second;
-    sentence_counts_[count_key] = count;
+    if (known != sentence_counts.end()) count = known->second;
+    sentence_counts[count_key] = count;
     if (!have)
       throw std::runtime_error(request.file + " has " + std::to_string(count) + " sentences (indices 0 to " +
                                std::to_string(count - 1) + ")");
+    task.check();
     doing = "running " + found.source;
-    auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model_, found, request.controls));
+    task.phase("running the sentence");
+    auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model, found, request.controls));
     result->model_folder = request.model_folder;
     result->file = request.file;
     result->index = request.index;
     result->sentence_count = count;
     return result;
+  } catch (const core::Cancelled&) {
+    throw;
   } catch (const std::exception& e) {
     throw std::runtime_error(doing + ": " + e.what());
   }
 }
+
+}  // namespace
+
+SyntaxJob::SyntaxJob()
+    : SyntaxJob(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
+                std::make_shared<core::ModelStore>()) {}
+
+SyntaxJob::SyntaxJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
+    : tasks_(std::move(tasks)),
+      models_(std::move(models)),
+      cache_(std::make_shared<Cache>()),
+      track_(std::make_unique<TaskTrack>()) {}
+
+SyntaxJob::~SyntaxJob() {
+  if (track_->newest()) track_->newest()->stop();
+}
+
+void SyntaxJob::start(const SyntaxRequest& request) {
+  TaskOptions o;
+  o.name = "the Syntax view's sentence";
+  o.lane = "syntax";  // one at a time: the runs share the sentence counts
+  o.kind = "sentence";
+  o.replaces = {"sentence"};
+  track_->follow(tasks_->start_typed<SyntaxResult>(o, [request, models = models_, cache = cache_](Task& task) {
+    return run_sentence(task, request, *models, cache->sentence_counts);
+  }));
+}
+
+SyntaxJobStatus SyntaxJob::status() const {
+  SyntaxJobStatus s;
+  const auto& task = track_->newest();
+  if (!task) return s;
+  const Task::Status t = task->status();
+  s.running = !task->finished();
+  if (t.state == TaskState::Failed) s.error = t.error;
+  return s;
+}
+
+std::shared_ptr<const SyntaxResult> SyntaxJob::result() const {
+  const auto& task = track_->newest();
+  if (!task) return nullptr;
+  // While a sentence runs, the one before stays on show; a failed run shows its error instead.
+  if (task->status().state == TaskState::Failed)
+    shown_.reset();
+  else if (auto r = task->result<SyntaxResult>())
+    shown_ = std::move(r);
+  return shown_;
+}
+
+uint64_t SyntaxJob::result_serial() const { return track_->serial(); }
 
 }  // namespace headlab::app

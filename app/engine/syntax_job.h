@@ -1,30 +1,30 @@
 // The Syntax view's run: one CoNLL-U sentence through the model (with the window's controls, so
-// gates and mixing apply) on a background thread, giving every head's word-level argmax — the
-// prediction the head report's syntactic measure scores (Clark et al. 2019 §4). The model is
-// loaded once per folder and kept; errors are caught at the thread boundary with what was being
-// done. Torch-free header: GUI translation units include it.
+// gates and mixing apply) as a task of the window's task system, giving every head's word-level
+// argmax — the prediction the head report's syntactic measure scores (Clark et al. 2019 §4). The
+// model comes from the model store (no copy of its own); errors name what was being done.
+// Torch-free header: GUI translation units include it.
 #pragma once
 
 #include "core/controls.h"
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace headlab::core {
 struct Model;
+class ModelStore;
 }
 namespace headlab::analysis {
 struct DatasetSentence;
 }
 
 namespace headlab::app {
+
+class TaskManager;
+class TaskTrack;
 
 // Which sentence, on which model, under which controls: sentence `index` of a CoNLL-U file, or
 // the text the user typed with its parse (pasted CoNLL-U, or a CoNLL-U file holding a sentence whose
@@ -51,6 +51,7 @@ struct SyntaxResult {
   std::string text;        // the sentence as the model read it
   std::vector<std::string> words;
   std::vector<int> heads;               // gold head word per word (0-based, −1 = root)
+  std::vector<bool> word_has_token;     // per word: a token of its own (arcs touching one without are not scored)
   std::vector<std::string> relations;   // as written
   // stack → [layer][head][word]: the word each word's row of the word-level map (values stage U)
   // points to, self excluded, −1 = none. Rows are dependents, so an arc d → predicted[d] is read
@@ -74,13 +75,15 @@ struct SyntaxJobStatus {
 
 class SyntaxJob {
  public:
+  // On its own task system and model store (tests) …
   SyntaxJob();
-  // Waits for the sentence under way (a forward pass of one sentence, or a model load).
+  // … or on the window's, shared with its other work.
+  SyntaxJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
   ~SyntaxJob();
   SyntaxJob(const SyntaxJob&) = delete;
   SyntaxJob& operator=(const SyntaxJob&) = delete;
 
-  // Starts a run; a run in flight finishes but its result is dropped.
+  // Starts a run; a run in flight is stopped and its result dropped.
   void start(const SyntaxRequest& request);
   SyntaxJobStatus status() const;
   // The last published result; null before any and after a failure.
@@ -89,22 +92,12 @@ class SyntaxJob {
   uint64_t result_serial() const;
 
  private:
-  void loop();
-  std::shared_ptr<const SyntaxResult> run(const SyntaxRequest& request);
-
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<SyntaxRequest> pending_;
-  bool quit_ = false;
-  bool busy_ = false;
-  SyntaxJobStatus status_;
-  std::shared_ptr<const SyntaxResult> result_;
-  uint64_t result_serial_ = 0;
-  // Worker-thread only: the model of the last folder and the sentence count of the last file.
-  std::shared_ptr<core::Model> model_;
-  std::string model_folder_;
-  std::map<std::string, int> sentence_counts_;
-  std::thread thread_;  // last: starts after every member above exists
+  struct Cache;  // the sentence counts of files read before (the lane's thread only)
+  std::shared_ptr<TaskManager> tasks_;
+  std::shared_ptr<core::ModelStore> models_;
+  std::shared_ptr<Cache> cache_;
+  std::unique_ptr<TaskTrack> track_;
+  mutable std::shared_ptr<const SyntaxResult> shown_;
 };
 
 }  // namespace headlab::app

@@ -45,9 +45,10 @@ void write_relevance_figure(const std::string& path, const RelevanceFigure& figu
 
 // A sentence's gold tree as labelled arcs above the words and a head's word-level argmax arcs below
 // (`predicted` per word, −1 = none; empty = none drawn): green where the argmax is the gold head,
-// red where it is another word, grey for words the syntactic measure does not score.
+// red where it is another word, grey for words the syntactic measure does not score (`word_has_token`
+// as analysis::scored_arcs takes it).
 void write_syntax_figure(const std::string& path, const std::string& title, const std::vector<std::string>& words,
                          const std::vector<int>& gold_heads, const std::vector<std::string>& relations,
-                         const std::vector<int>& predicted);
+                         const std::vector<int>& predicted, const std::vector<bool>& word_has_token = {});
 
 }  // namespace headlab::app

@@ -133,7 +133,7 @@ void write_relevance_figure(const std::string& path, const RelevanceFigure& fig)
 
 void write_syntax_figure(const std::string& path, const std::string& title, const std::vector<std::string>& words,
                          const std::vector<int>& gold_heads, const std::vector<std::string>& relations,
-                         const std::vector<int>& predicted) {
+                         const std::vector<int>& predicted, const std::vector<bool>& word_has_token) {
   if (gold_heads.size() != words.size() || relations.size() != words.size() ||
       (!predicted.empty() && predicted.size() != words.size()))
     throw std::invalid_argument("export " + path + ": " + std::to_string(words.size()) + " words, " +
@@ -153,7 +153,7 @@ void write_syntax_figure(const std::string& path, const std::string& title, cons
   const std::vector<Arc> below = predicted.empty() ? std::vector<Arc>{} : argmax_arcs(predicted);
   const ArcLayout layout = layout_arcs(widths, 12.0f, above, below);
   std::set<int> scored;
-  for (const auto& arc : analysis::scored_arcs(gold_heads, relations, false)) scored.insert(arc.dependent);
+  for (const auto& arc : analysis::scored_arcs(gold_heads, relations, false, word_has_token)) scored.insert(arc.dependent);
 
   const double level_h = 16, label_h = label_size + 4, word_h = size + 8, arrow_pad = 10;
   const std::string legend_text = "gold tree above, the head's argmax below";

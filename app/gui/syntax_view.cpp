@@ -37,7 +37,7 @@ void draw_arc(ImDrawList* list, float from, float to, float base, float height, 
 // The sentence's scored words (analysis::scored_arcs: root and punct left out).
 std::set<int> scored_dependents(const SyntaxResult& r) {
   std::set<int> out;
-  for (const auto& arc : analysis::scored_arcs(r.heads, r.relations, false)) out.insert(arc.dependent);
+  for (const auto& arc : analysis::scored_arcs(r.heads, r.relations, false, r.word_has_token)) out.insert(arc.dependent);
   return out;
 }
 
@@ -244,7 +244,9 @@ void SyntaxView::drawContent(Workbench& wb) {
   const ArcLayout layout = layout_arcs(widths, spacing, gold, below);
 
   const std::vector<RelationAccuracy> accuracy =
-      predicted ? sentence_relation_accuracy(r.heads, r.relations, *predicted) : std::vector<RelationAccuracy>{};
+      predicted ? sentence_relation_accuracy(r.heads, r.relations, *predicted, ArcDirection::DependentToHead, false,
+                                             r.word_has_token)
+                : std::vector<RelationAccuracy>{};
   const float row_h = ImGui::GetTextLineHeightWithSpacing();
   const float avail = ImGui::GetContentRegionAvail().y;
   const float table_h = std::min(row_h * (float(accuracy.size()) + 2.6f), std::max(row_h * 4, avail * 0.4f));
@@ -335,7 +337,8 @@ bool SyntaxView::exportFile(Workbench& wb, const std::string& path) {
                                                 std::filesystem::path(r.file).filename().string();
   const std::string title = model_title(wb) + " — " + sentence + ", " + sel.stack + " layer " +
                             std::to_string(sel.layer) + " head " + std::to_string(sel.head);
-  write_syntax_figure(path, title, r.words, r.heads, r.relations, predicted ? *predicted : std::vector<int>{});
+  write_syntax_figure(path, title, r.words, r.heads, r.relations, predicted ? *predicted : std::vector<int>{},
+                      r.word_has_token);
   return true;
 }
 

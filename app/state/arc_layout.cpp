@@ -97,13 +97,13 @@ std::vector<Arc> argmax_arcs(const std::vector<int>& predicted) {
 std::vector<RelationAccuracy> sentence_relation_accuracy(const std::vector<int>& gold_heads,
                                                          const std::vector<std::string>& relations,
                                                          const std::vector<int>& predicted, ArcDirection direction,
-                                                         bool strip_subtypes) {
+                                                         bool strip_subtypes, const std::vector<bool>& word_has_token) {
   if (relations.size() != gold_heads.size() || predicted.size() != gold_heads.size())
     throw std::invalid_argument("sentence_relation_accuracy: " + std::to_string(gold_heads.size()) + " gold heads, " +
                                 std::to_string(relations.size()) + " relations and " +
                                 std::to_string(predicted.size()) + " predicted heads; all must be one per word");
   std::map<std::string, RelationAccuracy> by_relation;
-  for (const auto& arc : analysis::scored_arcs(gold_heads, relations, strip_subtypes)) {
+  for (const auto& arc : analysis::scored_arcs(gold_heads, relations, strip_subtypes, word_has_token)) {
     RelationAccuracy& r = by_relation[arc.relation];
     r.relation = arc.relation;
     ++r.count;

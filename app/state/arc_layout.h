@@ -56,11 +56,13 @@ struct RelationAccuracy {
 
 // Per relation of one sentence (sorted by name), how many of its gold arcs the head's argmax finds.
 // The arcs scored are the dataset report's (analysis::scored_arcs): root and punct left out,
-// relations normalised, subtypes stripped on request. Throws when the sizes disagree.
+// relations normalised, subtypes stripped on request, arcs touching a word without a token of its own
+// (`word_has_token`, when given) left out. Throws when the sizes disagree.
 std::vector<RelationAccuracy> sentence_relation_accuracy(const std::vector<int>& gold_heads,
                                                          const std::vector<std::string>& relations,
                                                          const std::vector<int>& predicted,
                                                          ArcDirection direction = ArcDirection::DependentToHead,
-                                                         bool strip_subtypes = false);
+                                                         bool strip_subtypes = false,
+                                                         const std::vector<bool>& word_has_token = {});
 
 }  // namespace headlab::app

@@ -7,6 +7,7 @@
 #include "analysis/analyze.h"
 #include "analysis/dataset.h"
 #include "analysis/head_report.h"
+#include "analysis/head_stats.h"
 #include "analysis/rollout.h"
 #include "core/safetensors_torch.h"
 #include "core/model.h"
@@ -642,4 +643,39 @@ TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and synta
   REQUIRE(plus_one.spectrum);
   CHECK(plus_one.spectrum->singular_values.size() == 256);
   CHECK(plus_one.spectrum->rank99 <= 32);  // a head's form has rank ≤ d_k = 32
+}
+
+TEST_CASE("an arc touching a word with no token of its own is skipped and counted, not scored as a miss", "[analysis][analyze]") {
+  // "cannot" is one token of the default model's vocabulary, written as the UD words "can" + "not":
+  // "not" lies inside a token that starts in "can", so no row or column of the maps is its.
+  test::TempDir dir("unscorable-arcs");
+  std::ofstream(dir.str("cannot.conllu")) << "# text = I cannot go.\n"
+                                             "1\tI\tI\tPRON\t_\t_\t4\tnsubj\t_\t_\n"
+                                             "2\tcan\tcan\tAUX\t_\t_\t4\taux\t_\tSpaceAfter=No\n"
+                                             "3\tnot\tnot\tPART\t_\t_\t4\tadvmod\t_\t_\n"
+                                             "4\tgo\tgo\tVERB\t_\t_\t0\troot\t_\tSpaceAfter=No\n"
+                                             "5\t.\t.\tPUNCT\t_\t_\t4\tpunct\t_\t_\n\n";
+  auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
+  analysis::AnalyzeOptions o;
+  o.data = {dir.str("cannot.conllu")};
+  o.settings.metrics = {"syntactic"};
+  const auto r = analysis::analyze(*model, o).report;
+  CHECK(r.skipped_arcs == 1);  // not → go
+  const auto& rel = r.relations.at("encoder");
+  CHECK(rel.count("advmod") == 0);  // never counted, so no head can "miss" it
+  CHECK(rel.at("nsubj").count == 1);
+  CHECK(rel.at("aux").count == 1);
+  // Written, read back and merged with it.
+  const auto json = analysis::to_json(r);
+  CHECK(json["data"]["skipped_arcs"] == 1);
+  auto merged = analysis::head_report_from_json(json);
+  analysis::merge_into(merged, analysis::head_report_from_json(json));
+  CHECK(merged.skipped_arcs == 2);
+  // The unit: words with a token of their own, and the arcs that stay.
+  const auto has = analysis::words_with_tokens({-1, 0, 1, 3, 4, -1}, 5);  // [CLS] I can(not) go . [SEP]
+  CHECK(has == std::vector<bool>{true, true, false, true, true});
+  int64_t unscorable = 0;
+  const auto arcs = analysis::scored_arcs({3, 3, 3, -1, 3}, {"nsubj", "aux", "advmod", "root", "punct"}, false, has, &unscorable);
+  CHECK(arcs.size() == 2);
+  CHECK(unscorable == 1);
 }
