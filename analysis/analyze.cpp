@@ -4,6 +4,7 @@
 
 #include "analysis/dataset.h"
 #include "analysis/head_stats.h"
+#include "analysis/measure.h"
 #include "analysis/lrp.h"
 #include "analysis/spectra.h"
 #include "core/model.h"
@@ -55,13 +56,6 @@ int parse_nonnegative(const std::string& text, const std::string& what) {
   }
 }
 
-// The position LRP explains on a dataset sentence: the last word token (its top-1 logit). A masked
-// LM's default (the first [MASK]) does not exist in plain sentences, and its last token is [SEP].
-int64_t lrp_position(const TokenizedSentence& ts) {
-  for (int64_t t = static_cast<int64_t>(ts.word_of.size()) - 1; t >= 0; --t)
-    if (!ts.special[size_t(t)]) return t;
-  return static_cast<int64_t>(ts.ids.size()) - 1;
-}
 
 }  // namespace
 
@@ -101,6 +95,16 @@ std::pair<int, int> shard_from(const std::string& text) {
   return {0, 1};
 }
 
+const std::vector<std::string>& all_metrics() {
+  // Refreshed when a measure is registered (at start-up, before any analysis).
+  static std::vector<std::string> names;
+  if (names.size() != measures().size()) {
+    names.clear();
+    for (const Measure* m : measures()) names.push_back(m->name());
+  }
+  return names;
+}
+
 AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   if (!model.tokenizer) throw std::runtime_error("analysing a dataset needs a model folder with a tokenizer");
   const auto& tok = *model.tokenizer;
@@ -110,9 +114,11 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   ReportSettings& s = r.settings;
   if (s.metrics.empty()) s.metrics = all_metrics();
   for (const auto& m : s.metrics)
-    if (std::find(all_metrics().begin(), all_metrics().end(), m) == all_metrics().end())
-      throw std::invalid_argument("unknown metric '" + m +
-                                  "' (confidence, positional, rare, syntactic, lrp, importance, spectra)");
+    if (!find_measure(m)) {
+      std::string known;
+      for (const auto& name : all_metrics()) known += (known.empty() ? "" : ", ") + name;
+      throw std::invalid_argument("unknown metric '" + m + "' (" + known + ")");
+    }
   if (s.stage != "values" && s.stage != "softmax")
     throw std::invalid_argument("unknown stage '" + s.stage + "' (values: U, the weights that multiply the values; softmax: W)");
   if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count)
@@ -136,66 +142,31 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     r.notes.push_back("encoder-decoder: the decoder reads the sentence itself (teacher-forced on its own tokens), "
                       "so decoder and cross-attention offsets compare positions of the same sentence");
 
-  // Spectra need no data.
-  if (s.has("spectra")) {
-    for (const auto& layer : key_query_spectra(model)) {
-      r.layers.push_back(LayerEntry{layer.stack, layer.layer, layer.query, layer.key, layer.product});
-      for (size_t h = 0; h < layer.heads.size(); ++h)
-        if (HeadEntry* e = r.find(layer.stack, layer.layer, static_cast<int>(h))) e->spectrum = layer.heads[h];
-    }
-    const auto pos = model.config.positions;
-    if (pos == core::PositionKind::Rope || pos == core::PositionKind::RopeLearned)
-      r.notes.push_back("spectra: with RoPE a head's scores are x_tᵀ W_Q R(s − t) W_Kᵀ x_s; the spectrum is the "
-                        "form at offset 0 (no rotation), W_Q W_Kᵀ");
-    for (const auto& h : r.heads)
-      if (h.spectrum && !h.spectrum->applicable) {
-        r.notes.push_back("spectra: additive scoring has no bilinear key-query form; its heads have no spectrum");
-        break;
-      }
-  }
+  // The measures of this run (fresh: some keep state while measuring), in the registry's order.
+  auto run_measures = measures_for_run(s);
+  for (auto& m : run_measures) m->begin(r, model, o);
 
-  // Frequency ranks for the rare-word measure: a frequency corpus, the model folder's training
-  // counts, or the dataset itself (counted over every sentence, whatever the shard, so shards agree).
-  const bool rare = s.has("rare");
-  std::vector<int64_t> ranks;
+  // One reading pass: the sentence count for progress (and what measures count over the whole
+  // dataset, whatever the shard, so shards agree: the rare-word measure's token counts).
   int64_t total_sentences = 0;
   {
-    core::TokenCounts counts;
-    const std::string folder_counts = model.folder.empty() ? "" : model.folder + "/token_counts.json";
-    bool count_dataset = false;
-    if (rare) {
-      if (!o.freq_files.empty()) {
-        counts = core::count_tokens_in_files(tok, o.freq_files);
-        s.frequency_source = "freq-files";
-        s.frequency_files = o.freq_files;
-      } else if (!folder_counts.empty() && std::filesystem::exists(folder_counts)) {
-        counts = core::load_token_counts(folder_counts);
-        s.frequency_source = "model-folder";
-        s.frequency_files = counts.files;
-      } else {
-        count_dataset = true;
-        s.frequency_source = "dataset";
-        s.frequency_files = r.files;
-        counts.counts.assign(static_cast<size_t>(tok.vocab_size()), 0);
-      }
-    }
-    // One reading pass: the sentence count for progress (and the dataset's token counts).
     DatasetReader reader(r.files);
     int64_t index = 0;
     for (DatasetSentence sentence; reader.next(sentence); ++index) {
       if (s.limit > 0 && index >= s.limit) break;
       if (o.cancel && o.cancel->load()) break;  // the main loop below stops at once, marked partial
       if (index % s.shard_count == s.shard_index) ++total_sentences;
-      if (count_dataset) core::count_tokens(tok, sentence.text, counts);
+      for (auto& m : run_measures) m->read_sentence(tok, sentence.text);
     }
-    if (rare) ranks = core::frequency_ranks(counts, tok);
+    for (auto& m : run_measures) m->after_reading(r, tok);
   }
 
   const int64_t max_tokens = o.max_tokens > 0 ? std::min<int64_t>(o.max_tokens, model.config.max_positions)
                                               : model.config.max_positions;
   s.max_tokens = max_tokens;
   const bool softmax_stage = s.stage == "softmax";
-  const bool maps_needed = s.has("confidence") || s.has("positional") || rare || s.has("syntactic");
+  const bool maps_needed =
+      std::any_of(run_measures.begin(), run_measures.end(), [](const auto& m) { return m->reads_maps(); });
   std::optional<TokenizedSentence> first;  // for the example maps
   int64_t done = 0;
   DatasetReader reader(r.files);
@@ -224,69 +195,36 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       layout.query_special = ts.special;
       layout.key_special = ts.special;
       layout.words = ts.words;
-      if (rare) {
-        std::vector<int64_t> token_ranks(ts.ids.size(), 0);
-        for (size_t t = 0; t < ts.ids.size(); ++t)
-          if (ts.ids[t] >= 0 && ts.ids[t] < static_cast<int64_t>(ranks.size())) token_ranks[t] = ranks[size_t(ts.ids[t])];
-        set_rare_positions(layout, token_ranks, s.rare_min_rank);
-      }
-      if (s.has("syntactic") && sentence.has_tree()) {
-        ++r.tree_sentences;
-        layout.arcs = scored_arcs(sentence.heads, sentence.relations, s.strip_subtypes,
-                                  words_with_tokens(ts.word_of, ts.words), &r.skipped_arcs);
-      }
+      const std::vector<int64_t> decoder_ids = enc_dec ? ts.ids : std::vector<int64_t>{};
+      SentenceWork work{model, sentence, ts, layout, decoder_ids};
+      for (auto& m : run_measures) m->prepare(r, work);
       if (maps_needed) {
         core::RunRequest request;
         request.ids = ts.ids;
         if (enc_dec) request.decoder_ids = ts.ids;
         request.capture = softmax_stage ? core::kCaptureWeights : core::kCaptureMixedWeights;
         request.logit_positions = {0};  // the measures need the maps, not the LM head
-        auto trace = core::run(model, request);
+        request.cancel = o.cancel;      // a stop ends the sentence within a layer (partial report)
+        std::shared_ptr<const core::Trace> trace;
+        try {
+          trace = core::run(model, request);
+        } catch (const core::Cancelled&) {
+          r.partial = true;
+          break;
+        }
         for (const auto& st : stacks) {
           for (int l = 0; l < st.layers; ++l) {
             const auto& stages = stages_of(*trace, st.name, l);
-            accumulate_layer(r, st.name, l, st.heads, softmax_stage ? stages.weights : core::value_weights(stages), layout);
+            const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kFloat32).contiguous();
+            const RowMaxima rows = row_maxima(maps, layout);
+            count_queries(r, st.name, l, rows);
+            for (auto& m : run_measures)
+              if (m->reads_maps()) m->add_layer(r, st.name, l, st.heads, maps, rows, layout);
           }
-          accumulate_arcs(r, st.name, st.layers * st.heads, layout);
+          for (auto& m : run_measures) m->add_stack(r, st.name, st.layers * st.heads, layout);
         }
       }
-      const std::vector<int64_t> decoder_ids = enc_dec ? ts.ids : std::vector<int64_t>{};
-      if (s.has("lrp")) {
-        LrpTarget target;
-        target.position = lrp_position(ts);
-        const LrpResult lrp = lrp_relevance(model, ts.ids, target, {}, decoder_ids);
-        const HeadValues normalized = normalize_per_layer(lrp.heads);
-        for (const auto& [stack, layers] : lrp.heads)
-          for (size_t l = 0; l < layers.size(); ++l)
-            for (size_t h = 0; h < layers[l].size(); ++h)
-              if (HeadEntry* e = r.find(stack, static_cast<int>(l), static_cast<int>(h))) {
-                e->lrp_raw_sum += layers[l][h];
-                e->lrp_normalized_sum += normalized.at(stack)[l][h];
-                ++e->lrp_sentences;
-              }
-        const double residual = lrp.relative_residual();
-        r.lrp_max_relative_residual = std::max(r.lrp_max_relative_residual, residual);
-        if (residual > s.lrp_tolerance) {
-          ++r.lrp_sentences_over_tolerance;
-          if (r.lrp_failures.size() < 10) r.lrp_failures.push_back(sentence.source);
-        }
-      }
-      if (s.has("importance")) {
-        // A masked LM's loss masks every 7th word token from the 3rd (head_importance's rule); a
-        // sentence shorter than that masks its last word token instead of being left out.
-        std::vector<int64_t> masked;
-        for (int64_t t = 0, k = 0; t < T; ++t)
-          if (!ts.special[size_t(t)] && k++ % 7 == 2) masked.push_back(t);
-        if (masked.empty()) masked.push_back(lrp_position(ts));
-        const ImportanceResult imp = head_importance(model, ts.ids, {}, masked, decoder_ids);
-        for (const auto& [stack, layers] : imp.heads)
-          for (size_t l = 0; l < layers.size(); ++l)
-            for (size_t h = 0; h < layers[l].size(); ++h)
-              if (HeadEntry* e = r.find(stack, static_cast<int>(l), static_cast<int>(h))) {
-                e->importance_sum += layers[l][h];
-                ++e->importance_sentences;
-              }
-      }
+      for (auto& m : run_measures) m->add_sentence(r, work);
       ++r.sentences;
       r.tokens += T;
       if (!first) first = ts;
@@ -298,9 +236,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     }
   }
   if (o.cancel && o.cancel->load() && done < total_sentences) r.partial = true;
-  if (rare && s.frequency_source == "dataset")
-    r.notes.push_back("rare-word ranks come from the dataset itself; on a small dataset most tokens tie, so give "
-                      "--freq FILE… (or a model folder with token_counts.json) for ranks from a larger corpus");
+  for (auto& m : run_measures) m->end(r);
   r.finalize();
 
   // The maps of the most relevant heads on the first measured sentence.

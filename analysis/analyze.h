@@ -19,11 +19,8 @@ struct Model;
 
 namespace headlab::analysis {
 
-inline const std::vector<std::string>& all_metrics() {
-  static const std::vector<std::string> metrics{"confidence", "positional", "rare",    "syntactic",
-                                                "lrp",        "importance", "spectra"};
-  return metrics;
-}
+// The names of every registered measure (analysis/measure.h), in the registry's order.
+const std::vector<std::string>& all_metrics();
 
 struct AnalyzeOptions {
   std::vector<std::string> data;         // files or folders (expand_dataset_paths)

@@ -1,10 +1,10 @@
-#include "app/state/head_detail.h"
+#include "analysis/head_evidence.h"
 
 #include <algorithm>
 
-namespace headlab::app {
+namespace headlab::analysis {
 
-std::vector<OffsetShare> offset_histogram(const analysis::HeadEntry& head, int max_abs_offset) {
+std::vector<OffsetShare> offset_histogram(const HeadEntry& head, int max_abs_offset) {
   std::vector<OffsetShare> bars;
   if (head.queries <= 0) return bars;
   OffsetShare below{-(max_abs_offset + 1), 0, 0, true}, above{max_abs_offset + 1, 0, 0, true};
@@ -19,7 +19,7 @@ std::vector<OffsetShare> offset_histogram(const analysis::HeadEntry& head, int m
   return bars;
 }
 
-std::vector<RelationBar> relation_bars(const analysis::HeadEntry& head, bool by_gain) {
+std::vector<RelationBar> relation_bars(const HeadEntry& head, bool by_gain) {
   std::vector<RelationBar> bars;
   for (const auto& s : head.syntactic) {
     RelationBar bar;
@@ -38,4 +38,4 @@ std::vector<RelationBar> relation_bars(const analysis::HeadEntry& head, bool by_
   return bars;
 }
 
-}  // namespace headlab::app
+}  // namespace headlab::analysis

@@ -1,7 +1,7 @@
-// The data of the head detail view, from one head of a report: where its maximum attention goes
-// (the argmax-offset histogram behind the positional measure, Voita et al. 2019 §4.2) and how often
-// its word-level argmax finds each relation's other word against the best fixed offset (Clark et
-// al. 2019 §4). Torch-free and ImGui-free.
+// A head's evidence as data, from one head of a report: where its maximum attention goes (the
+// argmax-offset histogram behind the positional measure, Voita et al. 2019 §4.2) and how often its
+// word-level argmax finds each relation's other word against the best fixed offset (Clark et al.
+// 2019 §4). The measures' evidence (the Head detail view, its figure) is drawn from these.
 #pragma once
 
 #include "analysis/head_report.h"
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace headlab::app {
+namespace headlab::analysis {
 
 // One bar of the offset histogram.
 struct OffsetShare {
@@ -24,7 +24,7 @@ struct OffsetShare {
 // max_abs_offset > 0, offsets further out are gathered into one bar at each end (offset
 // ±(max_abs_offset + 1), `beyond` set) so long sentences do not stretch the axis. Empty for a head
 // with no queries.
-std::vector<OffsetShare> offset_histogram(const analysis::HeadEntry& head, int max_abs_offset = 0);
+std::vector<OffsetShare> offset_histogram(const HeadEntry& head, int max_abs_offset = 0);
 
 // One relation and direction of the head beside its baseline.
 struct RelationBar {
@@ -41,6 +41,6 @@ struct RelationBar {
 
 // Every scored relation and direction of the head (HeadEntry::syntactic): in the report's order, or
 // by accuracy − baseline, largest first (ties in the report's order).
-std::vector<RelationBar> relation_bars(const analysis::HeadEntry& head, bool by_gain = false);
+std::vector<RelationBar> relation_bars(const HeadEntry& head, bool by_gain = false);
 
-}  // namespace headlab::app
+}  // namespace headlab::analysis

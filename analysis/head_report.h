@@ -98,6 +98,9 @@ struct HeadEntry {
   double lrp_raw = 0, lrp_normalized = 0, importance = 0;
   std::optional<Spectrum> spectrum;
   std::vector<std::string> roles;  // "positional(-1)", "rare-word", "syntactic(nsubj dependent->head)", …
+  // Statistics and values of measures registered beyond the built-in ones (analysis/measure.h), by
+  // a key of the measure's choosing; each measure reads, writes and merges its own.
+  std::map<std::string, double> values;
 };
 
 struct LayerEntry {

@@ -1,5 +1,7 @@
 #include "analysis/head_stats.h"
 
+#include "analysis/measure.h"
+
 #include "analysis/conllu.h"
 
 #include <torch/torch.h>
@@ -95,78 +97,64 @@ std::vector<std::vector<int>> word_argmax(const torch::Tensor& word_maps) {
   return out;
 }
 
-void accumulate_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer,
-                      const torch::Tensor& maps, const SentenceLayout& layout) {
-  const auto& settings = report.settings;
-  auto A = maps.to(torch::kFloat32).contiguous();
-  const int64_t H = A.size(0), T = A.size(1), S = A.size(2);
+RowMaxima row_maxima(const torch::Tensor& maps_f32, const SentenceLayout& layout) {
+  const int64_t H = maps_f32.size(0), T = maps_f32.size(1), S = maps_f32.size(2);
   if (T != static_cast<int64_t>(layout.query_word.size()) || S != static_cast<int64_t>(layout.key_word.size()))
     throw std::invalid_argument("accumulate_layer: maps are [" + std::to_string(T) + ", " + std::to_string(S) +
                                 "] but the sentence has " + std::to_string(layout.query_word.size()) + " × " +
                                 std::to_string(layout.key_word.size()) + " tokens");
-  const float* a = A.data_ptr<float>();
-  const bool syntactic = settings.has("syntactic") && !layout.arcs.empty();
-  std::vector<std::vector<int>> predicted;
-  if (syntactic) predicted = word_argmax(word_level_maps(A, layout));
-  for (int64_t h = 0; h < H; ++h) {
-    HeadEntry* e = report.find(stack, layer, static_cast<int>(h));
-    if (!e) throw std::logic_error("accumulate_layer: no entry for " + stack + " " + std::to_string(layer) + "." + std::to_string(h));
+  const float* a = maps_f32.data_ptr<float>();
+  RowMaxima rows;
+  rows.heads = H;
+  rows.queries = T;
+  rows.best.assign(size_t(H * T), -1);
+  rows.best_value.assign(size_t(H * T), 0.0f);
+  rows.all_keys_max.assign(size_t(H * T), 0.0f);
+  rows.counted.assign(size_t(T), false);
+  for (int64_t t = 0; t < T; ++t) rows.counted[size_t(t)] = !layout.special_query(size_t(t));
+  for (int64_t h = 0; h < H; ++h)
     for (int64_t t = 0; t < T; ++t) {
-      if (layout.special_query(size_t(t))) continue;
+      if (!rows.counted[size_t(t)]) continue;
       const float* row = a + (h * T + t) * S;
       // Maxima and argmaxes over non-special keys; ties go to the lowest index. (Mixed weights U may
       // be negative: the maxima start below every value.)
       int best = -1;
       float best_value = 0, all_max = std::numeric_limits<float>::lowest();
-      for (int64_t s = 0; s < S; ++s) {
-        all_max = std::max(all_max, row[s]);
-        if (!layout.special_key(size_t(s)) && (best < 0 || row[s] > best_value)) {
-          best = static_cast<int>(s);
-          best_value = row[s];
+      for (int64_t k = 0; k < S; ++k) {
+        all_max = std::max(all_max, row[k]);
+        if (!layout.special_key(size_t(k)) && (best < 0 || row[k] > best_value)) {
+          best = static_cast<int>(k);
+          best_value = row[k];
         }
       }
-      ++e->queries;
-      e->confidence_sum += best < 0 ? 0.0 : best_value;
-      e->confidence_all_keys_sum += all_max;
-      if (best < 0) continue;
-      ++e->offsets[best - static_cast<int>(t)];
-      if (layout.rare_counted) {
-        ++e->rare_queries;
-        if (best == layout.rarest) ++e->rare_hits;
-        if (best == layout.rarest || best == layout.second_rarest) ++e->rare_two_hits;
-      }
+      const size_t i = rows.at(h, t);
+      rows.best[i] = best;
+      rows.best_value[i] = best_value;
+      rows.all_keys_max[i] = all_max;
     }
-    if (!syntactic) continue;
-    const size_t index = size_t(layer) * size_t(heads_per_layer) + size_t(h);
-    auto& relations = report.relations[stack];
-    for (const auto& arc : layout.arcs) {
-      RelationStats& r = relations[arc.relation];
-      if (r.dependent_to_head.size() <= index) {
-        r.dependent_to_head.resize(index + 1, 0);
-        r.head_to_dependent.resize(index + 1, 0);
-      }
-      if (predicted[h][arc.dependent] == arc.head) ++r.dependent_to_head[index];
-      if (predicted[h][arc.head] == arc.dependent) ++r.head_to_dependent[index];
-    }
+  return rows;
+}
+
+void count_queries(HeadReport& report, const std::string& stack, int layer, const RowMaxima& rows) {
+  for (int64_t h = 0; h < rows.heads; ++h) {
+    HeadEntry* e = report.find(stack, layer, static_cast<int>(h));
+    if (!e) throw std::logic_error("accumulate_layer: no entry for " + stack + " " + std::to_string(layer) + "." + std::to_string(h));
+    for (int64_t t = 0; t < rows.queries; ++t)
+      if (rows.counted[size_t(t)]) ++e->queries;
   }
 }
 
+void accumulate_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer,
+                      const torch::Tensor& maps, const SentenceLayout& layout) {
+  const auto A = maps.to(torch::kFloat32).contiguous();
+  const RowMaxima rows = row_maxima(A, layout);
+  count_queries(report, stack, layer, rows);
+  for (auto& m : measures_for_run(report.settings))
+    if (m->reads_maps()) m->add_layer(report, stack, layer, heads_per_layer, A, rows, layout);
+}
+
 void accumulate_arcs(HeadReport& report, const std::string& stack, int heads_in_stack, const SentenceLayout& layout) {
-  if (!report.settings.has("syntactic")) return;
-  const int max_offset = report.settings.baseline_max_offset;
-  auto& relations = report.relations[stack];
-  for (const auto& arc : layout.arcs) {
-    RelationStats& r = relations[arc.relation];
-    if (static_cast<int>(r.dependent_to_head.size()) < heads_in_stack) {
-      r.dependent_to_head.resize(heads_in_stack, 0);
-      r.head_to_dependent.resize(heads_in_stack, 0);
-    }
-    ++r.count;
-    // The fixed-offset baseline from the dependent: offset head − dependent predicts the head when
-    // it is within −max…+max (never 0: a word is not its own head).
-    const int offset = arc.head - arc.dependent;
-    if (offset != 0 && std::abs(offset) <= max_offset) ++r.baseline_hits[offset];
-  }
+  for (auto& m : measures_for_run(report.settings)) m->add_stack(report, stack, heads_in_stack, layout);
 }
 
 }  // namespace headlab::analysis

@@ -62,13 +62,21 @@ at::Tensor word_level_maps(const at::Tensor& maps, const SentenceLayout& layout)
 // the lowest index). word_maps [heads, W, W] → [heads][W].
 std::vector<std::vector<int>> word_argmax(const at::Tensor& word_maps);
 
+// Each query row's maxima of one layer's maps ([heads, T, S] float32, contiguous), found once for
+// every measure that reads maps (analysis/measure.h). Throws when the maps and layout disagree.
+struct RowMaxima;
+RowMaxima row_maxima(const at::Tensor& maps_f32, const SentenceLayout& layout);
+// Counts the layer's non-special queries into its heads' `queries` (every map measure's denominator).
+void count_queries(HeadReport& report, const std::string& stack, int layer, const RowMaxima& rows);
+
 // Adds one layer's maps ([heads, T, S], the weights that multiply the values) of one sentence to the
-// entries of (stack, layer) in `report` (which must hold them) — every measure in the settings.
+// entries of (stack, layer) in `report` (which must hold them) — every measure in the settings that
+// reads maps.
 void accumulate_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer,
                       const at::Tensor& maps, const SentenceLayout& layout);
 
-// Adds the sentence's arcs to the relation counts and the fixed-offset baselines of `stack` (once
-// per sentence and stack, not per layer).
+// After a stack's layers of one sentence (the syntactic measure adds the sentence's arcs to the
+// relation counts and the fixed-offset baselines of `stack`: once per sentence and stack).
 void accumulate_arcs(HeadReport& report, const std::string& stack, int heads_in_stack, const SentenceLayout& layout);
 
 }  // namespace headlab::analysis

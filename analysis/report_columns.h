@@ -1,6 +1,7 @@
 // The columns of head_report.csv as data: a name, the measure that adds it, and how one head's cell
-// is read. The CSV writer and the window's head table both walk this one list, so a column added
-// here appears in both, in the same order and with the same values.
+// is read. Each measure gives its own (analysis/measure.h); the CSV writer and the window's head
+// table both walk the one list, so a measure's column appears in both, in the same order and with
+// the same values.
 #pragma once
 
 #include "analysis/head_report.h"
@@ -33,8 +34,9 @@ struct ReportColumn {
   ReportCell (*cell)(const HeadEntry& head);
 };
 
-// Every column a report can have, in head_report.csv's order.
-const std::vector<ReportColumn>& all_report_columns();
+// Every column a report can have, in head_report.csv's order: stack, layer, head, the measures'
+// columns in the registry's order, roles.
+std::vector<ReportColumn> all_report_columns();
 // The columns of a report made with `settings` (those of the measures it holds), in CSV order.
 std::vector<ReportColumn> report_columns(const ReportSettings& settings);
 

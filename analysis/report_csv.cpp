@@ -1,6 +1,9 @@
 // head_report.csv: one row per head (pandas-ready: a header row, plain numbers, empty for absent),
-// its columns defined once in all_report_columns().
+// its columns are the measures' (analysis/measure.h), in the registry's order.
 #include "analysis/report_columns.h"
+
+#include "analysis/measure.h"
+#include "analysis/measure_kit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,30 +13,6 @@
 
 namespace headlab::analysis {
 namespace {
-
-ReportCell integer(int64_t v) {
-  ReportCell c;
-  c.kind = ReportCell::Kind::integer;
-  c.integer = v;
-  return c;
-}
-
-ReportCell real(double v) {
-  ReportCell c;
-  c.kind = ReportCell::Kind::real;
-  c.real = v;
-  return c;
-}
-
-ReportCell text(std::string v) {
-  ReportCell c;
-  c.kind = ReportCell::Kind::text;
-  c.text = std::move(v);
-  return c;
-}
-
-ReportCell real_if(bool present, double v) { return present ? real(v) : ReportCell{}; }
-ReportCell integer_if(bool present, int64_t v) { return present ? integer(v) : ReportCell{}; }
 
 // The shortest of %.15g / %.17g that reads back as the same double: full precision without the
 // noise digits of 0.1 printed as 0.10000000000000001.
@@ -45,18 +24,6 @@ std::string number(double v) {
   return s;
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
-bool has_syntactic_role(const HeadEntry& h) {
-  return std::any_of(h.syntactic.begin(), h.syntactic.end(), [](const SyntacticScore& s) { return s.is_role; });
-}
-
-bool spectrum_usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable; }
-
 }  // namespace
 
 std::optional<double> ReportCell::number() const {
@@ -65,46 +32,17 @@ std::optional<double> ReportCell::number() const {
   return std::nullopt;
 }
 
-const std::vector<ReportColumn>& all_report_columns() {
+std::vector<ReportColumn> all_report_columns() {
   using H = const HeadEntry&;
-  // Shares and means exist only where something was measured: queries for the map measures, rare
-  // queries for the rare-word shares, sentences for LRP and importance.
-  static const std::vector<ReportColumn> columns{
-      {"stack", "", false, false, [](H h) { return text(h.stack); }},
-      {"layer", "", true, false, [](H h) { return integer(h.layer); }},
-      {"head", "", true, false, [](H h) { return integer(h.head); }},
-      {"confidence", "confidence", true, false, [](H h) { return real_if(h.queries > 0, h.confidence); }},
-      {"confidence_all_keys", "confidence", true, false,
-       [](H h) { return real_if(h.queries > 0, h.confidence_all_keys); }},
-      {"positional_offset", "positional", true, false,
-       [](H h) { return integer_if(h.queries > 0, h.positional_offset); }},
-      {"positional_share", "positional", true, false, [](H h) { return real_if(h.queries > 0, h.positional_share); }},
-      {"positional", "positional", true, false, [](H h) { return integer(h.positional ? 1 : 0); }},
-      {"rare_share", "rare", true, false, [](H h) { return real_if(h.rare_queries > 0, h.rare_share); }},
-      {"rare_share_two_rarest", "rare", true, false, [](H h) { return real_if(h.rare_queries > 0, h.rare_share_two); }},
-      {"rare_queries", "rare", true, false, [](H h) { return integer(h.rare_queries); }},
-      {"rare_word", "rare", true, false, [](H h) { return integer(h.rare ? 1 : 0); }},
-      {"best_relation", "syntactic", false, false,
-       [](H h) { return h.best_relation ? text(h.best_relation->relation) : ReportCell{}; }},
-      {"best_relation_direction", "syntactic", false, false,
-       [](H h) { return h.best_relation ? text(h.best_relation->direction) : ReportCell{}; }},
-      {"best_relation_accuracy", "syntactic", true, false,
-       [](H h) { return h.best_relation ? real(h.best_relation->accuracy) : ReportCell{}; }},
-      {"best_relation_baseline", "syntactic", true, false,
-       [](H h) { return h.best_relation ? real(h.best_relation->baseline) : ReportCell{}; }},
-      {"syntactic", "syntactic", true, false, [](H h) { return integer(has_syntactic_role(h) ? 1 : 0); }},
-      {"lrp_raw", "lrp", true, false, [](H h) { return real_if(h.lrp_sentences > 0, h.lrp_raw); }},
-      {"lrp_normalized", "lrp", true, false, [](H h) { return real_if(h.lrp_sentences > 0, h.lrp_normalized); }},
-      {"importance", "importance", true, false,
-       [](H h) { return real_if(h.importance_sentences > 0, h.importance); }},
-      {"spectrum_rank90", "spectra", true, false,
-       [](H h) { return spectrum_usable(h) ? integer(h.spectrum->rank90) : ReportCell{}; }},
-      {"spectrum_rank95", "spectra", true, false,
-       [](H h) { return spectrum_usable(h) ? integer(h.spectrum->rank95) : ReportCell{}; }},
-      {"spectrum_rank99", "spectra", true, false,
-       [](H h) { return spectrum_usable(h) ? integer(h.spectrum->rank99) : ReportCell{}; }},
-      {"roles", "", false, true, [](H h) { return text(join(h.roles, ";")); }},
+  // Which head, then every measure's columns in the registry's order, then the roles.
+  std::vector<ReportColumn> columns{
+      {"stack", "", false, false, [](H h) { return kit::text(h.stack); }},
+      {"layer", "", true, false, [](H h) { return kit::integer(h.layer); }},
+      {"head", "", true, false, [](H h) { return kit::integer(h.head); }},
   };
+  for (const Measure* m : measures())
+    for (const auto& c : m->columns()) columns.push_back(c);
+  columns.push_back({"roles", "", false, true, [](H h) { return kit::text(kit::join(h.roles, ";")); }});
   return columns;
 }
 

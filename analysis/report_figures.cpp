@@ -4,6 +4,7 @@
 #include "analysis/report_figures.h"
 
 #include "analysis/figure_kit.h"
+#include "analysis/measure.h"
 
 namespace headlab::analysis {
 namespace {
@@ -12,63 +13,8 @@ using namespace figure_kit;
 
 // ---- layer × head grids --------------------------------------------------------------------------
 
-struct GridMeasure {
-  std::string metric;  // the settings metric that enables it
-  std::string key;     // file name part
-  std::string title;
-  std::string role_note;  // what an outlined cell means
-  bool unit = false;      // a share: colours over [0, 1]
-  std::function<std::optional<double>(const HeadEntry&)> value;
-  std::function<std::string(const HeadEntry&)> detail;  // a second line in big cells
-  std::function<bool(const HeadEntry&)> role;
-};
-
-std::vector<GridMeasure> grid_measures(const ReportSettings& s) {
-  auto any_role = [](const HeadEntry& h) { return !h.roles.empty(); };
-  auto none = [](const HeadEntry&) { return std::string(); };
-  std::vector<GridMeasure> m;
-  m.push_back({"confidence", "confidence", "Confidence: mean maximum attention weight", "outlined: heads with a role",
-               true,
-               [](const HeadEntry& h) { return h.queries > 0 ? std::optional<double>(h.confidence) : std::nullopt; },
-               none, any_role});
-  m.push_back({"positional", "positional_share", "Positional share: queries whose maximum is at the top offset",
-               "outlined: positional heads (≥ " + format("%.0f", 100 * s.positional_threshold) +
-                   "% at one offset); small: the offset",
-               true,
-               [](const HeadEntry& h) { return h.queries > 0 ? std::optional<double>(h.positional_share) : std::nullopt; },
-               [](const HeadEntry& h) { return h.queries > 0 ? signed_offset(h.positional_offset) : std::string(); },
-               [](const HeadEntry& h) { return h.positional; }});
-  m.push_back({"rare", "rare_share", "Rare-word share: queries whose maximum is on the rarest token",
-               "outlined: rare-word heads (> " + format("%.0f", 100 * s.rare_threshold) + "%, HeadLab's threshold)", true,
-               [](const HeadEntry& h) { return h.rare_queries > 0 ? std::optional<double>(h.rare_share) : std::nullopt; },
-               none, [](const HeadEntry& h) { return h.rare; }});
-  m.push_back({"syntactic", "best_relation_gain", "Best relation: accuracy − positional baseline",
-               "outlined: syntactic heads (≥ baseline + " + format("%.0f", 100 * s.syntactic_margin) +
-                   " points); small: the relation",
-               false,
-               [](const HeadEntry& h) {
-                 return h.best_relation ? std::optional<double>(h.best_relation->accuracy - h.best_relation->baseline)
-                                        : std::nullopt;
-               },
-               [](const HeadEntry& h) {
-                 return h.best_relation ? h.best_relation->relation + " " +
-                                              (h.best_relation->direction == "dependent->head" ? "d→h" : "h→d")
-                                        : std::string();
-               },
-               has_syntactic_role});
-  m.push_back({"lrp", "lrp_normalized", "LRP relevance, normalised within the layer", "outlined: heads with a role",
-               false,
-               [](const HeadEntry& h) {
-                 return h.lrp_sentences > 0 ? std::optional<double>(h.lrp_normalized) : std::nullopt;
-               },
-               none, any_role});
-  m.push_back({"importance", "importance", "Importance: mean |∂loss/∂gate|", "outlined: heads with a role", false,
-               [](const HeadEntry& h) {
-                 return h.importance_sentences > 0 ? std::optional<double>(h.importance) : std::nullopt;
-               },
-               none, any_role});
-  return m;
-}
+// The grids are the measures' (analysis/measure.h, GridFigureSpec).
+using GridMeasure = GridFigureSpec;
 
 std::string cell_value(double v, bool unit) {
   if (unit) return format("%.2f", v);
@@ -99,7 +45,7 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, const std
     range = {lo, hi > lo ? hi : lo + 1};
   }
 
-  Measure m;
+  figure_kit::Measure m;
   const double margin = 16, title_size = 13, label_size = 10, tick = 9;
   const double cell = std::clamp(std::min(600.0 / per_layer, 600.0 / layers), 10.0, 56.0);
   const double grid_w = per_layer * cell, grid_h = layers * cell;
@@ -210,7 +156,7 @@ void syntactic_figure(const HeadReport& report, const std::string& folder, std::
   const auto bars = relation_bars(report);
   if (bars.empty()) return;
   const auto& s = report.settings;
-  Measure m;
+  figure_kit::Measure m;
   const double margin = 16, title_size = 13, small = 8, label_size = 9;
   const double bar_w = 14, group_w = 2 * bar_w + 12, plot_h = 240;
   const Colour accuracy_colour = viridis_colour(0.25);
@@ -299,9 +245,9 @@ std::vector<std::string> write_report_figures(const HeadReport& report, const st
   std::vector<std::string> written;
   const auto& s = report.settings;
   const auto stacks = stacks_of(report);
-  for (const auto& measure : grid_measures(s))
-    if (s.has(measure.metric))
-      for (const auto& stack : stacks) grid_figure(report, measure, stack, stacks.size() > 1, folder, written);
+  for (const analysis::Measure* m : measures_of(s))
+    for (const auto& grid : m->grids(s))
+      for (const auto& stack : stacks) grid_figure(report, grid, stack, stacks.size() > 1, folder, written);
   if (s.has("syntactic")) syntactic_figure(report, folder, written);
   if (s.has("spectra")) spectra_figure(report, folder, written);
   std::set<std::string> names;

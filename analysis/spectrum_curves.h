@@ -8,13 +8,13 @@
 #include <cstddef>
 #include <vector>
 
-namespace headlab::app {
+namespace headlab::analysis {
 
 // The number of ranks worth drawing (at least 1 for a non-empty spectrum).
-size_t drawn_ranks(const analysis::Spectrum& s);
+size_t drawn_ranks(const Spectrum& s);
 // σ_k / σ_1 over the drawn ranks, so heads of different scale share an axis.
-std::vector<double> relative_singular_values(const analysis::Spectrum& s);
+std::vector<double> relative_singular_values(const Spectrum& s);
 // The cumulative energy over the drawn ranks.
-std::vector<double> drawn_energy(const analysis::Spectrum& s);
+std::vector<double> drawn_energy(const Spectrum& s);
 
-}  // namespace headlab::app
+}  // namespace headlab::analysis

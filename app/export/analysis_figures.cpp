@@ -2,8 +2,8 @@
 // the window's axis logic (app/state/plot_axes.h), so a file shows what the view shows.
 #include "app/export/analysis_figures.h"
 
+#include "analysis/measure.h"
 #include "app/export/figure_panels.h"
-#include "app/state/head_detail.h"
 #include "app/state/head_table.h"
 
 namespace headlab::app {
@@ -126,61 +126,35 @@ void write_head_detail_figure(const std::string& path, const std::string& title,
   Measure m;
   std::vector<BarChart> charts;
   std::vector<std::string> description;
-  const Colour baseline = kBaseline;
-  if (settings.has("positional")) {
-    const auto bars = offset_histogram(head, 5);
-    if (!bars.empty()) {
-      BarChart c;
-      c.title = "Where the maximum attention goes (key − query)";
-      c.y_label = "share of queries";
-      c.x_label = "offset";
-      c.series = {{kHead, "this head"}};
-      c.values.resize(1);
-      std::vector<std::string> shares;
-      for (const auto& b : bars) {
-        const std::string o = signed_offset(b.offset);
-        c.categories.push_back(b.beyond ? (b.offset < 0 ? "≤" : "≥") + o : o);
-        c.values[0].push_back(b.share);
-        shares.push_back(c.categories.back() + " " + format("%.3f", b.share));
-      }
-      c.threshold = std::make_pair(settings.positional_threshold,
-                                   "positional ≥ " + format("%.2f", settings.positional_threshold));
-      description.push_back("offsets: " + join(shares, ", "));
-      charts.push_back(std::move(c));
-    }
-  }
-  if (settings.has("syntactic")) {
-    auto bars = relation_bars(head, true);
-    if (bars.size() > 8) bars.resize(8);  // the largest gains over the baseline, as the view
-    if (!bars.empty()) {
-      BarChart c;
-      c.title = "Relations: this head against the best fixed offset";
-      c.y_label = "accuracy";
-      c.series = {{kHead, "head"}, {baseline, "baseline (best fixed offset)"}};
-      c.values.resize(2);
-      std::vector<std::string> parts;
-      for (const auto& b : bars) {
-        c.categories.push_back(printable(b.label));
-        c.values[0].push_back(b.accuracy);
-        c.values[1].push_back(b.baseline);
-        c.notes.push_back(b.is_role ? "*" : "");
-        parts.push_back(b.label + " " + format("%.3f", b.accuracy) + " vs " + format("%.3f", b.baseline) + " at " +
-                        signed_offset(b.baseline_offset));
-      }
-      description.push_back("relations: " + join(parts, "; "));
-      charts.push_back(std::move(c));
-    }
-  }
   std::optional<CurveSet> spectrum;
-  if (head.spectrum && head.spectrum->applicable && !head.spectrum->singular_values.empty()) {
-    CurveSet s;
-    s.title = "Key-query spectrum: cumulative energy Σ_{j≤k} σ_j² / Σ σ²";
-    s.y_label = "energy";
-    s.curves.push_back({drawn_energy(*head.spectrum), kHead, 1, 1.5, &*head.spectrum});
-    s.legend_items = {{kHead, "this head"}};
-    description.push_back("spectrum: " + ranks_text(*head.spectrum));
-    spectrum = std::move(s);
-  }
+  std::optional<analysis::Spectrum> curve_marks;  // the spectrum whose ranks the curve marks
+  // Every measure's evidence (analysis/measure.h), as the Head detail view draws it.
+  for (const analysis::Measure* measure : analysis::measures_of(settings))
+    for (const auto& e : measure->evidence(head, settings)) {
+      if (e.kind == analysis::Evidence::Kind::bars) {
+        BarChart c;
+        c.title = e.text;
+        c.y_label = e.y_label;
+        c.x_label = e.x_label;
+        for (size_t s = 0; s < e.values.size(); ++s)
+          c.series.push_back({s == 0 ? kHead : kBaseline, s < e.series.size() ? e.series[s] : ""});
+        c.values = e.values;
+        for (const auto& category : e.categories) c.categories.push_back(printable(category));
+        c.notes = e.notes;
+        c.threshold = e.threshold;
+        charts.push_back(std::move(c));
+        description.push_back(e.description);
+      } else if (e.kind == analysis::Evidence::Kind::curve && e.spectrum && !e.values.empty()) {
+        CurveSet c;
+        c.title = e.text;
+        c.y_label = e.y_label;
+        curve_marks = *e.spectrum;
+        c.curves.push_back({e.values[0], kHead, 1, 1.5, &*curve_marks});
+        c.legend_items = {{kHead, "this head"}};
+        spectrum = std::move(c);
+        description.push_back(e.description);
+      }
+    }
   std::string summary;
   if (settings.has("confidence") && head.queries > 0)
     summary = "confidence " + format("%.3f", head.confidence) + " over " + std::to_string(head.queries) + " queries";

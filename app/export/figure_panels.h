@@ -6,7 +6,7 @@
 #include "analysis/figure_kit.h"
 #include "app/state/plot_axes.h"
 #include "app/state/relevance_colors.h"
-#include "app/state/spectrum_curves.h"
+#include "analysis/spectrum_curves.h"
 
 #include <optional>
 #include <string>

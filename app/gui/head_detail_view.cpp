@@ -5,7 +5,7 @@
 #include "app/gui/report_notice.h"
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
-#include "app/state/head_detail.h"
+#include "analysis/measure.h"
 #include "app/state/head_table.h"
 
 #include <algorithm>
@@ -15,48 +15,29 @@ namespace {
 
 constexpr ImU32 kHeadColour = IM_COL32(80, 160, 255, 255);
 constexpr ImU32 kBaselineColour = IM_COL32(150, 150, 150, 255);
+constexpr ImU32 kThresholdColour = IM_COL32(255, 200, 60, 255);
+constexpr ImU32 kMarkerColours[] = {IM_COL32(255, 200, 60, 255), IM_COL32(255, 120, 60, 255)};
 
-void offsets_plot(const analysis::HeadEntry& head, const analysis::ReportSettings& settings, float height) {
-  const auto bars = offset_histogram(head, 5);
-  if (bars.empty()) return;
-  std::vector<std::string> names;
-  std::vector<double> shares;
-  for (const auto& b : bars) {
-    const std::string o = (b.offset > 0 ? "+" : "") + std::to_string(b.offset);
-    names.push_back(b.beyond ? (b.offset < 0 ? "≤" : "≥") + o : o);  // short labels stay upright
-    shares.push_back(b.share);
+// One piece of a measure's evidence (analysis/measure.h): a line, a bar chart or a curve.
+void draw_evidence(const analysis::Evidence& e, int index, float plot_h) {
+  using Kind = analysis::Evidence::Kind;
+  if (e.kind == Kind::text) {
+    ImGui::TextWrapped("%s", e.text.c_str());
+    return;
   }
   Plot plot;
-  plot.begin("offsets", ImVec2(-1, height), "where the maximum attention goes (key − query)", {"offset"},
-             {"share of queries", false, AxisRange{0, 1}});
-  plot.add_bars(names, shares, kHeadColour, "this head");
-  plot.add_hline(settings.positional_threshold, IM_COL32(255, 200, 60, 255), "positional ≥");
-  plot.end();
-}
-
-void relations_plot(const analysis::HeadEntry& head, float height) {
-  auto bars = relation_bars(head, true);
-  if (bars.empty()) return;
-  if (bars.size() > 8) bars.resize(8);  // the largest gains over the baseline
-  std::vector<std::string> names;
-  std::vector<double> accuracy, baseline;
-  for (const auto& b : bars) names.push_back(b.label), accuracy.push_back(b.accuracy), baseline.push_back(b.baseline);
-  Plot plot;
-  plot.begin("relations", ImVec2(-1, height), "relations: this head against the best fixed offset", {""},
-             {"accuracy", false, AxisRange{0, 1}});
-  plot.add_bars(names, accuracy, kHeadColour, "head");
-  plot.add_bars(names, baseline, kBaselineColour, "baseline");
-  plot.end();
-}
-
-void spectrum_plot(const analysis::Spectrum& s, float height) {
-  if (!s.applicable || s.singular_values.empty()) return;
-  Plot plot;
-  plot.begin("spectrum", ImVec2(-1, height), "key-query spectrum: cumulative energy", {"rank"},
-             {"energy", false, AxisRange{0, 1.02}});
-  plot.add_line({}, s.cumulative_energy, kHeadColour, "Σσ² share");
-  plot.add_vline(s.rank90, IM_COL32(255, 200, 60, 255), "90%");
-  plot.add_vline(s.rank99, IM_COL32(255, 120, 60, 255), "99%");
+  const std::string id = "evidence" + std::to_string(index);
+  plot.begin(id.c_str(), ImVec2(-1, plot_h), e.text, {e.x_label}, {e.y_label, false, AxisRange{0, e.y_max}});
+  if (e.kind == Kind::bars) {
+    for (size_t s = 0; s < e.values.size(); ++s)
+      plot.add_bars(e.categories, e.values[s], s == 0 ? kHeadColour : kBaselineColour,
+                    s < e.series.size() ? e.series[s] : "");
+    if (e.threshold) plot.add_hline(e.threshold->first, kThresholdColour, e.threshold->second);
+  } else {
+    plot.add_line({}, e.values.empty() ? std::vector<double>{} : e.values[0], kHeadColour, "Σσ² share");
+    for (size_t m = 0; m < e.markers.size(); ++m)
+      plot.add_vline(e.markers[m].first, kMarkerColours[std::min<size_t>(m, 1)], e.markers[m].second);
+  }
   plot.end();
 }
 
@@ -88,31 +69,20 @@ void HeadDetailView::drawContent(Workbench& wb) {
   }
   export_buttons_same_line(wb, "head-detail", title());
   ImGui::BeginChild("evidence");
+  // Every measure of the report gives its evidence (analysis/measure.h): lines, then its charts.
   const auto& set = report->settings;
-  // The plots share the view's height (each at least ~8 lines), so the relation chart is not
-  // below the fold of the default layout.
-  const int plots = int(set.has("positional")) + int(set.has("syntactic")) + int(h.spectrum.has_value());
-  const int lines = int(set.has("confidence")) + int(set.has("rare")) + int(set.has("lrp")) + int(set.has("importance"));
+  std::vector<analysis::Evidence> evidence;
+  for (const analysis::Measure* m : analysis::measures_of(set))
+    for (auto& e : m->evidence(h, set)) evidence.push_back(std::move(e));
+  // The charts share the view's height (each at least ~8 lines), so none is below the fold of the
+  // default layout.
+  int plots = 0, lines = 0;
+  for (const auto& e : evidence) (e.kind == analysis::Evidence::Kind::text ? lines : plots) += 1;
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
   const float plot_h = std::max(ImGui::GetFontSize() * 8,
                                 (ImGui::GetContentRegionAvail().y - lines * ImGui::GetTextLineHeightWithSpacing() -
                                  plots * spacing) / std::max(1, plots));
-  if (set.has("confidence") && h.queries > 0)
-    ImGui::TextWrapped("confidence %.3f (%.3f over every key) over %lld queries", h.confidence, h.confidence_all_keys,
-                static_cast<long long>(h.queries));
-  if (set.has("positional")) offsets_plot(h, set, plot_h);
-  if (set.has("rare")) {
-    if (h.rare_queries > 0)
-      ImGui::TextWrapped("rare word: %.1f%% of %lld queries attend most to the rarest token (%.1f%% to one of the two rarest)",
-                  100 * h.rare_share, static_cast<long long>(h.rare_queries), 100 * h.rare_share_two);
-    else
-      ImGui::TextDisabled("rare word: no sentence had a token rarer than rank %lld", static_cast<long long>(set.rare_min_rank));
-  }
-  if (set.has("syntactic")) relations_plot(h, plot_h);
-  if (set.has("lrp"))
-    ImGui::Text("LRP relevance %.4g (%.3f of its layer, Voita et al. 2019 §5)", h.lrp_raw, h.lrp_normalized);
-  if (set.has("importance")) ImGui::Text("importance |∂L/∂g| %.4g (Michel et al. 2019)", h.importance);
-  if (h.spectrum) spectrum_plot(*h.spectrum, plot_h);
+  for (size_t i = 0; i < evidence.size(); ++i) draw_evidence(evidence[i], int(i), plot_h);
   ImGui::EndChild();
 }
 

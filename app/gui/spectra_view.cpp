@@ -5,7 +5,7 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
-#include "app/state/spectrum_curves.h"
+#include "analysis/spectrum_curves.h"
 
 #include <algorithm>
 

@@ -148,16 +148,13 @@ template <class Io> void fields(Io& io, cmd::SetView& c) {
   io.optional("workspace", c.workspace);
   io.optional("logit_spectra", c.logit_spectra);
 }
-template <class Io> void fields(Io& io, cmd::RunDataset& c) {
+template <class Io> void fields(Io& io, cmd::DatasetChoices& c) {
   io.required("files", c.files);
   io.optional("metrics", c.metrics);
   io.optional("limit", c.limit);
 }
-template <class Io> void fields(Io& io, cmd::SetDatasetChoices& c) {
-  io.required("files", c.files);
-  io.optional("metrics", c.metrics);
-  io.optional("limit", c.limit);
-}
+template <class Io> void fields(Io& io, cmd::RunDataset& c) { fields(io, static_cast<cmd::DatasetChoices&>(c)); }
+template <class Io> void fields(Io& io, cmd::SetDatasetChoices& c) { fields(io, static_cast<cmd::DatasetChoices&>(c)); }
 template <class Io> void fields(Io&, cmd::StopDataset&) {}
 template <class Io> void fields(Io& io, cmd::Generate& c) {
   io.required("prompt", c.settings.prompt);

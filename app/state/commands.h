@@ -82,18 +82,24 @@ struct SetView {
 };
 
 // --- analyses ---
-// Runs `headlab analyze` on the worker: files (text or CoNLL-U), measures (empty = all), limit
-// (0 = every sentence). A script waits until it finishes.
-struct RunDataset {
+// The Dataset view's choices: files (text or CoNLL-U), measures (empty = all), limit (0 = every
+// sentence).
+struct DatasetChoices {
   std::vector<std::string> files;
   std::vector<std::string> metrics;
   int64_t limit = 0;
 };
-// The same choices remembered without running (the Dataset view's edits).
-struct SetDatasetChoices {
-  std::vector<std::string> files;
-  std::vector<std::string> metrics;
-  int64_t limit = 0;
+// Runs `headlab analyze` as a task with the choices (a script waits until it finishes) …
+struct RunDataset : DatasetChoices {
+  RunDataset() = default;
+  RunDataset(std::vector<std::string> files, std::vector<std::string> metrics = {}, int64_t limit = 0)
+      : DatasetChoices{std::move(files), std::move(metrics), limit} {}
+};
+// … or remembers them without running (the Dataset view's edits).
+struct SetDatasetChoices : DatasetChoices {
+  SetDatasetChoices() = default;
+  SetDatasetChoices(std::vector<std::string> files, std::vector<std::string> metrics = {}, int64_t limit = 0)
+      : DatasetChoices{std::move(files), std::move(metrics), limit} {}
 };
 struct StopDataset {};
 // The sentence the Syntax view shows: sentence `index` (0-based) of a CoNLL-U file; no file = the

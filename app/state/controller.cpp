@@ -109,209 +109,290 @@ void Controller::execute(const Command& command) {
 }
 
 void Controller::dispatch(const Command& command) {
+  // One handler per command (below); the window's own commands are applied by the window.
+  std::visit([this](const auto& c) { on(c); }, command);
+}
+
+std::string Controller::current_stack(const std::string& stack) const {
+  return stack.empty() ? doc_.session.selection.stack : stack;
+}
+
+// ---- the commands, one handler each ----
+
+void Controller::on(const cmd::OpenModel& c) {
+  if (c.folder.empty())
+    open_random_model();
+  else
+    open_model(c.folder);
+}
+
+void Controller::on(const cmd::SetText& c) {
+  auto& s = doc_.session;
+  s.text = c.text;
+  if (c.decoder_text) s.decoder_text = *c.decoder_text;
+  if (c.run) request_run();
+}
+
+void Controller::on(const cmd::Run&) {
+  request_run();
+}
+
+void Controller::on(const cmd::TrimInput& c) {
+  if (c.keep != "first" && c.keep != "around")
+    throw std::runtime_error("keep must be \"first\" or \"around\"");
+  if (!doc_.model) throw std::runtime_error("no model is open");
+  RunInput in = make_run_input(doc_.session);
+  in.trim = c.keep == "first" ? InputTrim::First : InputTrim::Around;
+  in.trim_centre = std::max(0, c.centre);
+  worker_.request_run(in);
+  ran_text_ = doc_.session.text;
+  requested_at_ = std::chrono::steady_clock::now();
+  unshown_request_ = true;
+}
+
+void Controller::on(const cmd::SetOutputPosition& c) {
   auto& s = doc_.session;
   auto& sel = s.selection;
-  auto stack_or_current = [&](const std::string& stack) { return stack.empty() ? sel.stack : stack; };
-  std::visit(
-      [&](const auto& c) {
-        using C = std::decay_t<decltype(c)>;
-        if constexpr (std::is_same_v<C, cmd::OpenModel>) {
-          if (c.folder.empty())
-            open_random_model();
-          else
-            open_model(c.folder);
-        } else if constexpr (std::is_same_v<C, cmd::SetText>) {
-          s.text = c.text;
-          if (c.decoder_text) s.decoder_text = *c.decoder_text;
-          if (c.run) request_run();
-        } else if constexpr (std::is_same_v<C, cmd::Run>) {
-          request_run();
-        } else if constexpr (std::is_same_v<C, cmd::TrimInput>) {
-          if (c.keep != "first" && c.keep != "around")
-            throw std::runtime_error("keep must be \"first\" or \"around\"");
-          if (!doc_.model) throw std::runtime_error("no model is open");
-          RunInput in = make_run_input(doc_.session);
-          in.trim = c.keep == "first" ? InputTrim::First : InputTrim::Around;
-          in.trim_centre = std::max(0, c.centre);
-          worker_.request_run(in);
-          ran_text_ = doc_.session.text;
-          requested_at_ = std::chrono::steady_clock::now();
-          unshown_request_ = true;
-        } else if constexpr (std::is_same_v<C, cmd::SetOutputPosition>) {
-          const int before = sel.output_position;
-          sel.output_position = std::max(-1, c.position);
-          // Only the shown positions go through the LM head: another position is a (head-only) run.
-          if (before != sel.output_position) request_run();
-        } else if constexpr (std::is_same_v<C, cmd::SelectHead> || std::is_same_v<C, cmd::SelectAttention>) {
-          const bool had_logits = sel.stage == Stage::J || sel.stage == Stage::L;
-          if (!c.stack.empty()) sel.stack = c.stack;
-          if constexpr (std::is_same_v<C, cmd::SelectHead>) {
-            sel.layer = c.layer;
-            sel.head = c.head;
-            sel.mixer_layer = c.layer;
-          } else {
-            if (c.mixer_layer) sel.mixer_layer = *c.mixer_layer;
-          }
-          if (c.stage) sel.stage = *c.stage;
-          if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
-          // J and L are captured only on demand.
-          if (!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L)) request_run();
-        } else if constexpr (std::is_same_v<C, cmd::SelectToken>) {
-          sel.query = c.query;
-          sel.key = c.key;
-          if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
-        } else if constexpr (std::is_same_v<C, cmd::SetGate>) {
-          const std::string stack = stack_or_current(c.stack);
-          set_gate(s.controls, stack, c.layer, c.head, c.value, attention_of(stack).output_heads);
-          request_run();
-        } else if constexpr (std::is_same_v<C, cmd::SetAblation>) {
-          const std::string stack = stack_or_current(c.stack);
-          attention_of(stack);
-          s.controls.at(stack, c.layer).ablation = c.mode;
-          canonicalize(s.controls);
-          request_run();
-        } else if constexpr (std::is_same_v<C, cmd::SetMix>) {
-          if (c.which != "pre" && c.which != "post") throw std::runtime_error("which must be \"pre\" or \"post\"");
-          const std::string stack = stack_or_current(c.stack);
-          const AttentionSummary& att = attention_of(stack);
-          const int heads = c.which == "pre" ? att.softmax_heads : att.output_heads;
-          std::vector<float> m = c.matrix ? *c.matrix : mix_preset(preset_of(c.preset), heads, c.a, c.b, c.alpha);
-          if (m.size() != static_cast<size_t>(heads) * heads)
-            throw std::runtime_error("matrix must have " + std::to_string(heads * heads) + " entries");
-          set_mix(s.controls, stack, c.layer, c.which, m, heads);
-          request_run();
-        } else if constexpr (std::is_same_v<C, cmd::Reset>) {
-          if (c.layer)
-            reset_layer(s.controls, stack_or_current(c.stack), *c.layer);
-          else
-            s.controls = {};
-          request_run();
-        } else if constexpr (std::is_same_v<C, cmd::SetView>) {
-          auto& v = s.view;
-          const int top_k = v.top_k;
-          if (c.colormap) v.colormap = *c.colormap;
-          if (c.log_scale) v.log_scale = *c.log_scale;
-          if (c.auto_range) v.auto_range = *c.auto_range;
-          if (c.thumbnail_size) v.thumbnail_size = std::clamp(*c.thumbnail_size, 16.0f, 512.0f);
-          if (c.top_k) v.top_k = std::clamp(*c.top_k, 1, 50);
-          if (c.export_scale) v.export_scale = std::clamp(*c.export_scale, 1, 4);
-          if (c.export_dir) v.export_dir = *c.export_dir;
-          if (c.grid_measure) v.grid_measure = *c.grid_measure;
-          if (c.workspace) {
-            if (*c.workspace != "Explore" && *c.workspace != "Analyse")
-              throw std::runtime_error("unknown workspace '" + *c.workspace + "' (Explore or Analyse)");
-            v.workspace = *c.workspace;
-          }
-          // The Analyse workspace shows the weights' spectra: a run without them (made in Explore)
-          // runs again for them (no layer is recomputed; the engine keeps them per model).
-          const bool spectra_missing =
-              v.workspace == "Analyse" && doc_.snapshot && !doc_.snapshot->input.weight_spectra;
-          const bool spectra_changed = c.logit_spectra && *c.logit_spectra != v.logit_spectra;
-          if (c.logit_spectra) v.logit_spectra = *c.logit_spectra;
-          if (v.top_k != top_k || (spectra_changed && v.logit_spectra) || spectra_missing) request_run();
-        } else if constexpr (std::is_same_v<C, cmd::RunDataset>) {
-          run_dataset(c);
-        } else if constexpr (std::is_same_v<C, cmd::SetDatasetChoices>) {
-          auto& a = s.analysis;
-          a.dataset_files = c.files;
-          a.metrics = c.metrics;
-          a.limit = std::max<int64_t>(0, c.limit);
-        } else if constexpr (std::is_same_v<C, cmd::StopDataset>) {
-          dataset_->stop();
-        } else if constexpr (std::is_same_v<C, cmd::Generate>) {
-          if (!doc_.model || doc_.model->folder.empty())
-            throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder; this model has random weights and no folder)");
-          if (c.settings.max_new < 1 || c.settings.max_new > 4096)
-            throw std::runtime_error("max_new must be between 1 and 4096");
-          auto& g = s.generation;
-          // Going back: the first `keep` tokens of the last generation are written again as they were.
-          std::vector<int64_t> keep;
-          if (c.keep > 0 && c.settings.prompt == g.settings.prompt)
-            keep.assign(g.generated.begin(), g.generated.begin() + std::min<size_t>(size_t(c.keep), g.generated.size()));
-          g.settings = c.settings;
-          g.settings.temperature = std::max(0.0f, g.settings.temperature);
-          g.settings.top_k = std::max(0, g.settings.top_k);
-          g.settings.top_p = std::clamp(g.settings.top_p, 0.0f, 1.0f);
-          g.generated.clear();
-          start_generation(keep);
-        } else if constexpr (std::is_same_v<C, cmd::ConvertModel>) {
-          convert_model(c);
-        } else if constexpr (std::is_same_v<C, cmd::StopConvert>) {
-          convert_->cancel();
-        } else if constexpr (std::is_same_v<C, cmd::StopGeneration>) {
-          generation_->stop();
-        } else if constexpr (std::is_same_v<C, cmd::SelectSentence>) {
-          auto& a = s.analysis;
-          if (c.file && !c.file->empty() && !is_conllu(*c.file))
-            throw std::runtime_error(*c.file + " is not a CoNLL-U file (.conllu, .conll, .conllx): the Syntax view needs gold trees");
-          if (c.file) a.syntax_file = *c.file;
-          if (syntax_file_of(a).empty())
-            throw std::runtime_error("no CoNLL-U file: name one, or choose a CoNLL-U dataset in the Dataset view");
-          a.syntax_index = std::max(0, c.index);
-          a.syntax_parse.clear();  // a file's sentence, not the typed input
-          a.syntax_parse_file.clear();
-          sync_syntax();
-        } else if constexpr (std::is_same_v<C, cmd::SetParse>) {
-          auto& a = s.analysis;
-          if (!c.conllu.empty() && !c.file.empty())
-            throw std::runtime_error("set_parse takes pasted CoNLL-U or a file, not both");
-          if (!c.file.empty() && !is_conllu(c.file))
-            throw std::runtime_error(c.file + " is not a CoNLL-U file (.conllu, .conll, .conllx)");
-          if (!c.file.empty() && !fs::is_regular_file(c.file)) throw std::runtime_error(c.file + ": no such file");
-          a.syntax_parse = c.conllu;
-          a.syntax_parse_file = c.file;
-          sync_syntax();
-        } else if constexpr (std::is_same_v<C, cmd::OpenReport>) {
-          open_report(c.path);
-        } else if constexpr (std::is_same_v<C, cmd::CloseReport>) {
-          close_report();
-        } else if constexpr (std::is_same_v<C, cmd::SortHeads>) {
-          if (!c.by.empty() && doc_.report) {
-            const auto columns = head_table_columns(*doc_.report);
-            if (std::find(columns.begin(), columns.end(), c.by) == columns.end())
-              throw std::runtime_error("no column '" + c.by + "' in the head table");
-          }
-          s.analysis.sort_by = c.by;
-          s.analysis.sort_descending = c.descending;
-        } else if constexpr (std::is_same_v<C, cmd::FilterHeads>) {
-          s.analysis.filter_role = c.role;
-          s.analysis.filter_layer = c.layer;
-        } else if constexpr (std::is_same_v<C, cmd::SetThresholds>) {
-          auto& a = s.analysis;
-          if (c.reset) {
-            a.thresholds_edited = false;
-          } else {
-            if (!a.thresholds_edited && raw_report_) {
-              a.positional_threshold = raw_report_->settings.positional_threshold;
-              a.rare_threshold = raw_report_->settings.rare_threshold;
-              a.syntactic_margin = raw_report_->settings.syntactic_margin;
-            }
-            if (c.positional) a.positional_threshold = std::clamp(*c.positional, 0.0, 1.0);
-            if (c.rare) a.rare_threshold = std::clamp(*c.rare, 0.0, 1.0);
-            if (c.syntactic_margin) a.syntactic_margin = std::clamp(*c.syntactic_margin, -1.0, 1.0);
-            a.thresholds_edited = true;
-          }
-          refresh_report();
-        } else if constexpr (std::is_same_v<C, cmd::SetLrpTarget>) {
-          auto& a = s.analysis;
-          if (c.shading && *c.shading != "lrp" && *c.shading != "rollout" && *c.shading != "flow")
-            throw std::runtime_error("unknown shading '" + *c.shading + "' (lrp, rollout or flow)");
-          const bool changed = a.lrp_enabled != c.enabled || a.lrp_position != c.position || a.lrp_token != c.token ||
-                               (c.shading && (*c.shading == "flow") != (a.lrp_shading == "flow"));
-          if (c.shading) a.lrp_shading = *c.shading;
-          a.lrp_enabled = c.enabled;
-          a.lrp_position = std::max(-1, c.position);
-          a.lrp_token = c.token < 0 ? -1 : c.token;
-          if (changed && c.enabled) request_run();
-        } else if constexpr (std::is_same_v<C, cmd::SaveSession>) {
-          save_session(c.path, layout_for_save());
-        } else if constexpr (std::is_same_v<C, cmd::OpenSession>) {
-          open_session(c.path);
-        } else {
-          throw std::runtime_error("a window command, applied by the window");
-        }
-      },
-      command);
+  const int before = sel.output_position;
+  sel.output_position = std::max(-1, c.position);
+  // Only the shown positions go through the LM head: another position is a (head-only) run.
+  if (before != sel.output_position) request_run();
+}
+
+void Controller::on(const cmd::SelectToken& c) {
+  auto& s = doc_.session;
+  auto& sel = s.selection;
+  sel.query = c.query;
+  sel.key = c.key;
+  if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
+}
+
+void Controller::on(const cmd::SetGate& c) {
+  auto& s = doc_.session;
+  const std::string stack = current_stack(c.stack);
+  set_gate(s.controls, stack, c.layer, c.head, c.value, attention_of(stack).output_heads);
+  request_run();
+}
+
+void Controller::on(const cmd::SetAblation& c) {
+  auto& s = doc_.session;
+  const std::string stack = current_stack(c.stack);
+  attention_of(stack);
+  s.controls.at(stack, c.layer).ablation = c.mode;
+  canonicalize(s.controls);
+  request_run();
+}
+
+void Controller::on(const cmd::SetMix& c) {
+  auto& s = doc_.session;
+  if (c.which != "pre" && c.which != "post") throw std::runtime_error("which must be \"pre\" or \"post\"");
+  const std::string stack = current_stack(c.stack);
+  const AttentionSummary& att = attention_of(stack);
+  const int heads = c.which == "pre" ? att.softmax_heads : att.output_heads;
+  std::vector<float> m = c.matrix ? *c.matrix : mix_preset(preset_of(c.preset), heads, c.a, c.b, c.alpha);
+  if (m.size() != static_cast<size_t>(heads) * heads)
+    throw std::runtime_error("matrix must have " + std::to_string(heads * heads) + " entries");
+  set_mix(s.controls, stack, c.layer, c.which, m, heads);
+  request_run();
+}
+
+void Controller::on(const cmd::Reset& c) {
+  auto& s = doc_.session;
+  if (c.layer)
+    reset_layer(s.controls, current_stack(c.stack), *c.layer);
+  else
+    s.controls = {};
+  request_run();
+}
+
+void Controller::on(const cmd::SetView& c) {
+  auto& s = doc_.session;
+  auto& v = s.view;
+  const int top_k = v.top_k;
+  if (c.colormap) v.colormap = *c.colormap;
+  if (c.log_scale) v.log_scale = *c.log_scale;
+  if (c.auto_range) v.auto_range = *c.auto_range;
+  if (c.thumbnail_size) v.thumbnail_size = std::clamp(*c.thumbnail_size, 16.0f, 512.0f);
+  if (c.top_k) v.top_k = std::clamp(*c.top_k, 1, 50);
+  if (c.export_scale) v.export_scale = std::clamp(*c.export_scale, 1, 4);
+  if (c.export_dir) v.export_dir = *c.export_dir;
+  if (c.grid_measure) v.grid_measure = *c.grid_measure;
+  if (c.workspace) {
+    if (*c.workspace != "Explore" && *c.workspace != "Analyse")
+      throw std::runtime_error("unknown workspace '" + *c.workspace + "' (Explore or Analyse)");
+    v.workspace = *c.workspace;
+  }
+  // The Analyse workspace shows the weights' spectra: a run without them (made in Explore)
+  // runs again for them (no layer is recomputed; the engine keeps them per model).
+  const bool spectra_missing =
+      v.workspace == "Analyse" && doc_.snapshot && !doc_.snapshot->input.weight_spectra;
+  const bool spectra_changed = c.logit_spectra && *c.logit_spectra != v.logit_spectra;
+  if (c.logit_spectra) v.logit_spectra = *c.logit_spectra;
+  if (v.top_k != top_k || (spectra_changed && v.logit_spectra) || spectra_missing) request_run();
+}
+
+void Controller::on(const cmd::RunDataset& c) {
+  run_dataset(c);
+}
+
+void Controller::on(const cmd::SetDatasetChoices& c) {
+  auto& s = doc_.session;
+  auto& a = s.analysis;
+  a.dataset_files = c.files;
+  a.metrics = c.metrics;
+  a.limit = std::max<int64_t>(0, c.limit);
+}
+
+void Controller::on(const cmd::StopDataset&) {
+  dataset_->stop();
+}
+
+void Controller::on(const cmd::Generate& c) {
+  auto& s = doc_.session;
+  if (!doc_.model || doc_.model->folder.empty())
+    throw std::runtime_error("generation needs a model folder (a causal LM or an encoder-decoder; this model has random weights and no folder)");
+  if (c.settings.max_new < 1 || c.settings.max_new > 4096)
+    throw std::runtime_error("max_new must be between 1 and 4096");
+  auto& g = s.generation;
+  // Going back: the first `keep` tokens of the last generation are written again as they were.
+  std::vector<int64_t> keep;
+  if (c.keep > 0 && c.settings.prompt == g.settings.prompt)
+    keep.assign(g.generated.begin(), g.generated.begin() + std::min<size_t>(size_t(c.keep), g.generated.size()));
+  g.settings = c.settings;
+  g.settings.temperature = std::max(0.0f, g.settings.temperature);
+  g.settings.top_k = std::max(0, g.settings.top_k);
+  g.settings.top_p = std::clamp(g.settings.top_p, 0.0f, 1.0f);
+  g.generated.clear();
+  start_generation(keep);
+}
+
+void Controller::on(const cmd::ConvertModel& c) {
+  convert_model(c);
+}
+
+void Controller::on(const cmd::StopConvert&) {
+  convert_->cancel();
+}
+
+void Controller::on(const cmd::StopGeneration&) {
+  generation_->stop();
+}
+
+void Controller::on(const cmd::SelectSentence& c) {
+  auto& s = doc_.session;
+  auto& a = s.analysis;
+  if (c.file && !c.file->empty() && !is_conllu(*c.file))
+    throw std::runtime_error(*c.file + " is not a CoNLL-U file (.conllu, .conll, .conllx): the Syntax view needs gold trees");
+  if (c.file) a.syntax_file = *c.file;
+  if (syntax_file_of(a).empty())
+    throw std::runtime_error("no CoNLL-U file: name one, or choose a CoNLL-U dataset in the Dataset view");
+  a.syntax_index = std::max(0, c.index);
+  a.syntax_parse.clear();  // a file's sentence, not the typed input
+  a.syntax_parse_file.clear();
+  sync_syntax();
+}
+
+void Controller::on(const cmd::SetParse& c) {
+  auto& s = doc_.session;
+  auto& a = s.analysis;
+  if (!c.conllu.empty() && !c.file.empty())
+    throw std::runtime_error("set_parse takes pasted CoNLL-U or a file, not both");
+  if (!c.file.empty() && !is_conllu(c.file))
+    throw std::runtime_error(c.file + " is not a CoNLL-U file (.conllu, .conll, .conllx)");
+  if (!c.file.empty() && !fs::is_regular_file(c.file)) throw std::runtime_error(c.file + ": no such file");
+  a.syntax_parse = c.conllu;
+  a.syntax_parse_file = c.file;
+  sync_syntax();
+}
+
+void Controller::on(const cmd::OpenReport& c) {
+  open_report(c.path);
+}
+
+void Controller::on(const cmd::CloseReport&) {
+  close_report();
+}
+
+void Controller::on(const cmd::SortHeads& c) {
+  auto& s = doc_.session;
+  if (!c.by.empty() && doc_.report) {
+    const auto columns = head_table_columns(*doc_.report);
+    if (std::find(columns.begin(), columns.end(), c.by) == columns.end())
+      throw std::runtime_error("no column '" + c.by + "' in the head table");
+  }
+  s.analysis.sort_by = c.by;
+  s.analysis.sort_descending = c.descending;
+}
+
+void Controller::on(const cmd::FilterHeads& c) {
+  auto& s = doc_.session;
+  s.analysis.filter_role = c.role;
+  s.analysis.filter_layer = c.layer;
+}
+
+void Controller::on(const cmd::SetThresholds& c) {
+  auto& s = doc_.session;
+  auto& a = s.analysis;
+  if (c.reset) {
+    a.thresholds_edited = false;
+  } else {
+    if (!a.thresholds_edited && raw_report_) {
+      a.positional_threshold = raw_report_->settings.positional_threshold;
+      a.rare_threshold = raw_report_->settings.rare_threshold;
+      a.syntactic_margin = raw_report_->settings.syntactic_margin;
+    }
+    if (c.positional) a.positional_threshold = std::clamp(*c.positional, 0.0, 1.0);
+    if (c.rare) a.rare_threshold = std::clamp(*c.rare, 0.0, 1.0);
+    if (c.syntactic_margin) a.syntactic_margin = std::clamp(*c.syntactic_margin, -1.0, 1.0);
+    a.thresholds_edited = true;
+  }
+  refresh_report();
+}
+
+void Controller::on(const cmd::SetLrpTarget& c) {
+  auto& s = doc_.session;
+  auto& a = s.analysis;
+  if (c.shading && *c.shading != "lrp" && *c.shading != "rollout" && *c.shading != "flow")
+    throw std::runtime_error("unknown shading '" + *c.shading + "' (lrp, rollout or flow)");
+  const bool changed = a.lrp_enabled != c.enabled || a.lrp_position != c.position || a.lrp_token != c.token ||
+                       (c.shading && (*c.shading == "flow") != (a.lrp_shading == "flow"));
+  if (c.shading) a.lrp_shading = *c.shading;
+  a.lrp_enabled = c.enabled;
+  a.lrp_position = std::max(-1, c.position);
+  a.lrp_token = c.token < 0 ? -1 : c.token;
+  if (changed && c.enabled) request_run();
+}
+
+void Controller::on(const cmd::SaveSession& c) {
+  save_session(c.path, layout_for_save());
+}
+
+void Controller::on(const cmd::OpenSession& c) {
+  open_session(c.path);
+}
+
+void Controller::on(const cmd::SelectHead& c) {
+  auto& sel = doc_.session.selection;
+  sel.layer = c.layer;
+  sel.head = c.head;
+  sel.mixer_layer = c.layer;
+  select(c.stack, c.stage);
+}
+
+void Controller::on(const cmd::SelectAttention& c) {
+  auto& sel = doc_.session.selection;
+  if (c.mixer_layer) sel.mixer_layer = *c.mixer_layer;
+  select(c.stack, c.stage);
+}
+
+void Controller::select(const std::string& stack, const std::optional<Stage>& stage) {
+  auto& sel = doc_.session.selection;
+  const bool had_logits = sel.stage == Stage::J || sel.stage == Stage::L;
+  if (!stack.empty()) sel.stack = stack;
+  if (stage) sel.stage = *stage;
+  if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
+  // J and L are captured only on demand.
+  if (!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L)) request_run();
 }
 
 void Controller::start(const std::string& model_folder, const std::string& session_path) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace headlab::app {
@@ -78,7 +79,45 @@ class Controller {
   virtual void restore_layout(const std::string& /*imgui_ini*/) {}
 
  private:
-  void dispatch(const Command& command);  // execute() without its bookkeeping
+  void dispatch(const Command& command);  // execute() without its bookkeeping: the handler below
+  // One handler per document command (app/state/commands.h).
+  void on(const cmd::OpenModel& c);
+  void on(const cmd::SetText& c);
+  void on(const cmd::Run& c);
+  void on(const cmd::TrimInput& c);
+  void on(const cmd::SetOutputPosition& c);
+  void on(const cmd::SelectHead& c);
+  void on(const cmd::SelectAttention& c);
+  void on(const cmd::SelectToken& c);
+  void on(const cmd::SetGate& c);
+  void on(const cmd::SetAblation& c);
+  void on(const cmd::SetMix& c);
+  void on(const cmd::Reset& c);
+  void on(const cmd::SetView& c);
+  void on(const cmd::RunDataset& c);
+  void on(const cmd::SetDatasetChoices& c);
+  void on(const cmd::StopDataset& c);
+  void on(const cmd::Generate& c);
+  void on(const cmd::ConvertModel& c);
+  void on(const cmd::StopConvert& c);
+  void on(const cmd::StopGeneration& c);
+  void on(const cmd::SelectSentence& c);
+  void on(const cmd::SetParse& c);
+  void on(const cmd::OpenReport& c);
+  void on(const cmd::CloseReport& c);
+  void on(const cmd::SortHeads& c);
+  void on(const cmd::FilterHeads& c);
+  void on(const cmd::SetThresholds& c);
+  void on(const cmd::SetLrpTarget& c);
+  void on(const cmd::SaveSession& c);
+  void on(const cmd::OpenSession& c);
+  // The window's commands (export, screenshot, …) reach the Controller only by mistake.
+  template <class WindowCommand>
+  void on(const WindowCommand&) {
+    throw std::runtime_error("a window command, applied by the window");
+  }
+  void select(const std::string& stack, const std::optional<Stage>& stage);  // SelectHead, SelectAttention
+  std::string current_stack(const std::string& stack) const;  // "" = the selected one
   void open_model(const std::string& folder);
   void open_random_model();
   void request_run();

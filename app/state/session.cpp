@@ -81,45 +81,135 @@ core::ModelControls controls_from_json(const json& j) {
   return controls;
 }
 
-static json analysis_to_json(const AnalysisChoices& a) {
-  json j = {{"dataset_files", a.dataset_files}, {"metrics", a.metrics}, {"limit", a.limit},
-            {"report_path", a.report_path}, {"report_hash", a.report_hash}, {"sort_by", a.sort_by},
-            {"sort_descending", a.sort_descending}, {"filter_role", a.filter_role}, {"filter_layer", a.filter_layer},
-            {"thresholds_edited", a.thresholds_edited}, {"positional_threshold", a.positional_threshold},
-            {"rare_threshold", a.rare_threshold}, {"syntactic_margin", a.syntactic_margin},
-            {"lrp_enabled", a.lrp_enabled}, {"lrp_position", a.lrp_position}, {"lrp_token", a.lrp_token},
-            {"lrp_shading", a.lrp_shading}, {"syntax_file", a.syntax_file}, {"syntax_index", a.syntax_index},
-            {"syntax_parse", a.syntax_parse}, {"syntax_parse_file", a.syntax_parse_file}};
-  // Embedded as JSON (not a string) so the session file stays readable and diffable.
-  if (!a.report_embedded.empty()) j["report_embedded"] = json::parse(a.report_embedded);
-  return j;
+namespace {
+
+// ---- one description of the session's fields, read and written alike ----------------------------
+
+// Writes each field into a JSON object.
+struct SessionWriter {
+  json& j;
+  template <class T>
+  void field(const char* key, const T& value) { j[key] = value; }
+  void field(const char* key, const Stage& stage) { j[key] = stage_name(stage); }
+  // A report made in the window: embedded as JSON (not a string), so the file stays readable and diffable.
+  void embedded_json(const char* key, const std::string& text) {
+    if (!text.empty()) j[key] = json::parse(text);
+  }
+  template <class F>
+  void section(const char* key, F&& fields) {
+    SessionWriter inner{j[key]};
+    inner.j = json::object();
+    fields(inner);
+  }
+};
+
+// Reads each field it finds, keeping the default of a missing one and a warning for a wrong type.
+struct SessionReader {
+  const json& j;
+  std::vector<std::string>& warnings;
+  std::string where;  // "view." …
+  template <class T>
+  void field(const char* key, T& value) { read(j, key, value, warnings, where); }
+  void field(const char* key, Stage& stage) {
+    std::string name = stage_name(stage);
+    read(j, key, name, warnings, where);
+    stage = name == "J" ? Stage::J : name == "L" ? Stage::L : name == "W" ? Stage::W : Stage::U;
+  }
+  void embedded_json(const char* key, std::string& text) {
+    if (j.is_object() && j.contains(key) && j.at(key).is_object()) text = j.at(key).dump();
+  }
+  template <class F>
+  void section(const char* key, F&& fields) {
+    static const json empty = json::object();
+    SessionReader inner{j.is_object() && j.contains(key) ? j.at(key) : empty, warnings, std::string(key) + "."};
+    fields(inner);
+  }
+};
+
+// The fields of every part of a session, for SessionWriter and SessionReader alike: a new setting
+// is one line here (and its member in app/state/session.h).
+template <class Io, class S>
+void session_fields(Io& io, S& s) {
+  io.section("model", [&](auto& m) {
+    m.field("folder", s.model_folder);
+    m.field("weights_hash", s.model_hash);
+    m.field("random_config", s.random_config);
+  });
+  io.section("input", [&](auto& in) {
+    in.field("text", s.text);
+    in.field("decoder_text", s.decoder_text);
+  });
+  io.section("selection", [&](auto& sel) {
+    auto& se = s.selection;
+    sel.field("stack", se.stack);
+    sel.field("layer", se.layer);
+    sel.field("head", se.head);
+    sel.field("stage", se.stage);
+    sel.field("query", se.query);
+    sel.field("key", se.key);
+    sel.field("output_position", se.output_position);
+    sel.field("mixer_layer", se.mixer_layer);
+  });
+  io.section("view", [&](auto& view) {
+    auto& v = s.view;
+    view.field("colormap", v.colormap);
+    view.field("log_scale", v.log_scale);
+    // Sessions written before the absolute scale was the default say "fixed_range": false for the
+    // old default; they open on the absolute scale (auto range stays a choice made by hand).
+    view.field("auto_range", v.auto_range);
+    view.field("thumbnail_size", v.thumbnail_size);
+    view.field("top_k", v.top_k);
+    view.field("export_scale", v.export_scale);
+    view.field("export_dir", v.export_dir);
+    view.field("grid_measure", v.grid_measure);
+    view.field("workspace", v.workspace);
+    view.field("logit_spectra", v.logit_spectra);
+  });
+  io.section("analysis", [&](auto& an) {
+    auto& a = s.analysis;
+    an.field("dataset_files", a.dataset_files);
+    an.field("metrics", a.metrics);
+    an.field("limit", a.limit);
+    an.field("report_path", a.report_path);
+    an.field("report_hash", a.report_hash);
+    an.embedded_json("report_embedded", a.report_embedded);
+    an.field("sort_by", a.sort_by);
+    an.field("sort_descending", a.sort_descending);
+    an.field("filter_role", a.filter_role);
+    an.field("filter_layer", a.filter_layer);
+    an.field("thresholds_edited", a.thresholds_edited);
+    an.field("positional_threshold", a.positional_threshold);
+    an.field("rare_threshold", a.rare_threshold);
+    an.field("syntactic_margin", a.syntactic_margin);
+    an.field("lrp_enabled", a.lrp_enabled);
+    an.field("lrp_position", a.lrp_position);
+    an.field("lrp_token", a.lrp_token);
+    an.field("lrp_shading", a.lrp_shading);
+    an.field("syntax_file", a.syntax_file);
+    an.field("syntax_index", a.syntax_index);
+    an.field("syntax_parse", a.syntax_parse);
+    an.field("syntax_parse_file", a.syntax_parse_file);
+  });
+  io.section("generation", [&](auto& gen) {
+    auto& g = s.generation;
+    gen.field("prompt", g.settings.prompt);
+    gen.field("max_new", g.settings.max_new);
+    gen.field("temperature", g.settings.temperature);
+    gen.field("top_k", g.settings.top_k);
+    gen.field("top_p", g.settings.top_p);
+    gen.field("seed", g.settings.seed);
+    gen.field("generated", g.generated);
+  });
+  io.section("layout", [&](auto& layout) { layout.field("imgui_ini", s.imgui_ini); });
 }
 
+}  // namespace
+
 json session_to_json(const SessionState& s) {
-  const GenerationSettings& gs = s.generation.settings;
-  const auto& sel = s.selection;
-  const auto& v = s.view;
-  return json{
-      {"format", "headlab-session"},
-      {"version", kSessionVersion},
-      {"model", {{"folder", s.model_folder}, {"weights_hash", s.model_hash}, {"random_config", s.random_config}}},
-      {"input", {{"text", s.text}, {"decoder_text", s.decoder_text}}},
-      {"controls", controls_to_json(s.controls)},
-      {"selection",
-       {{"stack", sel.stack}, {"layer", sel.layer}, {"head", sel.head}, {"stage", stage_name(sel.stage)},
-        {"query", sel.query}, {"key", sel.key}, {"output_position", sel.output_position},
-        {"mixer_layer", sel.mixer_layer}}},
-      {"view",
-       {{"colormap", v.colormap}, {"log_scale", v.log_scale}, {"auto_range", v.auto_range},
-        {"thumbnail_size", v.thumbnail_size}, {"top_k", v.top_k}, {"export_scale", v.export_scale},
-        {"export_dir", v.export_dir}, {"grid_measure", v.grid_measure},
-        {"workspace", v.workspace}, {"logit_spectra", v.logit_spectra}}},
-      {"analysis", analysis_to_json(s.analysis)},
-      {"generation",
-       {{"prompt", gs.prompt}, {"max_new", gs.max_new}, {"temperature", gs.temperature}, {"top_k", gs.top_k},
-        {"top_p", gs.top_p}, {"seed", gs.seed}, {"generated", s.generation.generated}}},
-      {"layout", {{"imgui_ini", s.imgui_ini}}},
-  };
+  json j = {{"format", "headlab-session"}, {"version", kSessionVersion}, {"controls", controls_to_json(s.controls)}};
+  SessionWriter writer{j};
+  session_fields(writer, s);
+  return j;
 }
 
 std::string session_text(const SessionState& state) { return session_to_json(state).dump(2) + "\n"; }
@@ -135,14 +225,6 @@ SessionLoad session_from_json(const json& j) {
   if (version > kSessionVersion)
     w.push_back("written by a newer HeadLab (session version " + std::to_string(version) + ", this one reads " +
                 std::to_string(kSessionVersion) + "): loaded what this version understands");
-  const json empty = json::object();
-  const json& model = j.contains("model") ? j.at("model") : empty;
-  read(model, "folder", s.model_folder, w, "model.");
-  read(model, "weights_hash", s.model_hash, w, "model.");
-  read(model, "random_config", s.random_config, w, "model.");
-  const json& input = j.contains("input") ? j.at("input") : empty;
-  read(input, "text", s.text, w, "input.");
-  read(input, "decoder_text", s.decoder_text, w, "input.");
   if (j.contains("controls")) {
     try {
       s.controls = controls_from_json(j.at("controls"));
@@ -150,68 +232,8 @@ SessionLoad session_from_json(const json& j) {
       w.push_back(std::string("controls ignored: ") + e.what());
     }
   }
-  const json& sel = j.contains("selection") ? j.at("selection") : empty;
-  auto& se = s.selection;
-  read(sel, "stack", se.stack, w, "selection.");
-  read(sel, "layer", se.layer, w, "selection.");
-  read(sel, "head", se.head, w, "selection.");
-  std::string stage = "U";
-  read(sel, "stage", stage, w, "selection.");
-  se.stage = stage == "J" ? Stage::J : stage == "L" ? Stage::L : stage == "W" ? Stage::W : Stage::U;
-  read(sel, "query", se.query, w, "selection.");
-  read(sel, "key", se.key, w, "selection.");
-  read(sel, "output_position", se.output_position, w, "selection.");
-  read(sel, "mixer_layer", se.mixer_layer, w, "selection.");
-  const json& view = j.contains("view") ? j.at("view") : empty;
-  auto& v = s.view;
-  read(view, "colormap", v.colormap, w, "view.");
-  read(view, "log_scale", v.log_scale, w, "view.");
-  // Sessions written before the absolute scale was the default say "fixed_range": false for the old
-  // default; they open on the absolute scale (auto-range stays a choice made by hand).
-  read(view, "auto_range", v.auto_range, w, "view.");
-  read(view, "thumbnail_size", v.thumbnail_size, w, "view.");
-  read(view, "top_k", v.top_k, w, "view.");
-  read(view, "export_scale", v.export_scale, w, "view.");
-  read(view, "export_dir", v.export_dir, w, "view.");
-  read(view, "grid_measure", v.grid_measure, w, "view.");
-  read(view, "workspace", v.workspace, w, "view.");
-  read(view, "logit_spectra", v.logit_spectra, w, "view.");
-  const json& analysis = j.contains("analysis") ? j.at("analysis") : empty;
-  auto& a = s.analysis;
-  read(analysis, "dataset_files", a.dataset_files, w, "analysis.");
-  read(analysis, "metrics", a.metrics, w, "analysis.");
-  read(analysis, "limit", a.limit, w, "analysis.");
-  read(analysis, "report_path", a.report_path, w, "analysis.");
-  read(analysis, "report_hash", a.report_hash, w, "analysis.");
-  if (analysis.contains("report_embedded") && analysis.at("report_embedded").is_object())
-    a.report_embedded = analysis.at("report_embedded").dump();
-  read(analysis, "sort_by", a.sort_by, w, "analysis.");
-  read(analysis, "sort_descending", a.sort_descending, w, "analysis.");
-  read(analysis, "filter_role", a.filter_role, w, "analysis.");
-  read(analysis, "filter_layer", a.filter_layer, w, "analysis.");
-  read(analysis, "thresholds_edited", a.thresholds_edited, w, "analysis.");
-  read(analysis, "positional_threshold", a.positional_threshold, w, "analysis.");
-  read(analysis, "rare_threshold", a.rare_threshold, w, "analysis.");
-  read(analysis, "syntactic_margin", a.syntactic_margin, w, "analysis.");
-  read(analysis, "lrp_enabled", a.lrp_enabled, w, "analysis.");
-  read(analysis, "lrp_position", a.lrp_position, w, "analysis.");
-  read(analysis, "lrp_token", a.lrp_token, w, "analysis.");
-  read(analysis, "lrp_shading", a.lrp_shading, w, "analysis.");
-  read(analysis, "syntax_file", a.syntax_file, w, "analysis.");
-  read(analysis, "syntax_index", a.syntax_index, w, "analysis.");
-  read(analysis, "syntax_parse", a.syntax_parse, w, "analysis.");
-  read(analysis, "syntax_parse_file", a.syntax_parse_file, w, "analysis.");
-  const json& generation = j.contains("generation") ? j.at("generation") : empty;
-  auto& g = s.generation;
-  read(generation, "prompt", g.settings.prompt, w, "generation.");
-  read(generation, "max_new", g.settings.max_new, w, "generation.");
-  read(generation, "temperature", g.settings.temperature, w, "generation.");
-  read(generation, "top_k", g.settings.top_k, w, "generation.");
-  read(generation, "top_p", g.settings.top_p, w, "generation.");
-  read(generation, "seed", g.settings.seed, w, "generation.");
-  read(generation, "generated", g.generated, w, "generation.");
-  const json& layout = j.contains("layout") ? j.at("layout") : empty;
-  read(layout, "imgui_ini", s.imgui_ini, w, "layout.");
+  SessionReader reader{j, w, ""};
+  session_fields(reader, s);
   return out;
 }
 

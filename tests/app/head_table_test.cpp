@@ -7,7 +7,7 @@
 
 #include "analysis/head_report.h"
 #include "analysis/report_columns.h"
-#include "app/state/head_detail.h"
+#include "analysis/head_evidence.h"
 #include "app/state/head_table.h"
 
 #include <numeric>

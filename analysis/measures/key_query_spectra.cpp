@@ -1,0 +1,140 @@
+// Key-query spectra (Cordonnier et al. 2020 Fig. 1), from the weights, no data needed: the singular
+// values of each head's key-query form W_Q^i W_K^iᵀ (GQA: with its shared key head; talking heads:
+// Σ_k P_l[k,h] W_Q^k W_K^kᵀ; collaborative: W̃_Q diag(m_i) W̃_Kᵀ), their cumulative energy and the
+// ranks holding 90/95/99% of it; per layer the same for the concatenated W_Q, W_K and their product.
+#include "analysis/measure.h"
+#include "analysis/measure_kit.h"
+#include "analysis/spectra.h"
+#include "analysis/spectrum_curves.h"
+#include "core/json_integer.h"
+#include "core/model.h"
+
+namespace headlab::analysis {
+namespace {
+
+std::string ranks_text(const Spectrum& s) {
+  return "90% of the energy at rank " + std::to_string(s.rank90) + ", 95% at " + std::to_string(s.rank95) + ", 99% at " +
+         std::to_string(s.rank99);
+}
+
+bool usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable; }
+
+class SpectraMeasure : public Measure {
+ public:
+  const char* name() const override { return "spectra"; }
+  const char* definition() const override {
+    return "Cordonnier et al. 2020 Fig. 1: singular values of each head's key-query form W_Q^i W_K^iᵀ, cumulative "
+           "energy and the ranks holding 90/95/99% of it; per layer the same for the concatenated W_Q, W_K and their "
+           "product. With RoPE the form is the one at offset 0. No data needed";
+  }
+
+  void begin(HeadReport& report, core::Model& model, const AnalyzeOptions& /*options*/) override {
+    for (const auto& layer : key_query_spectra(model)) {
+      report.layers.push_back(LayerEntry{layer.stack, layer.layer, layer.query, layer.key, layer.product});
+      for (size_t h = 0; h < layer.heads.size(); ++h)
+        if (HeadEntry* e = report.find(layer.stack, layer.layer, static_cast<int>(h))) e->spectrum = layer.heads[h];
+    }
+    const auto pos = model.config.positions;
+    if (pos == core::PositionKind::Rope || pos == core::PositionKind::RopeLearned)
+      report.notes.push_back("spectra: with RoPE a head's scores are x_tᵀ W_Q R(s − t) W_Kᵀ x_s; the spectrum is the "
+                             "form at offset 0 (no rotation), W_Q W_Kᵀ");
+    for (const auto& h : report.heads)
+      if (h.spectrum && !h.spectrum->applicable) {
+        report.notes.push_back("spectra: additive scoring has no bilinear key-query form; its heads have no spectrum");
+        break;
+      }
+  }
+
+  void merge(HeadReport& into, const HeadReport& other) const override {
+    for (size_t i = 0; i < into.heads.size(); ++i)
+      if (!into.heads[i].spectrum && other.heads[i].spectrum) into.heads[i].spectrum = other.heads[i].spectrum;
+    if (into.layers.empty()) into.layers = other.layers;
+  }
+
+  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& /*stats*/) const override {
+    if (report.settings.has(name())) entry["spectrum"] = h.spectrum ? kit::spectrum_json(*h.spectrum) : nlohmann::json(nullptr);
+  }
+  void read_head(const nlohmann::json& entry, const nlohmann::json& /*stats*/, HeadEntry& h) const override {
+    if (entry.contains("spectrum") && !entry["spectrum"].is_null()) h.spectrum = kit::spectrum_from(entry["spectrum"]);
+  }
+
+  void write_report(const HeadReport& r, nlohmann::json& out) const override {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& l : r.layers)
+      layers.push_back({{"stack", l.stack},
+                        {"layer", l.layer},
+                        {"spectrum",
+                         {{"query", kit::spectrum_json(l.query)},
+                          {"key", kit::spectrum_json(l.key)},
+                          {"product", kit::spectrum_json(l.product)}}}});
+    out["layers"] = layers;
+  }
+  void read_report(const nlohmann::json& in, HeadReport& r) const override {
+    for (const auto& e : in.at("layers")) {
+      LayerEntry l;
+      l.stack = e.at("stack").get<std::string>();
+      l.layer = core::get_integer<int>(e.at("layer"));
+      l.query = kit::spectrum_from(e.at("spectrum").at("query"));
+      l.key = kit::spectrum_from(e.at("spectrum").at("key"));
+      l.product = kit::spectrum_from(e.at("spectrum").at("product"));
+      r.layers.push_back(std::move(l));
+    }
+  }
+
+  std::vector<ReportColumn> columns() const override {
+    using H = const HeadEntry&;
+    return {{"spectrum_rank90", "spectra", true, false, [](H h) { return usable(h) ? kit::integer(h.spectrum->rank90) : ReportCell{}; }},
+            {"spectrum_rank95", "spectra", true, false, [](H h) { return usable(h) ? kit::integer(h.spectrum->rank95) : ReportCell{}; }},
+            {"spectrum_rank99", "spectra", true, false, [](H h) { return usable(h) ? kit::integer(h.spectrum->rank99) : ReportCell{}; }}};
+  }
+
+  std::string markdown_section(const HeadReport& report) const override {
+    std::string md = "## Key-query spectra\n\n";
+    md += "Energy ranks: the smallest k whose singular values hold 90 / 95 / 99% of Σσ² of W_Q W_Kᵀ.\n\n";
+    md += "Per head:\n\n";
+    md += kit::md_header({"stack", "layer", "head", "rank90", "rank95", "rank99", "singular values"});
+    for (const auto& h : report.heads) {
+      if (!h.spectrum) continue;
+      if (!h.spectrum->applicable) {
+        md += kit::md_row({h.stack, std::to_string(h.layer), std::to_string(h.head), "", "", "", "no bilinear form"});
+        continue;
+      }
+      md += kit::md_row({h.stack, std::to_string(h.layer), std::to_string(h.head), std::to_string(h.spectrum->rank90),
+                         std::to_string(h.spectrum->rank95), std::to_string(h.spectrum->rank99),
+                         std::to_string(h.spectrum->singular_values.size())});
+    }
+    md += "\n";
+    if (!report.layers.empty()) {
+      md += "Per layer (W_Q, W_K and W_Q W_Kᵀ over the layer's heads; ranks 90 / 95 / 99):\n\n";
+      md += kit::md_header({"stack", "layer", "query", "key", "product"});
+      auto ranks = [](const Spectrum& sp) {
+        return std::to_string(sp.rank90) + " / " + std::to_string(sp.rank95) + " / " + std::to_string(sp.rank99);
+      };
+      for (const auto& l : report.layers)
+        md += kit::md_row({l.stack, std::to_string(l.layer), ranks(l.query), ranks(l.key), ranks(l.product)});
+      md += "\n";
+    }
+    return md;
+  }
+
+  std::vector<Evidence> evidence(const HeadEntry& h, const ReportSettings& /*settings*/) const override {
+    if (!usable(h) || h.spectrum->singular_values.empty()) return {};
+    Evidence e;
+    e.kind = Evidence::Kind::curve;
+    e.text = "Key-query spectrum: cumulative energy Σ_{j≤k} σ_j² / Σ σ²";
+    e.x_label = "rank";
+    e.y_label = "energy";
+    e.values = {drawn_energy(*h.spectrum)};
+    e.markers = {{h.spectrum->rank90, "90%"}, {h.spectrum->rank99, "99%"}};
+    e.spectrum = *h.spectrum;
+    e.y_max = 1.02;
+    e.description = "spectrum: " + ranks_text(*h.spectrum);
+    return {e};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Measure> make_spectra_measure() { return std::make_unique<SpectraMeasure>(); }
+
+}  // namespace headlab::analysis
