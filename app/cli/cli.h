@@ -5,6 +5,8 @@
 // (app/engine_main.cpp), which has them all.
 #pragma once
 
+#include "app/document/window_start.h"
+
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -29,14 +31,6 @@ struct UsageError : std::runtime_error {
 // --force to replace it". Commands call it before any long work.
 void refuse_overwrite(const std::string& path, bool force);
 
-// What `headlab gui` (or plain `headlab [--model DIR] [--session FILE]`) asks the window for.
-struct GuiOptions {
-  std::string model;       // model folder ("" = the newest in assets/models, else random weights)
-  std::string session;     // session file to open
-  std::string script;      // JSON list of actions to run in the window
-  std::string screenshot;  // PNG written once the first run (or the script) is drawn; then exit
-  bool force = false;      // --force: the screenshot may replace an existing file
-};
 using GuiEntry = std::function<int(const GuiOptions&)>;
 
 // The commands `headlab --help` lists, in that order, with their one-line descriptions. Both

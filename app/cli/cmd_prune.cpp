@@ -7,7 +7,7 @@
 #include "analysis/head_report.h"
 #include "analysis/line_chart.h"
 #include "app/cli/cli.h"
-#include "app/state/session.h"
+#include "app/document/session.h"
 #include "core/atomic_file.h"
 #include "core/model.h"
 #include "core/train/data.h"

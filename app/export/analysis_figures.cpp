@@ -1,10 +1,10 @@
 // The Analyse views' figures of the head report (table, head detail, spectra), drawn with analysis/figure_kit.h (text, ticks, markers, surfaces) and
-// the window's axis logic (app/state/plot_axes.h), so a file shows what the view shows.
+// the window's axis logic (app/layout/plot_axes.h), so a file shows what the view shows.
 #include "app/export/analysis_figures.h"
 
 #include "analysis/measure.h"
 #include "app/export/figure_panels.h"
-#include "app/state/head_table.h"
+#include "app/document/head_table.h"
 
 namespace headlab::app {
 

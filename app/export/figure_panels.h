@@ -1,11 +1,11 @@
 // The drawing pieces the Analyse views' figures share (internal to app/export): page titles, plot
 // frames with axes and legends, bar charts and curve sets, on analysis/figure_kit.h's cairo helpers
-// and the window's axis logic (app/state/plot_axes.h).
+// and the window's axis logic (app/layout/plot_axes.h).
 #pragma once
 
 #include "analysis/figure_kit.h"
-#include "app/state/plot_axes.h"
-#include "app/state/relevance_colors.h"
+#include "app/layout/plot_axes.h"
+#include "app/layout/relevance_colors.h"
 #include "analysis/spectrum_curves.h"
 
 #include <optional>

@@ -2,7 +2,7 @@
 // SVG, PDF or PNG (by the file's extension), with token labels, a colour bar and a title.
 #pragma once
 
-#include "app/state/colormap.h"
+#include "app/layout/colormap.h"
 
 #include <string>
 #include <vector>

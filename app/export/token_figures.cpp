@@ -4,7 +4,7 @@
 
 #include "analysis/head_stats.h"
 #include "app/export/figure_panels.h"
-#include "app/state/arc_layout.h"
+#include "app/layout/arc_layout.h"
 
 namespace headlab::app {
 

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "app/gui/view.h"
-#include "app/state/map_viewport.h"
+#include "app/layout/map_viewport.h"
 
 namespace headlab::app {
 

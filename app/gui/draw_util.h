@@ -1,8 +1,8 @@
 // Small drawing helpers the views share: vertical text, token labels, the colour bar, head colours.
 #pragma once
 
-#include "app/state/colormap.h"
-#include "app/state/document.h"
+#include "app/layout/colormap.h"
+#include "app/document/document.h"
 
 #include <imgui.h>
 

@@ -4,7 +4,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/view.h"
 #include "app/gui/workbench.h"
-#include "app/state/run_mapping.h"
+#include "app/document/run_mapping.h"
 
 #include <imgui.h>
 

@@ -2,7 +2,7 @@
 
 #include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
-#include "app/state/colormap.h"
+#include "app/layout/colormap.h"
 #include "core/memory_budget.h"
 
 #include <imgui.h>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "app/gui/view.h"
-#include "app/state/session.h"
+#include "app/document/session.h"
 
 #include <string>
 

@@ -7,7 +7,7 @@
 #include "app/gui/script_runner.h"
 #include "app/gui/views.h"
 #include "app/gui/workbench.h"
-#include "app/state/live_threads.h"
+#include "app/layout/live_threads.h"
 
 #define GL_GLEXT_PROTOTYPES
 #include <GL/gl.h>

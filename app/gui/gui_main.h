@@ -1,7 +1,7 @@
 // The workbench window's entry point (GLFW + OpenGL 3 + Dear ImGui).
 #pragma once
 
-#include "app/cli/cli.h"
+#include "app/document/window_start.h"
 
 namespace headlab::app {
 

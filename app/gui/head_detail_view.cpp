@@ -6,7 +6,7 @@
 #include "app/gui/plot.h"
 #include "app/gui/workbench.h"
 #include "analysis/measure.h"
-#include "app/state/head_table.h"
+#include "app/document/head_table.h"
 
 #include <algorithm>
 

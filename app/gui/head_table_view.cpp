@@ -6,8 +6,8 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/report_notice.h"
 #include "app/gui/workbench.h"
-#include "app/state/head_table.h"
-#include "app/state/session.h"
+#include "app/document/head_table.h"
+#include "app/document/session.h"
 
 #include <filesystem>
 

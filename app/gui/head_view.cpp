@@ -3,7 +3,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
-#include "app/state/token_window.h"
+#include "app/layout/token_window.h"
 
 #include <filesystem>
 

@@ -3,8 +3,8 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
-#include "app/state/controls_edit.h"
-#include "app/state/head_table.h"
+#include "app/document/controls_edit.h"
+#include "app/document/head_table.h"
 
 #include <filesystem>
 

@@ -2,7 +2,7 @@
 
 #include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
-#include "app/state/controls_edit.h"
+#include "app/document/controls_edit.h"
 
 #include <string>
 

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "app/gui/view.h"
-#include "app/state/controls_edit.h"
+#include "app/document/controls_edit.h"
 
 namespace headlab::app {
 

@@ -1,10 +1,10 @@
 // A small plot on ImGui's draw list for the analysis views: curves (spectra), grouped bars (relation
 // accuracy against its baseline, histograms), vertical and horizontal markers (rank at 90/95/99%
 // energy, the key size), a legend, and a tooltip for what the mouse is over. Axis logic lives in
-// app/state/plot_axes.h.
+// app/layout/plot_axes.h.
 #pragma once
 
-#include "app/state/plot_axes.h"
+#include "app/layout/plot_axes.h"
 
 #include <imgui.h>
 

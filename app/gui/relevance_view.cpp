@@ -4,7 +4,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
-#include "app/state/relevance_colors.h"
+#include "app/layout/relevance_colors.h"
 
 #include <imgui_stdlib.h>
 

@@ -2,7 +2,7 @@
 // (a dataset run finished, the model's run drawn, captures written).
 #pragma once
 
-#include "app/state/script.h"
+#include "app/document/script.h"
 
 #include <chrono>
 #include <string>

@@ -5,7 +5,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
-#include "app/state/arc_layout.h"
+#include "app/layout/arc_layout.h"
 
 #include <imgui_stdlib.h>
 

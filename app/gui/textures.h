@@ -5,8 +5,8 @@
 // coloured on the CPU and uploaded as RGBA.
 #pragma once
 
-#include "app/engine/workbench_engine.h"
-#include "app/state/colormap.h"
+#include "app/work/workbench_engine.h"
+#include "app/layout/colormap.h"
 
 #include <imgui.h>
 

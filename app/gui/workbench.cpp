@@ -2,7 +2,7 @@
 
 #include "app/gui/export_actions.h"
 #include "app/gui/view.h"
-#include "app/state/colormap.h"
+#include "app/layout/colormap.h"
 
 #include <imgui.h>
 

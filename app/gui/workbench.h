@@ -6,7 +6,7 @@
 
 #include "app/gui/file_dialog.h"
 #include "app/gui/textures.h"
-#include "app/state/controller.h"
+#include "app/document/controller.h"
 
 #include <chrono>
 #include <functional>

@@ -9,7 +9,7 @@
 #include "analysis/spectra.h"
 #include "app/export/analysis_figures.h"
 #include "app/export/figures.h"
-#include "app/state/head_table.h"
+#include "app/document/head_table.h"
 
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 // positions, and a head's per-relation accuracy on one sentence.
 #include "test_common.h"
 
-#include "app/state/arc_layout.h"
+#include "app/layout/arc_layout.h"
 
 #include <stdexcept>
 

@@ -6,8 +6,8 @@
 #include "settle.h"
 
 #include "analysis/head_report.h"
-#include "app/state/controller.h"
-#include "app/state/script.h"
+#include "app/document/controller.h"
+#include "app/document/script.h"
 #include "core/config.h"
 #include "core/file_hash.h"
 #include "core/model.h"

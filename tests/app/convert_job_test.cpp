@@ -5,8 +5,8 @@
 
 #include "settle.h"
 
-#include "app/engine/convert_job.h"
-#include "app/state/controller.h"
+#include "app/work/convert_job.h"
+#include "app/document/controller.h"
 #include "core/config.h"
 #include "core/model.h"
 

@@ -5,7 +5,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/head_report.h"
-#include "app/engine/dataset_job.h"
+#include "app/work/dataset_job.h"
 #include "core/config.h"
 #include "core/model.h"
 #include "core/system_info.h"

@@ -7,8 +7,8 @@
 #include "settle.h"
 
 #include "analysis/head_report.h"
-#include "app/state/controller.h"
-#include "app/state/report_match.h"
+#include "app/document/controller.h"
+#include "app/document/report_match.h"
 #include "core/config.h"
 #include "core/file_hash.h"
 #include "core/model.h"

@@ -5,7 +5,7 @@
 
 #include "settle.h"
 
-#include "app/state/controller.h"
+#include "app/document/controller.h"
 #include "core/atomic_file.h"
 #include "core/generate.h"
 #include "core/model.h"

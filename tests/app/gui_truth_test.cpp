@@ -4,7 +4,7 @@
 // leaves the views marked as showing the last accepted one.
 #include "test_common.h"
 
-#include "app/state/colormap.h"
+#include "app/layout/colormap.h"
 #include "core/config.h"
 #include "core/model.h"
 

@@ -8,7 +8,7 @@
 #include "analysis/head_report.h"
 #include "analysis/report_columns.h"
 #include "analysis/head_evidence.h"
-#include "app/state/head_table.h"
+#include "app/document/head_table.h"
 
 #include <numeric>
 #include <sstream>

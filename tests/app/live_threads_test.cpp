@@ -1,7 +1,7 @@
 // Live re-run threads: software GL keeps one intra-op thread, a real GPU gets half the cores.
 #include "test_common.h"
 
-#include "app/state/live_threads.h"
+#include "app/layout/live_threads.h"
 
 using namespace headlab::app;
 

@@ -2,7 +2,7 @@
 // clamped to the map, centred from the minimap, and the pixel → cell mapping hover and clicks use.
 #include "test_common.h"
 
-#include "app/state/map_viewport.h"
+#include "app/layout/map_viewport.h"
 
 using namespace headlab::app;
 

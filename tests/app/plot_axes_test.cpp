@@ -2,7 +2,7 @@
 // mapping, and a frame layout whose labels stay inside the frame.
 #include "test_common.h"
 
-#include "app/state/plot_axes.h"
+#include "app/layout/plot_axes.h"
 
 #include <cmath>
 #include <limits>

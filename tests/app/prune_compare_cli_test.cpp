@@ -5,7 +5,7 @@
 #include "test_common.h"
 
 #include "analysis/head_report.h"
-#include "app/state/session.h"
+#include "app/document/session.h"
 
 #include <nlohmann/json.hpp>
 

@@ -2,7 +2,7 @@
 // non-finite values and all-zero inputs.
 #include "test_common.h"
 
-#include "app/state/relevance_colors.h"
+#include "app/layout/relevance_colors.h"
 
 #include <limits>
 

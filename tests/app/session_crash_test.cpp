@@ -2,7 +2,7 @@
 // loadable: saves go through the atomic writer (core/atomic_file.h).
 #include "test_common.h"
 
-#include "app/state/session.h"
+#include "app/document/session.h"
 
 #include <signal.h>
 #include <sys/wait.h>

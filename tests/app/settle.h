@@ -2,7 +2,7 @@
 // frame loop would; fails the test with the last error after `seconds`. Header-only.
 #pragma once
 
-#include "app/state/controller.h"
+#include "app/document/controller.h"
 
 #include <catch2/catch.hpp>
 

@@ -7,9 +7,9 @@
 #include "settle.h"
 
 #include "analysis/head_report.h"
-#include "app/engine/dataset_job.h"
-#include "app/engine/syntax_job.h"
-#include "app/state/controller.h"
+#include "app/work/dataset_job.h"
+#include "app/work/syntax_job.h"
+#include "app/document/controller.h"
 #include "app/tasks/task_manager.h"
 #include "core/config.h"
 #include "core/model.h"

@@ -6,8 +6,8 @@
 
 #include "analysis/analyze.h"
 #include "analysis/dataset.h"
-#include "app/engine/syntax_job.h"
-#include "app/state/arc_layout.h"
+#include "app/work/syntax_job.h"
+#include "app/layout/arc_layout.h"
 #include "core/model.h"
 
 #include <chrono>

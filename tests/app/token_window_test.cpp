@@ -2,7 +2,7 @@
 // compressed, every token still in order, and y → token the inverse of token → y.
 #include "test_common.h"
 
-#include "app/state/token_window.h"
+#include "app/layout/token_window.h"
 
 using namespace headlab::app;
 

@@ -4,11 +4,11 @@
 
 #include "analysis/lrp.h"
 #include "analysis/spectra.h"
-#include "app/engine/workbench_engine.h"
+#include "app/work/workbench_engine.h"
 #include "core/model.h"
 #include "core/run.h"
-#include "app/state/controls_edit.h"
-#include "app/state/worker.h"
+#include "app/document/controls_edit.h"
+#include "app/work/worker.h"
 
 #include <chrono>
 #include <thread>

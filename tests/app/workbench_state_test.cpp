@@ -3,11 +3,11 @@
 #include "test_common.h"
 
 #include "app/export/figures.h"
-#include "app/state/colormap.h"
-#include "app/state/controls_edit.h"
-#include "app/state/run_mapping.h"
-#include "app/state/script.h"
-#include "app/state/session.h"
+#include "app/layout/colormap.h"
+#include "app/document/controls_edit.h"
+#include "app/document/run_mapping.h"
+#include "app/document/script.h"
+#include "app/document/session.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,9 +6,9 @@
 // tokens, and BERT-base (12 × 12, 768 wide, 30522 vocab) at 128 tokens.
 // Run: build/tests/bench_gui_live [--repeats N] [--threads N (default: the worker's)] [--tokens T (one length,
 // default-shaped model only)]
-#include "app/engine/workbench_engine.h"
-#include "app/state/colormap.h"
-#include "app/state/controls_edit.h"
+#include "app/work/workbench_engine.h"
+#include "app/layout/colormap.h"
+#include "app/document/controls_edit.h"
 #include "core/system_info.h"
 
 #include <torch/torch.h>

@@ -3,8 +3,8 @@
 // after a gate change — what a user waits for while dragging a gate with the Relevance view open.
 // Target: the explanation ≤ 100 ms at 128 tokens, 1 intra-op thread (flow, shown on request, too).
 // Run: build/tests/bench_relevance [--model DIR] [--tokens N] [--repeats N] [--threads N]
-#include "app/engine/workbench_engine.h"
-#include "app/state/controls_edit.h"
+#include "app/work/workbench_engine.h"
+#include "app/document/controls_edit.h"
 #include "core/system_info.h"
 
 #include <CLI/CLI.hpp>

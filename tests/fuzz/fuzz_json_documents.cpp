@@ -2,8 +2,8 @@
 #include "fuzz_common.h"
 
 #include "analysis/head_report.h"
-#include "app/state/script.h"
-#include "app/state/session.h"
+#include "app/document/script.h"
+#include "app/document/session.h"
 
 #include <nlohmann/json.hpp>
 

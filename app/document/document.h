@@ -1,0 +1,68 @@
+// The workbench's document: what the user is looking at — the session's choices, the model, the
+// latest run, the head report of a dataset — apart from any view's own UI state (scroll positions,
+// text being typed, hover). Views read it; only the Controller's commands change it.
+#pragma once
+
+#include "analysis/head_report.h"
+#include "app/work/convert_job.h"
+#include "app/work/generation_job.h"
+#include "app/work/syntax_job.h"
+#include "app/work/workbench_engine.h"
+#include "app/document/session.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headlab::app {
+
+// A dataset run on the worker, as the Dataset view shows it.
+struct DatasetProgress {
+  bool running = false;
+  int64_t done = 0, total = 0;  // sentences
+  double elapsed_s = 0, eta_s = -1;  // eta < 0: unknown yet
+  std::string phase;            // "loading the model", "measuring heads", …
+  std::string error;            // the last run's error ("" after a success)
+};
+
+// A message for the status bar: what failed, kept until the same kind of action next succeeds
+// (a folder that opens clears "open_model", a run that succeeds clears "run") or the user closes it.
+struct ErrorMessage {
+  std::string kind;  // "open_model", "run", "session", "export", or a command's script name
+  std::string text;
+};
+
+struct Document {
+  SessionState session;
+  std::shared_ptr<const ModelSummary> model;
+  std::shared_ptr<const RunSnapshot> snapshot;
+  // The head report of the last dataset run or opened file, with the session's thresholds applied
+  // (roles recomputed from the stored counts); null before any, and null while the open model is
+  // not the one the report was measured on — then it is `foreign_report`, shown apart and never
+  // applied to the open model's heads (opening its model again brings it back).
+  std::shared_ptr<const analysis::HeadReport> report;
+  std::shared_ptr<const analysis::HeadReport> foreign_report;
+  std::string foreign_reason;  // why foreign_report is not the open model's ("measured on …")
+  // Set while the last input was refused (app/work/workbench_engine.h); the snapshot is then the
+  // last accepted input's, and the views say so.
+  std::optional<RefusedInput> refused;
+  DatasetProgress dataset;
+  // The Syntax view's sentence with every head's word-level argmax; null before any and after a failure.
+  std::shared_ptr<const SyntaxResult> syntax;
+  bool syntax_running = false;
+  std::string syntax_error;  // why the last sentence could not be shown ("" after a success)
+  // The Generate view's run: every step made so far (null before any and after a failure).
+  std::shared_ptr<const GenerationResult> generation;
+  bool generation_running = false;
+  std::string generation_error;  // why the last run failed ("" after a success)
+  // The Model view's conversion (app/work/convert_job.h): its progress, summary and error.
+  ConvertJobStatus convert;
+  std::string banner;                 // "random weights — no trained model found"
+  std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
+  std::vector<ErrorMessage> errors;   // what failed, newest last, one per kind
+  // The newest error's text ("" when none).
+  std::string last_error() const { return errors.empty() ? std::string() : errors.back().text; }
+};
+
+}  // namespace headlab::app

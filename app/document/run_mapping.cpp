@@ -1,0 +1,83 @@
+#include "app/document/run_mapping.h"
+
+#include <algorithm>
+
+namespace headlab::app {
+
+RunInput make_run_input(const SessionState& session) {
+  RunInput in;
+  in.text = session.text;
+  in.decoder_text = session.decoder_text;
+  in.controls = session.controls;
+  in.all_stages = session.selection.stage == Stage::J || session.selection.stage == Stage::L;
+  in.top_k = std::max(1, std::min(50, session.view.top_k));
+  // Only the position the Output view shows goes through the LM head (default: every [MASK]).
+  if (session.selection.output_position >= 0) in.output_positions = {session.selection.output_position};
+  in.logit_spectra = session.view.logit_spectra;
+  in.weight_spectra = session.view.workspace == "Analyse";  // the Spectra view's
+  const auto& a = session.analysis;
+  in.relevance = {a.lrp_enabled, a.lrp_position, a.lrp_token, a.lrp_shading == "flow"};
+  return in;
+}
+
+void clamp_selection(Selection& s, const ModelSummary& model, const RunSnapshot* snapshot) {
+  if (model.attentions.empty()) return;
+  const AttentionSummary* a = model.find(s.stack);
+  if (!a) a = &model.attentions.front(), s.stack = a->stack;
+  s.layer = std::max(0, std::min(s.layer, a->layers - 1));
+  s.mixer_layer = std::max(0, std::min(s.mixer_layer, a->layers - 1));
+  s.head = std::max(0, std::min(s.head, a->heads(s.stage) - 1));
+  if (snapshot) {
+    const int rows = static_cast<int>(snapshot->query_tokens(s.stack).ids.size());
+    const int cols = static_cast<int>(snapshot->key_tokens(s.stack).ids.size());
+    if (s.query >= rows) s.query = -1;
+    if (s.key >= cols) s.key = -1;
+    const auto& out_tokens = snapshot->decoder_tokens.ids.empty() ? snapshot->tokens : snapshot->decoder_tokens;
+    if (s.output_position >= static_cast<int>(out_tokens.ids.size())) s.output_position = -1;
+  }
+}
+
+std::string fit_controls(core::ModelControls& controls, const ModelSummary& model) {
+  std::string dropped;
+  auto note = [&](const std::string& what) { dropped += (dropped.empty() ? "" : "; ") + what; };
+  for (const char* stack : {"encoder", "decoder", "cross"}) {
+    auto& layers = std::string(stack) == "encoder" ? controls.encoder_self
+                   : std::string(stack) == "decoder" ? controls.decoder_self
+                                                     : controls.decoder_cross;
+    const AttentionSummary* a = model.find(stack);
+    const size_t count = a ? static_cast<size_t>(a->layers) : 0;
+    if (layers.size() > count) {
+      for (size_t l = count; l < layers.size(); ++l)
+        if (!layers[l].is_default()) note(std::string(stack) + " layer " + std::to_string(l) + " (not in this model)");
+      layers.resize(count);
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      auto& c = layers[l];
+      const std::string where = std::string(stack) + " layer " + std::to_string(l);
+      if (!c.gates.empty() && c.gates.size() != static_cast<size_t>(a->output_heads))
+        note(where + " gates (" + std::to_string(c.gates.size()) + " for " + std::to_string(a->output_heads) + " heads)"), c.gates.clear();
+      if (!c.pre_mix.empty() && c.pre_mix.size() != static_cast<size_t>(a->softmax_heads) * a->softmax_heads)
+        note(where + " pre-softmax mix"), c.pre_mix.clear();
+      if (!c.post_mix.empty() && c.post_mix.size() != static_cast<size_t>(a->output_heads) * a->output_heads)
+        note(where + " post-softmax mix"), c.post_mix.clear();
+      c.mean_outputs.clear();
+    }
+  }
+  return dropped;
+}
+
+std::string demo_text(const ModelSummary& model) {
+  if (model.masked_lm) return "The cat sat on the [MASK] because it was tired.";
+  return "The cat sat on the mat because it was";
+}
+
+std::string figure_basename(const std::string& model_name, const std::string& view, const Selection& s) {
+  std::string name = model_name.empty() ? "model" : model_name;
+  for (char& c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '-';
+  std::string out = name + "_" + view + "_" + s.stack + "_L" + std::to_string(s.layer);
+  if (view != "heads-grid" && view != "head-view") out += "_H" + std::to_string(s.head);
+  return out + "_" + stage_name(s.stage);
+}
+
+}  // namespace headlab::app

@@ -1,0 +1,29 @@
+// Session → engine: what to run for the current session, and selection housekeeping when a new
+// model or run arrives. Torch-free and display-free, so tests check it directly.
+#pragma once
+
+#include "app/work/workbench_engine.h"
+#include "app/document/session.h"
+
+#include <string>
+
+namespace headlab::app {
+
+// The run the session asks for: its text(s), controls, and J/L only when a J or L view needs them.
+RunInput make_run_input(const SessionState& session);
+
+// Keeps the selection inside the model (stack present, layer/head in range) and the run (token
+// highlights inside the tokens).
+void clamp_selection(Selection& selection, const ModelSummary& model, const RunSnapshot* snapshot);
+
+// Makes controls fit a model: drops layers and stacks it lacks, and gates or mixing matrices of
+// the wrong size. Returns what was dropped ("" = everything fitted).
+std::string fit_controls(core::ModelControls& controls, const ModelSummary& model);
+
+// The default demo text for a model: a [MASK] sentence for masked LMs, a prefix for causal ones.
+std::string demo_text(const ModelSummary& model);
+
+// "<model>_<stack>_L<l>_H<h>_<stage>" — file names of exported figures.
+std::string figure_basename(const std::string& model_name, const std::string& view, const Selection& selection);
+
+}  // namespace headlab::app

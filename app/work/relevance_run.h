@@ -1,0 +1,18 @@
+// The Relevance view's numbers for one run (LRP input and head relevance, rollout, flow), computed
+// on the worker after the run with the run's controls. Internal to app/work: declared without torch.
+#pragma once
+
+#include "app/work/workbench_engine.h"
+
+namespace headlab::core {
+struct Model;
+struct Trace;
+}  // namespace headlab::core
+
+namespace headlab::app {
+
+// Explains `trace` (the run of `input` on `model`); an impossible target (outside the input or the
+// vocabulary) comes back as RelevanceResult::error, never as an exception.
+std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const core::Trace& trace, const RunInput& input);
+
+}  // namespace headlab::app

@@ -1,0 +1,162 @@
+#include "app/work/worker.h"
+
+#include "app/tasks/task_manager.h"
+#include "core/cancelled.h"
+#include "core/error_context.h"
+#include "core/model_store.h"
+#include "core/system_info.h"
+
+namespace headlab::app {
+namespace {
+
+// A run's end: the snapshot, or the input the model refused (a refusal is an answer, not a failure
+// of the task).
+struct RunOutcome {
+  std::shared_ptr<const RunSnapshot> snapshot;
+  std::optional<RefusedInput> refused;
+  std::string error;  // "running the model: …" when the run failed (the views keep the last input)
+};
+
+}  // namespace
+
+WorkbenchWorker::WorkbenchWorker()
+    : WorkbenchWorker(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
+                      std::make_shared<core::ModelStore>()) {}
+
+WorkbenchWorker::WorkbenchWorker(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
+    : tasks_(std::move(tasks)), models_(std::move(models)), engine_(std::make_shared<WorkbenchEngine>()) {}
+
+WorkbenchWorker::~WorkbenchWorker() {
+  for (const auto& t : open_) t->stop();
+}
+
+void WorkbenchWorker::request_load(const ModelSource& source) {
+  TaskOptions o;
+  o.name = "loading " + (source.folder.empty() ? std::string("a random-weight model") : source.folder);
+  o.lane = "model";
+  o.kind = "load";
+  o.replaces = {"load", "run"};
+  o.threads = threads_;
+  open_.push_back(tasks_->start_typed<ModelSummary>(o, [source, engine = engine_, models = models_](Task&) {
+    try {
+      if (source.folder.empty())
+        return std::make_shared<const ModelSummary>(engine->load_random(source.random_config, source.seed));
+      return std::make_shared<const ModelSummary>(engine->use(models->get(source.folder), source.folder));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(
+          core::in_context("opening " + (source.folder.empty() ? source.random_config : source.folder), e.what()));
+    }
+  }));
+}
+
+void WorkbenchWorker::request_run(const RunInput& input) {
+  TaskOptions o;
+  o.name = "running the model";
+  o.lane = "model";
+  o.kind = "run";
+  o.replaces = {"run"};  // a load in flight goes on: the run waits for its model
+  o.threads = threads_;
+  open_.push_back(tasks_->start_typed<RunOutcome>(o, [input, engine = engine_](Task& task) {
+    auto out = std::make_shared<RunOutcome>();
+    if (!engine->loaded()) return std::shared_ptr<const RunOutcome>(out);
+    try {
+      out->snapshot = engine->run(input, task.stop_flag(), [&task](int done, int total) {
+        task.progress(done, total);
+        return !task.interrupted();
+      });
+    } catch (const InputRefused& e) {
+      out->refused = RefusedInput{input.text, e.what(), e.tokens, e.limit};
+    } catch (const core::Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      out->error = std::string("running the model: ") + e.what();
+      out->refused = RefusedInput{input.text, e.what(), 0, 0};
+    }
+    return std::shared_ptr<const RunOutcome>(out);
+  }));
+}
+
+void WorkbenchWorker::stop() {
+  for (const auto& t : open_) t->stop();
+}
+
+void WorkbenchWorker::refresh() const {
+  while (!open_.empty()) {
+    const auto& task = open_.front();
+    const Task::Status s = task->status();
+    if (s.state == TaskState::Queued || s.state == TaskState::Running) break;  // in order: wait for it
+    const bool load = task->options().kind == "load";
+    if (s.state == TaskState::Stopped) {
+      // Superseded or stopped on purpose: nothing finished.
+    } else if (load) {
+      ++loads_done_;
+      load_error_ = s.state == TaskState::Failed ? s.error : std::string();
+      if (s.state == TaskState::Done) {
+        model_ = task->result<ModelSummary>();
+        snapshot_.reset();
+        refused_.reset();
+        run_error_.clear();
+        ++model_serial_;
+      }
+    } else {
+      const auto outcome = task->result<RunOutcome>();
+      if (s.state == TaskState::Failed || (outcome && (outcome->snapshot || outcome->refused))) {
+        ++runs_done_;
+        refused_.reset();
+        run_error_.clear();
+        if (s.state == TaskState::Failed) {
+          run_error_ = "running the model: " + s.error;
+        } else if (outcome->refused) {
+          run_error_ = outcome->error.empty() ? outcome->refused->reason : outcome->error;
+          refused_ = outcome->refused;
+        } else {
+          snapshot_ = outcome->snapshot;
+        }
+      }
+    }
+    open_.pop_front();
+  }
+}
+
+std::shared_ptr<const ModelSummary> WorkbenchWorker::model() const {
+  refresh();
+  return model_;
+}
+
+std::shared_ptr<const RunSnapshot> WorkbenchWorker::snapshot() const {
+  refresh();
+  return snapshot_;
+}
+
+uint64_t WorkbenchWorker::model_serial() const {
+  refresh();
+  return model_serial_;
+}
+
+TaskStatus WorkbenchWorker::status() const {
+  refresh();
+  TaskStatus st;
+  st.busy = !open_.empty();
+  for (const auto& t : open_) {
+    const Task::Status s = t->status();
+    if (s.state == TaskState::Running) {
+      st.task = s.name;
+      st.progress = static_cast<float>(s.fraction);
+      break;
+    }
+    if (st.task.empty()) st.task = "queued";
+  }
+  st.loads_done = loads_done_;
+  st.runs_done = runs_done_;
+  st.load_error = load_error_;
+  st.run_error = run_error_;
+  st.refused = refused_;
+  return st;
+}
+
+bool WorkbenchWorker::idle() const {
+  refresh();
+  return open_.empty();
+}
+
+}  // namespace headlab::app
