@@ -7,8 +7,8 @@
 #include "analysis/measure.h"
 #include "analysis/lrp.h"
 #include "analysis/spectra.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 #include "core/token_counts.h"
 
 #include <torch/torch.h>

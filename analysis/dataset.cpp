@@ -1,6 +1,6 @@
 #include "analysis/dataset.h"
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/unicode.h"
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 #include "core/json_integer.h"
 
 #include "core/atomic_file.h"
-#include "core/safetensors_torch.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

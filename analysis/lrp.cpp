@@ -3,7 +3,7 @@
 // Michel et al. 2019.
 //
 // Both analyses run their own forward pass with autograd (core::run is inference-only): the same
-// embed → blocks → head sequence as core/run.cpp, with the controls applied exactly as run() applies
+// embed → blocks → head sequence as core/model/run.cpp, with the controls applied exactly as run() applies
 // them, capturing every attention call's head outputs O_i (and what W_O reads, O_i after the gates).
 //
 // Where "input" is: the token embedding rows E[id_t], before positions, token types and the
@@ -21,8 +21,8 @@
 
 #include "core/memory_budget.h"
 
-#include "core/model.h"
-#include "core/transformer.h"
+#include "core/model/model.h"
+#include "core/model/transformer.h"
 
 #include <torch/torch.h>
 
@@ -82,7 +82,7 @@ torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, b
   return x;
 }
 
-// Layers of one stack as core/run.cpp's run_stack runs them.
+// Layers of one stack as core/model/run.cpp's run_stack runs them.
 torch::Tensor run_stack(core::Model& model, const std::string& stack, torch::Tensor h, const torch::Tensor& memory,
                         const core::ModelControls& controls, bool lrp, Forward& out) {
   auto& module = model.module;
@@ -159,7 +159,7 @@ std::vector<double> gates_of(const core::HeadControls& c, int64_t heads) {
 }
 
 // What a closing gate moves head outputs towards: 0 (zero ablation) or the mean output, as
-// core/attention.cpp computes it; [1, h_v, 1, d_v] (or an undefined tensor for zero ablation).
+// core/model/attention.cpp computes it; [1, h_v, 1, d_v] (or an undefined tensor for zero ablation).
 torch::Tensor ablation_target(const core::HeadControls& c, const torch::Tensor& O) {
   if (c.ablation == core::Ablation::Zero) return {};
   if (!c.mean_outputs.empty())

@@ -1,7 +1,7 @@
 #include "analysis/spectra.h"
 
-#include "core/attention.h"
-#include "core/model.h"
+#include "core/model/attention.h"
+#include "core/model/model.h"
 
 #include <torch/torch.h>
 

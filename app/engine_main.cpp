@@ -1,7 +1,7 @@
 // headlab-engine: every command and the workbench window. Started by the front end `headlab`
 // (app/main.cpp) with the passive OpenMP policy already set; run directly it sets the policy itself.
 #include "app/cli/cli.h"
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 #ifdef HEADLAB_WITH_GUI
 #include "app/gui/gui_main.h"
 #endif

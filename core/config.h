@@ -188,7 +188,7 @@ struct ModelConfig {
   std::optional<StackConfig> decoder;
   // Encoder-decoder: the token the decoder's input starts from (Hugging Face's
   // decoder_start_token_id: BART's </s>, T5's and Marian's <pad>); empty = the tokenizer's begin
-  // token (core/tokenizer_framing.h).
+  // token (core/tokenizer/framing.h).
   std::optional<int64_t> decoder_start_id;
   // Training objective the weights were made for: "mlm", "causal", "seq2seq" (informational).
   std::string objective = "mlm";

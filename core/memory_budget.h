@@ -26,12 +26,12 @@ struct MemoryEstimate {
 };
 
 // The estimate for one forward pass of `config` over `tokens` tokens (`decoder_tokens` for an
-// encoder-decoder's decoder), capturing `capture` (core/attention.h flags), with logits at
+// encoder-decoder's decoder), capturing `capture` (core/model/attention.h flags), with logits at
 // `logit_positions` positions (0 = every position), plus a backward pass when `with_backward`.
 MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, int64_t decoder_tokens, unsigned capture,
                                    int64_t logit_positions = 0, bool with_backward = false);
 
-// Bytes the KV cache of generation (core/kv_cache.h) holds after `tokens` decoder tokens: per
+// Bytes the KV cache of generation (core/model/kv_cache.h) holds after `tokens` decoder tokens: per
 // decoder layer, each kept token's float32 keys and values — h_kv·d_k + h_v·d_v (collaborative:
 // D̃_k + d_v·h_v, plus h for a content bias) — a sliding-window layer keeping at most
 // window · dilation + 1 tokens and its global tokens. An encoder-decoder's cross-attention adds its

@@ -106,10 +106,11 @@ ModelFolder open_hf_folder(const std::string& folder, const json& raw) {
   if (!architectures.is_array() || architectures.empty() || !architectures[0].is_string())
     throw std::runtime_error(config_path + ": 'architectures' must be a non-empty list of names");
   const std::string arch = architectures[0].get<std::string>();
-  const std::string family = hf::family_of(arch);
-  if (family.empty())
+  const hf::Family* row = hf::family_of(arch);
+  if (!row)
     throw std::runtime_error(config_path + ": Hugging Face architecture '" + arch +
                              "' is not supported (HeadLab imports " + hf::supported_architectures() + ")");
+  const std::string family = row->name;
   result.architecture = arch;
   result.family = family;
 
@@ -121,16 +122,7 @@ ModelFolder open_hf_folder(const std::string& folder, const json& raw) {
     const WeightFiles::Entry* entry = weights.find(name);
     return entry ? dtype_name(entry->info->dtype) : "";
   };
-  auto layout = std::make_shared<hf::Layout>(
-      family == "bert" || family == "roberta"   ? hf::bert_layout(config, arch, has)
-      : family == "distilbert"                   ? hf::distilbert_layout(config, arch, has)
-      : family == "electra"                      ? hf::electra_layout(config, arch, has)
-      : family == "albert"                       ? hf::albert_layout(config, arch, has)
-      : family == "gpt2"                         ? hf::gpt2_layout(config, arch, has)
-      : family == "bart" || family == "marian" || family == "mbart" ? hf::bart_layout(config, arch, has, family)
-      : family == "t5"                           ? hf::t5_layout(config, arch, has)
-      : family == "gemma2" || family == "gemma3" ? hf::gemma_layout(config, arch, has, dtype_of, family)
-                                                 : hf::llama_layout(config, arch, has, family));
+  auto layout = std::make_shared<hf::Layout>(row->layout(hf::FamilyInput{config, arch, family, has, dtype_of}));
   layout->config.name = folder_name(folder) + (layout->note.empty() ? "" : " [" + layout->note + "]");
   result.config = layout->config;
   try {

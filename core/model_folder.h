@@ -1,13 +1,13 @@
 // What a model folder holds, read without the weights' values: its config (native, or a Hugging
-// Face config.json through the family mapping of core/hf_families.h), the headers of its weight
+// Face config.json through the family mapping of core/families/families.h), the headers of its weight
 // files, and how Hugging Face tensors map onto HeadLab's parameters. Torch-free, so `headlab info`
-// describes a folder of any size in milliseconds; core/model.h loads the values from it.
+// describes a folder of any size in milliseconds; core/model/model.h loads the values from it.
 #pragma once
 
 #include "core/config.h"
-#include "core/hf_families.h"
+#include "core/families/families.h"
 #include "core/safetensors.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <cstdint>
 #include <map>

@@ -2,7 +2,7 @@
 // (https://github.com/huggingface/safetensors: u64 little-endian header size N, N bytes of JSON
 // header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}, then the
 // data section; offsets are relative to the data section). Torch-free: reading headers needs no
-// LibTorch (`headlab info`); tensors are loaded and saved through core/safetensors_torch.h.
+// LibTorch (`headlab info`); tensors are loaded and saved through core/model/safetensors_torch.h.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 #include "core/json_integer.h"
 
 #include "core/atomic_file.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 

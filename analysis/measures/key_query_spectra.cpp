@@ -7,7 +7,7 @@
 #include "analysis/spectra.h"
 #include "analysis/spectrum_curves.h"
 #include "core/json_integer.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace headlab::analysis {
 namespace {

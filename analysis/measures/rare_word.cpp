@@ -8,7 +8,7 @@
 #include "analysis/measure.h"
 #include "analysis/measure_kit.h"
 #include "core/json_integer.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/token_counts.h"
 
 #include <filesystem>

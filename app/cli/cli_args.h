@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/controls.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <cstdint>
 #include <string>

@@ -5,10 +5,10 @@
 #include "analysis/report_figures.h"
 #include "app/cli/cli.h"
 #include "core/asset_paths.h"
-#include "core/model.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/system_info.h"
 #include "core/token_counts.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <CLI/CLI.hpp>
 

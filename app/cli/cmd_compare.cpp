@@ -4,7 +4,7 @@
 // (the low-rank bottleneck). Writes comparison.md, comparison.json, figures/ and reports/.
 #include "analysis/variant_comparison.h"
 #include "app/cli/cli.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>

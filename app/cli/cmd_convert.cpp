@@ -2,12 +2,12 @@
 // --out DIR [--data FILE…]`: a trained model turned into grouped-query (or multi-query) attention by
 // mean-pooling each group's key and value heads (Ainslie et al. 2023), or into collaborative
 // attention by a CP decomposition of its heads' key-query products (Cordonnier et al. 2020 §4;
-// core/convert.h). Prints what the KV cache saves or each layer's reconstruction error and, with
+// core/model/convert.h). Prints what the KV cache saves or each layer's reconstruction error and, with
 // --data, the model's loss and top-1 on that text before and after, as `headlab evaluate` measures.
 #include "app/cli/cli.h"
-#include "core/convert.h"
+#include "core/model/convert.h"
 #include "core/memory_budget.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 

@@ -3,8 +3,8 @@
 // next-token) loss and top-1 on it, measured as the trainer measures its held-out split.
 #include "app/cli/cli.h"
 #include "core/asset_paths.h"
-#include "core/model.h"
-#include "core/tokenizer.h"
+#include "core/model/model.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 

@@ -1,15 +1,15 @@
 // `headlab generate --model DIR (--prompt "…" | --ids 1,2,3) [--max-new N] [--temperature T --top-k K
 // --top-p P --seed S] [--gate L.H=V …] [--no-cache] [--out DUMP.safetensors]`: a causal model (or an
-// encoder-decoder) writes token by token from the KV cache (core/generate.h); the text is printed as
+// encoder-decoder) writes token by token from the KV cache (core/model/generate.h); the text is printed as
 // it comes. The dump holds generated_ids (I64 [N]), and per step s and layer l
 // step_attentions.{s}.{l} (F32 [h_v, T_s], the new query's row) and step_logits.{s} ([V]).
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
-#include "core/generate.h"
-#include "core/model.h"
-#include "core/tokenizer_framing.h"
-#include "core/safetensors_torch.h"
-#include "core/system_info.h"
+#include "core/model/generate.h"
+#include "core/model/model.h"
+#include "core/tokenizer/framing.h"
+#include "core/model/safetensors_torch.h"
+#include "core/model/system_info.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>

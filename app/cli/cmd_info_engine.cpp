@@ -1,8 +1,8 @@
 // The engine's half of `headlab info`: --system (BLAS, threads, measured GEMM) and --check (every
 // weight loaded as a run loads it).
 #include "app/cli/cli.h"
-#include "core/model.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/system_info.h"
 
 #include <iostream>
 

@@ -1,6 +1,6 @@
 // `headlab init --config CFG.json --out DIR [--seed N] [--dtype F32|F16|BF16]`: a random-weight model.
 #include "app/cli/cli.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <CLI/CLI.hpp>
 

@@ -2,9 +2,9 @@
 // each [MASK] (masked LM) or the next token (causal LM / encoder-decoder), with probabilities.
 #include "app/cli/cli.h"
 #include "core/asset_paths.h"
-#include "core/run.h"
-#include "core/system_info.h"
-#include "core/tokenizer_framing.h"
+#include "core/model/run.h"
+#include "core/model/system_info.h"
+#include "core/tokenizer/framing.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>

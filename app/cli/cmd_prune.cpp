@@ -9,7 +9,7 @@
 #include "app/cli/cli.h"
 #include "app/document/session.h"
 #include "core/atomic_file.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/train/data.h"
 #include "core/train/head_pruning.h"
 #include "core/train/trainer.h"

@@ -7,9 +7,9 @@
 #include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/controls.h"
-#include "core/run.h"
-#include "core/safetensors_torch.h"
-#include "core/system_info.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
+#include "core/model/system_info.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>

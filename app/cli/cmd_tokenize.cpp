@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 namespace headlab::app {
 

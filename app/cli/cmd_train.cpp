@@ -1,9 +1,9 @@
 // `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
 #include "app/cli/cli.h"
 #include "core/atomic_file.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/token_counts.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 

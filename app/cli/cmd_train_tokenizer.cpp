@@ -1,8 +1,8 @@
 // `headlab train-tokenizer --data PATH… --vocab-size N --out tokenizer.json [--kind wordpiece|bpe]`
 #include "app/cli/cli.h"
 #include "core/atomic_file.h"
-#include "core/tokenizer.h"
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/trainer.h"
 
 #include <CLI/CLI.hpp>
 

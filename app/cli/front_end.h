@@ -22,7 +22,7 @@ bool front_end_serves(const std::vector<std::string>& args);
 std::string find_engine(const std::string& self);
 
 // Replaces this process with the engine, keeping argv; sets OMP_WAIT_POLICY=PASSIVE unless the
-// user set it (core/system_info.h says why), so the engine never re-executes itself. Returns only
+// user set it (core/model/system_info.h says why), so the engine never re-executes itself. Returns only
 // when that fails, with the exit code to use (127) after printing why.
 int exec_engine(char** argv);
 

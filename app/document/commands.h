@@ -147,7 +147,7 @@ struct Generate {
 struct StopGeneration {};
 
 // --- conversion (the Model view) ---
-// Converts the open model (`headlab convert`, core/convert.h) into `to` = "gqa" (with `groups`),
+// Converts the open model (`headlab convert`, core/model/convert.h) into `to` = "gqa" (with `groups`),
 // "mqa" or "collaborative" (with `key_dim`), written to the folder `out`; with `open`, the window
 // opens the converted model when it is written. A script waits until it ends.
 struct ConvertModel {

@@ -6,7 +6,7 @@
 #include "app/document/head_table.h"
 #include "app/document/report_match.h"
 #include "app/document/run_mapping.h"
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 
 #include <nlohmann/json.hpp>
 

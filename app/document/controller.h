@@ -8,7 +8,7 @@
 #include "app/document/document.h"
 #include "app/work/worker.h"
 #include "app/tasks/task_manager.h"
-#include "core/model_store.h"
+#include "core/model/model_store.h"
 
 #include <chrono>
 #include <memory>

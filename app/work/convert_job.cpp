@@ -3,11 +3,11 @@
 #include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
 #include "core/cancelled.h"
-#include "core/convert.h"
+#include "core/model/convert.h"
 #include "core/memory_budget.h"
-#include "core/model.h"
-#include "core/model_store.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
 
 #include <cstdio>
 #include <filesystem>

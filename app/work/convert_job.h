@@ -1,4 +1,4 @@
-// The Model view's conversion: `headlab convert` (core/convert.h) as a task of the window's task
+// The Model view's conversion: `headlab convert` (core/model/convert.h) as a task of the window's task
 // system — a model folder turned into grouped-query / multi-query attention or collaborative
 // attention and written as a new folder, with progress (per ALS sweep for collaborative), Stop (it
 // writes nothing then) and the reconstruction errors. The model comes from the model store.

@@ -4,9 +4,9 @@
 #include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
 #include "core/cancelled.h"
-#include "core/model.h"
-#include "core/model_store.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
 
 #include <stdexcept>
 

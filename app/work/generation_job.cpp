@@ -1,14 +1,14 @@
 #include "app/work/generation_job.h"
 
-#include "core/generate.h"
+#include "core/model/generate.h"
 #include "core/memory_budget.h"
-#include "core/model.h"
-#include "core/tokenizer_framing.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/tokenizer/framing.h"
+#include "core/model/run.h"
 #include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
-#include "core/model_store.h"
-#include "core/system_info.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 

@@ -1,7 +1,7 @@
 // The Generate view's run: a causal model (or an encoder-decoder) writes from a prompt as a task of
 // the window's task system, with the window's head controls, each step published as it is made —
 // the token, its alternatives, every head's attention row of the new query and the KV cache's size
-// (core/generate.h). The model comes from the model store; Stop ends the run after the step under
+// (core/model/generate.h). The model comes from the model store; Stop ends the run after the step under
 // way. Torch-free header: GUI translation units include it.
 #pragma once
 

@@ -2,8 +2,8 @@
 
 #include "analysis/lrp.h"
 #include "analysis/rollout.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 
 #include <torch/torch.h>
 

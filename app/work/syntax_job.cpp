@@ -2,13 +2,13 @@
 
 #include "analysis/dataset.h"
 #include "analysis/head_stats.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 #include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
 #include "core/cancelled.h"
-#include "core/model_store.h"
-#include "core/system_info.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 
@@ -67,7 +67,7 @@ const std::vector<int>* SyntaxResult::predicted(const std::string& stack, int la
 }
 
 SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& sentence,
-                           const core::ModelControls& controls) {
+                           const core::ModelControls& controls, const std::atomic<bool>* cancel) {
   if (!model.tokenizer) throw std::runtime_error("the Syntax view needs a model folder with a tokenizer");
   if (!sentence.has_tree()) throw std::runtime_error(sentence.source + " has no dependency tree");
   const analysis::TokenizedSentence ts = analysis::tokenize_sentence(*model.tokenizer, sentence);
@@ -111,6 +111,7 @@ SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& 
   request.controls = controls;
   request.capture = core::kCaptureMixedWeights;
   request.logit_positions = {0};  // the maps, not the LM head
+  request.cancel = cancel;        // checked between layers
   const auto trace = core::run(model, request);
   for (const auto& [stack, layers] : stacks_of(model.config)) {
     auto& per_layer = r.argmax[stack];
@@ -141,7 +142,7 @@ std::shared_ptr<const SyntaxResult> run_sentence(Task& task, const SyntaxRequest
     if (request.on_input()) {
       doing = "running the input with its parse";
       task.phase(doing);
-      auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model, input_sentence(request), request.controls));
+      auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model, input_sentence(request), request.controls, task.stop_flag()));
       result->model_folder = request.model_folder;
       result->on_input = true;
       return result;
@@ -170,7 +171,7 @@ std::shared_ptr<const SyntaxResult> run_sentence(Task& task, const SyntaxRequest
     task.check();
     doing = "running " + found.source;
     task.phase("running the sentence");
-    auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model, found, request.controls));
+    auto result = std::make_shared<SyntaxResult>(syntax_argmax(*model, found, request.controls, task.stop_flag()));
     result->model_folder = request.model_folder;
     result->file = request.file;
     result->index = request.index;

@@ -7,6 +7,7 @@
 
 #include "core/controls.h"
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,9 +65,9 @@ struct SyntaxResult {
 
 // Runs one sentence (as DatasetReader gives it) through `model` and takes every head's word-level
 // argmax exactly as analysis::accumulate_layer does. Throws when the sentence does not fit the
-// model's positions or has no word tokens.
+// model's positions or has no word tokens, and core::Cancelled within one layer of `cancel` being set.
 SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& sentence,
-                           const core::ModelControls& controls);
+                           const core::ModelControls& controls, const std::atomic<bool>* cancel = nullptr);
 
 struct SyntaxJobStatus {
   bool running = false;

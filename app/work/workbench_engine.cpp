@@ -5,9 +5,9 @@
 #include "app/work/relevance_run.h"
 #include "analysis/spectra.h"
 #include "core/file_hash.h"
-#include "core/attention.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/attention.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 
 #include <torch/torch.h>
 

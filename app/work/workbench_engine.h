@@ -229,7 +229,7 @@ class WorkbenchEngine {
 
   // Loads a native or Hugging Face folder; throws with the folder named.
   ModelSummary load(const std::string& folder);
-  // Runs `model` (loaded from `folder`, shared read-only with others: core/model_store.h).
+  // Runs `model` (loaded from `folder`, shared read-only with others: core/model/model_store.h).
   ModelSummary use(std::shared_ptr<core::Model> model, const std::string& folder);
   // A random-weight model from a config.json (no trained model found).
   ModelSummary load_random(const std::string& config_path, uint64_t seed);

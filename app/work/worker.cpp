@@ -3,8 +3,8 @@
 #include "app/tasks/task_manager.h"
 #include "core/cancelled.h"
 #include "core/error_context.h"
-#include "core/model_store.h"
-#include "core/system_info.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
 
 namespace headlab::app {
 namespace {

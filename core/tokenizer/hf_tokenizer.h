@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/added_vocabulary.h"
 #include "core/tokenizer/model.h"
 #include "core/tokenizer/normalizer.h"

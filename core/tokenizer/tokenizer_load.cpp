@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/json_integer.h"
 #include "core/tokenizer/byte_level_bpe.h"
 #include "core/tokenizer/hf_tokenizer.h"

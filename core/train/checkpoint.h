@@ -3,7 +3,7 @@
 // crash mid-write leaves the previous checkpoint intact.
 #pragma once
 
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>

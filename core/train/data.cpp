@@ -1,8 +1,8 @@
 #include "core/train/data.h"
 
-#include "core/tokenizer.h"
-#include "core/tokenizer_framing.h"
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/framing.h"
+#include "core/tokenizer/trainer.h"
 
 #include <torch/torch.h>
 

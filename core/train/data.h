@@ -3,7 +3,7 @@
 // by token count with MLM masking (15%: 80% [MASK], 10% random token, 10% unchanged).
 #pragma once
 
-#include "core/tokenizer_framing.h"
+#include "core/tokenizer/framing.h"
 
 #include <torch/types.h>
 

@@ -39,7 +39,7 @@ torch::Tensor forward_hidden(Transformer& model, const Batch& batch, const HeadG
     call.padding = batch.padding;
     return run_stack(model, "decoder", model->embed(batch.ids, {}, false, 0, "decoder"), call, gates);
   }
-  // Encoder-decoder: as core/run.cpp, the encoder's final norm applies to the memory.
+  // Encoder-decoder: as core/model/run.cpp, the encoder's final norm applies to the memory.
   BlockCall enc;
   enc.padding = batch.padding;
   auto memory = run_stack(model, "encoder", model->embed(batch.ids), enc, gates);

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/train/data.h"
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <vector>
 

@@ -1,6 +1,6 @@
 #include "core/train/frozen_weights.h"
 
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <fnmatch.h>
 #include <torch/torch.h>

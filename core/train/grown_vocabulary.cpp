@@ -1,7 +1,7 @@
 #include "core/train/grown_vocabulary.h"
 
-#include "core/tokenizer.h"
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>

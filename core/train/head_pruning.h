@@ -11,7 +11,7 @@
 
 #include "core/train/data.h"
 #include "core/train/forward.h"
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <cstdint>
 #include <functional>

@@ -2,12 +2,12 @@
 #include "core/json_integer.h"
 
 #include "core/atomic_file.h"
-#include "core/model.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/safetensors_torch.h"
 #include "core/train/checkpoint.h"
 #include "core/train/forward.h"
 #include "core/train/grown_vocabulary.h"
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/trainer.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

@@ -7,7 +7,7 @@
 #include "core/train/data.h"
 #include "core/train/forward.h"
 #include "core/train/frozen_weights.h"
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <atomic>
 #include <functional>

@@ -9,12 +9,12 @@
 #include "analysis/head_report.h"
 #include "analysis/head_stats.h"
 #include "analysis/rollout.h"
-#include "core/safetensors_torch.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 #include "core/token_counts.h"
-#include "core/tokenizer.h"
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/trainer.h"
 
 #include <nlohmann/json.hpp>
 

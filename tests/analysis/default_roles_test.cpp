@@ -6,7 +6,7 @@
 #include "shared_data.h"
 
 #include "analysis/analyze.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <filesystem>
 

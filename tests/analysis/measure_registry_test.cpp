@@ -10,8 +10,8 @@
 #include "analysis/head_stats.h"
 #include "analysis/measure.h"
 #include "analysis/report_columns.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 
 #include <nlohmann/json.hpp>
 

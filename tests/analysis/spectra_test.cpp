@@ -4,8 +4,8 @@
 #include "test_common.h"
 
 #include "analysis/spectra.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 
 #include <algorithm>
 #include <cmath>

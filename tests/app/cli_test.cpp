@@ -2,9 +2,9 @@
 #include "test_common.h"
 
 #include "core/atomic_file.h"
-#include "core/model.h"
-#include "core/run.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
 
 #include <filesystem>
 #include <fstream>

@@ -10,7 +10,7 @@
 #include "app/document/script.h"
 #include "core/config.h"
 #include "core/file_hash.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <nlohmann/json.hpp>
 

@@ -8,7 +8,7 @@
 #include "app/work/convert_job.h"
 #include "app/document/controller.h"
 #include "core/config.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <chrono>
 #include <cstdlib>

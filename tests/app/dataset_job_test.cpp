@@ -7,8 +7,8 @@
 #include "analysis/head_report.h"
 #include "app/work/dataset_job.h"
 #include "core/config.h"
-#include "core/model.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/system_info.h"
 
 #include <nlohmann/json.hpp>
 

@@ -11,7 +11,7 @@
 #include "app/document/report_match.h"
 #include "core/config.h"
 #include "core/file_hash.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <cstdlib>
 #include <filesystem>

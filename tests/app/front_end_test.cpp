@@ -4,8 +4,8 @@
 
 #include "app/cli/front_end.h"
 #include "core/atomic_file.h"
-#include "core/model.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

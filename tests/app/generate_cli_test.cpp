@@ -2,9 +2,9 @@
 // final sequence (core::run), the cache against --no-cache, and the refusals.
 #include "test_common.h"
 
-#include "core/model.h"
-#include "core/run.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

@@ -7,8 +7,8 @@
 
 #include "app/document/controller.h"
 #include "core/atomic_file.h"
-#include "core/generate.h"
-#include "core/model.h"
+#include "core/model/generate.h"
+#include "core/model/model.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,7 +6,7 @@
 
 #include "app/layout/colormap.h"
 #include "core/config.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <cairo.h>
 #include <nlohmann/json.hpp>

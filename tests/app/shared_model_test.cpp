@@ -12,9 +12,9 @@
 #include "app/document/controller.h"
 #include "app/tasks/task_manager.h"
 #include "core/config.h"
-#include "core/model.h"
-#include "core/model_store.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
 
 #include <algorithm>
 #include <chrono>

@@ -8,7 +8,7 @@
 #include "analysis/dataset.h"
 #include "app/work/syntax_job.h"
 #include "app/layout/arc_layout.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <chrono>
 #include <fstream>

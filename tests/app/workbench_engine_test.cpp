@@ -5,8 +5,8 @@
 #include "analysis/lrp.h"
 #include "analysis/spectra.h"
 #include "app/work/workbench_engine.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 #include "app/document/controls_edit.h"
 #include "app/work/worker.h"
 

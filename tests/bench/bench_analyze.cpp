@@ -9,9 +9,9 @@
 #include "analysis/analyze.h"
 #include "analysis/dataset.h"
 #include "analysis/lrp.h"
-#include "core/model.h"
-#include "core/run.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/system_info.h"
 #include "shared_data.h"
 
 #include <CLI/CLI.hpp>

@@ -7,9 +7,9 @@
 //    and with logits at one position (RunRequest::logit_positions, as the workbench asks)
 //    (a fixed cost: 128 × 768 × 50257 multiply-adds, as much as ~5 layers).
 // Run: build/tests/bench_engine [--threads N] [--repeats N]
-#include "core/model.h"
-#include "core/run.h"
-#include "core/system_info.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 

@@ -5,9 +5,9 @@
 // than linearly in T, and at 512 tokens it is ≥ 10× cheaper than recomputing. Then the cache's bytes
 // per token for MHA, MQA, GQA and a sliding window of 64, measured against the formula
 // (core::kv_cache_bytes). Run: build/tests/bench_generate [--steps N (default 8)]
-#include "core/generate.h"
+#include "core/model/generate.h"
 #include "core/memory_budget.h"
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 

@@ -9,7 +9,7 @@
 #include "app/work/workbench_engine.h"
 #include "app/layout/colormap.h"
 #include "app/document/controls_edit.h"
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 

@@ -15,9 +15,9 @@
 //             compared with the weight bytes. Load runs before the read measurement so the read
 //             buffer does not raise the high-water mark.
 // Targets (issue «Open what researchers already have»): load ≤ 2× read; peak ≤ 1.3× weights.
-#include "core/system_info.h"
-#include "core/model.h"
-#include "core/safetensors_torch.h"
+#include "core/model/system_info.h"
+#include "core/model/model.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

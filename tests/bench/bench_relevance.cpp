@@ -5,7 +5,7 @@
 // Run: build/tests/bench_relevance [--model DIR] [--tokens N] [--repeats N] [--threads N]
 #include "app/work/workbench_engine.h"
 #include "app/document/controls_edit.h"
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>

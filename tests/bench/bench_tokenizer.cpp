@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "shared_data.h"
 
 namespace fs = std::filesystem;

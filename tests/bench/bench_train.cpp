@@ -2,11 +2,11 @@
 // config (4 × 256, 8 heads, RoPE, 8k vocabulary, MLM, 32 × 64 tokens a step: forward, backward,
 // gradient clipping, AdamW), and the ratio to the same step in Python torch
 // (tests/bench/bench_train_reference.py, run with Debian's /usr/bin/python3) when present.
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 #include "core/config.h"
 #include "core/train/data.h"
 #include "core/train/forward.h"
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

@@ -1,7 +1,7 @@
 // Shared by the attention tests: one attention module run with every stage captured.
 #pragma once
 
-#include "core/attention.h"
+#include "core/model/attention.h"
 
 #include <torch/torch.h>
 

@@ -4,7 +4,7 @@
 #include "test_common.h"
 #include "small_models.h"
 
-#include "core/attention.h"
+#include "core/model/attention.h"
 #include "core/attention_test_util.h"
 
 #include <cmath>

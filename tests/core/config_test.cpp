@@ -1,7 +1,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <nlohmann/json.hpp>
 

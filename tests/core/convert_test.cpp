@@ -7,10 +7,10 @@
 #include "test_common.h"
 
 #include "core/config.h"
-#include "core/convert.h"
+#include "core/model/convert.h"
 #include "core/memory_budget.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 
 #include <nlohmann/json.hpp>
 

@@ -7,10 +7,10 @@
 
 #include "analysis/lrp.h"
 #include "analysis/spectra.h"
-#include "core/attention.h"
-#include "core/model.h"
-#include "core/run.h"
-#include "core/safetensors_torch.h"
+#include "core/model/attention.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

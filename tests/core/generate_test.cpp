@@ -5,9 +5,9 @@
 #include "test_common.h"
 
 #include "core/config.h"
-#include "core/generate.h"
+#include "core/model/generate.h"
 #include "core/memory_budget.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <nlohmann/json.hpp>
 

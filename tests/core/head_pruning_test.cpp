@@ -3,7 +3,7 @@
 // forward pass against W_O with the head's columns zeroed, and gate training under λ.
 #include "test_common.h"
 
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/train/head_pruning.h"
 #include "core/train/trainer.h"
 #include "small_models.h"

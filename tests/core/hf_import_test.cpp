@@ -1,9 +1,9 @@
 #include "test_common.h"
 
 #include "analysis/lrp.h"
-#include "core/model.h"
-#include "core/run.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

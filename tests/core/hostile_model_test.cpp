@@ -7,8 +7,8 @@
 
 #include "core/atomic_file.h"
 #include "core/json_integer.h"
-#include "core/model.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,8 +5,8 @@
 
 #include "analysis/lrp.h"
 #include "core/memory_budget.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 
 #include <cstdlib>
 

@@ -1,6 +1,6 @@
 #include "test_common.h"
 
-#include "core/safetensors_torch.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 

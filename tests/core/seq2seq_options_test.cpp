@@ -7,11 +7,11 @@
 #include "small_models.h"
 
 #include "analysis/lrp.h"
-#include "core/attention.h"
-#include "core/kv_cache.h"
-#include "core/model.h"
-#include "core/run.h"
-#include "core/tokenizer_framing.h"
+#include "core/model/attention.h"
+#include "core/model/kv_cache.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/tokenizer/framing.h"
 
 #include <nlohmann/json.hpp>
 

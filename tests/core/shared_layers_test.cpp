@@ -7,9 +7,9 @@
 #include "small_models.h"
 
 #include "analysis/lrp.h"
-#include "core/model.h"
-#include "core/run.h"
-#include "core/safetensors_torch.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
 #include "core/train/forward.h"
 
 #include <nlohmann/json.hpp>

@@ -6,8 +6,8 @@
 #include "shared_data.h"
 
 #include "core/atomic_file.h"
-#include "core/model.h"
-#include "core/tokenizer.h"
+#include "core/model/model.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <filesystem>
 #include <sstream>

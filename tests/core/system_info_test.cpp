@@ -2,7 +2,7 @@
 // going back to the kernel (the page faults it saves made 512-token training ~6× slower).
 #include "test_common.h"
 
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 using headlab::core::Encoding;
 using headlab::core::Tokenizer;

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cmd_tokenize.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/normalized_text.h"
 #include "core/tokenizer/normalizer.h"
 #include "core/tokenizer/unicode.h"

@@ -2,7 +2,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 #include "core/train/checkpoint.h"
 
 #include <signal.h>

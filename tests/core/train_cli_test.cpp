@@ -2,10 +2,10 @@
 #include "test_common.h"
 
 #include "core/atomic_file.h"
-#include "core/model.h"
-#include "core/run.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
 #include "core/token_counts.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <nlohmann/json.hpp>
 

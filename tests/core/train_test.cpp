@@ -2,7 +2,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
-#include "core/safetensors_torch.h"
+#include "core/model/safetensors_torch.h"
 #include "core/train/data.h"
 #include "core/train/grown_vocabulary.h"
 #include "core/train/trainer.h"

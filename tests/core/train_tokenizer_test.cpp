@@ -2,10 +2,10 @@
 // normalization; both load with core::Tokenizer.
 #include "test_common.h"
 
-#include "core/tokenizer.h"
-#include "core/tokenizer_framing.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer/framing.h"
 #include "core/train/data.h"
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/trainer.h"
 
 #include <algorithm>
 #include <cctype>

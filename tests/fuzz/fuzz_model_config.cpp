@@ -5,7 +5,7 @@
 #include "fuzz_common.h"
 
 #ifdef HEADLAB_FUZZ_WITH_TORCH
-#include "core/model.h"
+#include "core/model/model.h"
 #else
 #include "core/model_folder.h"
 #endif

@@ -4,7 +4,7 @@
 #include "fuzz_common.h"
 
 #ifdef HEADLAB_FUZZ_WITH_TORCH
-#include "core/safetensors_torch.h"
+#include "core/model/safetensors_torch.h"
 #else
 #include "core/safetensors.h"
 #endif

@@ -4,7 +4,7 @@
 // fail.
 #include "fuzz_common.h"
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <vector>
 

@@ -2,7 +2,7 @@
 // fixed text (and the input itself) without failing.
 #include "fuzz_common.h"
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

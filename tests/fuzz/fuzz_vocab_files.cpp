@@ -2,7 +2,7 @@
 // first NUL byte into the two files; each folder is loaded and, if it loads, encodes a text.
 #include "fuzz_common.h"
 
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;

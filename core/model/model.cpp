@@ -1,8 +1,8 @@
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include "core/atomic_file.h"
-#include "core/hf_import.h"
-#include "core/safetensors_torch.h"
+#include "core/model/hf_import.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

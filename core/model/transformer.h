@@ -3,7 +3,7 @@
 // ("encoder.0.attn.q.weight", …; see README § "Model folder format").
 #pragma once
 
-#include "core/attention.h"
+#include "core/model/attention.h"
 #include "core/config.h"
 #include "core/controls.h"
 
@@ -59,7 +59,7 @@ struct BlockCall {
   unsigned capture = kCaptureNone;
   RopeTables rope;
   bool lrp = false;
-  // Generation (core/kv_cache.h): the new tokens start at `position`; their self-attention keys and
+  // Generation (core/model/kv_cache.h): the new tokens start at `position`; their self-attention keys and
   // values join `self_cache`, and cross-attention reads `cross_cache` once it is filled.
   LayerCache* self_cache = nullptr;
   LayerCache* cross_cache = nullptr;

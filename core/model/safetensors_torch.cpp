@@ -1,5 +1,5 @@
-// Loading and saving torch tensors in the safetensors format (core/safetensors_torch.h).
-#include "core/safetensors_torch.h"
+// Loading and saving torch tensors in the safetensors format (core/model/safetensors_torch.h).
+#include "core/model/safetensors_torch.h"
 
 #include "core/atomic_file.h"
 

@@ -4,8 +4,8 @@
 // engine's ModelConfig::embedding_size); ALBERT also runs one set of layer weights in every layer
 // (StackConfig::shared_layers). The numerics tests compare the result with independent float64
 // transcriptions in tests/data/hf/make_fixtures.py.
-#include "core/hf_families.h"
-#include "core/hf_family_parts.h"
+#include "core/families/families.h"
+#include "core/families/family_parts.h"
 
 namespace headlab::core::hf {
 namespace {
@@ -66,6 +66,18 @@ void stand_in_head(Layout& layout, const std::string& what) {
                 (layout.config.embedding_size > 0 ? "(token embeddings · embedding projectionᵀ)ᵀ" : "token embeddingsᵀ");
 }
 
+// modeling_albert.py's AlbertLayer, stored once and run in every layer.
+const LayerTable kAlbertLayer = {
+    {"attn.q", "attention.query", Piece::Linear, Bias::Always},
+    {"attn.k", "attention.key", Piece::Linear, Bias::Always},
+    {"attn.v", "attention.value", Piece::Linear, Bias::Always},
+    {"attn.o", "attention.dense", Piece::Linear, Bias::Always},
+    {"attn_norm", "attention.LayerNorm", Piece::Norm, Bias::Always},
+    {"ffn.up", "ffn", Piece::Linear, Bias::Always},
+    {"ffn.down", "ffn_output", Piece::Linear, Bias::Always},
+    {"ffn_norm", "full_layer_layer_norm", Piece::Norm, Bias::Always},
+};
+
 }  // namespace
 
 // modeling_electra.py: BERT's encoder under "electra."; embeddings of width embedding_size, followed
@@ -76,7 +88,10 @@ void stand_in_head(Layout& layout, const std::string& what) {
 // ElectraForPreTraining (the discriminator): discriminator_predictions scores each token with one
 // "replaced" logit, dense_prediction(act(dense(h))); HeadLab's logits are scores over the vocabulary,
 // so that head is not run and the tied stand-in takes its place (said in the model's name).
-Layout electra_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+Layout electra_layout(const FamilyInput& in) {
+  const HfConfig& c = in.config;
+  const std::string& arch = in.architecture;
+  const HasTensor& has = in.has;
   refuse_bert_variants(c);
   Layout layout;
   ModelConfig& m = layout.config;
@@ -88,9 +103,7 @@ Layout electra_layout(const HfConfig& c, const std::string& arch, const HasTenso
   const std::string p = has("electra.embeddings.word_embeddings.weight") ? "electra." : "";
   add_embeddings(s, p);
   if (projected) s.linear("embed_project", p + "embeddings_project", true);
-  add_encoder_layers(s, m.encoder->layers, p + "encoder.layer.",
-                     {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                      "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"});
+  add_layers(s, "encoder", m.encoder->layers, p + "encoder.layer.", kBertLayer);
   const bool generator = arch == "ElectraForMaskedLM" || has("generator_predictions.dense.weight");
   const bool tied = c.boolean("tie_word_embeddings", true);
   if (generator) {
@@ -118,7 +131,10 @@ Layout electra_layout(const HfConfig& c, const std::string& arch, const HasTenso
 // encoder.embedding_hidden_mapping_in (Linear embedding_size → hidden_size). The MLM head
 // `predictions` is decoder(LayerNorm(act(dense(h)))) of width embedding_size with act = hidden_act,
 // decoder tied to the word embeddings, and predictions.bias (the same tensor as predictions.decoder.bias).
-Layout albert_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+Layout albert_layout(const FamilyInput& in) {
+  const HfConfig& c = in.config;
+  const std::string& arch = in.architecture;
+  const HasTensor& has = in.has;
   refuse_bert_variants(c);
   // HeadLab shares one set of weights across all layers; ALBERT's groups would need several.
   const int groups = c.integer("num_hidden_groups", 1);
@@ -138,9 +154,7 @@ Layout albert_layout(const HfConfig& c, const std::string& arch, const HasTensor
   const std::string p = has("albert.embeddings.word_embeddings.weight") ? "albert." : "";
   add_embeddings(s, p);
   s.linear("embed_project", p + "encoder.embedding_hidden_mapping_in", true);
-  add_encoder_layers(s, 1, p + "encoder.albert_layer_groups.0.albert_layers.",
-                     {"attention.query", "attention.key", "attention.value", "attention.dense", "attention.LayerNorm",
-                      "ffn", "ffn_output", "full_layer_layer_norm"});
+  add_layers(s, "encoder", 1, p + "encoder.albert_layer_groups.0.albert_layers.", kAlbertLayer);
   const bool mlm = arch == "AlbertForMaskedLM" || arch == "AlbertForPreTraining" || has("predictions.dense.weight");
   const bool tied = c.boolean("tie_word_embeddings", true);
   std::string bias;

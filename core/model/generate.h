@@ -1,12 +1,12 @@
 // Autoregressive generation: a causal model (or an encoder-decoder's decoder) writes token by token,
 // each step feeding only the new token through the layers and reading every earlier token's keys and
-// values from the KV cache (core/kv_cache.h), with the user's head controls applied at every step.
+// values from the KV cache (core/model/kv_cache.h), with the user's head controls applied at every step.
 // Each step reports the token, the distribution it was drawn from and the new query's attention row
 // in every head — what the window's Generate view and `headlab generate --out` show.
 #pragma once
 
 #include "core/controls.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <ATen/core/Generator.h>
 

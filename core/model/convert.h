@@ -5,9 +5,9 @@
 // The result is an ordinary model (save_model writes it).
 #pragma once
 
-#include "core/model.h"
+#include "core/model/model.h"
 
-#include "core/cp_als.h"
+#include "core/model/cp_als.h"
 
 #include <functional>
 #include <memory>
@@ -38,7 +38,7 @@ struct CollaborativeConversion {
 
 // `model` with every self-attention layer turned into collaborative attention with shared key size
 // D̃_k = `shared_key_size` (Cordonnier et al. 2020, §4). Per layer the products T_i = W_Q^i W_K^iᵀ
-// [h, D, D] get a rank-D̃_k CP decomposition by ALS (core/cp_als.h): T_i ≈ W̃_Q diag(m_i) W̃_Kᵀ. The
+// [h, D, D] get a rank-D̃_k CP decomposition by ALS (core/model/cp_als.h): T_i ≈ W̃_Q diag(m_i) W̃_Kᵀ. The
 // query bias is folded into the per-head content bias r_i = W_K^i b_Q^i (the paper's
 // re-parametrisation; the key bias and the rest only add terms constant along the keys, which the
 // softmax cancels), and the logit scale stays the model's 1/sqrt(d_k). Values and outputs are kept.

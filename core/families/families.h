@@ -1,5 +1,9 @@
-// Internal to the Hugging Face importer (core/hf_import.cpp): how each supported family's
-// config.json maps onto a ModelConfig and where each native parameter comes from in its files.
+// The Hugging Face families HeadLab opens, as data: one table row per family (its name, the
+// transformers modeling file it transcribes, its architecture names and its layout function), and
+// per family a table of its layers' tensor names (core/families/family_parts.h). A layout function
+// reads config.json into a ModelConfig and says where each native parameter comes from in the
+// checkpoint; core/model_folder.cpp picks the row, core/model/hf_import.cpp loads the tensors.
+// "Adding a family" in core/README.md lists every step.
 #pragma once
 
 #include "core/config.h"
@@ -62,33 +66,45 @@ using HasTensor = std::function<bool(const std::string&)>;
 // The stored dtype of a checkpoint tensor ("F32", "BF16", "F16", …), "" when it is absent.
 using TensorDType = std::function<std::string(const std::string&)>;
 
-// `arch` is config.json's architectures[0]; the family functions throw for unsupported options.
-Layout bert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
-Layout distilbert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
-Layout gpt2_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
-// family: "llama", "qwen2" or "mistral".
-Layout llama_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);
-// core/hf_families_encoders.cpp: ELECTRA (generator MLM, discriminator, bare model) and ALBERT.
-Layout electra_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
-Layout albert_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
+// What a family's layout function reads about one folder.
+struct FamilyInput {
+  const HfConfig& config;
+  const std::string& architecture;  // config.json's architectures[0]
+  const std::string& family;        // the table row's name ("llama", "qwen2", …)
+  const HasTensor& has;
+  const TensorDType& dtype_of;
+};
 
-// core/hf_families_seq2seq.cpp: encoder-decoders. family: "bart", "marian" or "mbart".
-Layout bart_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const std::string& family);
-Layout t5_layout(const HfConfig& config, const std::string& arch, const HasTensor& has);
-// "bart" / "marian" / "t5" for their architectures, "" otherwise; and their names for messages.
-std::string seq2seq_family_of(const std::string& arch);
-std::string seq2seq_architectures();
+// config.json + checkpoint → ModelConfig + sources; throws (naming the key) for unsupported options.
+using LayoutFunction = Layout (*)(const FamilyInput&);
 
-// family: "gemma2" or "gemma3" (core/hf_families_gemma.cpp).
-Layout gemma_layout(const HfConfig& config, const std::string& arch, const HasTensor& has, const TensorDType& dtype_of,
-                    const std::string& family);
-// "gemma2" / "gemma3" for the Gemma architectures, "" otherwise; and their names for messages.
-std::string gemma_family_of(const std::string& arch);
-std::string gemma_architectures();
+// One row of the family table.
+struct Family {
+  const char* name;                         // HeadLab's family name, ModelConfig::family
+  const char* modeling_file;                // the transformers file the layout transcribes
+  std::vector<const char*> architectures;   // config.json architectures[0] values it opens
+  LayoutFunction layout;
+  // Architectures recognised only to be refused with a clear message by `layout` (not listed as
+  // supported), e.g. a multimodal wrapper of a text model HeadLab opens.
+  std::vector<const char*> refused = {};
+};
 
-// The family of a supported architecture name ("bert", "gpt2", "llama", "qwen2", "mistral"), "" otherwise.
-std::string family_of(const std::string& arch);
+// Every family HeadLab opens (core/families/families.cpp).
+const std::vector<Family>& families();
+// The row of an architecture name, nullptr when no family opens it.
+const Family* family_of(const std::string& architecture);
 // The supported architecture names, comma-separated, for error messages.
 std::string supported_architectures();
+
+// The layout functions of the table's rows, one file each under core/families/.
+Layout bert_layout(const FamilyInput& in);        // bert.cpp: BERT, RoBERTa
+Layout distilbert_layout(const FamilyInput& in);  // bert.cpp
+Layout electra_layout(const FamilyInput& in);     // electra_albert.cpp
+Layout albert_layout(const FamilyInput& in);      // electra_albert.cpp
+Layout gpt2_layout(const FamilyInput& in);        // gpt2.cpp
+Layout llama_layout(const FamilyInput& in);       // llama.cpp: Llama, Qwen2, Qwen3, Mistral
+Layout gemma_layout(const FamilyInput& in);       // gemma.cpp: Gemma 2, Gemma 3
+Layout bart_layout(const FamilyInput& in);        // seq2seq.cpp: BART, Marian, mBART
+Layout t5_layout(const FamilyInput& in);          // seq2seq.cpp
 
 }  // namespace headlab::core::hf

@@ -1,13 +1,14 @@
-// Internal to the Hugging Face importer: the pieces every family mapping is built from (typed
-// activations, attention configs, the source collector and the shared encoder/MLM-head mappings),
-// defined in core/hf_families.cpp and used by each core/hf_families*.cpp.
+// Internal to the families: the pieces every family's layout is built from (typed activations,
+// attention configs, the source collector, layer tables and the shared MLM-head mappings), defined
+// in core/families/families.cpp and used by each file of core/families/.
 #pragma once
 
-#include "core/hf_families.h"
+#include "core/families/families.h"
 
 #include <initializer_list>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace headlab::core::hf {
 
@@ -71,14 +72,38 @@ class Sources {
   std::map<std::string, TensorSource> map_;
 };
 
-// A post-LN encoder layer's Hugging Face weight names (each with .weight and .bias), relative to
-// the layer's prefix: BERT/RoBERTa and DistilBERT name the same eight pieces differently.
-struct EncoderLayerNames {
-  const char *q, *k, *v, *o, *attn_norm, *up, *down, *ffn_norm;
+// ---- layer tables -------------------------------------------------------------------------------
+// A family's layers as data: one row per piece of a layer, from HeadLab's native name to the
+// checkpoint's, the way llama.cpp's TensorNameMap lists them.
+
+// How the checkpoint stores a piece: a Linear (HF.weight [out, in], + HF.bias when its bias is on);
+// GPT-2's Conv1D (the same, the weight stored transposed [in, out]); a norm (HF.weight or the
+// TensorFlow-converted HF.gamma, + HF.bias / HF.beta when on); or one tensor copied under its name.
+enum class Piece { Linear, Conv1D, Norm, Tensor };
+// Which of the folder's switches (LayerBiases) puts a bias on a piece.
+enum class Bias { None, Always, Qkv, Out, Ffn };
+
+struct LayerTensor {
+  const char* native;  // under {stack}.{l}. — e.g. "attn.q", "ffn_norm"
+  const char* hf;      // under the checkpoint's layer prefix — e.g. "self_attn.q_proj"
+  Piece piece;
+  Bias bias = Bias::None;
+};
+using LayerTable = std::vector<LayerTensor>;
+
+// The folder's bias switches, read from config.json by the family.
+struct LayerBiases {
+  bool qkv = false, out = false, ffn = false;
 };
 
-// Maps `layers` encoder layers, each at `prefix` + l + ".", onto encoder.{l}.*.
-void add_encoder_layers(Sources& s, int layers, const std::string& prefix, const EncoderLayerNames& names);
+// Maps `layers` layers: native `stack`.{l}.NATIVE ← `prefix`{l}.HF for every row of `table`.
+void add_layers(Sources& s, const std::string& stack, int layers, const std::string& prefix, const LayerTable& table,
+                const LayerBiases& biases = {});
+
+// BERT's post-LN encoder layer (BERT, RoBERTa, ELECTRA): every piece with a bias.
+extern const LayerTable kBertLayer;
+// The per-head RMSNorm of queries and keys before RoPE (Qwen3, Gemma 3): self_attn.{q,k}_norm.weight.
+extern const LayerTable kQkNormLayer;
 
 // Maps a BERT-style MLM head — decoder(LayerNorm(act(dense(h)))) + bias, the decoder tied to the word
 // embeddings unless `tied` is false — from its Hugging Face names.

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "core/tokenizer.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -6,10 +6,10 @@
 // straight into the module's parameter, in slices of at most kChunkBytes, and the slice's pages are
 // dropped from the mapping right after (madvise DONTNEED: the pages are clean, private and never
 // written, so this only unmaps them). Peak RSS is ≈ the float32 parameters plus one slice.
-#include "core/hf_import.h"
+#include "core/model/hf_import.h"
 
-#include "core/hf_families.h"
-#include "core/safetensors_torch.h"
+#include "core/families/families.h"
+#include "core/model/safetensors_torch.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>

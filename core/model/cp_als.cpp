@@ -1,4 +1,4 @@
-#include "core/cp_als.h"
+#include "core/model/cp_als.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>

@@ -3,10 +3,10 @@
 // per layer and can be cancelled between layers.
 #pragma once
 
-#include "core/attention.h"
+#include "core/model/attention.h"
 #include "core/cancelled.h"
 #include "core/controls.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <atomic>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "core/system_info.h"
+#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 

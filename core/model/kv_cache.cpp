@@ -1,4 +1,4 @@
-#include "core/kv_cache.h"
+#include "core/model/kv_cache.h"
 
 namespace headlab::core {
 

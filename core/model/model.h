@@ -1,12 +1,12 @@
 // A loaded model: its config, its weights as a Transformer module, its tokenizer (if any) and
 // where it came from. Folders: HeadLab's native format (config.json + model.safetensors
-// [+ tokenizer.json]); Hugging Face folders go through core/hf_import.h.
+// [+ tokenizer.json]); Hugging Face folders go through core/model/hf_import.h.
 #pragma once
 
 #include "core/config.h"
 #include "core/model_folder.h"
-#include "core/tokenizer.h"
-#include "core/transformer.h"
+#include "core/tokenizer/tokenizer.h"
+#include "core/model/transformer.h"
 
 #include <functional>
 #include <memory>

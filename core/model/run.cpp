@@ -1,4 +1,4 @@
-#include "core/run.h"
+#include "core/model/run.h"
 
 #include "core/memory_budget.h"
 

@@ -1,8 +1,8 @@
 // Hugging Face encoder-decoder families → ModelConfig + native parameter sources: BART and Marian
 // (modeling_bart.py, modeling_marian.py, modeling_mbart.py) and T5 (modeling_t5.py). The numerics tests compare the
 // result with independent float64 transcriptions in tests/data/hf/fixtures_seq2seq.py.
-#include "core/hf_families.h"
-#include "core/hf_family_parts.h"
+#include "core/families/families.h"
+#include "core/families/family_parts.h"
 
 #include <cmath>
 #include <string>
@@ -18,28 +18,27 @@ void require_value(const HfConfig& c, const char* key, bool runs, const std::str
            (runs ? "true" : "false"));
 }
 
-// One BART/Marian attention (q_proj, k_proj, v_proj, out_proj, all with biases).
-void add_bart_attention(Sources& s, const std::string& native, const std::string& name) {
-  s.linear(native + ".q", name + ".q_proj", true);
-  s.linear(native + ".k", name + ".k_proj", true);
-  s.linear(native + ".v", name + ".v_proj", true);
-  s.linear(native + ".o", name + ".out_proj", true);
-}
+// modeling_bart.py's BartEncoderLayer (Marian's and mBART's name theirs the same), every piece with a bias.
+const LayerTable kBartLayer = {
+    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Always},
+    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Always},
+    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Always},
+    {"attn.o", "self_attn.out_proj", Piece::Linear, Bias::Always},
+    {"attn_norm", "self_attn_layer_norm", Piece::Norm, Bias::Always},
+    {"ffn.up", "fc1", Piece::Linear, Bias::Always},
+    {"ffn.down", "fc2", Piece::Linear, Bias::Always},
+    {"ffn_norm", "final_layer_norm", Piece::Norm, Bias::Always},
+};
+// BartDecoderLayer adds the cross attention and its norm.
+const LayerTable kBartCrossAttention = {
+    {"cross_attn.q", "encoder_attn.q_proj", Piece::Linear, Bias::Always},
+    {"cross_attn.k", "encoder_attn.k_proj", Piece::Linear, Bias::Always},
+    {"cross_attn.v", "encoder_attn.v_proj", Piece::Linear, Bias::Always},
+    {"cross_attn.o", "encoder_attn.out_proj", Piece::Linear, Bias::Always},
+    {"cross_norm", "encoder_attn_layer_norm", Piece::Norm, Bias::Always},
+};
 
 }  // namespace
-
-std::string seq2seq_family_of(const std::string& arch) {
-  if (arch == "BartForConditionalGeneration" || arch == "BartModel") return "bart";
-  if (arch == "MarianMTModel" || arch == "MarianModel") return "marian";
-  if (arch == "MBartForConditionalGeneration" || arch == "MBartModel") return "mbart";
-  if (arch == "T5ForConditionalGeneration" || arch == "T5Model") return "t5";
-  return "";
-}
-
-std::string seq2seq_architectures() {
-  return "BartForConditionalGeneration, BartModel, MarianMTModel, MarianModel, MBartForConditionalGeneration, MBartModel, "
-         "T5ForConditionalGeneration, T5Model";
-}
 
 // modeling_bart.py / modeling_marian.py: post-LN encoder and decoder (self, causal self, cross
 // attention, each followed by its LayerNorm; fc1 → act → fc2), one token table `shared` scaled by
@@ -50,7 +49,11 @@ std::string seq2seq_architectures() {
 // second), the same for both stacks, no embedding norm; its stored copy is checked against it.
 // mBART: BART's embeddings with pre-LN layers (each sublayer's LayerNorm before it) and a
 // LayerNorm at the end of each stack (`layer_norm`).
-Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const std::string& family) {
+Layout bart_layout(const FamilyInput& in) {
+  const HfConfig& c = in.config;
+  const std::string& arch = in.architecture;
+  const HasTensor& has = in.has;
+  const std::string& family = in.family;
   const bool marian = family == "marian", mbart = family == "mbart";
   // Keys of configs written before the families were split out of one BART class.
   require_value(c, "normalize_before", mbart, arch);
@@ -126,22 +129,9 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
     s.norm("encoder_norm", p + "encoder.layer_norm", true);
     s.norm("decoder_norm", p + "decoder.layer_norm", true);
   }
-  for (const char* st : {"encoder", "decoder"}) {
-    const int layers = std::string(st) == "encoder" ? m.encoder->layers : m.decoder->layers;
-    for (int l = 0; l < layers; ++l) {
-      const std::string n = std::string(st) + "." + std::to_string(l) + ".";
-      const std::string h = p + st + ".layers." + std::to_string(l) + ".";
-      add_bart_attention(s, n + "attn", h + "self_attn");
-      s.norm(n + "attn_norm", h + "self_attn_layer_norm", true);
-      if (std::string(st) == "decoder") {
-        add_bart_attention(s, n + "cross_attn", h + "encoder_attn");
-        s.norm(n + "cross_norm", h + "encoder_attn_layer_norm", true);
-      }
-      s.linear(n + "ffn.up", h + "fc1", true);
-      s.linear(n + "ffn.down", h + "fc2", true);
-      s.norm(n + "ffn_norm", h + "final_layer_norm", true);
-    }
-  }
+  add_layers(s, "encoder", m.encoder->layers, p + "encoder.layers.", kBartLayer);
+  add_layers(s, "decoder", m.decoder->layers, p + "decoder.layers.", kBartLayer);
+  add_layers(s, "decoder", m.decoder->layers, p + "decoder.layers.", kBartCrossAttention);
   const bool tied = c.boolean("tie_word_embeddings", true);
   const bool head = has("final_logits_bias") || has("lm_head.weight");
   if (head) {
@@ -167,7 +157,10 @@ Layout bart_layout(const HfConfig& c, const std::string& arch, const HasTensor& 
 // cross attention), each stack ending in final_layer_norm. Feed-forward: wo(relu(wi(x))), or for
 // feed_forward_proj "gated-gelu" (v1.1) wo(gelu_new(wi_0(x)) ⊙ wi_1(x)). With tie_word_embeddings
 // (transformers 5: scale_decoder_outputs) the decoder output is scaled by d_model^-0.5 before the head.
-Layout t5_layout(const HfConfig& c, const std::string& arch, const HasTensor& has) {
+Layout t5_layout(const FamilyInput& in) {
+  const HfConfig& c = in.config;
+  const std::string& arch = in.architecture;
+  const HasTensor& has = in.has;
   Layout layout;
   ModelConfig& m = layout.config;
   m.family = "t5";

@@ -2,7 +2,7 @@
 // ModelConfig and weight names.
 #pragma once
 
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/model_folder.h"
 
 #include <memory>

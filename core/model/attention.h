@@ -5,7 +5,7 @@
 
 #include "core/config.h"
 #include "core/controls.h"
-#include "core/kv_cache.h"
+#include "core/model/kv_cache.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -51,7 +51,7 @@ struct AttentionCall {
   unsigned capture = kCaptureNone;
   RopeTables rope;             // empty = no rotary positions
   bool lrp = false;            // analysis/LRP.md rule 1: attention weights are constants
-  // Generation (core/kv_cache.h). Self-attention: query_input holds the new tokens at positions
+  // Generation (core/model/kv_cache.h). Self-attention: query_input holds the new tokens at positions
   // [position, position + T); their keys and values are appended to `cache` and they attend to
   // every cached key (the rotary tables must cover position + T rows). Cross-attention: the keys
   // and values are computed from key_input on the first call and read from `cache` after.
@@ -97,7 +97,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor score_v;    // additive scoring v: [h, d_k]
   torch::Tensor q_norm, k_norm;  // qk_norm RMSNorm weights: [d_k] each
   // RelativeBias table [buckets, h_k]: a parameter of layer 0's module, the same tensor in the
-  // stack's other layers (core/transformer.cpp shares it).
+  // stack's other layers (core/model/transformer.cpp shares it).
   torch::Tensor relative_bias;
 
  private:

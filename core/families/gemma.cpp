@@ -13,8 +13,8 @@
 //
 // The numerics tests compare the result with an independent float64 transcription in
 // tests/data/hf/make_fixtures.py.
-#include "core/hf_families.h"
-#include "core/hf_family_parts.h"
+#include "core/families/families.h"
+#include "core/families/family_parts.h"
 
 #include <cmath>
 #include <map>
@@ -169,20 +169,29 @@ float softcap(const HfConfig& c, const char* key, float fallback) {
   return static_cast<float>(cap);
 }
 
+// modeling_gemma2.py's Gemma2DecoderLayer (Gemma 3's adds kQkNormLayer): four norms per layer.
+const LayerTable kGemmaLayer = {
+    {"attn_norm", "input_layernorm", Piece::Norm},
+    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
+    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
+    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
+    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
+    {"attn_out_norm", "post_attention_layernorm", Piece::Norm},
+    {"ffn_norm", "pre_feedforward_layernorm", Piece::Norm},
+    {"ffn_out_norm", "post_feedforward_layernorm", Piece::Norm},
+    {"ffn.gate", "mlp.gate_proj", Piece::Linear},
+    {"ffn.up", "mlp.up_proj", Piece::Linear},
+    {"ffn.down", "mlp.down_proj", Piece::Linear},
+};
+
 }  // namespace
 
-std::string gemma_family_of(const std::string& arch) {
-  if (arch == "Gemma2Model" || arch == "Gemma2ForCausalLM") return "gemma2";
-  // Gemma3ForConditionalGeneration is recognised only to be refused with a clear message.
-  if (arch == "Gemma3TextModel" || arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration")
-    return "gemma3";
-  return "";
-}
-
-std::string gemma_architectures() { return "Gemma2Model, Gemma2ForCausalLM, Gemma3TextModel, Gemma3ForCausalLM"; }
-
-Layout gemma_layout(const HfConfig& c, const std::string& arch, const HasTensor& has, const TensorDType& dtype_of,
-                    const std::string& family) {
+Layout gemma_layout(const FamilyInput& in) {
+  const HfConfig& c = in.config;
+  const std::string& arch = in.architecture;
+  const HasTensor& has = in.has;
+  const TensorDType& dtype_of = in.dtype_of;
+  const std::string& family = in.family;
   const bool gemma3 = family == "gemma3";
   if (arch == "Gemma3ForConditionalGeneration" || c.find("text_config") || c.find("vision_config"))
     c.fail(arch + " (Gemma 3 with its vision tower) is not supported: HeadLab imports the text-only "
@@ -243,37 +252,11 @@ Layout gemma_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   }
   m.decoder = stack;
 
-  std::map<std::string, TensorSource> sources;
-  auto copy = [&](const std::string& native, const std::string& name) {
-    TensorSource source;
-    source.name = name;
-    sources[native] = source;
-  };
-  auto linear = [&](const std::string& native, const std::string& name, bool with_bias) {
-    copy(native + ".weight", name + ".weight");
-    if (with_bias) copy(native + ".bias", name + ".bias");
-  };
-  copy("tokens.weight", p + "embed_tokens.weight");
-  for (int l = 0; l < stack.layers; ++l) {
-    const std::string n = "decoder." + std::to_string(l) + ".";
-    const std::string h = p + "layers." + std::to_string(l) + ".";
-    copy(n + "attn_norm.weight", h + "input_layernorm.weight");
-    linear(n + "attn.q", h + "self_attn.q_proj", bias);
-    linear(n + "attn.k", h + "self_attn.k_proj", bias);
-    linear(n + "attn.v", h + "self_attn.v_proj", bias);
-    linear(n + "attn.o", h + "self_attn.o_proj", bias);
-    if (gemma3) {
-      copy(n + "attn.q_norm", h + "self_attn.q_norm.weight");
-      copy(n + "attn.k_norm", h + "self_attn.k_norm.weight");
-    }
-    copy(n + "attn_out_norm.weight", h + "post_attention_layernorm.weight");
-    copy(n + "ffn_norm.weight", h + "pre_feedforward_layernorm.weight");
-    copy(n + "ffn_out_norm.weight", h + "post_feedforward_layernorm.weight");
-    linear(n + "ffn.gate", h + "mlp.gate_proj", false);
-    linear(n + "ffn.up", h + "mlp.up_proj", false);
-    linear(n + "ffn.down", h + "mlp.down_proj", false);
-  }
-  copy("decoder_norm.weight", p + "norm.weight");
+  Sources s(has);
+  s.copy("tokens.weight", p + "embed_tokens.weight");
+  add_layers(s, "decoder", stack.layers, p + "layers.", kGemmaLayer, {bias, bias, false});
+  if (gemma3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
+  s.norm("decoder_norm", p + "norm", false);
   bool tied = c.boolean("tie_word_embeddings", true);
   if (!tied && p.empty() && !has("lm_head.weight")) {
     tied = true;  // Gemma2Model / Gemma3TextModel files carry no head
@@ -281,8 +264,8 @@ Layout gemma_layout(const HfConfig& c, const std::string& arch, const HasTensor&
   }
   m.lm_head = LmHeadConfig{false, tied, false};
   m.lm_head.softcap = softcap(c, "final_logit_softcapping", gemma3 ? 0.0f : 30.0f);
-  if (!tied) copy("head_weight", "lm_head.weight");
-  layout.sources = std::move(sources);
+  if (!tied) s.copy("head_weight", "lm_head.weight");
+  layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
     return (tied && name == "lm_head.weight") ||
            (name.size() >= 19 && name.compare(name.size() - 19, 19, "rotary_emb.inv_freq") == 0);

@@ -1,4 +1,4 @@
-#include "core/train/tokenizer_trainer.h"
+#include "core/tokenizer/trainer.h"
 
 #include "core/tokenizer/byte_level_bpe.h"
 #include "core/tokenizer/normalizer.h"

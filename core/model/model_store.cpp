@@ -1,7 +1,7 @@
-#include "core/model_store.h"
+#include "core/model/model_store.h"
 
 #include "core/file_hash.h"
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <filesystem>
 #include <vector>

@@ -1,8 +1,8 @@
-#include "core/generate.h"
+#include "core/model/generate.h"
 
-#include "core/kv_cache.h"
+#include "core/model/kv_cache.h"
 #include "core/memory_budget.h"
-#include "core/run.h"
+#include "core/model/run.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "core/transformer.h"
+#include "core/model/transformer.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "core/convert.h"
+#include "core/model/convert.h"
 
 #include <cstdio>
 #include <filesystem>

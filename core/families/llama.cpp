@@ -1,0 +1,190 @@
+// Llama (modeling_llama.py), Qwen2 (modeling_qwen2.py), Qwen3 (modeling_qwen3.py) and Mistral
+// (modeling_mistral.py): RoPE decoders → ModelConfig + native parameter sources.
+#include "core/families/families.h"
+#include "core/families/family_parts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+namespace headlab::core::hf {
+
+using nlohmann::json;
+
+namespace {
+
+// RoPE settings as transformers writes them: 4.x puts `rope_theta` (and `rope_scaling`, `partial_rotary_factor`)
+// at the top level; 5.x puts everything into `rope_parameters` ({"rope_type", "rope_theta", …}), or one
+// such object per layer type. Every key that changes the rotation is read or refused, never ignored: a
+// folder whose θ went unread would run with θ = 10⁴ and give wrong maps without a word.
+struct RopeSettings {
+  double theta = 10000.0;
+  double rotary_fraction = 1.0;
+};
+
+// One rope_parameters / rope_scaling object: its type must be plain RoPE and every key known.
+void read_rope_object(const HfConfig& c, const json& object, const std::string& key, RopeSettings& out,
+                      bool& theta_seen) {
+  if (!object.is_object()) c.fail("'" + key + "' must be an object, got " + object.dump());
+  std::string type = "default";
+  for (const char* type_key : {"rope_type", "type"}) {
+    if (!object.contains(type_key)) continue;
+    if (!object[type_key].is_string()) c.fail("'" + key + "." + type_key + "' must be a string, got " + object[type_key].dump());
+    type = object[type_key].get<std::string>();
+  }
+  if (type != "default")
+    c.fail(key + " type '" + type + "' is not supported (HeadLab implements plain RoPE; " + key + " " + object.dump() + ")");
+  for (const auto& [name, value] : object.items()) {
+    if (name == "rope_type" || name == "type") continue;
+    if (name == "rope_theta") {
+      if (!value.is_number()) c.fail("'" + key + ".rope_theta' must be a number, got " + value.dump());
+      out.theta = value.get<double>();
+      theta_seen = true;
+    } else if (name == "partial_rotary_factor") {
+      if (!value.is_number()) c.fail("'" + key + ".partial_rotary_factor' must be a number, got " + value.dump());
+      out.rotary_fraction = value.get<double>();
+    } else {
+      c.fail("'" + key + "." + name + "' is not supported (plain RoPE reads only rope_type, rope_theta and "
+             "partial_rotary_factor; " + key + " " + object.dump() + ")");
+    }
+  }
+}
+
+RopeSettings read_rope(const HfConfig& c) {
+  RopeSettings rope;
+  rope.theta = c.number("rope_theta", 10000.0);
+  rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
+  const bool top_level_theta = c.find("rope_theta") != nullptr;
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const json* value = c.find(key);
+    if (!value) continue;
+    if (!value->is_object()) c.fail(std::string("'") + key + "' must be an object, got " + value->dump());
+    // transformers 5 keys the parameters by layer type when layers differ ({"full_attention": {…},
+    // "sliding_attention": {…}}); one plain-RoPE model has one set, so every entry must agree.
+    const bool per_layer_type = !value->empty() && std::all_of(value->begin(), value->end(),
+                                                               [](const json& v) { return v.is_object(); });
+    std::vector<std::pair<std::string, json>> objects;
+    if (per_layer_type) {
+      for (const auto& [type, object] : value->items()) objects.emplace_back(std::string(key) + "." + type, object);
+    } else {
+      objects.emplace_back(key, *value);
+    }
+    std::optional<double> first_theta;
+    for (const auto& [where, object] : objects) {
+      RopeSettings one = rope;
+      bool theta_seen = false;
+      read_rope_object(c, object, where, one, theta_seen);
+      if (theta_seen && top_level_theta && one.theta != c.number("rope_theta", 0.0))
+        c.fail("rope_theta " + json(c.number("rope_theta", 0.0)).dump() + " and '" + where + ".rope_theta' " +
+               json(one.theta).dump() + " disagree");
+      if (first_theta && (*first_theta != one.theta || rope.rotary_fraction != one.rotary_fraction))
+        c.fail("'" + std::string(key) + "' gives different rope_theta or partial_rotary_factor per layer type (" +
+               value->dump() + "); HeadLab runs one RoPE for every layer");
+      first_theta = one.theta;
+      rope = one;
+    }
+  }
+  if (!(rope.theta > 0) || !std::isfinite(rope.theta)) c.fail("rope_theta must be a positive number, got " + json(rope.theta).dump());
+  return rope;
+}
+
+// transformers 5 lists every layer's attention type; HeadLab runs one attention pattern in every
+// layer, so a layer of another type is refused rather than run with the wrong mask.
+void require_layer_types(const HfConfig& c, const std::string& allowed) {
+  const json* types = c.find("layer_types");
+  if (!types) return;
+  if (!types->is_array()) c.fail("'layer_types' must be a list, got " + types->dump());
+  for (size_t l = 0; l < types->size(); ++l) {
+    const json& t = (*types)[l];
+    if (!t.is_string()) c.fail("'layer_types[" + std::to_string(l) + "]' must be a string, got " + t.dump());
+    if (t.get<std::string>() != allowed)
+      c.fail("layer_types[" + std::to_string(l) + "] '" + t.get<std::string>() +
+             "' is not supported (HeadLab runs every layer of this folder as " + allowed + ")");
+  }
+}
+
+// modeling_llama.py's LlamaDecoderLayer; Qwen2, Qwen3 and Mistral name their layers the same.
+const LayerTable kLlamaLayer = {
+    {"attn_norm", "input_layernorm", Piece::Norm},
+    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
+    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
+    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
+    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
+    {"ffn_norm", "post_attention_layernorm", Piece::Norm},
+    {"ffn.gate", "mlp.gate_proj", Piece::Linear, Bias::Ffn},
+    {"ffn.up", "mlp.up_proj", Piece::Linear, Bias::Ffn},
+    {"ffn.down", "mlp.down_proj", Piece::Linear, Bias::Ffn},
+};
+
+}  // namespace
+
+// modeling_llama.py / modeling_qwen2.py / modeling_mistral.py: pre-RMSNorm decoder, RoPE in the
+// rotate-half layout (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases;
+// Mistral a sliding window over the keys; Qwen3 (modeling_qwen3.py) a per-head RMSNorm of queries
+// and keys before RoPE.
+Layout llama_layout(const FamilyInput& in) {
+  const HfConfig& c = in.config;
+  const std::string& arch = in.architecture;
+  const HasTensor& has = in.has;
+  const std::string& family = in.family;
+  const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3";
+  const RopeSettings rope = read_rope(c);
+  // Mistral's sliding_window (null = none): query i sees keys j with i − sliding_window < j ≤ i, i.e.
+  // sliding_window keys counting itself; HeadLab's pattern.window w lets a causal query see its w
+  // predecessors and itself, so w = sliding_window − 1.
+  int sliding_window = 0;
+  if (mistral && c.find("sliding_window")) {
+    sliding_window = c.integer("sliding_window");
+    if (sliding_window < 1) c.fail("sliding_window must be >= 1 (or null), got " + std::to_string(sliding_window));
+  }
+  require_layer_types(c, sliding_window > 0 ? "sliding_attention" : "full_attention");
+  const double rotary_fraction = rope.rotary_fraction;
+  if (rotary_fraction != 1.0) c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported");
+  const std::string act = c.string("hidden_act", "silu");
+  if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
+  if ((qwen2 || qwen3) && c.boolean("use_sliding_window", false))
+    c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
+
+  Layout layout = rope_decoder_layout(c, family, qwen2 ? 32768 : 2048, rope.theta);
+  ModelConfig& m = layout.config;
+  const int D = m.hidden_size;
+  m.final_norm = true;
+  const bool mlp_bias = c.boolean("mlp_bias", false);
+  m.ffn = FfnConfig{FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::Silu, mlp_bias};
+  const int heads = c.integer("num_attention_heads");
+  const int kv_heads = c.integer("num_key_value_heads", heads);
+  const int head_dim = head_dim_of(c, D, heads, "hidden_size", "num_attention_heads", true);
+  // Llama: attention_bias puts a bias on q, k, v and o; Qwen2: always on q, k, v and never on o.
+  const bool attention_bias = qwen2 ? false : c.boolean("attention_bias", false);
+  StackConfig stack;
+  stack.layers = c.integer("num_hidden_layers");
+  stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
+  if (sliding_window > 0) stack.attention.pattern.window = sliding_window - 1;
+  if (qwen3) {
+    stack.attention.qk_norm = true;
+    stack.attention.qk_norm_eps = m.norm_eps;  // Qwen3RMSNorm(head_dim, eps=rms_norm_eps)
+  }
+  m.decoder = stack;
+
+  Sources s(has);
+  const std::string p = has("model.embed_tokens.weight") ? "model." : "";  // *ForCausalLM vs *Model
+  s.copy("tokens.weight", p + "embed_tokens.weight");
+  add_layers(s, "decoder", stack.layers, p + "layers.", kLlamaLayer,
+             {stack.attention.qkv_bias, stack.attention.out_bias, mlp_bias});
+  if (qwen3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
+  s.norm("decoder_norm", p + "norm", false);
+  bool tied = c.boolean("tie_word_embeddings", false);
+  if (!tied && arch.size() > 5 && ends_with(arch, "Model") && !has("lm_head.weight")) {
+    tied = true;  // LlamaModel / Qwen2Model files carry no head
+    layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  m.lm_head = LmHeadConfig{false, tied, false};
+  if (!tied) s.copy("head_weight", "lm_head.weight");
+  layout.sources = s.take();
+  layout.ignorable = [tied](const std::string& name) {
+    return ends_with(name, "rotary_emb.inv_freq") || (tied && name == "lm_head.weight");
+  };
+  return layout;
+}
+
+}  // namespace headlab::core::hf

@@ -1,0 +1,216 @@
+// Every kind of task the window runs stops when its Stop in the status bar is pressed (Task::stop on
+// the task the task system lists), within one unit of its work, and publishes nothing half-done:
+// the live model's run (within one layer; no snapshot), the Syntax view's sentence (no result), a
+// dataset run (the sentences complete so far, marked partial), a generation (the steps made,
+// marked "cancelled") and a conversion (nothing written). All run on one task system and one
+// model store, as in the window.
+#include "test_common.h"
+
+#include "app/tasks/task.h"
+#include "app/tasks/task_manager.h"
+#include "app/work/convert_job.h"
+#include "app/work/dataset_job.h"
+#include "app/work/generation_job.h"
+#include "app/work/syntax_job.h"
+#include "app/work/worker.h"
+#include "core/config.h"
+#include "core/model/model.h"
+#include "core/model/model_store.h"
+#include "core/model/system_info.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+using namespace headlab;
+using namespace headlab::app;
+using headlab::test::TempDir;
+
+namespace {
+
+const std::string kDefault = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+const std::string kUd = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
+
+// A deep, narrow causal model with the default model's tokenizer: 48 layers, so one run is long
+// enough to be stopped in the middle and a layer is a small part of it.
+std::string deep_model(const TempDir& dir) {
+  auto c = core::load_model_config(kDefault + "/config.json");
+  c.kind = core::StackKind::Decoder;
+  c.objective = "causal";
+  c.decoder = c.encoder;
+  c.encoder.reset();
+  c.hidden_size = 128;
+  c.ffn.inner_size = 512;
+  c.max_positions = 1024;
+  c.decoder->layers = 48;
+  c.decoder->attention.key_size = c.decoder->attention.value_size = 128 / c.decoder->attention.heads;
+  const std::string folder = dir.str("deep");
+  core::save_model(*core::make_random_model(c, 7), folder, "F32", kDefault + "/tokenizer.json");
+  return folder;
+}
+
+// `words` words of plain English, and the same as one CoNLL-U sentence (each word's head is the
+// word before it).
+const char* kWords[] = {"the", "old", "house", "stood", "near", "a", "quiet", "river", "and", "people"};
+
+std::string long_text(int words) {
+  std::string text;
+  for (int i = 0; i < words; ++i) text += (i ? " " : "") + std::string(kWords[i % 10]);
+  return text;
+}
+std::string long_parse(int words) {
+  std::string conllu = "# text = " + long_text(words) + "\n";
+  for (int i = 1; i <= words; ++i)
+    conllu += std::to_string(i) + "\t" + kWords[(i - 1) % 10] + "\t_\tX\t_\t_\t" + std::to_string(i - 1) + "\t" +
+              (i == 1 ? "root" : "dep") + "\t_\t_\n";
+  return conllu + "\n";
+}
+
+template <class Pred>
+bool wait_for(Pred pred, int seconds = 120) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return pred();
+}
+
+struct Stopped {
+  std::shared_ptr<Task> task;
+  Task::Status at_stop, at_end;
+};
+
+// Waits until the status bar lists a running task of `kind` that has done at least `min_done`
+// units, presses its Stop, and waits for it to end.
+Stopped stop_when_running(TaskManager& tasks, const std::string& kind, int64_t min_done) {
+  Stopped s;
+  const bool found = wait_for([&] {
+    for (const auto& t : tasks.active()) {
+      const auto st = t->status();
+      if (t->options().kind == kind && st.state == TaskState::Running && st.done >= min_done) {
+        s.task = t;
+        return true;
+      }
+    }
+    return false;
+  });
+  INFO("waiting for a running task of kind " << kind);
+  REQUIRE(found);
+  s.at_stop = s.task->status();
+  s.task->stop();
+  REQUIRE(wait_for([&] { return s.task->finished(); }));
+  s.at_end = s.task->status();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("every kind of task stops from the status bar and publishes nothing half-done", "[app][tasks][stop]") {
+  TempDir dir("task-stop");
+  const std::string folder = deep_model(dir);
+  auto tasks = std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); });
+  auto models = std::make_shared<core::ModelStore>();
+
+  SECTION("the live model's run stops within one layer and shows no snapshot") {
+    WorkbenchWorker worker(tasks, models);
+    worker.request_load({folder, "", 0});
+    REQUIRE(wait_for([&] { return worker.idle(); }));
+    REQUIRE(worker.status().load_error.empty());
+    RunInput in;
+    in.text = long_text(400);
+    worker.request_run(in);
+    const Stopped s = stop_when_running(*tasks, "run", 2);
+    CHECK(s.at_end.state == TaskState::Stopped);
+    CHECK(s.at_end.total == 48);
+    // At most the layer under way when Stop was pressed is finished after it.
+    CHECK(s.at_end.done <= s.at_stop.done + 1);
+    CHECK(s.at_end.done < s.at_end.total);
+    REQUIRE(wait_for([&] { return worker.idle(); }));
+    CHECK_FALSE(worker.snapshot());
+    CHECK(worker.status().runs_done == 0);
+    CHECK(worker.status().run_error.empty());
+  }
+
+  SECTION("the Syntax view's sentence stops between layers and gives no result") {
+    SyntaxJob job(tasks, models);
+    SyntaxRequest request;
+    request.model_folder = folder;
+    request.text = long_text(400);
+    request.parse = long_parse(400);
+    job.start(request);
+    const Stopped s = stop_when_running(*tasks, "sentence", 0);
+    CHECK(s.at_end.state == TaskState::Stopped);
+    CHECK(s.at_end.published == 0);
+    REQUIRE(wait_for([&] { return !job.status().running; }));
+    CHECK_FALSE(job.result());
+    CHECK(job.status().error.empty());
+  }
+
+  SECTION("a dataset run keeps the sentences complete so far, marked partial") {
+    // The UD sample ten times over: more sentences than the run reaches before Stop.
+    const std::string data = dir.str("long.conllu");
+    {
+      std::ifstream in(kUd);
+      const std::string sample((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::ofstream out(data);
+      for (int i = 0; i < 10; ++i) out << sample;
+    }
+    DatasetJob job(tasks, models);
+    DatasetRequest request;
+    request.model_folder = folder;
+    request.files = {data};
+    request.metrics = {"confidence", "positional"};
+    job.start(request);
+    const Stopped s = stop_when_running(*tasks, "analyse", 2);
+    CHECK(s.at_end.state == TaskState::Stopped);
+    REQUIRE(wait_for([&] { return !job.status().running; }));
+    const auto st = job.status();
+    CHECK(st.phase == "stopped");
+    CHECK(st.partial);
+    const auto report = job.result();
+    REQUIRE(report);
+    CHECK(report->partial);
+    CHECK(report->sentences >= 2);
+    CHECK(report->sentences + report->skipped <= s.at_stop.done + 1);
+    CHECK(report->sentences < 1000);
+  }
+
+  SECTION("a generation keeps the steps made, marked cancelled") {
+    GenerationJob job(tasks, models);
+    GenerationRequest request;
+    request.model_folder = folder;
+    request.settings.prompt = "the old house";
+    request.settings.max_new = 800;
+    job.start(request);
+    const Stopped s = stop_when_running(*tasks, "generate", 2);
+    REQUIRE(wait_for([&] { return !job.status().running; }));
+    const auto result = job.result();
+    REQUIRE(result);
+    CHECK(result->stopped == "cancelled");
+    CHECK(result->steps.size() >= 2);
+    CHECK(result->steps.size() <= static_cast<size_t>(s.at_stop.done + 1));
+    CHECK(job.status().error.empty());
+  }
+
+  SECTION("a conversion writes nothing") {
+    ConvertJob job(tasks, models);
+    ConvertRequest request;
+    request.model_folder = folder;
+    request.to = "collaborative";
+    request.key_dim = 8;
+    request.iterations = 100000;
+    request.out = dir.str("converted");
+    job.start(request);
+    const Stopped s = stop_when_running(*tasks, "convert", 0);
+    CHECK(s.at_end.state == TaskState::Stopped);
+    REQUIRE(wait_for([&] { return !job.status().running; }));
+    CHECK(job.status().phase == "stopped");
+    CHECK_FALSE(std::filesystem::exists(dir.str("converted") + "/config.json"));
+    CHECK_FALSE(std::filesystem::exists(dir.str("converted") + "/model.safetensors"));
+  }
+
+  CHECK(tasks->wait_idle(std::chrono::seconds(30)));
+}
