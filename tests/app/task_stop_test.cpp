@@ -44,6 +44,7 @@ std::string deep_model(const TempDir& dir) {
   c.hidden_size = 128;
   c.ffn.inner_size = 512;
   c.max_positions = 1024;
+  c.positions = core::PositionKind::Learned;  // a collaborative conversion needs absolute positions
   c.decoder->layers = 48;
   c.decoder->attention.key_size = c.decoder->attention.value_size = 128 / c.decoder->attention.heads;
   const std::string folder = dir.str("deep");
@@ -84,13 +85,15 @@ struct Stopped {
 };
 
 // Waits until the status bar lists a running task of `kind` that has done at least `min_done`
-// units, presses its Stop, and waits for it to end.
-Stopped stop_when_running(TaskManager& tasks, const std::string& kind, int64_t min_done) {
+// units (and shows `phase`, when given), presses its Stop, and waits for it to end.
+Stopped stop_when_running(TaskManager& tasks, const std::string& kind, int64_t min_done,
+                          const std::string& phase = {}) {
   Stopped s;
   const bool found = wait_for([&] {
     for (const auto& t : tasks.active()) {
       const auto st = t->status();
-      if (t->options().kind == kind && st.state == TaskState::Running && st.done >= min_done) {
+      if (t->options().kind == kind && st.state == TaskState::Running && st.done >= min_done &&
+          (phase.empty() || st.phase == phase)) {
         s.task = t;
         return true;
       }
@@ -141,7 +144,8 @@ TEST_CASE("every kind of task stops from the status bar and publishes nothing ha
     request.text = long_text(400);
     request.parse = long_parse(400);
     job.start(request);
-    const Stopped s = stop_when_running(*tasks, "sentence", 0);
+    // Stopped while the model runs the sentence, not while it loads.
+    const Stopped s = stop_when_running(*tasks, "sentence", 0, "running the input with its parse");
     CHECK(s.at_end.state == TaskState::Stopped);
     CHECK(s.at_end.published == 0);
     REQUIRE(wait_for([&] { return !job.status().running; }));
@@ -205,6 +209,7 @@ TEST_CASE("every kind of task stops from the status bar and publishes nothing ha
     request.out = dir.str("converted");
     job.start(request);
     const Stopped s = stop_when_running(*tasks, "convert", 0);
+    INFO(s.at_end.error);
     CHECK(s.at_end.state == TaskState::Stopped);
     REQUIRE(wait_for([&] { return !job.status().running; }));
     CHECK(job.status().phase == "stopped");
