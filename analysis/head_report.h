@@ -2,7 +2,7 @@
 // statistics (counts and sums, so shards merge exactly) plus the derived shares and roles. Written as
 // head_report.json (schema "headlab-head-report", version 1), head_report.csv and head_report.md.
 //
-// Definitions (the conventions every number follows; README "Head analyses"):
+// Definitions (the conventions every number follows; analysis/README.md):
 //   confidence   Voita et al. 2019 §4.1: mean over query tokens of the head's maximum attention
 //                weight (over non-special keys; confidence_all_keys: over every key).
 //   positional   Voita et al. 2019 §4.2: share of queries whose maximum attention is at each relative

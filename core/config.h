@@ -1,5 +1,5 @@
 // ModelConfig: what a transformer stack is, in HeadLab's versioned config.json schema
-// (documented in README.md § "Model folder format"). Torch-free: the GUI may include it.
+// (documented in core/README.md, "Model folder format"). Torch-free: the GUI may include it.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -210,7 +210,7 @@ struct ModelConfig {
   int embedding_width() const { return embedding_size > 0 ? embedding_size : hidden_size; }
 };
 
-// JSON <-> config (schema in README). from_json throws with the offending key path.
+// JSON <-> config (schema in core/README.md). from_json throws with the offending key path.
 nlohmann::json to_json(const ModelConfig& config);
 ModelConfig model_config_from_json(const nlohmann::json& json);
 nlohmann::json to_json(const AttentionConfig& config);

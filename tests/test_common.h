@@ -1,5 +1,5 @@
 // Include this first in every test file: torch (and its glog) before Catch2, so glog's CHECK
-// macro is defined first and Catch2's CHECK wins (GROUND.md; the [canary] test proves it).
+// macro is defined first and Catch2's CHECK wins (the [canary] test proves it).
 #pragma once
 #include <torch/torch.h>
 #include <catch2/catch.hpp>

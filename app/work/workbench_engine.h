@@ -1,6 +1,7 @@
 // The workbench's torch-free view of the engine: load a model folder into a plain ModelSummary,
 // run text with ModelControls into an immutable RunSnapshot of plain float buffers. GUI
-// translation units include this header, never <torch/torch.h> (GROUND.md: ~13 s per TU).
+// translation units include this header, never <torch/torch.h> (a LibTorch include costs ~13 s of
+// compile time per translation unit).
 // Not thread-safe: one WorkbenchEngine is driven by one worker thread.
 #pragma once
 

@@ -81,7 +81,7 @@ void use_batch_threads() {
 }
 
 void use_interactive_threads(int threads) {
-  const char* value = std::getenv("HEADLAB_LIVE_THREADS");  // for measuring; see the README's benchmarks
+  const char* value = std::getenv("HEADLAB_LIVE_THREADS");  // for measuring; see tests/README.md, "Benchmarks"
   torch::set_num_threads(value ? std::max(1, std::atoi(value)) : std::max(1, threads));
 }
 

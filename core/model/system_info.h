@@ -19,8 +19,8 @@ double measure_gemm_gflops(int size = 768, double seconds = 0.5);
 
 SystemInfo system_info(bool measure = true);
 
-// Threads for batch work (all cores) or for live re-runs beside the GUI (1: GROUND.md measured a
-// 2-thread run collapsing when the UI thread needs the other core). Per calling thread.
+// Threads for batch work (all cores) or for live re-runs beside the GUI (1: a 2-thread run was measured
+// collapsing when the UI thread needs the other core). Per calling thread.
 void use_batch_threads();
 // `threads` for live re-runs (the window passes more than 1 on a real GPU); HEADLAB_LIVE_THREADS
 // overrides it.

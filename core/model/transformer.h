@@ -1,6 +1,6 @@
 // The transformer stacks built from a ModelConfig: embeddings, encoder and/or decoder blocks,
 // final norms and the LM head. Parameter names are the native weight names
-// ("encoder.0.attn.q.weight", …; see README § "Model folder format").
+// ("encoder.0.attn.q.weight", …; see core/README.md, "Model folder format").
 #pragma once
 
 #include "core/model/attention.h"

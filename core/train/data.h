@@ -77,8 +77,8 @@ struct Batch {
 // c^−α, so the expected share of targets stays `rate` (less where the cap bites). α = 0 is BERT.
 // `all_mask_share` = s > 0 mixes two corruptions per sequence: with probability s every target of
 // a sequence becomes [MASK]; the other sequences use the mask/random/kept split. (A HeadLab
-// option for the default model's recipe search, not from a paper; the README's "Shipped models"
-// has what it measured.)
+// option for the default model's recipe search, not from a paper; assets/README.md ("Shipped
+// models") has what it measured.)
 struct Masking {
   double rate = 0.15, mask = 0.8, random = 0.1;
   double rarity = 0.0;

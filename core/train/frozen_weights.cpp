@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, torch::Tensor>> parameters_matching(Transform
     if (matches(glob, item.key())) out.emplace_back(item.key(), item.value());
   if (out.empty())
     throw std::invalid_argument(option + ": '" + glob + "' names no parameter (names look like tokens.weight, " +
-                                "encoder.0.attn.q.weight; see README § Model folder format)");
+                                "encoder.0.attn.q.weight; see core/README.md, \"Model folder format\")");
   return out;
 }
 

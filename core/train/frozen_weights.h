@@ -6,7 +6,7 @@
 //   - heads of the main stack (the encoder, or the decoder of a decoder-only model): the rows of
 //     their query and key projections (and biases; additive scoring's v_h). A head's attention
 //     pattern comes from those rows and its input, so it is kept only as far as the input stays
-//     alike (the README's session-8 pilots: two positional heads stayed at 92–93% while the rest of
+//     alike (assets/README.md, "How the recipe was found": two positional heads stayed at 92–93% while the rest of
 //     the model retrained, but fell to 62–89% in a re-initialised model). Needs one key head per
 //     query head and per-head projections (MHA, talking-heads' logit heads, additive); not MQA/GQA
 //     or collaborative attention, whose projections are shared across heads. These rows share a

@@ -201,7 +201,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     throw std::invalid_argument("seq2seq needs an encoder-decoder config");
   if (config.kind == StackKind::Decoder && o.objective == Objective::Mlm)
     throw std::invalid_argument("a decoder-only config trains with --objective causal");
-  // Per thread (GROUND.md): set here, restored on the way out so a caller's setting survives.
+  // LibTorch thread counts are per thread: set here, restored on the way out so a caller's setting survives.
   struct ThreadsGuard {
     int previous = at::get_num_threads();
     ~ThreadsGuard() { at::set_num_threads(previous); }

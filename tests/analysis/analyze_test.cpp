@@ -630,7 +630,7 @@ TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and synta
   CHECK(plus_one.positional_share > 0.85);
   CHECK(minus_one.positional_offset == -1);
   CHECK(minus_one.positional_share > 0.85);
-  // Syntactic evidence (README, "Shipped models"): L3 H3 and L3 H0 beat their best fixed offset by
+  // Syntactic evidence (assets/README.md, "Shipped models"): L3 H3 and L3 H0 beat their best fixed offset by
   // 10 points or more on a relation with 20 arcs or more.
   for (int h : {3, 0}) {
     INFO("L3 H" << h);

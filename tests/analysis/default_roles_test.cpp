@@ -1,6 +1,6 @@
-// The README's claim about the shipped default: on UD EWT dev, with the analyses' own measures and
+// assets/README.md's claim about the shipped default: on UD EWT dev, with the analyses' own measures and
 // the frequency corpus the model folder carries (token_counts.json, its training text), at least two
-// positional heads and three syntactic heads (no rare-word head: README, "Shipped models"). Needs ../shared beside the checkout: tagged [shared], which
+// positional heads and three syntactic heads (no rare-word head: assets/README.md, "Shipped models"). Needs ../shared beside the checkout: tagged [shared], which
 // ctest runs as its own test that reports "skipped" when the data is absent (tests/CMakeLists.txt).
 #include "test_common.h"
 #include "shared_data.h"
@@ -34,7 +34,7 @@ TEST_CASE("the shipped default has two positional heads and syntactic heads on U
   INFO("positional heads " << positional << ", syntactic heads " << syntactic);
   CHECK(positional >= 2);
   CHECK(syntactic >= 3);
-  // The heads the README names: L3 H2 at +1, L3 H7 at −1.
+  // The heads assets/README.md names: L3 H2 at +1, L3 H7 at −1.
   CHECK(r.find("encoder", 3, 2)->positional_offset == 1);
   CHECK(r.find("encoder", 3, 2)->positional);
   CHECK(r.find("encoder", 3, 7)->positional_offset == -1);

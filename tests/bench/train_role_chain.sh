@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_role_chain.sh PHASE… : the phased recipe that builds a rare-word head and positional heads
-# in one masked-LM encoder (README, "Shipped models"). Each phase is one `headlab train` run that
+# in one masked-LM encoder (assets/README.md, "Shipped models"). Each phase is one `headlab train` run that
 # starts from the previous phase's folder; run them in order (A B C D E), or name one to redo it.
 #
 #   A  rare-word recipe: 4 layers, 256-token sequences, 15% targets without random replacement

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # train_variants.sh [VARIANT…] : the attention variants of the default model's size, trained alike,
-# for `headlab compare` (README, "Comparing variants"). Every variant is the default model's shape
+# for `headlab compare` (assets/README.md, "Comparing variants"). Every variant is the default model's shape
 # (5 layers, hidden 256, FFN 1024, RoPE, the shipped 10,083-token vocabulary), trained with the same
 # data (the books, WikiText-2 valid, the UD English-EWT train sentences), seed, schedule and token
 # budget: 64-token sequences, 2,048 tokens a batch, BERT masking, 1,200 steps.
@@ -15,7 +15,7 @@
 #   mha-learned  mha with learned positions instead of RoPE: collaborative conversion needs it
 #            (a rotation per head does not factor through shared projections); it learns far slower
 #            under this budget (held-out loss 6.08 at step 1,200 against RoPE's 6.04 at step 200);
-#            the README's conversion study continues it for 1,200 more steps:
+#            assets/README.md's conversion study continues it for 1,200 more steps:
 #              headlab train --config OUT/config_mha-learned.json --init OUT/mha-learned --force \
 #                --data <the same files> --tokenizer assets/models/default/tokenizer.json --objective mlm \
 #                --seq-len 64 --batch-tokens 2048 --steps 1200 --warmup 0.02 --seed 2 --threads 1 \
