@@ -9,6 +9,7 @@
 #include "analysis/spectra.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
+#include "core/model/stacks.h"
 #include "core/token_counts.h"
 
 #include <torch/torch.h>
@@ -22,7 +23,7 @@ namespace headlab::analysis {
 namespace {
 
 struct StackInfo {
-  std::string name;  // "encoder", "decoder", "cross"
+  core::Stack name;
   int layers = 0, heads = 0;
 };
 
@@ -32,17 +33,9 @@ std::vector<StackInfo> stacks_of(const core::Model& model) {
   // heads h_v, W and the spectra the softmax heads h (they differ only for talking heads).
   auto entries = [](const core::AttentionConfig& a) { return std::max(a.output_heads(), a.softmax_heads()); };
   std::vector<StackInfo> out;
-  if (c.encoder) out.push_back({"encoder", c.encoder->layers, entries(c.encoder->attention)});
-  if (c.decoder) out.push_back({"decoder", c.decoder->layers, entries(c.decoder->attention)});
-  if (c.decoder && c.decoder->cross_attention)
-    out.push_back({"cross", c.decoder->layers, entries(*c.decoder->cross_attention)});
+  for (const core::Stack s : core::stacks_of(c))
+    out.push_back({s, core::layers_config(c, s).layers, entries(core::attention_of(c, s))});
   return out;
-}
-
-const core::AttentionStages& stages_of(const core::Trace& trace, const std::string& stack, int layer) {
-  if (stack == "encoder") return trace.encoder.layers[layer].self;
-  if (stack == "decoder") return trace.decoder.layers[layer].self;
-  return trace.decoder.layers[layer].cross;
 }
 
 int parse_nonnegative(const std::string& text, const std::string& what) {
@@ -119,8 +112,9 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       for (const auto& name : all_metrics()) known += (known.empty() ? "" : ", ") + name;
       throw std::invalid_argument("unknown metric '" + m + "' (" + known + ")");
     }
-  if (s.stage != "values" && s.stage != "softmax")
-    throw std::invalid_argument("unknown stage '" + s.stage + "' (values: U, the weights that multiply the values; softmax: W)");
+  if (s.stage != core::Stage::U && s.stage != core::Stage::W)
+    throw std::invalid_argument(std::string("the measures read stage U (values) or W (softmax), not ") +
+                                core::stage_name(s.stage));
   if (s.shard_count < 1 || s.shard_index < 0 || s.shard_index >= s.shard_count)
     throw std::invalid_argument("shard " + std::to_string(s.shard_index) + "/" + std::to_string(s.shard_count) +
                                 " is not 0 <= I < N");
@@ -164,7 +158,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   const int64_t max_tokens = o.max_tokens > 0 ? std::min<int64_t>(o.max_tokens, model.config.max_positions)
                                               : model.config.max_positions;
   s.max_tokens = max_tokens;
-  const bool softmax_stage = s.stage == "softmax";
+  const bool softmax_stage = s.stage == core::Stage::W;
   const bool maps_needed =
       std::any_of(run_measures.begin(), run_measures.end(), [](const auto& m) { return m->reads_maps(); });
   std::optional<TokenizedSentence> first;  // for the example maps
@@ -214,7 +208,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
         }
         for (const auto& st : stacks) {
           for (int l = 0; l < st.layers; ++l) {
-            const auto& stages = stages_of(*trace, st.name, l);
+            const auto& stages = core::stages_of(*trace, st.name, l);
             const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kFloat32).contiguous();
             const RowMaxima rows = row_maxima(maps, layout);
             count_queries(r, st.name, l, rows);
@@ -255,7 +249,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     request.logit_positions = {0};
     auto trace = core::run(model, request);
     for (const HeadEntry* h : order) {
-      const auto& stages = stages_of(*trace, h->stack, h->layer);
+      const auto& stages = core::stages_of(*trace, h->stack, h->layer);
       const auto& maps = softmax_stage ? stages.weights : core::value_weights(stages);  // [heads, T, S]
       if (h->head >= maps.size(0)) continue;  // an entry of the other head count (talking heads)
       ExampleMap m;

@@ -322,12 +322,7 @@ inline void write_figure_file(const std::string& path, const std::string& title,
 
 // ---- report helpers ------------------------------------------------------------------------------
 
-inline std::vector<std::string> stacks_of(const HeadReport& report) {
-  std::vector<std::string> stacks;
-  for (const auto& h : report.heads)
-    if (std::find(stacks.begin(), stacks.end(), h.stack) == stacks.end()) stacks.push_back(h.stack);
-  return stacks;
-}
+inline std::vector<core::Stack> stacks_of(const HeadReport& report) { return stacks_in(report); }
 
 // File-name-safe: letters, digits, '-' and '_'.
 inline std::string file_part(const std::string& s) {

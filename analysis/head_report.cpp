@@ -1,6 +1,7 @@
 #include "analysis/head_report.h"
 
 #include "analysis/measure.h"
+#include "analysis/measure_kit.h"
 
 #include "core/json_file.h"
 #include "core/json_integer.h"
@@ -21,17 +22,25 @@ namespace headlab::analysis {
 
 using nlohmann::json;
 
+const char* stage_key(core::Stage stage) { return stage == core::Stage::W ? "softmax" : "values"; }
+
+core::Stage stage_from_key(const std::string& key) {
+  if (key == "values") return core::Stage::U;
+  if (key == "softmax") return core::Stage::W;
+  throw std::invalid_argument("unknown stage '" + key + "' (values: U, the weights that multiply the values; softmax: W)");
+}
+
 bool ReportSettings::has(const std::string& metric) const {
   return std::find(metrics.begin(), metrics.end(), metric) != metrics.end();
 }
 
-HeadEntry* HeadReport::find(const std::string& stack, int layer, int head) {
+HeadEntry* HeadReport::find(core::Stack stack, int layer, int head) {
   for (auto& h : heads)
     if (h.stack == stack && h.layer == layer && h.head == head) return &h;
   return nullptr;
 }
 
-const HeadEntry* HeadReport::find(const std::string& stack, int layer, int head) const {
+const HeadEntry* HeadReport::find(core::Stack stack, int layer, int head) const {
   return const_cast<HeadReport*>(this)->find(stack, layer, head);
 }
 
@@ -48,12 +57,16 @@ void HeadReport::finalize() {
 // head − dependent; one fixed offset per relation serves both directions (the same arcs, read from
 // either end), which is how Clark et al.'s baseline is defined.
 
-std::vector<BestRelationHead> best_heads_per_relation(const HeadReport& report) {
-  std::vector<std::string> stacks;
+std::vector<core::Stack> stacks_in(const HeadReport& report) {
+  std::vector<core::Stack> stacks;
   for (const auto& h : report.heads)
     if (std::find(stacks.begin(), stacks.end(), h.stack) == stacks.end()) stacks.push_back(h.stack);
+  return stacks;
+}
+
+std::vector<BestRelationHead> best_heads_per_relation(const HeadReport& report) {
   std::vector<BestRelationHead> out;
-  for (const auto& stack : stacks) {
+  for (const core::Stack stack : stacks_in(report)) {
     std::vector<std::pair<std::string, std::string>> keys;  // (relation, direction)
     for (const auto& h : report.heads)
       if (h.stack == stack)
@@ -75,49 +88,142 @@ std::vector<BestRelationHead> best_heads_per_relation(const HeadReport& report) 
 
 // ---- JSON ----------------------------------------------------------------------------------------
 
+namespace {
+
+// The report's own fields described once, for writing and reading alike: FieldWriter puts each
+// field into the JSON, FieldReader takes it back (a required field must be there; an optional one
+// keeps its default when absent). The measures describe their own fields (analysis/measure.h).
+struct FieldWriter {
+  json& j;
+  template <class T>
+  void required(const char* key, const T& v) { j[key] = v; }
+  template <class T>
+  void optional(const char* key, const T& v) { j[key] = v; }
+  void required(const char* key, const core::Stack& v) { j[key] = core::stack_name(v); }
+  void optional(const char* key, const core::Stage& v) { j[key] = stage_key(v); }
+  // Written only when not empty (read when present).
+  void unless_empty(const char* key, const std::string& v) {
+    if (!v.empty()) j[key] = v;
+  }
+  // A text for the reader of the file only; not read back.
+  void note(const char* key, const char* text) { j[key] = text; }
+  FieldWriter object(const char* key) { return FieldWriter{j[key]}; }
+};
+
+struct FieldReader {
+  const json& j;
+  template <class T>
+  void required(const char* key, T& v) const { v = core::get_value<T>(j.at(key)); }
+  template <class T>
+  void optional(const char* key, T& v) const {
+    if (j.contains(key) && !j.at(key).is_null()) v = core::get_value<T>(j.at(key));
+  }
+  void required(const char* key, core::Stack& v) const { v = core::stack_from_name(j.at(key).get<std::string>()); }
+  void optional(const char* key, core::Stage& v) const {
+    if (j.contains(key)) v = stage_from_key(j.at(key).get<std::string>());
+  }
+  void unless_empty(const char* key, std::string& v) const { optional(key, v); }
+  void note(const char*, const char*) const {}
+  FieldReader object(const char* key) const { return FieldReader{j.at(key)}; }
+};
+
+// The measures' per-head statistics (Measure::head_stats) into "stats" and back.
+class StatsWriter final : public StatsFields {
+ public:
+  explicit StatsWriter(json& j) : j_(j) {}
+  void real(const char* key, double& v) override { j_[key] = v; }
+  void count(const char* key, int64_t& v) override { j_[key] = v; }
+  void offsets(const char* key, std::map<int, int64_t>& v) override { j_[key] = kit::offsets_json(v); }
+
+ private:
+  json& j_;
+};
+
+class StatsReader final : public StatsFields {
+ public:
+  explicit StatsReader(const json& j) : j_(j) {}
+  void real(const char* key, double& v) override { v = j_.at(key).get<double>(); }
+  void count(const char* key, int64_t& v) override { v = core::get_integer<int64_t>(j_.at(key)); }
+  void offsets(const char* key, std::map<int, int64_t>& v) override { v = kit::offsets_from(j_.at(key)); }
+
+ private:
+  const json& j_;
+};
+
+template <class Io, class S>  // S: ReportSettings, const or not
+void settings_fields(Io& io, S& s) {
+  io.required("metrics", s.metrics);
+  io.required("positional_threshold", s.positional_threshold);
+  io.required("rare_threshold", s.rare_threshold);
+  io.note("rare_threshold_note", "the rare-word threshold (> 0.5) is HeadLab's; Voita et al. 2019 give none");
+  io.required("rare_min_rank", s.rare_min_rank);
+  io.required("syntactic_margin", s.syntactic_margin);
+  io.required("min_relation_count", s.min_relation_count);
+  io.required("always_relations", s.always_relations);
+  io.required("baseline_max_offset", s.baseline_max_offset);
+  io.required("strip_subtypes", s.strip_subtypes);
+  io.required("lrp_tolerance", s.lrp_tolerance);
+  io.required("frequency_source", s.frequency_source);
+  io.required("frequency_files", s.frequency_files);
+  io.required("limit", s.limit);
+  io.optional("max_tokens", s.max_tokens);
+  io.optional("stage", s.stage);
+  auto shard = io.object("shard");
+  shard.required("index", s.shard_index);
+  shard.required("count", s.shard_count);
+}
+
+template <class Io, class R>  // R: HeadReport, const or not
+void data_fields(Io& io, R& r) {
+  io.required("files", r.files);
+  io.required("sentences", r.sentences);
+  io.required("tokens", r.tokens);
+  io.required("skipped", r.skipped);
+  io.optional("skipped_reasons", r.skipped_reasons);
+  io.optional("tree_sentences", r.tree_sentences);
+  io.optional("skipped_arcs", r.skipped_arcs);
+}
+
+template <class Io, class H>  // H: HeadEntry, const or not; `stats` holds the sufficient statistics
+void head_fields(Io& entry, Io& stats, H& h) {
+  entry.required("stack", h.stack);
+  entry.required("layer", h.layer);
+  entry.required("head", h.head);
+  stats.required("queries", h.queries);
+}
+
+}  // namespace
+
 json to_json(const HeadReport& r) {
-  const auto& s = r.settings;
-  json settings = {{"metrics", s.metrics},
-                   {"positional_threshold", s.positional_threshold},
-                   {"rare_threshold", s.rare_threshold},
-                   {"rare_threshold_note", "the rare-word threshold (> 0.5) is HeadLab's; Voita et al. 2019 give none"},
-                   {"rare_min_rank", s.rare_min_rank},
-                   {"syntactic_margin", s.syntactic_margin},
-                   {"min_relation_count", s.min_relation_count},
-                   {"always_relations", s.always_relations},
-                   {"baseline_max_offset", s.baseline_max_offset},
-                   {"strip_subtypes", s.strip_subtypes},
-                   {"lrp_tolerance", s.lrp_tolerance},
-                   {"frequency_source", s.frequency_source},
-                   {"frequency_files", s.frequency_files},
-                   {"limit", s.limit},
-                   {"max_tokens", s.max_tokens},
-                   {"stage", s.stage},
-                   {"shard", {{"index", s.shard_index}, {"count", s.shard_count}}}};
+  json out = {{"format", "headlab-head-report"}, {"format_version", kHeadReportFormatVersion}};
+  FieldWriter top{out};
+  top.required("model", r.model);
+  top.unless_empty("model_weights", r.model_weights);
+  auto data = top.object("data");
+  data_fields(data, r);
+  auto settings = top.object("settings");
+  settings_fields(settings, r.settings);
+  top.required("partial", r.partial);
   json heads = json::array();
   for (const auto& h : r.heads) {
-    json e = {{"stack", h.stack}, {"layer", h.layer}, {"head", h.head}};
+    json e = json::object(), stats = json::object();
+    FieldWriter entry{e}, stat{stats};
+    head_fields(entry, stat, h);
     // Sufficient statistics: what `headlab merge` adds up (every measure's, whatever the report holds).
-    json stats = {{"queries", h.queries}};
-    for (const Measure* m : measures()) m->write_head(r, h, e, stats);
+    StatsWriter stats_out{stats};
+    for (const Measure* m : measures()) {
+      m->write_values(r, h, e);
+      m->head_stats(stats_out, const_cast<HeadEntry&>(h));  // the writer only reads
+    }
     e["roles"] = h.roles;
     e["stats"] = std::move(stats);
     heads.push_back(std::move(e));
   }
-  json out = {{"format", "headlab-head-report"},
-          {"format_version", kHeadReportFormatVersion},
-          {"model", r.model},
-          {"data", {{"files", r.files}, {"sentences", r.sentences}, {"tokens", r.tokens}, {"skipped", r.skipped},
-                    {"skipped_reasons", r.skipped_reasons}, {"tree_sentences", r.tree_sentences},
-                    {"skipped_arcs", r.skipped_arcs}}},
-          {"settings", settings},
-          {"partial", r.partial},
-          {"heads", heads},
-          {"notes", r.notes}};
+  out["heads"] = std::move(heads);
+  top.required("notes", r.notes);
   // The measures' report-level fields (relations, layers' spectra, LRP conservation), written
   // whatever the report holds so that every report has the same keys.
   for (const Measure* m : measures()) m->write_report(r, out);
-  if (!r.model_weights.empty()) out["model_weights"] = r.model_weights;
   return out;
 }
 
@@ -131,55 +237,35 @@ HeadReport head_report_from_json(const json& j) {
       throw std::runtime_error("format_version " + std::to_string(version) + " is newer than this HeadLab reads (" +
                                std::to_string(kHeadReportFormatVersion) + ")");
     HeadReport r;
-    r.model = j.at("model").get<std::string>();
-    r.model_weights = j.value("model_weights", std::string());
+    const FieldReader top{j};
+    top.required("model", r.model);
+    top.unless_empty("model_weights", r.model_weights);
     where = "data";
-    const json& data = j.at("data");
-    r.files = data.at("files").get<std::vector<std::string>>();
-    r.sentences = core::get_integer<int64_t>(data.at("sentences"));
-    r.tokens = core::get_integer<int64_t>(data.at("tokens"));
-    r.skipped = core::get_integer<int64_t>(data.at("skipped"));
-    if (data.contains("skipped_reasons")) r.skipped_reasons = data["skipped_reasons"].get<std::map<std::string, int64_t>>();
-    r.tree_sentences = data.value("tree_sentences", int64_t{0});
-    r.skipped_arcs = data.value("skipped_arcs", int64_t{0});
+    const auto data = top.object("data");
+    data_fields(data, r);
     where = "settings";
-    const json& s = j.at("settings");
-    auto& o = r.settings;
-    o.metrics = s.at("metrics").get<std::vector<std::string>>();
-    o.positional_threshold = s.at("positional_threshold").get<double>();
-    o.rare_threshold = s.at("rare_threshold").get<double>();
-    o.rare_min_rank = core::get_integer<int64_t>(s.at("rare_min_rank"));
-    o.syntactic_margin = s.at("syntactic_margin").get<double>();
-    o.min_relation_count = core::get_integer<int64_t>(s.at("min_relation_count"));
-    o.always_relations = s.at("always_relations").get<std::vector<std::string>>();
-    o.baseline_max_offset = core::get_integer<int>(s.at("baseline_max_offset"));
-    o.strip_subtypes = s.at("strip_subtypes").get<bool>();
-    o.lrp_tolerance = s.at("lrp_tolerance").get<double>();
-    o.frequency_source = s.at("frequency_source").get<std::string>();
-    o.frequency_files = s.at("frequency_files").get<std::vector<std::string>>();
-    o.limit = core::get_integer<int64_t>(s.at("limit"));
-    o.max_tokens = s.value("max_tokens", int64_t{0});
-    o.stage = s.value("stage", "values");
-    o.shard_index = core::get_integer<int>(s.at("shard").at("index"));
-    o.shard_count = core::get_integer<int>(s.at("shard").at("count"));
-    r.partial = j.at("partial").get<bool>();
+    const auto settings = top.object("settings");
+    settings_fields(settings, r.settings);
+    where = "head report";
+    top.required("partial", r.partial);
     for (size_t i = 0; i < j.at("heads").size(); ++i) {
       where = "heads[" + std::to_string(i) + "]";
       const json& e = j["heads"][i];
       HeadEntry h;
-      h.stack = e.at("stack").get<std::string>();
-      h.layer = core::get_integer<int>(e.at("layer"));
-      h.head = core::get_integer<int>(e.at("head"));
-      const json& st = e.at("stats");
-      h.queries = core::get_integer<int64_t>(st.at("queries"));
-      for (const Measure* m : measures()) m->read_head(e, st, h);
+      const FieldReader entry{e}, stat{e.at("stats")};
+      head_fields(entry, stat, h);
+      StatsReader stats_in{e.at("stats")};
+      for (const Measure* m : measures()) {
+        m->head_stats(stats_in, h);
+        m->read_values(e, h);
+      }
       r.heads.push_back(std::move(h));
     }
     for (const Measure* m : measures()) {
       where = std::string("the ") + m->name() + " measure's fields";
       m->read_report(j, r);
     }
-    r.notes = j.value("notes", std::vector<std::string>{});
+    top.optional("notes", r.notes);
     r.finalize();
     return r;
   } catch (const json::exception& e) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "analysis/spectra.h"
+#include "core/controls.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -49,12 +50,18 @@ struct ReportSettings {
   std::vector<std::string> frequency_files;
   int64_t limit = 0;                    // 0 = every sentence
   int64_t max_tokens = 0;               // longer sentences were skipped (the model's positions by default)
-  // Which maps the attention measures read: "values" (U, the weights that multiply the values; the
-  // default) or "softmax" (W, the softmax output — differs from U only for talking heads and mixing).
-  std::string stage = "values";
+  // Which maps the attention measures read: U (the weights that multiply the values; the default)
+  // or W (the softmax output — differs from U only for talking heads and mixing). Written "values"
+  // and "softmax" in the report (stage_key).
+  core::Stage stage = core::Stage::U;
   int shard_index = 0, shard_count = 1;  // this report holds sentences with index % count == index
   bool has(const std::string& metric) const;
 };
+
+// The report's and the command line's names of the stages the measures read: U "values", W
+// "softmax"; stage_from_key throws for any other name, naming the two.
+const char* stage_key(core::Stage stage);
+core::Stage stage_from_key(const std::string& key);
 
 // Per relation and direction, the sufficient statistics of one head (hits) and the shared baseline.
 struct RelationStats {
@@ -75,7 +82,7 @@ struct SyntacticScore {
 };
 
 struct HeadEntry {
-  std::string stack;  // "encoder", "decoder" or "cross"
+  core::Stack stack = core::Stack::Encoder;  // "encoder", "decoder" or "cross"
   int layer = 0, head = 0;
   // Sufficient statistics.
   int64_t queries = 0;                  // non-special query tokens
@@ -104,7 +111,7 @@ struct HeadEntry {
 };
 
 struct LayerEntry {
-  std::string stack;
+  core::Stack stack = core::Stack::Encoder;
   int layer = 0;
   Spectrum query, key, product;
 };
@@ -129,7 +136,7 @@ struct HeadReport {
   std::vector<HeadEntry> heads;   // stack-major, then layer, then head
   std::vector<LayerEntry> layers;
   // Per stack: relation → statistics (syntactic measure).
-  std::map<std::string, std::map<std::string, RelationStats>> relations;
+  std::map<core::Stack, std::map<std::string, RelationStats>> relations;
   // LRP conservation over the measured sentences.
   double lrp_max_relative_residual = 0;
   int64_t lrp_sentences_over_tolerance = 0;
@@ -140,14 +147,17 @@ struct HeadReport {
   // settings' thresholds; call after accumulating, merging or editing thresholds.
   void finalize();
   // The entry of (stack, layer, head), or null.
-  HeadEntry* find(const std::string& stack, int layer, int head);
-  const HeadEntry* find(const std::string& stack, int layer, int head) const;
+  HeadEntry* find(core::Stack stack, int layer, int head);
+  const HeadEntry* find(core::Stack stack, int layer, int head) const;
 };
+
+// The stacks the report's heads belong to, in the order the heads list them.
+std::vector<core::Stack> stacks_in(const HeadReport& report);
 
 // The head with the best accuracy for each relation and direction of each stack (stacks in the
 // order the heads list them; relations in the order the heads hold them) — the syntactic table.
 struct BestRelationHead {
-  std::string stack;
+  core::Stack stack = core::Stack::Encoder;
   const HeadEntry* head = nullptr;
   const SyntacticScore* score = nullptr;
 };

@@ -135,16 +135,16 @@ RowMaxima row_maxima(const torch::Tensor& maps_f32, const SentenceLayout& layout
   return rows;
 }
 
-void count_queries(HeadReport& report, const std::string& stack, int layer, const RowMaxima& rows) {
+void count_queries(HeadReport& report, core::Stack stack, int layer, const RowMaxima& rows) {
   for (int64_t h = 0; h < rows.heads; ++h) {
     HeadEntry* e = report.find(stack, layer, static_cast<int>(h));
-    if (!e) throw std::logic_error("accumulate_layer: no entry for " + stack + " " + std::to_string(layer) + "." + std::to_string(h));
+    if (!e) throw std::logic_error("accumulate_layer: no entry for " + std::string(core::stack_name(stack)) + " " + std::to_string(layer) + "." + std::to_string(h));
     for (int64_t t = 0; t < rows.queries; ++t)
       if (rows.counted[size_t(t)]) ++e->queries;
   }
 }
 
-void accumulate_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer,
+void accumulate_layer(HeadReport& report, core::Stack stack, int layer, int heads_per_layer,
                       const torch::Tensor& maps, const SentenceLayout& layout) {
   const auto A = maps.to(torch::kFloat32).contiguous();
   const RowMaxima rows = row_maxima(A, layout);
@@ -153,7 +153,7 @@ void accumulate_layer(HeadReport& report, const std::string& stack, int layer, i
     if (m->reads_maps()) m->add_layer(report, stack, layer, heads_per_layer, A, rows, layout);
 }
 
-void accumulate_arcs(HeadReport& report, const std::string& stack, int heads_in_stack, const SentenceLayout& layout) {
+void accumulate_arcs(HeadReport& report, core::Stack stack, int heads_in_stack, const SentenceLayout& layout) {
   for (auto& m : measures_for_run(report.settings)) m->add_stack(report, stack, heads_in_stack, layout);
 }
 

@@ -67,16 +67,16 @@ std::vector<std::vector<int>> word_argmax(const at::Tensor& word_maps);
 struct RowMaxima;
 RowMaxima row_maxima(const at::Tensor& maps_f32, const SentenceLayout& layout);
 // Counts the layer's non-special queries into its heads' `queries` (every map measure's denominator).
-void count_queries(HeadReport& report, const std::string& stack, int layer, const RowMaxima& rows);
+void count_queries(HeadReport& report, core::Stack stack, int layer, const RowMaxima& rows);
 
 // Adds one layer's maps ([heads, T, S], the weights that multiply the values) of one sentence to the
 // entries of (stack, layer) in `report` (which must hold them) — every measure in the settings that
 // reads maps.
-void accumulate_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer,
+void accumulate_layer(HeadReport& report, core::Stack stack, int layer, int heads_per_layer,
                       const at::Tensor& maps, const SentenceLayout& layout);
 
 // After a stack's layers of one sentence (the syntactic measure adds the sentence's arcs to the
 // relation counts and the fixed-offset baselines of `stack`: once per sentence and stack).
-void accumulate_arcs(HeadReport& report, const std::string& stack, int heads_in_stack, const SentenceLayout& layout);
+void accumulate_arcs(HeadReport& report, core::Stack stack, int heads_in_stack, const SentenceLayout& layout);
 
 }  // namespace headlab::analysis

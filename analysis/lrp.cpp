@@ -43,9 +43,9 @@ struct Forward {
   torch::Tensor tokens;          // encoder (or the only stack's) token embeddings, a leaf [1, T, D]
   torch::Tensor decoder_tokens;  // encoder-decoder: the decoder's token embeddings, a leaf
   std::vector<torch::Tensor> constants;  // additive constants that are not parameters (sinusoid rows), leaves
-  std::map<std::string, std::vector<core::AttentionStages>> stages;  // "encoder", "decoder", "cross"
+  std::map<core::Stack, std::vector<core::AttentionStages>> stages;
   torch::Tensor hidden;          // [1, T, D] the main stack's last hidden state
-  std::string stack;             // the main stack ("encoder" or "decoder")
+  core::Stack stack = core::Stack::Encoder;  // the main stack (encoder or decoder)
 };
 
 void check_ids(const core::ModelConfig& c, const std::vector<int64_t>& ids, const char* what) {
@@ -64,7 +64,7 @@ void check_ids(const core::ModelConfig& c, const std::vector<int64_t>& ids, cons
 // s the embedding scale) + positions + token types (type 0, as embed() without types), then the
 // embedding norm (and projection); `stack` picks the decoder's own table and norm where it has them.
 torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, bool lrp, torch::Tensor& token_leaf,
-                    std::vector<torch::Tensor>& constants, const std::string& stack) {
+                    std::vector<torch::Tensor>& constants, core::Stack stack) {
   const int64_t T = static_cast<int64_t>(ids.size());
   auto index = torch::tensor(ids, torch::kLong).view({1, T});
   token_leaf = m.tokens(index).detach().requires_grad_(true);
@@ -83,12 +83,12 @@ torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, b
 }
 
 // Layers of one stack as core/model/run.cpp's run_stack runs them.
-torch::Tensor run_stack(core::Model& model, const std::string& stack, torch::Tensor h, const torch::Tensor& memory,
+torch::Tensor run_stack(core::Model& model, core::Stack stack, torch::Tensor h, const torch::Tensor& memory,
                         const core::ModelControls& controls, bool lrp, Forward& out) {
   auto& module = model.module;
   const int layers = module->layer_count(stack);
   core::BlockCall call;
-  call.causal = stack == "decoder";
+  call.causal = stack == core::Stack::Decoder;
   call.memory = memory;
   call.capture = core::kCaptureHeadOutputs;
   call.rope = module->rope_tables(h.size(1), stack);
@@ -97,12 +97,12 @@ torch::Tensor run_stack(core::Model& model, const std::string& stack, torch::Ten
   self.resize(layers);
   std::vector<core::AttentionStages>* cross = nullptr;
   if (memory.defined()) {
-    cross = &out.stages["cross"];
+    cross = &out.stages[core::Stack::Cross];
     cross->resize(layers);
   }
   for (int l = 0; l < layers; ++l) {
     call.self_controls = &controls.get(stack, l);
-    call.cross_controls = &controls.get("cross", l);
+    call.cross_controls = &controls.get(core::Stack::Cross, l);
     core::AttentionStages cross_stages;
     h = module->block(stack, l)->forward(h, call, &self[l], &cross_stages);
     if (cross) (*cross)[l] = cross_stages;
@@ -116,21 +116,21 @@ Forward forward(core::Model& model, const std::vector<int64_t>& ids, const std::
   const auto& config = model.config;
   const bool enc_dec = config.kind == core::StackKind::EncoderDecoder;
   Forward out;
-  if (m.layer_count("encoder") > 0) {
-    auto memory = run_stack(model, "encoder", embed(m, ids, lrp, out.tokens, out.constants, "encoder"), {}, controls, lrp, out);
+  if (m.layer_count(core::Stack::Encoder) > 0) {
+    auto memory = run_stack(model, core::Stack::Encoder, embed(m, ids, lrp, out.tokens, out.constants, core::Stack::Encoder), {}, controls, lrp, out);
     if (!enc_dec) {
       out.hidden = memory;
-      out.stack = "encoder";
+      out.stack = core::Stack::Encoder;
       return out;
     }
     // As run(): the decoder attends to the encoder output after the encoder's final norm.
     if (m.encoder_final_norm) memory = m.encoder_final_norm(memory, lrp);
-    out.hidden = run_stack(model, "decoder", embed(m, decoder_ids, lrp, out.decoder_tokens, out.constants, "decoder"), memory,
+    out.hidden = run_stack(model, core::Stack::Decoder, embed(m, decoder_ids, lrp, out.decoder_tokens, out.constants, core::Stack::Decoder), memory,
                            controls, lrp, out);
   } else {
-    out.hidden = run_stack(model, "decoder", embed(m, ids, lrp, out.tokens, out.constants, "decoder"), {}, controls, lrp, out);
+    out.hidden = run_stack(model, core::Stack::Decoder, embed(m, ids, lrp, out.tokens, out.constants, core::Stack::Decoder), {}, controls, lrp, out);
   }
-  out.stack = "decoder";
+  out.stack = core::Stack::Decoder;
   return out;
 }
 
@@ -212,12 +212,12 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
   wrt.push_back(fw.tokens);
   if (fw.decoder_tokens.defined()) wrt.push_back(fw.decoder_tokens);
   struct HeadSlot {
-    std::string key;
+    core::Stack key;
     int layer;
     size_t output, gated;  // indices into wrt (gated: SIZE_MAX when not needed)
   };
   std::vector<HeadSlot> slots;
-  for (const std::string key : {"encoder", "decoder", "cross"}) {
+  for (const core::Stack key : core::kStacks) {
     auto it = fw.stages.find(key);
     if (it == fw.stages.end()) continue;
     for (size_t l = 0; l < it->second.size(); ++l) {
@@ -367,8 +367,8 @@ ImportanceResult head_importance(core::Model& model, const std::vector<int64_t>&
   // ∂L/∂g_i = Σ_{t,d} (O_i − a_i)[t, d] · ∂L/∂gated_i[t, d], from gated_i = g_i·O_i + (1 − g_i)·a_i
   // (a_i = 0 for zero ablation, the mean output for mean ablation), taken at the controls' gates.
   std::vector<torch::Tensor> wrt;
-  std::vector<std::pair<std::string, int>> where;
-  for (const std::string key : {"encoder", "decoder", "cross"}) {
+  std::vector<std::pair<core::Stack, int>> where;
+  for (const core::Stack key : core::kStacks) {
     auto it = fw.stages.find(key);
     if (it == fw.stages.end()) continue;
     for (size_t l = 0; l < it->second.size(); ++l) {

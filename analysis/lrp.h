@@ -26,9 +26,9 @@ struct LrpTarget {
   int64_t token = -1;
 };
 
-// Per-head numbers of one model, by stack: "encoder", "decoder" (self-attention) and "cross"
-// (an encoder-decoder's cross-attention); each [layers][output heads].
-using HeadValues = std::map<std::string, std::vector<std::vector<double>>>;
+// Per-head numbers of one model, by stack (an encoder-decoder's cross-attention included); each
+// [layers][output heads].
+using HeadValues = std::map<core::Stack, std::vector<std::vector<double>>>;
 
 struct LrpResult {
   int64_t position = 0;  // resolved target position (decoder position for an encoder-decoder)

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,17 @@ struct SentenceLayout;
 struct TokenizedSentence;
 
 // One measured sentence, as the measures see it.
+// A measure's per-head statistics in head_report.json's "stats", named once for writing and reading
+// alike (Measure::head_stats): the report's writer puts each field into the file, its reader takes
+// it back (every field is required: a report missing one is refused, naming it).
+class StatsFields {
+ public:
+  virtual ~StatsFields() = default;
+  virtual void real(const char* key, double& value) = 0;
+  virtual void count(const char* key, int64_t& value) = 0;
+  virtual void offsets(const char* key, std::map<int, int64_t>& value) = 0;  // offset → queries
+};
+
 struct SentenceWork {
   core::Model& model;
   const DatasetSentence& sentence;
@@ -100,10 +112,10 @@ class Measure {
   // Before a sentence runs: what the measure needs of its layout.
   virtual void prepare(HeadReport& /*report*/, SentenceWork& /*work*/) {}
   // One layer's maps ([heads, T, S], the stage the report reads) of a sentence, with their row maxima.
-  virtual void add_layer(HeadReport& /*report*/, const std::string& /*stack*/, int /*layer*/, int /*heads_per_layer*/,
+  virtual void add_layer(HeadReport& /*report*/, core::Stack /*stack*/, int /*layer*/, int /*heads_per_layer*/,
                          const at::Tensor& /*maps*/, const RowMaxima& /*rows*/, const SentenceLayout& /*layout*/) {}
   // After a stack's layers of a sentence.
-  virtual void add_stack(HeadReport& /*report*/, const std::string& /*stack*/, int /*heads_in_stack*/,
+  virtual void add_stack(HeadReport& /*report*/, core::Stack /*stack*/, int /*heads_in_stack*/,
                          const SentenceLayout& /*layout*/) {}
   // The sentence's passes of its own (LRP, gradients).
   virtual void add_sentence(HeadReport& /*report*/, SentenceWork& /*work*/) {}
@@ -116,11 +128,14 @@ class Measure {
   virtual void finalize(HeadReport& /*report*/) const {}
   // Adds another shard's statistics of this measure.
   virtual void merge(HeadReport& /*into*/, const HeadReport& /*other*/) const {}
-  // One head in head_report.json: its values under `entry` (only when the report holds the measure)
-  // and its statistics under `stats` (always, so shards merge).
-  virtual void write_head(const HeadReport& /*report*/, const HeadEntry& /*head*/, nlohmann::json& /*entry*/,
-                          nlohmann::json& /*stats*/) const {}
-  virtual void read_head(const nlohmann::json& /*entry*/, const nlohmann::json& /*stats*/, HeadEntry& /*head*/) const {}
+  // One head's statistics under "stats" (always, whatever the report holds, so shards merge),
+  // described once for writing and reading; when writing, `head` is only read.
+  virtual void head_stats(StatsFields& /*fields*/, HeadEntry& /*head*/) const {}
+  // One head's values under its entry, only when the report holds the measure: derived from the
+  // statistics by finalize(), so written for the file's readers and not read back …
+  virtual void write_values(const HeadReport& /*report*/, const HeadEntry& /*head*/, nlohmann::json& /*entry*/) const {}
+  // … except what no statistic holds (the spectra), read back here.
+  virtual void read_values(const nlohmann::json& /*entry*/, HeadEntry& /*head*/) const {}
   // The report's own fields of this measure (per stack or per layer), and reading them back.
   virtual void write_report(const HeadReport& /*report*/, nlohmann::json& /*out*/) const {}
   virtual void read_report(const nlohmann::json& /*in*/, HeadReport& /*report*/) const {}

@@ -36,7 +36,7 @@ std::vector<ReportColumn> all_report_columns() {
   using H = const HeadEntry&;
   // Which head, then every measure's columns in the registry's order, then the roles.
   std::vector<ReportColumn> columns{
-      {"stack", "", false, false, [](H h) { return kit::text(h.stack); }},
+      {"stack", "", false, false, [](H h) { return kit::text(core::stack_name(h.stack)); }},
       {"layer", "", true, false, [](H h) { return kit::integer(h.layer); }},
       {"head", "", true, false, [](H h) { return kit::integer(h.head); }},
   };

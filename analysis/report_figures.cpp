@@ -22,7 +22,7 @@ std::string cell_value(double v, bool unit) {
   return std::abs(v) >= 0.01 && std::abs(v) < 1000 ? format("%.3g", v) : format("%.1e", v);
 }
 
-void grid_figure(const HeadReport& report, const GridMeasure& measure, const std::string& stack, bool name_stack,
+void grid_figure(const HeadReport& report, const GridMeasure& measure, core::Stack stack, bool name_stack,
                  const std::string& folder, std::vector<std::string>& written) {
   std::vector<const HeadEntry*> heads;
   int layers = 0, per_layer = 0;
@@ -49,8 +49,8 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, const std
   const double margin = 16, title_size = 13, label_size = 10, tick = 9;
   const double cell = std::clamp(std::min(600.0 / per_layer, 600.0 / layers), 10.0, 56.0);
   const double grid_w = per_layer * cell, grid_h = layers * cell;
-  const std::string title = measure.title + (name_stack ? " (" + stack + ")" : "");
-  const std::string subtitle = (name_stack ? "" : stack + " · ") + measure.role_note;
+  const std::string title = measure.title + (name_stack ? " (" + std::string(core::stack_name(stack)) + ")" : "");
+  const std::string subtitle = (name_stack ? "" : std::string(core::stack_name(stack)) + " · ") + measure.role_note;
   // Row labels: every layer when they fit, else every k-th.
   const int row_every = cell >= 12 ? 1 : int(std::ceil(12 / cell));
   const int col_every = std::max(1, int(std::ceil((m.width(std::to_string(per_layer - 1), tick) + 4) / cell)));
@@ -121,7 +121,7 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, const std
     text(cr, margin, top + grid_h / 2, "layer", label_size, 0.5, 0, -M_PI / 2);
     colour_bar(cr, bar_x, top, bar_h, range);
   };
-  const std::string name = "grid_" + measure.key + (name_stack ? "_" + file_part(stack) : "");
+  const std::string name = "grid_" + measure.key + (name_stack ? "_" + file_part(core::stack_name(stack)) : "");
   write_figure(folder, name, title, width, height, draw, written);
 }
 
@@ -141,7 +141,7 @@ std::vector<RelationBar> relation_bars(const HeadReport& report) {
   for (const auto& best : best_heads_per_relation(report)) {
     const SyntacticScore& score = *best.score;
     RelationBar b;
-    b.label = (several_stacks ? best.stack + ": " : "") + score.relation + " " + short_direction(score.direction);
+    b.label = (several_stacks ? std::string(core::stack_name(best.stack)) + ": " : "") + score.relation + " " + short_direction(score.direction);
     b.head = "L" + std::to_string(best.head->layer) + " H" + std::to_string(best.head->head);
     b.accuracy = score.accuracy;
     b.baseline = score.baseline;
@@ -253,7 +253,7 @@ std::vector<std::string> write_report_figures(const HeadReport& report, const st
   std::set<std::string> names;
   for (const auto& map : examples) {
     const std::string base =
-        "map_" + file_part(map.stack) + "_L" + std::to_string(map.layer) + "_H" + std::to_string(map.head);
+        "map_" + file_part(core::stack_name(map.stack)) + "_L" + std::to_string(map.layer) + "_H" + std::to_string(map.head);
     std::string name = base;
     for (int i = 2; names.count(name); ++i) name = base + "_" + std::to_string(i);
     names.insert(name);

@@ -12,7 +12,7 @@ namespace headlab::analysis {
 
 // One head's map on one sentence, for the "most relevant heads" figure.
 struct ExampleMap {
-  std::string stack;
+  core::Stack stack = core::Stack::Encoder;
   int layer = 0, head = 0;
   std::vector<std::string> tokens;  // [T] labels (queries down, keys across)
   std::vector<float> weights;       // [T × T] row-major, the weights that multiply the values

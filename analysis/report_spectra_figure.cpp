@@ -41,14 +41,14 @@ struct Panel {
 
 void spectra_figure(const HeadReport& report, const std::string& folder, std::vector<std::string>& written) {
   const auto stacks = stacks_of(report);
-  std::map<std::string, int> layers_of;
+  std::map<core::Stack, int> layers_of;
   for (const auto& h : report.heads) layers_of[h.stack] = std::max(layers_of[h.stack], h.layer + 1);
   for (const auto& l : report.layers) layers_of[l.stack] = std::max(layers_of[l.stack], l.layer + 1);
-  auto stack_index = [&](const std::string& s) {
+  auto stack_index = [&](core::Stack s) {
     return int(std::find(stacks.begin(), stacks.end(), s) - stacks.begin());
   };
   // Layer colours run over viridis 0…0.85 (its yellow end is hard to see on white).
-  auto layer_colour = [&](const std::string& stack, int layer) {
+  auto layer_colour = [&](core::Stack stack, int layer) {
     const int n = layers_of[stack];
     return viridis_colour(n > 1 ? 0.85 * layer / (n - 1) : 0.0);
   };
@@ -188,12 +188,12 @@ void spectra_figure(const HeadReport& report, const std::string& folder, std::ve
     }
     // Legend: per stack, its layers' colours.
     for (size_t si = 0; si < stacks.size(); ++si) {
-      const std::string& stack = stacks[si];
+      core::Stack stack = stacks[si];
       const int n = layers_of[stack];
       const double y = legend_top + si * 14;
       double x = margin;
       set(cr, kBlack);
-      const std::string name = stack + " layers";
+      const std::string name = std::string(core::stack_name(stack)) + " layers";
       text(cr, x, y + 4, name, small, 0, 0.5);
       x += m.width(name, small) + 6;
       if (stacks.size() > 1) {
@@ -234,7 +234,7 @@ void map_figure(const ExampleMap& map, const std::string& name, const std::strin
   const int T = int(map.tokens.size());
   const std::string who = "L" + std::to_string(map.layer) + " H" + std::to_string(map.head);
   if (T == 0 || map.weights.size() != size_t(T) * size_t(T))
-    throw std::runtime_error("example map " + who + " (" + map.stack + "): " + std::to_string(map.weights.size()) +
+    throw std::runtime_error("example map " + who + " (" + core::stack_name(map.stack) + "): " + std::to_string(map.weights.size()) +
                              " weights for " + std::to_string(T) + " tokens (want tokens²)");
   float hi = 0;
   for (float w : map.weights)
@@ -253,7 +253,7 @@ void map_figure(const ExampleMap& map, const std::string& name, const std::strin
     if (labels) token_w = std::max(token_w, m.width(tokens.back(), token_size));
   }
   const std::string title = who + " — " + (map.why.empty() ? "example" : printable(map.why));
-  const std::string subtitle = map.stack + " · attention weights (rows: queries, columns: keys)";
+  const std::string subtitle = std::string(core::stack_name(map.stack)) + " · attention weights (rows: queries, columns: keys)";
   const double side = T * cell;
   const double left = margin + label_size + 8 + token_w + 4;
   const double top = margin + title_size + 8 + 12 + label_size + 8 + token_w + 4;

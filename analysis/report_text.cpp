@@ -20,7 +20,7 @@ std::vector<std::string> role_lines(const HeadReport& report) {
   std::vector<std::string> lines;
   const auto selected = measures_of(report.settings);
   for (const auto& h : report.heads) {
-    const std::string who = "- " + kit::head_name(h) + " (" + h.stack + "): ";
+    const std::string who = "- " + kit::head_name(h) + " (" + core::stack_name(h.stack) + "): ";
     for (const Measure* m : selected)
       for (const auto& line : m->markdown_roles(h)) lines.push_back(who + line);
   }
@@ -76,7 +76,7 @@ std::string to_markdown(const HeadReport& report) {
     names.push_back("roles");
     md << md_header(names);
     for (const auto& h : report.heads) {
-      std::vector<std::string> c{h.stack, std::to_string(h.layer), std::to_string(h.head)};
+      std::vector<std::string> c{core::stack_name(h.stack), std::to_string(h.layer), std::to_string(h.head)};
       for (const Measure* m : selected)
         for (auto& cell : m->markdown_cells(h)) c.push_back(std::move(cell));
       c.push_back(join(h.roles, ", "));

@@ -17,12 +17,10 @@ namespace {
 
 torch::Tensor f64(const torch::Tensor& t) { return t.detach().to(torch::kCPU, torch::kFloat64); }
 
-// The layer's attention module: self-attention of "encoder"/"decoder", cross-attention for "cross".
-core::Attention attention_of(core::Model& model, const std::string& stack, int layer) {
-  if (stack != "encoder" && stack != "decoder" && stack != "cross")
-    throw std::invalid_argument("unknown stack '" + stack + "' (encoder, decoder or cross)");
-  const bool cross = stack == "cross";
-  auto block = model.module->block(cross ? "decoder" : stack, layer);
+// The layer's attention module: the encoder's or decoder's self-attention, or the decoder's cross-attention.
+core::Attention attention_of(core::Model& model, core::Stack stack, int layer) {
+  const bool cross = stack == core::Stack::Cross;
+  auto block = model.module->block(cross ? core::Stack::Decoder : stack, layer);
   auto attention = cross ? block->cross_attn : block->attn;
   if (!attention) throw std::invalid_argument("decoder layer " + std::to_string(layer) + " has no cross-attention");
   return attention;
@@ -80,7 +78,7 @@ Spectrum not_applicable() {
   return s;
 }
 
-LayerSpectra layer_spectra(core::AttentionImpl& a, const std::string& stack, int layer) {
+LayerSpectra layer_spectra(core::AttentionImpl& a, core::Stack stack, int layer) {
   const auto& c = a.config();
   LayerSpectra out;
   out.stack = stack;
@@ -144,7 +142,7 @@ Spectrum spectrum_of(const at::Tensor& matrix) {
       std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel()));
 }
 
-at::Tensor key_query_form(core::Model& model, const std::string& stack, int layer, int head) {
+at::Tensor key_query_form(core::Model& model, core::Stack stack, int layer, int head) {
   torch::NoGradGuard no_grad;
   auto attention = attention_of(model, stack, layer);
   auto [A, C] = head_factors(*attention, head);
@@ -155,11 +153,11 @@ at::Tensor key_query_form(core::Model& model, const std::string& stack, int laye
 std::vector<LayerSpectra> key_query_spectra(core::Model& model) {
   torch::NoGradGuard no_grad;
   std::vector<LayerSpectra> out;
-  for (const char* stack : {"encoder", "decoder"})
+  for (const core::Stack stack : {core::Stack::Encoder, core::Stack::Decoder})
     for (int l = 0; l < model.module->layer_count(stack); ++l)
       out.push_back(layer_spectra(*model.module->block(stack, l)->attn, stack, l));
-  for (int l = 0; l < model.module->layer_count("decoder"); ++l)
-    if (auto cross = model.module->block("decoder", l)->cross_attn) out.push_back(layer_spectra(*cross, "cross", l));
+  for (int l = 0; l < model.module->layer_count(core::Stack::Decoder); ++l)
+    if (auto cross = model.module->block(core::Stack::Decoder, l)->cross_attn) out.push_back(layer_spectra(*cross, core::Stack::Cross, l));
   return out;
 }
 

@@ -20,6 +20,8 @@
 // exactly 0), which is far cheaper than an SVD of the [D, D] form.
 #pragma once
 
+#include "core/controls.h"
+
 #include <string>
 #include <vector>
 
@@ -50,7 +52,7 @@ Spectrum spectrum_of(const at::Tensor& matrix);
 Spectrum spectrum_from_singular_values(std::vector<double> singular_values);
 
 struct LayerSpectra {
-  std::string stack;           // "encoder", "decoder" or "cross"
+  core::Stack stack = core::Stack::Encoder;           // "encoder", "decoder" or "cross"
   int layer = 0;
   std::vector<Spectrum> heads;  // one per softmax head
   // The layer as a whole, as the paper's figure: the concatenated W_Q [D, h·d_k], W_K [D, h_kv·d_k]
@@ -67,7 +69,7 @@ std::vector<LayerSpectra> key_query_spectra(core::Model& model);
 // The effective key-query form B of one softmax head: [D, D] (float64), undefined for additive scoring.
 // `stack` is "encoder", "decoder" or "cross" (the decoder's cross-attention). Throws
 // std::out_of_range for a layer or head that does not exist, std::invalid_argument for a stack.
-at::Tensor key_query_form(core::Model& model, const std::string& stack, int layer, int head);
+at::Tensor key_query_form(core::Model& model, core::Stack stack, int layer, int head);
 
 // For one input: the singular values of each softmax head's T×S logit matrix (the mixed logits L
 // when captured, else J; mask not applied). With key size d_k < T the rank is at most d_k.

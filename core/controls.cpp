@@ -1,8 +1,45 @@
 #include "core/controls.h"
 
+#include <ostream>
 #include <stdexcept>
 
 namespace headlab::core {
+
+const char* stack_name(Stack stack) {
+  static const char* const names[] = {"encoder", "decoder", "cross"};
+  return names[static_cast<int>(stack)];
+}
+
+Stack stack_from_name(const std::string& name) {
+  for (Stack s : kStacks)
+    if (name == stack_name(s)) return s;
+  throw std::invalid_argument("unknown stack '" + name + "' (expected encoder, decoder or cross)");
+}
+
+const char* stage_name(Stage stage) {
+  static const char* const names[] = {"J", "L", "W", "U"};
+  return names[static_cast<int>(stage)];
+}
+
+Stage stage_from_name(const std::string& name) {
+  for (int s = 0; s < kStageCount; ++s)
+    if (name == stage_name(static_cast<Stage>(s))) return static_cast<Stage>(s);
+  throw std::invalid_argument("unknown stage '" + name + "' (J, L, W or U)");
+}
+
+std::ostream& operator<<(std::ostream& out, Stack stack) { return out << stack_name(stack); }
+std::ostream& operator<<(std::ostream& out, Stage stage) { return out << stage_name(stage); }
+
+Capture capture_of(Stage stage) {
+  switch (stage) {
+    case Stage::J: return kCaptureLogits;
+    case Stage::L: return kCaptureMixedLogits;
+    case Stage::W: return kCaptureWeights;
+    case Stage::U: return kCaptureMixedWeights;
+  }
+  return kCaptureMixedWeights;
+}
+
 namespace {
 
 bool gates_equal(const std::vector<float>& a, const std::vector<float>& b) {
@@ -20,13 +57,6 @@ const HeadControls& default_controls() {
   return controls;
 }
 
-std::vector<HeadControls>& stack_vector(ModelControls& c, const std::string& stack) {
-  if (stack == "encoder") return c.encoder_self;
-  if (stack == "decoder") return c.decoder_self;
-  if (stack == "cross") return c.decoder_cross;
-  throw std::invalid_argument("unknown stack '" + stack + "' (expected encoder, decoder or cross)");
-}
-
 }  // namespace
 
 bool HeadControls::is_default() const { return *this == default_controls(); }
@@ -38,15 +68,23 @@ bool HeadControls::operator==(const HeadControls& o) const {
          pre_mix == o.pre_mix && post_mix == o.post_mix;
 }
 
-HeadControls& ModelControls::at(const std::string& stack, int layer) {
+std::vector<HeadControls>& ModelControls::layers(Stack stack) {
+  return stack == Stack::Encoder ? encoder_self : stack == Stack::Decoder ? decoder_self : decoder_cross;
+}
+
+const std::vector<HeadControls>& ModelControls::layers(Stack stack) const {
+  return stack == Stack::Encoder ? encoder_self : stack == Stack::Decoder ? decoder_self : decoder_cross;
+}
+
+HeadControls& ModelControls::at(Stack stack, int layer) {
   if (layer < 0) throw std::invalid_argument("layer must be >= 0");
-  auto& v = stack_vector(*this, stack);
+  auto& v = layers(stack);
   if (static_cast<int>(v.size()) <= layer) v.resize(layer + 1);
   return v[layer];
 }
 
-const HeadControls& ModelControls::get(const std::string& stack, int layer) const {
-  const auto& v = stack_vector(const_cast<ModelControls&>(*this), stack);
+const HeadControls& ModelControls::get(Stack stack, int layer) const {
+  const auto& v = layers(stack);
   return layer >= 0 && layer < static_cast<int>(v.size()) ? v[layer] : default_controls();
 }
 

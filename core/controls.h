@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,29 @@ enum Capture : unsigned {
   kCaptureResidual = 1u << 5,       // residual stream per layer (needed for incremental runs)
   kCaptureAll = (1u << 6) - 1,
 };
+
+// The attentions of a model a head can belong to: the encoder's self-attention, the decoder's
+// self-attention (a causal LM's only one), and the decoder's cross-attention over the encoder's
+// output. Written "encoder", "decoder", "cross" in model files, sessions, scripts and reports.
+enum class Stack { Encoder = 0, Decoder = 1, Cross = 2 };
+inline constexpr Stack kStacks[] = {Stack::Encoder, Stack::Decoder, Stack::Cross};
+const char* stack_name(Stack stack);              // "encoder", "decoder", "cross"
+Stack stack_from_name(const std::string& name);   // throws std::invalid_argument naming the three
+// The stack whose layers run an attention: the decoder's for its cross-attention.
+inline Stack layers_of(Stack stack) { return stack == Stack::Cross ? Stack::Decoder : stack; }
+
+// The stages of one attention call, in the order the engine computes them: J the heads' logits
+// q·kᵀ/√d, L the logits after the model's and the user's logit mixing, W the softmax weights, U the
+// weights after weight mixing and gates — what multiplies the values.
+enum class Stage { J = 0, L = 1, W = 2, U = 3 };
+inline constexpr int kStageCount = 4;
+const char* stage_name(Stage stage);       // "J", "L", "W", "U"
+Stage stage_from_name(const std::string& name);  // throws std::invalid_argument naming the choices
+Capture capture_of(Stage stage);           // the flag a run needs to keep the stage
+
+// Write the names above (messages, test output).
+std::ostream& operator<<(std::ostream& out, Stack stack);
+std::ostream& operator<<(std::ostream& out, Stage stage);
 
 
 // What a head's output is replaced by as its gate closes.
@@ -51,8 +75,11 @@ struct ModelControls {
   std::vector<HeadControls> decoder_cross;
 
   // Mutable access that grows the vector as needed.
-  HeadControls& at(const std::string& stack, int layer);  // stack: "encoder", "decoder", "cross"
-  const HeadControls& get(const std::string& stack, int layer) const;  // default when absent
+  HeadControls& at(Stack stack, int layer);
+  const HeadControls& get(Stack stack, int layer) const;  // default when absent
+  // Every layer's controls of one stack.
+  std::vector<HeadControls>& layers(Stack stack);
+  const std::vector<HeadControls>& layers(Stack stack) const;
   bool is_default() const;
 };
 

@@ -15,7 +15,7 @@ class ConfidenceMeasure : public Measure {
   }
   bool reads_maps() const override { return true; }
 
-  void add_layer(HeadReport& report, const std::string& stack, int layer, int /*heads_per_layer*/,
+  void add_layer(HeadReport& report, core::Stack stack, int layer, int /*heads_per_layer*/,
                  const at::Tensor& /*maps*/, const RowMaxima& rows, const SentenceLayout& /*layout*/) override {
     for (int64_t h = 0; h < rows.heads; ++h) {
       HeadEntry& e = *report.find(stack, layer, static_cast<int>(h));
@@ -42,19 +42,18 @@ class ConfidenceMeasure : public Measure {
     }
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& stats) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (report.settings.has(name())) {
       entry["confidence"] = h.confidence;
       entry["confidence_all_keys"] = h.confidence_all_keys;
     }
-    stats["confidence_sum"] = h.confidence_sum;
-    stats["confidence_all_keys_sum"] = h.confidence_all_keys_sum;
   }
 
-  void read_head(const nlohmann::json& /*entry*/, const nlohmann::json& stats, HeadEntry& h) const override {
-    h.confidence_sum = stats.at("confidence_sum").get<double>();
-    h.confidence_all_keys_sum = stats.at("confidence_all_keys_sum").get<double>();
+  void head_stats(StatsFields& f, HeadEntry& h) const override {
+    f.real("confidence_sum", h.confidence_sum);
+    f.real("confidence_all_keys_sum", h.confidence_all_keys_sum);
   }
+
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;

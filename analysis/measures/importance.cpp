@@ -46,16 +46,15 @@ class ImportanceMeasure : public Measure {
     }
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& stats) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (report.settings.has(name())) entry["importance"] = h.importance;
-    stats["importance_sum"] = h.importance_sum;
-    stats["importance_sentences"] = h.importance_sentences;
   }
 
-  void read_head(const nlohmann::json& /*entry*/, const nlohmann::json& stats, HeadEntry& h) const override {
-    h.importance_sum = stats.at("importance_sum").get<double>();
-    h.importance_sentences = core::get_integer<int64_t>(stats.at("importance_sentences"));
+  void head_stats(StatsFields& f, HeadEntry& h) const override {
+    f.real("importance_sum", h.importance_sum);
+    f.count("importance_sentences", h.importance_sentences);
   }
+
 
   std::vector<ReportColumn> columns() const override {
     return {{"importance", "importance", true, false,

@@ -51,17 +51,18 @@ class SpectraMeasure : public Measure {
     if (into.layers.empty()) into.layers = other.layers;
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& /*stats*/) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (report.settings.has(name())) entry["spectrum"] = h.spectrum ? kit::spectrum_json(*h.spectrum) : nlohmann::json(nullptr);
   }
-  void read_head(const nlohmann::json& entry, const nlohmann::json& /*stats*/, HeadEntry& h) const override {
+  void read_values(const nlohmann::json& entry, HeadEntry& h) const override {
     if (entry.contains("spectrum") && !entry["spectrum"].is_null()) h.spectrum = kit::spectrum_from(entry["spectrum"]);
   }
+
 
   void write_report(const HeadReport& r, nlohmann::json& out) const override {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : r.layers)
-      layers.push_back({{"stack", l.stack},
+      layers.push_back({{"stack", core::stack_name(l.stack)},
                         {"layer", l.layer},
                         {"spectrum",
                          {{"query", kit::spectrum_json(l.query)},
@@ -72,7 +73,7 @@ class SpectraMeasure : public Measure {
   void read_report(const nlohmann::json& in, HeadReport& r) const override {
     for (const auto& e : in.at("layers")) {
       LayerEntry l;
-      l.stack = e.at("stack").get<std::string>();
+      l.stack = core::stack_from_name(e.at("stack").get<std::string>());
       l.layer = core::get_integer<int>(e.at("layer"));
       l.query = kit::spectrum_from(e.at("spectrum").at("query"));
       l.key = kit::spectrum_from(e.at("spectrum").at("key"));
@@ -96,10 +97,10 @@ class SpectraMeasure : public Measure {
     for (const auto& h : report.heads) {
       if (!h.spectrum) continue;
       if (!h.spectrum->applicable) {
-        md += kit::md_row({h.stack, std::to_string(h.layer), std::to_string(h.head), "", "", "", "no bilinear form"});
+        md += kit::md_row({core::stack_name(h.stack), std::to_string(h.layer), std::to_string(h.head), "", "", "", "no bilinear form"});
         continue;
       }
-      md += kit::md_row({h.stack, std::to_string(h.layer), std::to_string(h.head), std::to_string(h.spectrum->rank90),
+      md += kit::md_row({core::stack_name(h.stack), std::to_string(h.layer), std::to_string(h.head), std::to_string(h.spectrum->rank90),
                          std::to_string(h.spectrum->rank95), std::to_string(h.spectrum->rank99),
                          std::to_string(h.spectrum->singular_values.size())});
     }
@@ -111,7 +112,7 @@ class SpectraMeasure : public Measure {
         return std::to_string(sp.rank90) + " / " + std::to_string(sp.rank95) + " / " + std::to_string(sp.rank99);
       };
       for (const auto& l : report.layers)
-        md += kit::md_row({l.stack, std::to_string(l.layer), ranks(l.query), ranks(l.key), ranks(l.product)});
+        md += kit::md_row({core::stack_name(l.stack), std::to_string(l.layer), ranks(l.query), ranks(l.key), ranks(l.product)});
       md += "\n";
     }
     return md;

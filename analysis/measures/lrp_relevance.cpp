@@ -61,19 +61,17 @@ class LrpMeasure : public Measure {
       if (into.lrp_failures.size() < 10) into.lrp_failures.push_back(f);
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& stats) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (report.settings.has(name()))
       entry["lrp"] = {{"raw", h.lrp_raw}, {"normalized", h.lrp_normalized}, {"sentences", h.lrp_sentences}};
-    stats["lrp_raw_sum"] = h.lrp_raw_sum;
-    stats["lrp_normalized_sum"] = h.lrp_normalized_sum;
-    stats["lrp_sentences"] = h.lrp_sentences;
   }
 
-  void read_head(const nlohmann::json& /*entry*/, const nlohmann::json& stats, HeadEntry& h) const override {
-    h.lrp_raw_sum = stats.at("lrp_raw_sum").get<double>();
-    h.lrp_normalized_sum = stats.at("lrp_normalized_sum").get<double>();
-    h.lrp_sentences = core::get_integer<int64_t>(stats.at("lrp_sentences"));
+  void head_stats(StatsFields& f, HeadEntry& h) const override {
+    f.real("lrp_raw_sum", h.lrp_raw_sum);
+    f.real("lrp_normalized_sum", h.lrp_normalized_sum);
+    f.count("lrp_sentences", h.lrp_sentences);
   }
+
 
   void write_report(const HeadReport& r, nlohmann::json& out) const override {
     out["lrp_conservation"] = {{"max_relative_residual", r.lrp_max_relative_residual},

@@ -17,7 +17,7 @@ class PositionalMeasure : public Measure {
   }
   bool reads_maps() const override { return true; }
 
-  void add_layer(HeadReport& report, const std::string& stack, int layer, int /*heads_per_layer*/,
+  void add_layer(HeadReport& report, core::Stack stack, int layer, int /*heads_per_layer*/,
                  const at::Tensor& /*maps*/, const RowMaxima& rows, const SentenceLayout& /*layout*/) override {
     for (int64_t h = 0; h < rows.heads; ++h) {
       HeadEntry& e = *report.find(stack, layer, static_cast<int>(h));
@@ -44,16 +44,13 @@ class PositionalMeasure : public Measure {
       for (const auto& [k, v] : other.heads[i].offsets) into.heads[i].offsets[k] += v;
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& stats) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (report.settings.has(name()))
       entry["positional"] = {{"offset", h.positional_offset}, {"share", h.positional_share}, {"is_role", h.positional},
                              {"queries", h.queries}};
-    stats["offsets"] = kit::offsets_json(h.offsets);
   }
 
-  void read_head(const nlohmann::json& /*entry*/, const nlohmann::json& stats, HeadEntry& h) const override {
-    h.offsets = kit::offsets_from(stats.at("offsets"));
-  }
+  void head_stats(StatsFields& f, HeadEntry& h) const override { f.offsets("offsets", h.offsets); }
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;

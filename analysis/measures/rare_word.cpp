@@ -60,7 +60,7 @@ class RareWordMeasure : public Measure {
       if (ids[t] >= 0 && ids[t] < static_cast<int64_t>(ranks_.size())) token_ranks[t] = ranks_[size_t(ids[t])];
     set_rare_positions(work.layout, token_ranks, report.settings.rare_min_rank);
   }
-  void add_layer(HeadReport& report, const std::string& stack, int layer, int /*heads_per_layer*/,
+  void add_layer(HeadReport& report, core::Stack stack, int layer, int /*heads_per_layer*/,
                  const at::Tensor& /*maps*/, const RowMaxima& rows, const SentenceLayout& layout) override {
     if (!layout.rare_counted) return;
     for (int64_t h = 0; h < rows.heads; ++h) {
@@ -98,20 +98,18 @@ class RareWordMeasure : public Measure {
     }
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& stats) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (report.settings.has(name()))
       entry["rare"] = {{"share", h.rare_share}, {"share_two_rarest", h.rare_share_two}, {"queries", h.rare_queries},
                        {"is_role", h.rare}};
-    stats["rare_queries"] = h.rare_queries;
-    stats["rare_hits"] = h.rare_hits;
-    stats["rare_two_hits"] = h.rare_two_hits;
   }
 
-  void read_head(const nlohmann::json& /*entry*/, const nlohmann::json& stats, HeadEntry& h) const override {
-    h.rare_queries = core::get_integer<int64_t>(stats.at("rare_queries"));
-    h.rare_hits = core::get_integer<int64_t>(stats.at("rare_hits"));
-    h.rare_two_hits = core::get_integer<int64_t>(stats.at("rare_two_hits"));
+  void head_stats(StatsFields& f, HeadEntry& h) const override {
+    f.count("rare_queries", h.rare_queries);
+    f.count("rare_hits", h.rare_hits);
+    f.count("rare_two_hits", h.rare_two_hits);
   }
+
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;

@@ -45,7 +45,7 @@ class SyntacticMeasure : public Measure {
                                    words_with_tokens(work.tokens.word_of, work.tokens.words), &report.skipped_arcs);
   }
 
-  void add_layer(HeadReport& report, const std::string& stack, int layer, int heads_per_layer, const at::Tensor& maps,
+  void add_layer(HeadReport& report, core::Stack stack, int layer, int heads_per_layer, const at::Tensor& maps,
                  const RowMaxima& /*rows*/, const SentenceLayout& layout) override {
     if (layout.arcs.empty()) return;
     const auto predicted = word_argmax(word_level_maps(maps, layout));
@@ -65,7 +65,7 @@ class SyntacticMeasure : public Measure {
   }
 
   // The arcs' counts and the fixed-offset baselines: once per sentence and stack.
-  void add_stack(HeadReport& report, const std::string& stack, int heads_in_stack, const SentenceLayout& layout) override {
+  void add_stack(HeadReport& report, core::Stack stack, int heads_in_stack, const SentenceLayout& layout) override {
     const int max_offset = report.settings.baseline_max_offset;
     auto& relations = report.relations[stack];
     for (const auto& arc : layout.arcs) {
@@ -85,7 +85,7 @@ class SyntacticMeasure : public Measure {
   void finalize(HeadReport& report) const override {
     const auto& s = report.settings;
     // Relations scored per stack: the always-scored ones (when seen) and those with enough arcs.
-    std::map<std::string, std::vector<std::string>> scored;
+    std::map<core::Stack, std::vector<std::string>> scored;
     for (const auto& [stack, relations_of_stack] : report.relations)
       for (const auto& [name, stats] : relations_of_stack) {
         const bool always = std::count(s.always_relations.begin(), s.always_relations.end(), name) > 0;
@@ -96,7 +96,7 @@ class SyntacticMeasure : public Measure {
     notes.erase(std::remove(notes.begin(), notes.end(), no_trees), notes.end());
     if (s.has(name()) && report.tree_sentences == 0) notes.push_back(no_trees);
     // Heads are indexed within their stack as layer · heads + head.
-    std::map<std::string, int> heads_per_layer;
+    std::map<core::Stack, int> heads_per_layer;
     for (const auto& h : report.heads) heads_per_layer[h.stack] = std::max(heads_per_layer[h.stack], h.head + 1);
     for (auto& h : report.heads) {
       h.syntactic.clear();
@@ -145,7 +145,7 @@ class SyntacticMeasure : public Measure {
       }
   }
 
-  void write_head(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry, nlohmann::json& /*stats*/) const override {
+  void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (!report.settings.has(name())) return;
     entry["syntactic"] = nlohmann::json::array();
     for (const auto& score : h.syntactic) entry["syntactic"].push_back(score_json(score));
@@ -156,7 +156,7 @@ class SyntacticMeasure : public Measure {
     nlohmann::json relations = nlohmann::json::object();
     for (const auto& [stack, rels] : report.relations)
       for (const auto& [name, st] : rels)
-        relations[stack][name] = {{"count", st.count}, {"baseline_hits", kit::offsets_json(st.baseline_hits)},
+        relations[core::stack_name(stack)][name] = {{"count", st.count}, {"baseline_hits", kit::offsets_json(st.baseline_hits)},
                                   {"dependent_to_head", st.dependent_to_head},
                                   {"head_to_dependent", st.head_to_dependent}};
     out["relations"] = relations;
@@ -170,7 +170,7 @@ class SyntacticMeasure : public Measure {
         rs.baseline_hits = kit::offsets_from(st.at("baseline_hits"));
         rs.dependent_to_head = st.at("dependent_to_head").get<std::vector<int64_t>>();
         rs.head_to_dependent = st.at("head_to_dependent").get<std::vector<int64_t>>();
-        report.relations[stack][name] = std::move(rs);
+        report.relations[core::stack_from_name(stack)][name] = std::move(rs);
       }
   }
 
@@ -219,7 +219,7 @@ class SyntacticMeasure : public Measure {
     std::vector<std::vector<std::string>> rows;
     for (const auto& best : best_heads_per_relation(report)) {
       const SyntacticScore& sc = *best.score;
-      rows.push_back({best.stack, sc.relation, sc.direction, kit::head_name(*best.head), kit::percent(sc.accuracy),
+      rows.push_back({core::stack_name(best.stack), sc.relation, sc.direction, kit::head_name(*best.head), kit::percent(sc.accuracy),
                       kit::percent(sc.baseline), kit::signed_offset(sc.baseline_offset), std::to_string(sc.count),
                       sc.is_role ? "yes" : "no"});
     }

@@ -1,6 +1,7 @@
 #include "app/cli/cli_args.h"
 
 #include "app/cli/cli.h"
+#include "core/model/stacks.h"
 
 #include <sstream>
 #include <stdexcept>
@@ -24,10 +25,11 @@ std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
   return ids;
 }
 
-void apply_gates(const core::Model& model, const std::string& stack, const std::vector<std::string>& gates,
+void apply_gates(const core::Model& model, core::Stack stack, const std::vector<std::string>& gates,
                  core::ModelControls& controls) {
+  if (gates.empty()) return;  // nothing to check: a model without this stack is the command's to refuse
   const int layers = model.module->layer_count(stack);
-  const auto& attention = (stack == "encoder" ? model.config.encoder : model.config.decoder)->attention;
+  const auto& attention = core::layers_config(model.config, core::layers_of(stack)).attention;
   for (const auto& text : gates) {
     core::GateSpec spec;
     try {

@@ -15,7 +15,7 @@ std::vector<int64_t> parse_ids(const std::string& text, const char* what);
 
 // Applies --gate LAYER.HEAD=VALUE specs to the layers of `stack` ("encoder" or "decoder");
 // UsageError for a layer or head the model does not have.
-void apply_gates(const core::Model& model, const std::string& stack, const std::vector<std::string>& gates,
+void apply_gates(const core::Model& model, core::Stack stack, const std::vector<std::string>& gates,
                  core::ModelControls& controls);
 
 }  // namespace headlab::app

@@ -87,7 +87,7 @@ void print_roles(const analysis::HeadReport& report) {
     rare += h.rare;
     syntactic += std::any_of(h.syntactic.begin(), h.syntactic.end(), [](const auto& s) { return s.is_role; });
     if (!h.roles.empty()) {
-      std::cout << "  " << h.stack << " L" << h.layer << " H" << h.head << ":";
+      std::cout << "  " << core::stack_name(h.stack) << " L" << h.layer << " H" << h.head << ":";
       for (const auto& role : h.roles) std::cout << " " << role;
       std::cout << "\n";
     }
@@ -106,7 +106,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   auto& s = o.settings;
   s.metrics = c.metrics;
   s.limit = c.limit;
-  s.stage = c.stage;
+  s.stage = analysis::stage_from_key(c.stage);
   s.strip_subtypes = c.strip_subtypes;
   s.positional_threshold = c.positional;
   s.rare_threshold = c.rare;

@@ -58,7 +58,7 @@ int generate_command(const GenerateOptions& o) {
     if (enc_dec)
       if (auto sep = tok->sep_id()) request.stop_ids.push_back(*sep);
   }
-  apply_gates(*model, "decoder", o.gates, request.controls);
+  apply_gates(*model, core::Stack::Decoder, o.gates, request.controls);
 
   // The text as it comes: the decoded suffix beyond what is printed (byte-level pieces may only
   // form a character together, so the whole generation is decoded each step).

@@ -59,8 +59,8 @@ struct LambdaRun {
 
 // Head key "stack L H" → the head's roles in the report ("" = none).
 using RoleMap = std::map<std::string, std::vector<std::string>>;
-std::string head_key(const std::string& stack, int layer, int head) {
-  return stack + " " + std::to_string(layer) + " " + std::to_string(head);
+std::string head_key(core::Stack stack, int layer, int head) {
+  return std::string(core::stack_name(stack)) + " " + std::to_string(layer) + " " + std::to_string(head);
 }
 
 RoleMap roles_from(const std::string& path) {
@@ -79,7 +79,7 @@ std::string role_class(const std::vector<std::string>& roles) {
 }
 
 std::string layer_name(const core::train::LayerGates& l) {
-  return (l.stack == "encoder" ? "E" : l.stack == "decoder" ? "D" : "X") + std::to_string(l.layer);
+  return (l.stack == core::Stack::Encoder ? "E" : l.stack == core::Stack::Decoder ? "D" : "X") + std::to_string(l.layer);
 }
 
 void write_session(const LambdaRun& run, const std::string& model_folder, const std::string& path) {
@@ -113,7 +113,7 @@ json survival(const std::vector<LambdaRun>& runs, const RoleMap& roles) {
                                           [&](const auto& g) { return g.stack == l.stack && g.layer == l.layer; });
         if (layer.gate[h] > 0) ++k[i], last_open = std::max(last_open, runs[i].lambda);
       }
-      heads.push_back({{"stack", l.stack}, {"layer", l.layer}, {"head", h}, {"roles", r}, {"class", cls},
+      heads.push_back({{"stack", core::stack_name(l.stack)}, {"layer", l.layer}, {"head", h}, {"roles", r}, {"class", cls},
                        {"last_lambda_open", last_open < 0 ? json(nullptr) : json(last_open)}});
     }
   json classes = json::object();
@@ -254,7 +254,7 @@ int prune_command(const PruneCliOptions& o) {
   for (const auto& r : runs) {
     json layers = json::array();
     for (const auto& l : r.gates.layers)
-      layers.push_back({{"stack", l.stack}, {"layer", l.layer}, {"gates", l.gate}, {"open_probability", l.open_probability},
+      layers.push_back({{"stack", core::stack_name(l.stack)}, {"layer", l.layer}, {"gates", l.gate}, {"open_probability", l.open_probability},
                         {"log_alpha", l.log_alpha}, {"kept", l.kept()}});
     out["runs"].push_back({{"lambda", r.lambda}, {"heads_kept", r.gates.kept()}, {"loss", r.quality.loss},
                            {"accuracy", r.quality.accuracy}, {"seconds", r.seconds}, {"layers", layers},

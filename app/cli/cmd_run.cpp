@@ -97,7 +97,7 @@ int run_command(const RunOptions& options) {
     if (options.decoder_ids.empty()) throw UsageError("an encoder-decoder model needs --decoder-ids");
     request.decoder_ids = parse_ids(options.decoder_ids, "--decoder-ids");
   }
-  const std::string main_stack = model->config.kind == core::StackKind::Encoder ? "encoder" : "decoder";
+  const core::Stack main_stack = model->config.kind == core::StackKind::Encoder ? core::Stack::Encoder : core::Stack::Decoder;
   apply_gates(*model, main_stack, options.gates, request.controls);
   const bool lrp = options.lrp || !options.lrp_target.empty();
   analysis::LrpTarget lrp_target;
@@ -134,16 +134,16 @@ int run_command(const RunOptions& options) {
   if (lrp) {
     // analysis/LRP.md: raw head relevance per layer, input relevance per position, and the conservation check.
     const auto result = analysis::lrp_relevance(*model, request.ids, lrp_target, request.controls, request.decoder_ids);
-    auto add_heads = [&](const std::string& key, const std::string& prefix) {
+    auto add_heads = [&](core::Stack key, const std::string& prefix) {
       auto it = result.heads.find(key);
       if (it == result.heads.end()) return;
       for (size_t l = 0; l < it->second.size(); ++l)
         dump.emplace_back(prefix + "lrp." + std::to_string(l), float_tensor(it->second[l]));
     };
     if (enc_dec) {
-      add_heads("encoder", "encoder_");
-      add_heads("decoder", "decoder_");
-      add_heads("cross", "cross_");
+      add_heads(core::Stack::Encoder, "encoder_");
+      add_heads(core::Stack::Decoder, "decoder_");
+      add_heads(core::Stack::Cross, "cross_");
       dump.emplace_back("encoder_lrp_input", float_tensor(result.input));
       dump.emplace_back("decoder_lrp_input", float_tensor(result.decoder_input));
     } else {

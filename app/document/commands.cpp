@@ -32,6 +32,13 @@ struct Reader {
       fail(name, e.what());
     }
   }
+  void read(const char* name, core::Stack& v) const {
+    try {
+      v = core::stack_from_name(as<std::string>(name));
+    } catch (const std::invalid_argument& e) {
+      fail(name, e.what());
+    }
+  }
   void read(const char* name, core::Ablation& v) const {
     const std::string mode = as<std::string>(name);
     if (mode != "zero" && mode != "mean") fail(name, "must be \"zero\" or \"mean\"");
@@ -66,6 +73,7 @@ struct Reader {
 struct Writer {
   json& j;
   static json value(const Stage& s) { return stage_name(s); }
+  static json value(const core::Stack& s) { return core::stack_name(s); }
   static json value(const core::Ablation& a) { return a == core::Ablation::Mean ? "mean" : "zero"; }
   template <class V>
   static json value(const V& v) { return v; }
@@ -267,14 +275,6 @@ bool is_window_command(const Command& command) {
          std::holds_alternative<cmd::WaitFrames>(command) || std::holds_alternative<cmd::SetMapView>(command) ||
          std::holds_alternative<cmd::Quit>(command) || std::holds_alternative<cmd::ExpectError>(command) ||
          std::holds_alternative<cmd::AnswerDialog>(command);
-}
-
-Stage stage_from_name(const std::string& name) {
-  if (name == "J") return Stage::J;
-  if (name == "L") return Stage::L;
-  if (name == "W") return Stage::W;
-  if (name == "U") return Stage::U;
-  throw std::invalid_argument("unknown stage '" + name + "' (J, L, W or U)");
 }
 
 Command command_from_json(const json& action) {

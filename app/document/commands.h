@@ -38,26 +38,26 @@ struct TrimInput {
 struct SetOutputPosition { int position = -1; };
 
 // --- selection ---
-// Selects a head everywhere (stack "" = the current one); `stage` switches the maps shown.
+// Selects a head everywhere (no stack: the attention shown); `stage` switches the maps shown.
 struct SelectHead {
-  std::string stack;
+  std::optional<core::Stack> stack;
   int layer = 0, head = 0;
   std::optional<Stage> stage;
 };
 // Switches the attention and stage shown without changing layer/head (clamped to the stack).
 struct SelectAttention {
-  std::string stack;
+  std::optional<core::Stack> stack;
   std::optional<Stage> stage;
   std::optional<int> mixer_layer;  // the layer the Mixer edits
 };
 struct SelectToken { int query = -1, key = -1; };
 
 // --- controls (gates, ablation, mixing) ---
-struct SetGate { std::string stack; int layer = 0, head = 0; float value = 1; };
-struct SetAblation { std::string stack; int layer = 0; core::Ablation mode = core::Ablation::Zero; };
+struct SetGate { std::optional<core::Stack> stack; int layer = 0, head = 0; float value = 1; };
+struct SetAblation { std::optional<core::Stack> stack; int layer = 0; core::Ablation mode = core::Ablation::Zero; };
 // A mixing matrix before ("pre") or after ("post") the softmax: a preset or an explicit h×h matrix.
 struct SetMix {
-  std::string stack;
+  std::optional<core::Stack> stack;
   int layer = 0;
   std::string which = "post";
   std::string preset = "identity";  // identity | uniform | swap | blend
@@ -66,7 +66,7 @@ struct SetMix {
   std::optional<std::vector<float>> matrix;
 };
 // Resets one layer's controls, or every control when `layer` is empty.
-struct Reset { std::string stack; std::optional<int> layer; };
+struct Reset { std::optional<core::Stack> stack; std::optional<int> layer; };
 
 // --- how maps are drawn ---
 struct SetView {
@@ -220,6 +220,5 @@ Command command_from_json(const nlohmann::json& action);
 // The inverse (every field written): command_from_json(command_to_json(c)) == c field by field.
 nlohmann::json command_to_json(const Command& command);
 
-Stage stage_from_name(const std::string& name);  // "J" | "L" | "W" | "U"; throws otherwise
 
 }  // namespace headlab::app

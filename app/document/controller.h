@@ -6,8 +6,9 @@
 
 #include "app/document/commands.h"
 #include "app/document/document.h"
-#include "app/work/worker.h"
 #include "app/tasks/task_manager.h"
+#include "app/work/job.h"
+#include "app/work/worker.h"
 #include "core/model/model_store.h"
 
 #include <chrono>
@@ -116,8 +117,8 @@ class Controller {
   void on(const WindowCommand&) {
     throw std::runtime_error("a window command, applied by the window");
   }
-  void select(const std::string& stack, const std::optional<Stage>& stage);  // SelectHead, SelectAttention
-  std::string current_stack(const std::string& stack) const;  // "" = the selected one
+  void select(const std::optional<core::Stack>& stack, const std::optional<Stage>& stage);  // SelectHead, SelectAttention
+  core::Stack current_stack(const std::optional<core::Stack>& stack) const;  // none: the selected one
   void open_model(const std::string& folder);
   void open_random_model();
   void request_run();
@@ -130,15 +131,21 @@ class Controller {
   // apart as another model's (app/document/report_match.h).
   void refresh_report();
   void close_report();
+  // The frame's poll, a part each (controller.cpp, controller_jobs.cpp).
+  void poll_model(bool& changed);
+  void poll_snapshot(bool& changed);
+  void poll_outcomes(bool& changed);
   void run_dataset(const cmd::RunDataset& c);
   void poll_dataset(bool& changed);
   void restore_report_of_session();
+  // A report made in the window goes into the session: embedded, or beside the session state when large.
+  void keep_report_for_sessions(const analysis::HeadReport& report);
   // The Syntax view's sentence: what the session asks for (none without a model folder or a
   // CoNLL-U file), started when it differs from the last request, and its result picked up.
   std::optional<SyntaxRequest> syntax_request() const;
   void sync_syntax();
   void poll_syntax(bool& changed);
-  const AttentionSummary& attention_of(const std::string& stack) const;
+  const AttentionSummary& attention_of(core::Stack stack) const;
 
   Document doc_;
   // Declared before everything that starts tasks: destroyed last, after they have stopped them.

@@ -71,8 +71,8 @@ void canonicalize_stack(std::vector<core::HeadControls>& layers) {
   while (!layers.empty() && layers.back().is_default() && layers.back().ablation == core::Ablation::Zero) layers.pop_back();
 }
 
-std::vector<core::HeadControls>& stack_of(core::ModelControls& c, const std::string& stack) {
-  return stack == "encoder" ? c.encoder_self : stack == "decoder" ? c.decoder_self : c.decoder_cross;
+std::vector<core::HeadControls>& stack_of(core::ModelControls& c, core::Stack stack) {
+  return stack == core::Stack::Encoder ? c.encoder_self : stack == core::Stack::Decoder ? c.decoder_self : c.decoder_cross;
 }
 
 }  // namespace
@@ -85,14 +85,14 @@ void canonicalize(core::ModelControls& controls) {
   canonicalize_stack(controls.decoder_cross);
 }
 
-void set_gate(core::ModelControls& controls, const std::string& stack, int layer, int head, float value, int heads) {
+void set_gate(core::ModelControls& controls, core::Stack stack, int layer, int head, float value, int heads) {
   auto& c = controls.at(stack, layer);
   if (static_cast<int>(c.gates.size()) < heads) c.gates.resize(heads, 1.0f);
   if (head >= 0 && head < static_cast<int>(c.gates.size())) c.gates[head] = std::min(1.0f, std::max(0.0f, value));
   canonicalize(controls);
 }
 
-void set_mix(core::ModelControls& controls, const std::string& stack, int layer, const std::string& which,
+void set_mix(core::ModelControls& controls, core::Stack stack, int layer, const std::string& which,
              std::vector<float> matrix, int heads) {
   auto& c = controls.at(stack, layer);
   if (is_identity(matrix, heads)) matrix.clear();
@@ -100,13 +100,13 @@ void set_mix(core::ModelControls& controls, const std::string& stack, int layer,
   canonicalize(controls);
 }
 
-void reset_layer(core::ModelControls& controls, const std::string& stack, int layer) {
+void reset_layer(core::ModelControls& controls, core::Stack stack, int layer) {
   auto& layers = stack_of(controls, stack);
   if (layer < static_cast<int>(layers.size())) layers[layer] = core::HeadControls{};
   canonicalize(controls);
 }
 
-int first_changed_layer(const core::ModelControls& a, const core::ModelControls& b, const std::string& stack,
+int first_changed_layer(const core::ModelControls& a, const core::ModelControls& b, core::Stack stack,
                         int layers) {
   for (int l = 0; l < layers; ++l)
     if (a.get(stack, l) != b.get(stack, l)) return l;

@@ -27,14 +27,14 @@ void canonicalize(core::HeadControls& controls, int output_heads, int mix_heads_
 void canonicalize(core::ModelControls& controls);
 
 // Sets one gate, growing the vector to `heads` with 1s.
-void set_gate(core::ModelControls& controls, const std::string& stack, int layer, int head, float value, int heads);
+void set_gate(core::ModelControls& controls, core::Stack stack, int layer, int head, float value, int heads);
 // Sets a mixing matrix ("pre" or "post"); an identity clears it.
-void set_mix(core::ModelControls& controls, const std::string& stack, int layer, const std::string& which,
+void set_mix(core::ModelControls& controls, core::Stack stack, int layer, const std::string& which,
              std::vector<float> matrix, int heads);
-void reset_layer(core::ModelControls& controls, const std::string& stack, int layer);
+void reset_layer(core::ModelControls& controls, core::Stack stack, int layer);
 
 // The first layer of `stack` whose controls differ (the layer an incremental run starts at), or -1.
-int first_changed_layer(const core::ModelControls& a, const core::ModelControls& b, const std::string& stack,
+int first_changed_layer(const core::ModelControls& a, const core::ModelControls& b, core::Stack stack,
                         int layers);
 
 }  // namespace headlab::app

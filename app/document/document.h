@@ -5,6 +5,7 @@
 
 #include "analysis/head_report.h"
 #include "app/work/convert_job.h"
+#include "app/work/dataset_job.h"
 #include "app/work/generation_job.h"
 #include "app/work/syntax_job.h"
 #include "app/work/workbench_engine.h"
@@ -16,15 +17,6 @@
 #include <vector>
 
 namespace headlab::app {
-
-// A dataset run on the worker, as the Dataset view shows it.
-struct DatasetProgress {
-  bool running = false;
-  int64_t done = 0, total = 0;  // sentences
-  double elapsed_s = 0, eta_s = -1;  // eta < 0: unknown yet
-  std::string phase;            // "loading the model", "measuring heads", …
-  std::string error;            // the last run's error ("" after a success)
-};
 
 // A message for the status bar: what failed, kept until the same kind of action next succeeds
 // (a folder that opens clears "open_model", a run that succeeds clears "run") or the user closes it.
@@ -47,15 +39,15 @@ struct Document {
   // Set while the last input was refused (app/work/workbench_engine.h); the snapshot is then the
   // last accepted input's, and the views say so.
   std::optional<RefusedInput> refused;
-  DatasetProgress dataset;
+  // The background jobs as their views show them: each is the job's own status, copied whole once
+  // a frame (app/work/job.h).
+  DatasetJobStatus dataset;  // the Dataset view's run: phase, progress, ETA, error
   // The Syntax view's sentence with every head's word-level argmax; null before any and after a failure.
   std::shared_ptr<const SyntaxResult> syntax;
-  bool syntax_running = false;
-  std::string syntax_error;  // why the last sentence could not be shown ("" after a success)
+  JobStatus syntax_job;  // running, and why the last sentence could not be shown
   // The Generate view's run: every step made so far (null before any and after a failure).
   std::shared_ptr<const GenerationResult> generation;
-  bool generation_running = false;
-  std::string generation_error;  // why the last run failed ("" after a success)
+  JobStatus generation_job;  // running, and why the last run failed
   // The Model view's conversion (app/work/convert_job.h): its progress, summary and error.
   ConvertJobStatus convert;
   std::string banner;                 // "random weights — no trained model found"

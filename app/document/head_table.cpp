@@ -136,7 +136,7 @@ RoleFilter role_filter_from_name(const std::string& name) {
 
 bool head_matches(const HeadEntry& head, const HeadFilter& filter) {
   if (filter.layer >= 0 && head.layer != filter.layer) return false;
-  if (!filter.stack.empty() && head.stack != filter.stack) return false;
+  if (filter.stack && head.stack != *filter.stack) return false;
   switch (filter.role) {
     case RoleFilter::any: break;
     case RoleFilter::some: if (head.roles.empty()) return false; break;

@@ -47,7 +47,7 @@ struct HeadFilter {
   RoleFilter role = RoleFilter::any;
   std::string text;   // case-insensitive substring of one of the head's roles or badges ("nsubj", "+1"); "" = any
   int layer = -1;     // -1 = any layer
-  std::string stack;  // "encoder", "decoder", "cross"; "" = any stack
+  std::optional<core::Stack> stack;  // empty = any stack
 };
 bool head_matches(const analysis::HeadEntry& head, const HeadFilter& filter);
 // The rows that match, in report order.

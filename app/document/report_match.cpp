@@ -16,8 +16,8 @@ std::string canonical(const std::string& folder) {
 }
 
 // The report's heads per stack: layers and heads (one past the largest index).
-std::map<std::string, std::pair<int, int>> shape_of(const analysis::HeadReport& r) {
-  std::map<std::string, std::pair<int, int>> shape;
+std::map<core::Stack, std::pair<int, int>> shape_of(const analysis::HeadReport& r) {
+  std::map<core::Stack, std::pair<int, int>> shape;
   for (const auto& h : r.heads) {
     auto& s = shape[h.stack];
     s.first = std::max(s.first, h.layer + 1);
@@ -43,9 +43,9 @@ std::string report_mismatch(const analysis::HeadReport& report, const ModelSumma
     const AttentionSummary* att = model.find(stack);
     const int heads = att ? std::max(att->output_heads, att->softmax_heads) : 0;
     if (!att || att->layers != size.first || heads != size.second)
-      return measured + ", with " + std::to_string(size.first) + " × " + std::to_string(size.second) + " " + stack +
+      return measured + ", with " + std::to_string(size.first) + " × " + std::to_string(size.second) + " " + core::stack_name(stack) +
              " heads; the open model has " +
-             (att ? std::to_string(att->layers) + " × " + std::to_string(heads) : std::string("no ") + stack + " attention");
+             (att ? std::to_string(att->layers) + " × " + std::to_string(heads) : std::string("no ") + core::stack_name(stack) + " attention");
   }
   return {};
 }

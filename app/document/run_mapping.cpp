@@ -40,20 +40,18 @@ void clamp_selection(Selection& s, const ModelSummary& model, const RunSnapshot*
 std::string fit_controls(core::ModelControls& controls, const ModelSummary& model) {
   std::string dropped;
   auto note = [&](const std::string& what) { dropped += (dropped.empty() ? "" : "; ") + what; };
-  for (const char* stack : {"encoder", "decoder", "cross"}) {
-    auto& layers = std::string(stack) == "encoder" ? controls.encoder_self
-                   : std::string(stack) == "decoder" ? controls.decoder_self
-                                                     : controls.decoder_cross;
+  for (const core::Stack stack : core::kStacks) {
+    auto& layers = controls.layers(stack);
     const AttentionSummary* a = model.find(stack);
     const size_t count = a ? static_cast<size_t>(a->layers) : 0;
     if (layers.size() > count) {
       for (size_t l = count; l < layers.size(); ++l)
-        if (!layers[l].is_default()) note(std::string(stack) + " layer " + std::to_string(l) + " (not in this model)");
+        if (!layers[l].is_default()) note(std::string(core::stack_name(stack)) + " layer " + std::to_string(l) + " (not in this model)");
       layers.resize(count);
     }
     for (size_t l = 0; l < layers.size(); ++l) {
       auto& c = layers[l];
-      const std::string where = std::string(stack) + " layer " + std::to_string(l);
+      const std::string where = std::string(core::stack_name(stack)) + " layer " + std::to_string(l);
       if (!c.gates.empty() && c.gates.size() != static_cast<size_t>(a->output_heads))
         note(where + " gates (" + std::to_string(c.gates.size()) + " for " + std::to_string(a->output_heads) + " heads)"), c.gates.clear();
       if (!c.pre_mix.empty() && c.pre_mix.size() != static_cast<size_t>(a->softmax_heads) * a->softmax_heads)
@@ -75,7 +73,7 @@ std::string figure_basename(const std::string& model_name, const std::string& vi
   std::string name = model_name.empty() ? "model" : model_name;
   for (char& c : name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '-';
-  std::string out = name + "_" + view + "_" + s.stack + "_L" + std::to_string(s.layer);
+  std::string out = name + "_" + view + "_" + core::stack_name(s.stack) + "_L" + std::to_string(s.layer);
   if (view != "heads-grid" && view != "head-view") out += "_H" + std::to_string(s.head);
   return out + "_" + stage_name(s.stage);
 }

@@ -21,12 +21,6 @@ using nlohmann::json;
 namespace headlab::app {
 namespace {
 
-const char* const kStacks[] = {"encoder", "decoder", "cross"};
-
-const std::vector<core::HeadControls>& layers_of(const core::ModelControls& c, const std::string& stack) {
-  return stack == "encoder" ? c.encoder_self : stack == "decoder" ? c.decoder_self : c.decoder_cross;
-}
-
 // Reads one field, recording a warning (not failing) when it has the wrong type.
 template <class T>
 void read(const json& j, const char* key, T& out, std::vector<std::string>& warnings, const std::string& where) {
@@ -44,9 +38,9 @@ json controls_to_json(const core::ModelControls& controls_in) {
   core::ModelControls controls = controls_in;
   canonicalize(controls);
   json out = json::object();
-  for (const char* stack : kStacks) {
+  for (const core::Stack stack : core::kStacks) {
     json layers = json::array();
-    const auto& ls = layers_of(controls, stack);
+    const auto& ls = controls.layers(stack);
     for (size_t l = 0; l < ls.size(); ++l) {
       if (ls[l].is_default() && ls[l].ablation == core::Ablation::Zero) continue;
       json layer = {{"layer", l}, {"ablation", ls[l].ablation == core::Ablation::Mean ? "mean" : "zero"}};
@@ -55,7 +49,7 @@ json controls_to_json(const core::ModelControls& controls_in) {
       if (!ls[l].post_mix.empty()) layer["post_mix"] = ls[l].post_mix;
       layers.push_back(std::move(layer));
     }
-    if (!layers.empty()) out[stack] = std::move(layers);
+    if (!layers.empty()) out[core::stack_name(stack)] = std::move(layers);
   }
   return out;
 }
@@ -63,10 +57,11 @@ json controls_to_json(const core::ModelControls& controls_in) {
 core::ModelControls controls_from_json(const json& j) {
   core::ModelControls controls;
   if (!j.is_object()) throw std::runtime_error("controls: expected an object");
-  for (const char* stack : kStacks) {
-    if (!j.contains(stack)) continue;
-    for (const auto& layer : j.at(stack)) {
-      const std::string where = std::string("controls.") + stack;
+  for (const core::Stack stack : core::kStacks) {
+    const char* key = core::stack_name(stack);
+    if (!j.contains(key)) continue;
+    for (const auto& layer : j.at(key)) {
+      const std::string where = std::string("controls.") + key;
       if (!layer.contains("layer")) throw std::runtime_error(where + ": an entry has no 'layer'");
       const int l = core::get_integer<int>(layer.at("layer"));
       if (l < 0 || l > 4096) throw std::runtime_error(where + ": bad layer " + std::to_string(l));
@@ -91,6 +86,7 @@ struct SessionWriter {
   template <class T>
   void field(const char* key, const T& value) { j[key] = value; }
   void field(const char* key, const Stage& stage) { j[key] = stage_name(stage); }
+  void field(const char* key, const core::Stack& stack) { j[key] = core::stack_name(stack); }
   // A report made in the window: embedded as JSON (not a string), so the file stays readable and diffable.
   void embedded_json(const char* key, const std::string& text) {
     if (!text.empty()) j[key] = json::parse(text);
@@ -110,10 +106,19 @@ struct SessionReader {
   std::string where;  // "view." …
   template <class T>
   void field(const char* key, T& value) { read(j, key, value, warnings, where); }
+  void field(const char* key, core::Stack& stack) {
+    std::string name = core::stack_name(stack);
+    read(j, key, name, warnings, where);
+    try {
+      stack = core::stack_from_name(name);
+    } catch (const std::invalid_argument& e) {
+      warnings.push_back(where + key + " ignored: " + e.what());
+    }
+  }
   void field(const char* key, Stage& stage) {
     std::string name = stage_name(stage);
     read(j, key, name, warnings, where);
-    stage = name == "J" ? Stage::J : name == "L" ? Stage::L : name == "W" ? Stage::W : Stage::U;
+    stage = name == "J" || name == "L" || name == "W" ? stage_from_name(name) : Stage::U;  // unknown: the default
   }
   void embedded_json(const char* key, std::string& text) {
     if (j.is_object() && j.contains(key) && j.at(key).is_object()) text = j.at(key).dump();

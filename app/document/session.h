@@ -18,7 +18,7 @@ inline constexpr int kSessionVersion = 1;
 
 // What is selected and highlighted.
 struct Selection {
-  std::string stack = "encoder";  // attention shown: "encoder", "decoder", "cross"
+  core::Stack stack = core::Stack::Encoder;  // attention shown: "encoder", "decoder", "cross"
   int layer = 0;
   int head = 0;
   Stage stage = Stage::U;

@@ -8,6 +8,7 @@
 #include "analysis/head_report.h"
 #include "analysis/spectra.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ struct RelevanceFigure {
   std::vector<std::string> tokens;     // [T] token labels
   std::vector<double> values;          // [T] the shading's value per token
   int target = -1;                     // the explained position among `tokens` (outlined), -1 = none
-  std::string stack;                   // the stack of `heads`
+  std::optional<core::Stack> stack;  // the stack of `heads`, named in the caption when set
   std::vector<std::vector<double>> heads;  // [layers][heads] head relevance R_i
 };
 

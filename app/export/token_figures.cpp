@@ -44,7 +44,7 @@ void write_relevance_figure(const std::string& path, const RelevanceFigure& fig)
   const std::string token_note = "input tokens shaded by " + fig.shading +
                                  (signed_tokens ? " (red: supports the target, blue: speaks against it)" : "") +
                                  (fig.target >= 0 ? "; outlined: the target position" : "");
-  const std::string head_note = "head relevance R_i" + (fig.stack.empty() ? "" : " (" + fig.stack + ")") +
+  const std::string head_note = "head relevance R_i" + (fig.stack ? " (" + std::string(core::stack_name(*fig.stack)) + ")" : std::string()) +
                                 ", layers down, heads across";
   const double cell = per_layer ? std::clamp(480.0 / per_layer, 12.0, 28.0) : 0;
   const double row_label_w = m.width("L" + std::to_string(std::max(0, layers - 1)), kSmall) + 6;

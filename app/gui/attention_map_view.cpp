@@ -93,7 +93,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
   // "figure only" export captures exactly this.
   const ImVec2 figure0 = ImGui::GetCursorScreenPos();
   const bool logits = sel.stage == Stage::J || sel.stage == Stage::L;
-  ImGui::Text("%s — %s layer %d, head %d (%s)", model_title(wb).c_str(), sel.stack.c_str(), sel.layer, sel.head,
+  ImGui::Text("%s — %s layer %d, head %d (%s)", model_title(wb).c_str(), core::stack_name(sel.stack), sel.layer, sel.head,
               stage_name(sel.stage));
   ImGui::SameLine();
   ImGui::TextDisabled("rows: queries ↓ · columns: keys →");

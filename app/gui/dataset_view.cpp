@@ -109,7 +109,7 @@ void DatasetView::drawRun(Workbench& wb) {
   ImGui::SameLine();
   ImGui::TextDisabled("(0 = all)");
 
-  const DatasetProgress& d = doc.dataset;
+  const DatasetJobStatus& d = doc.dataset;
   // Keep the measures in the order analyze lists them.
   std::vector<std::string> ordered;
   for (const auto& m : analysis::all_metrics())
@@ -123,8 +123,8 @@ void DatasetView::drawRun(Workbench& wb) {
     ImGui::ProgressBar(fraction, ImVec2(-ImGui::GetFontSize() * 5, 0), label.c_str());
     ImGui::SameLine();
     if (ImGui::Button("Stop")) wb.apply(cmd::StopDataset{});
-    ImGui::TextDisabled("%s · %s elapsed · %s left", d.phase.c_str(), duration_text(d.elapsed_s).c_str(),
-                        duration_text(d.eta_s).c_str());
+    ImGui::TextDisabled("%s · %s elapsed · %s left", d.phase.c_str(), duration_text(d.elapsed_seconds).c_str(),
+                        duration_text(d.eta_seconds).c_str());
   } else {
     ImGui::BeginDisabled(files.empty() || ordered.empty() || !doc.model || doc.model->folder.empty());
     if (ImGui::Button("Run")) wb.apply(run);

@@ -23,7 +23,7 @@ std::string extension(const std::string& path) {
   return ext;
 }
 
-FigureTokens labels(const RunSnapshot& s, const std::string& stack) {
+FigureTokens labels(const RunSnapshot& s, core::Stack stack) {
   FigureTokens t;
   for (const auto& q : s.query_tokens(stack).tokens) t.queries.push_back(token_label(q, 20));
   for (const auto& k : s.key_tokens(stack).tokens) t.keys.push_back(token_label(k, 20));
@@ -110,7 +110,7 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
   if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) throw std::runtime_error("export " + path + ": no maps");
   const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
   const bool logits = sel.stage == Stage::J || sel.stage == Stage::L;
-  const std::string title = wb.doc().model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) +
+  const std::string title = wb.doc().model->name + " — " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) +
                             (figure == "attention-map" ? ", head " + std::to_string(sel.head) : "") + " (" +
                             stage_name(sel.stage) + ")";
   if (figure == "attention-map") {
@@ -139,13 +139,13 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
         grid.back().push_back(m);
       }
     }
-    write_heads_grid(path, wb.doc().model->name + " — " + sel.stack + " attention, every head (" + stage_name(sel.stage) + ")",
+    write_heads_grid(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " attention, every head (" + stage_name(sel.stage) + ")",
                      grid, rows, cols, cmap);
   } else if (figure == "head-view") {
     const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
     std::vector<const float*> heads;
     for (int h = 0; h < sm.heads; ++h) heads.push_back(sm.head(h));
-    write_head_view(path, wb.doc().model->name + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", heads by colour",
+    write_head_view(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) + ", heads by colour",
                     heads, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack), wb.doc().session.view.auto_range,
                     sel.head);
   } else {

@@ -16,7 +16,7 @@
 namespace headlab::app {
 namespace {
 
-bool can_generate(const ModelSummary& m) { return m.find("decoder") != nullptr; }
+bool can_generate(const ModelSummary& m) { return m.find(core::Stack::Decoder) != nullptr; }
 
 // The colour range of attention weights, as the maps use it: 0–1, or 0 to the largest of `values`
 // with auto range (View ▸ Weights: each map to its own maximum), log when asked.
@@ -79,7 +79,7 @@ void GenerateView::drawContent(Workbench& wb) {
   ImGui::SetNextItemWidth(90);
   int seed = static_cast<int>(edit_.seed);
   if (ImGui::InputInt("##seed", &seed)) edit_.seed = seed;
-  if (!doc.generation_running) {
+  if (!doc.generation_job.running) {
     if (ImGui::Button("Generate")) {
       selected_ = -1;
       wb.apply(cmd::Generate{edit_});
@@ -101,8 +101,8 @@ void GenerateView::drawContent(Workbench& wb) {
   ImGui::SameLine();
   auto g = doc.generation;
   if (g && g->model_folder != doc.model->folder) g.reset();  // written by another model
-  if (doc.generation_running) ImGui::TextDisabled("writing… %zu tokens", g ? g->steps.size() : size_t(0));
-  else if (!doc.generation_error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", doc.generation_error.c_str());
+  if (doc.generation_job.running) ImGui::TextDisabled("writing… %zu tokens", g ? g->steps.size() : size_t(0));
+  else if (!doc.generation_job.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", doc.generation_job.error.c_str());
   else if (g) ImGui::TextDisabled("%zu tokens, stopped at %s", g->steps.size(), g->stopped.c_str());
   if (!g) return;
 
@@ -159,7 +159,7 @@ void GenerateView::drawStep(Workbench& wb) {
   }
   if (!s.top_base.empty()) ImGui::TextDisabled("(Δp: against the model without the Mixer's gates and mixing, same text so far)");
   // Going back: keep the tokens before this one and write on from here with the current controls.
-  if (!wb.doc().generation_running && ImGui::SmallButton("Write again from here")) {
+  if (!wb.doc().generation_job.running && ImGui::SmallButton("Write again from here")) {
     wb.apply(cmd::Generate{wb.doc().session.generation.settings, step});
     selected_ = step;
   }

@@ -53,11 +53,11 @@ void HeadDetailView::drawContent(Workbench& wb) {
   }
   const analysis::HeadEntry* head = report->find(sel.stack, sel.layer, sel.head);
   if (!head) {
-    ImGui::TextDisabled("the report has no %s layer %d head %d", sel.stack.c_str(), sel.layer, sel.head);
+    ImGui::TextDisabled("the report has no %s layer %d head %d", core::stack_name(sel.stack), sel.layer, sel.head);
     return;
   }
   const auto& h = *head;
-  ImGui::Text("%s · layer %d · head %d", h.stack.c_str(), h.layer, h.head);
+  ImGui::Text("%s · layer %d · head %d", core::stack_name(h.stack), h.layer, h.head);
   for (const auto& b : role_badges(h)) {
     ImGui::SameLine();
     ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.3f, 1.0f), "[%s]", b.label.c_str());
@@ -74,12 +74,12 @@ void HeadDetailView::drawContent(Workbench& wb) {
   std::vector<analysis::Evidence> evidence;
   for (const analysis::Measure* m : analysis::measures_of(set))
     for (auto& e : m->evidence(h, set)) evidence.push_back(std::move(e));
-  // The charts share the view's height (each at least ~8 lines), so none is below the fold of the
-  // default layout.
+  // The charts share the view's height, each at least ~12 lines (room for a title, a legend, rotated
+  // category labels and the data); the view scrolls when they do not all fit.
   int plots = 0, lines = 0;
   for (const auto& e : evidence) (e.kind == analysis::Evidence::Kind::text ? lines : plots) += 1;
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
-  const float plot_h = std::max(ImGui::GetFontSize() * 8,
+  const float plot_h = std::max(ImGui::GetFontSize() * 12,
                                 (ImGui::GetContentRegionAvail().y - lines * ImGui::GetTextLineHeightWithSpacing() -
                                  plots * spacing) / std::max(1, plots));
   for (size_t i = 0; i < evidence.size(); ++i) draw_evidence(evidence[i], int(i), plot_h);
@@ -93,10 +93,10 @@ bool HeadDetailView::exportFile(Workbench& wb, const std::string& path) {
   if (!report) throw std::runtime_error("export " + path + ": no head report yet");
   const analysis::HeadEntry* head = report->find(sel.stack, sel.layer, sel.head);
   if (!head)
-    throw std::runtime_error("export " + path + ": the report has no " + sel.stack + " layer " + std::to_string(sel.layer) +
+    throw std::runtime_error("export " + path + ": the report has no " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) +
                              " head " + std::to_string(sel.head));
   write_head_detail_figure(path,
-                           model_title(wb) + " — " + sel.stack + " layer " + std::to_string(sel.layer) + ", head " +
+                           model_title(wb) + " — " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) + ", head " +
                                std::to_string(sel.head),
                            *head, report->settings);
   return true;

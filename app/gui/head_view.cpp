@@ -30,7 +30,7 @@ void HeadView::drawContent(Workbench& wb) {
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6);
   int layer = sel.layer;
   if (ImGui::SliderInt("##layer", &layer, 0, static_cast<int>(maps->layers.size()) - 1))
-    wb.apply(cmd::SelectHead{"", layer, sel.head});
+    wb.apply(cmd::SelectHead{std::nullopt, layer, sel.head});
   export_buttons_same_line(wb, "head-view", title());
   hidden_heads_.resize(sm.heads, 0);
   for (int h = 0; h < sm.heads; ++h) {
@@ -55,7 +55,7 @@ void HeadView::drawContent(Workbench& wb) {
   const bool auto_range = wb.doc().session.view.auto_range;
   const ImVec2 figure0 = ImGui::GetCursorScreenPos();
   ImGui::Text("%s — %s layer %d: queries (left) to keys (right), a colour per head", model_title(wb).c_str(),
-              sel.stack.c_str(), sel.layer);
+              core::stack_name(sel.stack), sel.layer);
   ImGui::TextDisabled(auto_range ? "line opacity: weight relative to the strongest line shown (auto range)"
                                  : "line opacity: attention weight, 0 to 1");
   const float font = ImGui::GetFontSize();

@@ -35,7 +35,7 @@ bool attention_selector(Workbench& wb) {
   for (int s = 0; s < kStageCount; ++s) {
     ImGui::SameLine();
     if (ImGui::RadioButton(stage_name(static_cast<Stage>(s)), sel.stage == static_cast<Stage>(s))) {
-      wb.apply(cmd::SelectAttention{"", static_cast<Stage>(s)});
+      wb.apply(cmd::SelectAttention{std::nullopt, static_cast<Stage>(s)});
       changed = true;
     }
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tips[s]);
@@ -135,7 +135,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
       const ImVec2 p1(p0.x + iw, p0.y + ih);
       ImGui::SetCursorScreenPos(cell0);
       ImGui::PushID(l * 4096 + h);
-      if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) wb.apply(cmd::SelectHead{"", l, h});
+      if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) wb.apply(cmd::SelectHead{std::nullopt, l, h});
       const bool hovered = ImGui::IsItemHovered();
       ImGui::PopID();
       wb.textures.draw(dl, l, h, p0, p1);

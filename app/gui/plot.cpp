@@ -128,7 +128,13 @@ PlotHover Plot::end() {
     const std::string t = fit_text(title_, l.title.width());
     list->AddText(at(l.title.x0 + (l.title.width() - text_width(t)) / 2, l.title.y0), text, t.c_str());
   }
-  if (!l.fits) return hover;
+  if (!l.fits) {
+    // Never an empty frame that reads as "no data": say why nothing is drawn.
+    const std::string note = fit_text("enlarge the view to see this chart", size_.x - 8);
+    list->AddText(at((size_.x - text_width(note)) / 2, std::max(0.0f, (size_.y - fh) / 2)),
+                  ImGui::GetColorU32(ImGuiCol_TextDisabled), note.c_str());
+    return hover;
+  }
   auto px = [&](double v) { return float(to_pixel(v, xr, in.x0, in.x1, x_log)); };
   auto py = [&](double v) { return float(to_pixel(v, yr, in.y1, in.y0, y_.log)); };
 

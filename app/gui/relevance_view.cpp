@@ -129,7 +129,7 @@ void RelevanceView::drawHeads(Workbench& wb) {
   std::vector<double> all;
   for (const auto& l : per_layer) all.insert(all.end(), l.begin(), l.end());
   const double scale = relevance_scale(all);
-  ImGui::TextDisabled("head relevance R_i (%s), this input", it->first.c_str());
+  ImGui::TextDisabled("head relevance R_i (%s), this input", core::stack_name(it->first));
   const int layers = static_cast<int>(per_layer.size());
   int heads = 0;
   for (const auto& l : per_layer) heads = std::max(heads, static_cast<int>(l.size()));

@@ -39,7 +39,7 @@ void ScriptRunner::step(Workbench& wb) {
                                            std::holds_alternative<cmd::SelectSentence>(*previous));
     const std::string error = !wb.doc().last_error().empty() ? wb.doc().last_error()
                               : after_dataset             ? wb.doc().dataset.error
-                              : after_syntax              ? wb.doc().syntax_error
+                              : after_syntax              ? wb.doc().syntax_job.error
                                                           : std::string();
     if (error.empty() || error.find(expect->contains) == std::string::npos) {
       std::cerr << "headlab gui: " << origin_ << ": action " << index << " (expect_error): expected an error"

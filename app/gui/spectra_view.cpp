@@ -12,7 +12,7 @@
 namespace headlab::app {
 namespace {
 
-const analysis::LayerSpectra* layer_of(const RunSnapshot& s, const std::string& stack, int layer) {
+const analysis::LayerSpectra* layer_of(const RunSnapshot& s, core::Stack stack, int layer) {
   if (!s.weight_spectra) return nullptr;
   for (const auto& l : *s.weight_spectra)
     if (l.stack == stack && l.layer == layer) return &l;
@@ -61,7 +61,7 @@ void SpectraView::drawContent(Workbench& wb) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("singular values of each head's T×S logit matrix for the current input");
   export_buttons_same_line(wb, "spectra", title());
   ImGui::TextWrapped("%s L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
-                     sel.stack.c_str(), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
+                     core::stack_name(sel.stack), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
                      s.singular_values.size());
   const bool show_input = input && snap && snap->logit_spectra;
   // One colour for the selected head in every plot and every draw, grey for the rest, with a key.
@@ -136,12 +136,12 @@ bool SpectraView::exportFile(Workbench& wb, const std::string& path) {
   const auto& sel = wb.doc().session.selection;
   const analysis::LayerSpectra* layer = snap ? layer_of(*snap, sel.stack, sel.layer) : nullptr;
   if (!layer || sel.head < 0 || sel.head >= static_cast<int>(layer->heads.size()))
-    throw std::runtime_error("export " + path + ": no key-query spectra for " + sel.stack + " layer " +
+    throw std::runtime_error("export " + path + ": no key-query spectra for " + core::stack_name(sel.stack) + " layer " +
                              std::to_string(sel.layer) + " head " + std::to_string(sel.head) + " yet");
   if (!layer->heads[sel.head].applicable)
     throw std::runtime_error("export " + path + ": additive scoring has no bilinear key-query form: no spectrum");
   write_spectra_figure(path,
-                       model_title(wb) + " — key-query spectra, " + sel.stack + " layer " + std::to_string(sel.layer) +
+                       model_title(wb) + " — key-query spectra, " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) +
                            " (head " + std::to_string(sel.head) + " highlighted)",
                        layer->heads, sel.head);
   return true;

@@ -112,8 +112,8 @@ void SyntaxView::drawPicker(Workbench& wb) {
   auto status = [&] {
     const auto& sel = doc.session.selection;
     char head[128];
-    std::snprintf(head, sizeof head, "%s L%d H%d%s", sel.stack.c_str(), sel.layer, sel.head,
-                  doc.syntax_running ? " · running…" : "");
+    std::snprintf(head, sizeof head, "%s L%d H%d%s", core::stack_name(sel.stack), sel.layer, sel.head,
+                  doc.syntax_job.running ? " · running…" : "");
     same_line_if_fits(ImGui::CalcTextSize(head).x);  // wraps rather than being cut at the window's edge
     ImGui::TextDisabled("%s", head);
     if (!doc.syntax) return;
@@ -204,9 +204,9 @@ void SyntaxView::drawContent(Workbench& wb) {
     return;
   }
   drawPicker(wb);
-  if (!doc.syntax_error.empty()) {
+  if (!doc.syntax_job.error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, kMissedColour);
-    ImGui::TextWrapped("%s", doc.syntax_error.c_str());
+    ImGui::TextWrapped("%s", doc.syntax_job.error.c_str());
     ImGui::PopStyleColor();
   }
   // A sentence measured on another model (the one open before) is never drawn as this model's.
@@ -214,7 +214,7 @@ void SyntaxView::drawContent(Workbench& wb) {
   if (!doc.syntax || stale) {
     if (doc.model && doc.model->folder.empty())
       ImGui::TextDisabled("the Syntax view reads a model folder's tokenizer; this model has random weights and none");
-    else if (doc.syntax_error.empty() || stale)
+    else if (doc.syntax_job.error.empty() || stale)
       ImGui::TextDisabled("running the sentence on %s…", model_title(wb).c_str());
     return;
   }
@@ -319,7 +319,7 @@ void SyntaxView::drawContent(Workbench& wb) {
   ImGui::EndChild();
 
   if (!predicted) {
-    ImGui::TextDisabled("the sentence has no %s layer %d head %d", sel.stack.c_str(), sel.layer, sel.head);
+    ImGui::TextDisabled("the sentence has no %s layer %d head %d", core::stack_name(sel.stack), sel.layer, sel.head);
     return;
   }
   relation_table(accuracy, table_h);
@@ -335,7 +335,7 @@ bool SyntaxView::exportFile(Workbench& wb, const std::string& path) {
   const std::string sentence = r.on_input ? std::string("the input")
                                           : "sentence " + std::to_string(r.index + 1) + " of " +
                                                 std::filesystem::path(r.file).filename().string();
-  const std::string title = model_title(wb) + " — " + sentence + ", " + sel.stack + " layer " +
+  const std::string title = model_title(wb) + " — " + sentence + ", " + core::stack_name(sel.stack) + " layer " +
                             std::to_string(sel.layer) + " head " + std::to_string(sel.head);
   write_syntax_figure(path, title, r.words, r.heads, r.relations, predicted ? *predicted : std::vector<int>{},
                       r.word_has_token);

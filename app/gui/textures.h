@@ -61,7 +61,7 @@ class HeadTextures {
     std::vector<Entry> heads;
   };
   std::vector<Layer> layers_;
-  std::string stack_;
+  core::Stack stack_ = core::Stack::Encoder;
   Stage stage_ = Stage::U;
   MapStyle style_;
   std::vector<uint8_t> pixels_;

@@ -1,13 +1,11 @@
 #include "app/work/convert_job.h"
 
-#include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
 #include "core/cancelled.h"
 #include "core/model/convert.h"
 #include "core/memory_budget.h"
 #include "core/model/model.h"
 #include "core/model/model_store.h"
-#include "core/model/system_info.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -67,15 +65,6 @@ std::shared_ptr<const Converted> convert(Task& task, const ConvertRequest& r, co
 
 }  // namespace
 
-ConvertJob::ConvertJob()
-    : ConvertJob(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
-                 std::make_shared<core::ModelStore>()) {}
-
-ConvertJob::ConvertJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
-    : tasks_(std::move(tasks)), models_(std::move(models)), track_(std::make_unique<TaskTrack>()) {}
-
-ConvertJob::~ConvertJob() { cancel(); }
-
 void ConvertJob::start(const ConvertRequest& request) {
   if (request.model_folder.empty())
     throw std::runtime_error("conversion needs a model folder (this model has random weights and no folder)");
@@ -87,23 +76,17 @@ void ConvertJob::start(const ConvertRequest& request) {
   if (request.out.empty()) throw std::runtime_error("give a folder for the converted model");
   if (std::filesystem::exists(std::filesystem::path(request.out) / "config.json"))
     throw std::runtime_error(request.out + " already holds a model; choose another folder");
-  if (track_->busy()) throw std::runtime_error("a conversion is already running");
+  if (track().busy()) throw std::runtime_error("a conversion is already running");
   TaskOptions o;
   o.name = "converting to " + describe(request);
   o.lane = "convert";
   o.kind = "convert";
-  track_->follow(tasks_->start_typed<Converted>(o, [request, models = models_](Task& task) {
-    return convert(task, request, *models);
-  }));
-}
-
-void ConvertJob::cancel() {
-  if (track_->newest()) track_->newest()->stop();
+  launch<Converted>(o, [request, models = models_](Task& task) { return convert(task, request, *models); });
 }
 
 ConvertJobStatus ConvertJob::status() const {
   ConvertJobStatus s;
-  const auto& task = track_->newest();
+  const auto& task = newest();
   if (!task) return s;
   const Task::Status t = task->status();  // read once: every field below describes the same moment
   s.running = t.state == TaskState::Queued || t.state == TaskState::Running;

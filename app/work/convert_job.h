@@ -5,17 +5,12 @@
 // Torch-free header: GUI translation units include it.
 #pragma once
 
+#include "app/work/job.h"
+
 #include <memory>
 #include <string>
 
-namespace headlab::core {
-class ModelStore;
-}
-
 namespace headlab::app {
-
-class TaskManager;
-class TaskTrack;
 
 struct ConvertRequest {
   std::string model_folder;  // the model to convert (native or Hugging Face)
@@ -37,26 +32,22 @@ struct ConvertJobStatus {
   unsigned serial = 0;    // increments when a conversion finishes (done, stopped or failed)
 };
 
-class ConvertJob {
+// Its status() says more than a Job's: the phase, the fraction fitted, the summary and the folder
+// written, and a serial of finished conversions.
+class ConvertJob : public Job {
  public:
-  // On its own task system and model store (tests) …
-  ConvertJob();
-  // … or on the window's, shared with its other work.
-  ConvertJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
-  ~ConvertJob();  // stops a conversion in flight
-  ConvertJob(const ConvertJob&) = delete;
-  ConvertJob& operator=(const ConvertJob&) = delete;
+  // Null `tasks` or `models`: a task system and model store of its own (tests); the window passes
+  // its own. Destroying the job stops a conversion in flight.
+  explicit ConvertJob(std::shared_ptr<TaskManager> tasks = nullptr, std::shared_ptr<core::ModelStore> models = nullptr)
+      : Job(std::move(tasks), std::move(models)) {}
 
   // Starts a conversion; throws std::runtime_error while another runs or when the request is
-  // incomplete (the message says what to give).
+  // incomplete (the message says what to give). stop() ends it after the current ALS sweep, and
+  // nothing is written.
   void start(const ConvertRequest& request);
-  void cancel();  // stops after the current ALS sweep; nothing is written
   ConvertJobStatus status() const;
 
  private:
-  std::shared_ptr<TaskManager> tasks_;
-  std::shared_ptr<core::ModelStore> models_;
-  std::unique_ptr<TaskTrack> track_;
   mutable const void* counted_ = nullptr;  // the conversion last counted as finished
   mutable unsigned finished_ = 0;
 };

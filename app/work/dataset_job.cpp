@@ -1,12 +1,10 @@
 #include "app/work/dataset_job.h"
 
 #include "analysis/analyze.h"
-#include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
 #include "core/cancelled.h"
 #include "core/model/model.h"
 #include "core/model/model_store.h"
-#include "core/model/system_info.h"
 
 #include <stdexcept>
 
@@ -53,17 +51,6 @@ std::shared_ptr<const analysis::HeadReport> analyse(Task& task, const DatasetReq
 
 }  // namespace
 
-DatasetJob::DatasetJob()
-    : DatasetJob(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
-                 std::make_shared<core::ModelStore>()) {}
-
-DatasetJob::DatasetJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
-    : tasks_(std::move(tasks)), models_(std::move(models)), track_(std::make_unique<TaskTrack>()) {}
-
-DatasetJob::~DatasetJob() {
-  if (track_->newest()) track_->newest()->stop();
-}
-
 void DatasetJob::start(const DatasetRequest& request) {
   TaskOptions o;
   o.name = "analysing the dataset";
@@ -71,16 +58,11 @@ void DatasetJob::start(const DatasetRequest& request) {
   o.kind = "analyse";
   o.replaces = {"analyse"};
   // The work holds the store, not this job: it may outlive the job by the sentence under way.
-  track_->follow(tasks_->start_typed<analysis::HeadReport>(
-      o, [request, models = models_](Task& task) { return analyse(task, request, *models); }));
-}
-
-void DatasetJob::stop() {
-  if (track_->newest()) track_->newest()->stop();
+  launch<analysis::HeadReport>(o, [request, models = models_](Task& task) { return analyse(task, request, *models); });
 }
 
 void DatasetJob::take_result() const {
-  const auto& task = track_->newest();
+  const auto& task = newest();
   if (!task) return;
   auto report = task->result<analysis::HeadReport>();
   if (report && report.get() != taken_) {
@@ -92,7 +74,7 @@ void DatasetJob::take_result() const {
 
 DatasetJobStatus DatasetJob::status() const {
   DatasetJobStatus s;
-  const auto& task = track_->newest();
+  const auto& task = newest();
   if (!task) return s;
   take_result();
   const Task::Status t = task->status();
@@ -103,7 +85,7 @@ DatasetJobStatus DatasetJob::status() const {
   switch (t.state) {
     case TaskState::Queued:
       s.running = true;
-      s.phase = track_->older_busy() ? "waiting for the previous run to stop" : "starting";
+      s.phase = track().older_busy() ? "waiting for the previous run to stop" : "starting";
       break;
     case TaskState::Running:
       s.running = true;

@@ -5,21 +5,14 @@
 #pragma once
 
 #include "analysis/head_report.h"
+#include "app/work/job.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace headlab::core {
-class ModelStore;
-}
-
 namespace headlab::app {
-
-class Task;
-class TaskManager;
-class TaskTrack;
 
 // What to measure: a model folder with a tokenizer, the data and the measures.
 struct DatasetRequest {
@@ -44,25 +37,22 @@ struct DatasetJobStatus {
   double fraction() const { return total > 0 ? double(done) / double(total) : 0.0; }
 };
 
-class DatasetJob {
+// Its status() and result_serial() say more than a Job's: progress with an ETA, and a serial that
+// counts published reports only.
+class DatasetJob : public Job {
  public:
-  // On its own task system and model store (tests, a headless caller) …
-  DatasetJob();
-  // … or on the window's, shared with its other work.
-  DatasetJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
-  // Stops the run in flight (it ends after the sentence under way).
-  ~DatasetJob();
-  DatasetJob(const DatasetJob&) = delete;
-  DatasetJob& operator=(const DatasetJob&) = delete;
+  // Null `tasks` or `models`: a task system and model store of its own (tests, a headless caller);
+  // the window passes its own. Destroying the job stops the run in flight (after its sentence).
+  explicit DatasetJob(std::shared_ptr<TaskManager> tasks = nullptr, std::shared_ptr<core::ModelStore> models = nullptr)
+      : Job(std::move(tasks), std::move(models)) {}
 
   // Starts a run; a run in flight is stopped and its result dropped, and the new one starts once it
-  // has (the runs share a lane).
+  // has (the runs share a lane). stop() ends a run after the current sentence; what is complete is
+  // published, marked partial.
   void start(const DatasetRequest& request);
-  // Stops the run after the current sentence; what is complete is published, marked partial.
-  void stop();
 
   DatasetJobStatus status() const;
-  // The last published report (a complete or a stopped run), or null.
+  // The last published report (a complete or a stopped run), or null; it stays after a failure.
   std::shared_ptr<const analysis::HeadReport> result() const;
   // Increments with every published report: the window re-reads result() when it changes.
   uint64_t result_serial() const;
@@ -73,9 +63,6 @@ class DatasetJob {
  private:
   void take_result() const;  // picks up the newest task's report
 
-  std::shared_ptr<TaskManager> tasks_;
-  std::shared_ptr<core::ModelStore> models_;
-  std::unique_ptr<TaskTrack> track_;
   mutable std::shared_ptr<const analysis::HeadReport> result_;
   mutable uint64_t result_serial_ = 0;
   mutable const void* taken_ = nullptr;  // the report last taken from a task

@@ -5,10 +5,7 @@
 #include "core/model/model.h"
 #include "core/tokenizer/framing.h"
 #include "core/model/run.h"
-#include "app/tasks/task_manager.h"
-#include "app/tasks/task_track.h"
 #include "core/model/model_store.h"
-#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 
@@ -149,49 +146,13 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
 }  // namespace
 
 
-GenerationJob::GenerationJob()
-    : GenerationJob(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
-                    std::make_shared<core::ModelStore>()) {}
-
-GenerationJob::GenerationJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
-    : tasks_(std::move(tasks)), models_(std::move(models)), track_(std::make_unique<TaskTrack>()) {}
-
-GenerationJob::~GenerationJob() { stop(); }
-
 void GenerationJob::start(const GenerationRequest& request) {
   TaskOptions o;
   o.name = "generating";
   o.lane = "generate";
   o.kind = "generate";
   o.replaces = {"generate"};
-  track_->follow(tasks_->start_typed<GenerationResult>(
-      o, [request, models = models_](Task& task) { return generate_text(task, request, *models); }));
+  launch<GenerationResult>(o, [request, models = models_](Task& task) { return generate_text(task, request, *models); });
 }
-
-void GenerationJob::stop() {
-  if (track_->newest()) track_->newest()->stop();
-}
-
-GenerationStatus GenerationJob::status() const {
-  GenerationStatus s;
-  const auto& task = track_->newest();
-  if (!task) return s;
-  s.running = !task->finished();
-  const Task::Status t = task->status();
-  if (t.state == TaskState::Failed) s.error = t.error;
-  return s;
-}
-
-std::shared_ptr<const GenerationResult> GenerationJob::result() const {
-  const auto& task = track_->newest();
-  if (!task) return nullptr;
-  if (task->status().state == TaskState::Failed)
-    shown_.reset();
-  else if (auto r = task->result<GenerationResult>())
-    shown_ = std::move(r);
-  return shown_;
-}
-
-uint64_t GenerationJob::result_serial() const { return track_->serial(); }
 
 }  // namespace headlab::app

@@ -5,6 +5,7 @@
 // way. Torch-free header: GUI translation units include it.
 #pragma once
 
+#include "app/work/job.h"
 #include "core/controls.h"
 
 #include <cstdint>
@@ -13,14 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace headlab::core {
-class ModelStore;
-}
-
 namespace headlab::app {
-
-class TaskManager;
-class TaskTrack;
 
 // What the user asks of a generation: the prompt and how to draw. The Generate command, the session
 // and the job all hold it.
@@ -70,35 +64,18 @@ struct GenerationResult {
   std::string stopped;                     // "" while running; "end of sequence", "max_new", "cancelled"
 };
 
-struct GenerationStatus {
-  bool running = false;
-  std::string error;  // why the last run failed ("" after a success)
-};
-
-class GenerationJob {
+// status() says whether a run is under way and why the last one failed.
+class GenerationJob : public Job {
  public:
-  // On its own task system and model store (tests) …
-  GenerationJob();
-  // … or on the window's, shared with its other work.
-  GenerationJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
-  ~GenerationJob();  // stops the run under way (it ends after its step)
-  GenerationJob(const GenerationJob&) = delete;
-  GenerationJob& operator=(const GenerationJob&) = delete;
+  // Null `tasks` or `models`: a task system and model store of its own (tests); the window passes its own.
+  explicit GenerationJob(std::shared_ptr<TaskManager> tasks = nullptr, std::shared_ptr<core::ModelStore> models = nullptr)
+      : Job(std::move(tasks), std::move(models)) {}
 
-  // Starts a run; one in flight is stopped and its steps are dropped.
+  // Starts a run; one in flight is stopped and its steps are dropped. Stop ends it within one layer
+  // of the step under way; the steps made stay on show.
   void start(const GenerationRequest& request);
-  void stop();
-  GenerationStatus status() const;
   // The run so far (every step published), null before any run and after a failure.
-  std::shared_ptr<const GenerationResult> result() const;
-  // Increments with every published step, end or failure.
-  uint64_t result_serial() const;
-
- private:
-  std::shared_ptr<TaskManager> tasks_;
-  std::shared_ptr<core::ModelStore> models_;
-  std::unique_ptr<TaskTrack> track_;
-  mutable std::shared_ptr<const GenerationResult> shown_;
+  std::shared_ptr<const GenerationResult> result() const { return shown<GenerationResult>(); }
 };
 
 }  // namespace headlab::app

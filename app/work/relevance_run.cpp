@@ -40,7 +40,7 @@ std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const cor
   // Rollout and flow over the self-attention of the stack the target is in, from the run's
   // weights W·(gates): the maps that multiply the values (Abnar & Zuidema 2020).
   const core::StackTrace& stack = enc_dec ? trace.decoder : trace.main_stack();
-  out->flow_stack = enc_dec ? "decoder" : (trace.decoder.empty() ? "encoder" : "decoder");
+  out->flow_stack = enc_dec ? core::Stack::Decoder : (trace.decoder.empty() ? core::Stack::Encoder : core::Stack::Decoder);
   std::vector<torch::Tensor> maps;
   for (const auto& layer : stack.layers) maps.push_back(core::value_weights(layer.self));
   if (!maps.empty() && maps.front().defined()) {

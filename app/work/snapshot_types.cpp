@@ -4,11 +4,6 @@
 
 namespace headlab::app {
 
-const char* stage_name(Stage stage) {
-  static const char* const names[] = {"J", "L", "W", "U"};
-  return names[static_cast<int>(stage)];
-}
-
 int AttentionSummary::heads(Stage stage) const {
   switch (stage) {
     case Stage::J: return logit_heads;
@@ -19,13 +14,13 @@ int AttentionSummary::heads(Stage stage) const {
   return output_heads;
 }
 
-const AttentionSummary* ModelSummary::find(const std::string& stack) const {
+const AttentionSummary* ModelSummary::find(core::Stack stack) const {
   for (const auto& a : attentions)
     if (a.stack == stack) return &a;
   return nullptr;
 }
 
-const AttentionMaps* RunSnapshot::find(const std::string& stack) const {
+const AttentionMaps* RunSnapshot::find(core::Stack stack) const {
   for (const auto& a : attentions)
     if (a.stack == stack) return &a;
   return nullptr;
@@ -37,12 +32,12 @@ const PositionOutput* RunSnapshot::output_at(int position) const {
   return nullptr;
 }
 
-const TokenizedText& RunSnapshot::query_tokens(const std::string& stack) const {
-  return stack == "encoder" || decoder_tokens.ids.empty() ? tokens : decoder_tokens;
+const TokenizedText& RunSnapshot::query_tokens(core::Stack stack) const {
+  return stack == core::Stack::Encoder || decoder_tokens.ids.empty() ? tokens : decoder_tokens;
 }
 
-const TokenizedText& RunSnapshot::key_tokens(const std::string& stack) const {
-  return stack == "decoder" && !decoder_tokens.ids.empty() ? decoder_tokens : tokens;
+const TokenizedText& RunSnapshot::key_tokens(core::Stack stack) const {
+  return stack == core::Stack::Decoder && !decoder_tokens.ids.empty() ? decoder_tokens : tokens;
 }
 
 }  // namespace headlab::app

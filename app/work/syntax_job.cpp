@@ -4,11 +4,9 @@
 #include "analysis/head_stats.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
-#include "app/tasks/task_manager.h"
-#include "app/tasks/task_track.h"
+#include "core/model/stacks.h"
 #include "core/cancelled.h"
 #include "core/model/model_store.h"
-#include "core/model/system_info.h"
 
 #include <torch/torch.h>
 
@@ -18,21 +16,6 @@
 
 namespace headlab::app {
 namespace {
-
-// The stacks the head report measures, with the maps that feed the syntactic measure.
-const core::AttentionStages& stages_of(const core::Trace& trace, const std::string& stack, int layer) {
-  if (stack == "encoder") return trace.encoder.layers[size_t(layer)].self;
-  if (stack == "decoder") return trace.decoder.layers[size_t(layer)].self;
-  return trace.decoder.layers[size_t(layer)].cross;
-}
-
-std::vector<std::pair<std::string, int>> stacks_of(const core::ModelConfig& c) {
-  std::vector<std::pair<std::string, int>> out;
-  if (c.encoder) out.push_back({"encoder", c.encoder->layers});
-  if (c.decoder) out.push_back({"decoder", c.decoder->layers});
-  if (c.decoder && c.decoder->cross_attention) out.push_back({"cross", c.decoder->layers});
-  return out;
-}
 
 // The typed input with its parse: pasted CoNLL-U (its one sentence, or the one that spells the
 // input), or the first sentence of a CoNLL-U file that spells the input.
@@ -58,7 +41,7 @@ analysis::DatasetSentence input_sentence(const SyntaxRequest& request) {
 
 }  // namespace
 
-const std::vector<int>* SyntaxResult::predicted(const std::string& stack, int layer, int head) const {
+const std::vector<int>* SyntaxResult::predicted(core::Stack stack, int layer, int head) const {
   auto it = argmax.find(stack);
   if (it == argmax.end() || layer < 0 || size_t(layer) >= it->second.size()) return nullptr;
   const auto& heads_of_layer = it->second[size_t(layer)];
@@ -113,11 +96,11 @@ SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& 
   request.logit_positions = {0};  // the maps, not the LM head
   request.cancel = cancel;        // checked between layers
   const auto trace = core::run(model, request);
-  for (const auto& [stack, layers] : stacks_of(model.config)) {
+  for (const core::Stack stack : core::stacks_of(model.config)) {
     auto& per_layer = r.argmax[stack];
-    for (int l = 0; l < layers; ++l) {
+    for (int l = 0; l < core::layers_config(model.config, stack).layers; ++l) {
       // accumulate_layer reads the maps as float32 before making them word-level.
-      const auto maps = core::value_weights(stages_of(*trace, stack, l)).to(torch::kFloat32);  // [heads, T, S]
+      const auto maps = core::value_weights(core::stages_of(*trace, stack, l)).to(torch::kFloat32);  // [heads, T, S]
       per_layer.push_back(analysis::word_argmax(analysis::word_level_maps(maps, layout)));
     }
   }
@@ -186,19 +169,8 @@ std::shared_ptr<const SyntaxResult> run_sentence(Task& task, const SyntaxRequest
 
 }  // namespace
 
-SyntaxJob::SyntaxJob()
-    : SyntaxJob(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
-                std::make_shared<core::ModelStore>()) {}
-
 SyntaxJob::SyntaxJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
-    : tasks_(std::move(tasks)),
-      models_(std::move(models)),
-      cache_(std::make_shared<Cache>()),
-      track_(std::make_unique<TaskTrack>()) {}
-
-SyntaxJob::~SyntaxJob() {
-  if (track_->newest()) track_->newest()->stop();
-}
+    : Job(std::move(tasks), std::move(models)), cache_(std::make_shared<Cache>()) {}
 
 void SyntaxJob::start(const SyntaxRequest& request) {
   TaskOptions o;
@@ -206,32 +178,9 @@ void SyntaxJob::start(const SyntaxRequest& request) {
   o.lane = "syntax";  // one at a time: the runs share the sentence counts
   o.kind = "sentence";
   o.replaces = {"sentence"};
-  track_->follow(tasks_->start_typed<SyntaxResult>(o, [request, models = models_, cache = cache_](Task& task) {
+  launch<SyntaxResult>(o, [request, models = models_, cache = cache_](Task& task) {
     return run_sentence(task, request, *models, cache->sentence_counts);
-  }));
+  });
 }
-
-SyntaxJobStatus SyntaxJob::status() const {
-  SyntaxJobStatus s;
-  const auto& task = track_->newest();
-  if (!task) return s;
-  const Task::Status t = task->status();
-  s.running = !task->finished();
-  if (t.state == TaskState::Failed) s.error = t.error;
-  return s;
-}
-
-std::shared_ptr<const SyntaxResult> SyntaxJob::result() const {
-  const auto& task = track_->newest();
-  if (!task) return nullptr;
-  // While a sentence runs, the one before stays on show; a failed run shows its error instead.
-  if (task->status().state == TaskState::Failed)
-    shown_.reset();
-  else if (auto r = task->result<SyntaxResult>())
-    shown_ = std::move(r);
-  return shown_;
-}
-
-uint64_t SyntaxJob::result_serial() const { return track_->serial(); }
 
 }  // namespace headlab::app

@@ -5,6 +5,7 @@
 // Torch-free header: GUI translation units include it.
 #pragma once
 
+#include "app/work/job.h"
 #include "core/controls.h"
 
 #include <atomic>
@@ -16,16 +17,12 @@
 
 namespace headlab::core {
 struct Model;
-class ModelStore;
 }
 namespace headlab::analysis {
 struct DatasetSentence;
 }
 
 namespace headlab::app {
-
-class TaskManager;
-class TaskTrack;
 
 // Which sentence, on which model, under which controls: sentence `index` of a CoNLL-U file, or
 // the text the user typed with its parse (pasted CoNLL-U, or a CoNLL-U file holding a sentence whose
@@ -57,10 +54,10 @@ struct SyntaxResult {
   // stack → [layer][head][word]: the word each word's row of the word-level map (values stage U)
   // points to, self excluded, −1 = none. Rows are dependents, so an arc d → predicted[d] is read
   // dependent → head, as the syntactic measure reads it.
-  std::map<std::string, std::vector<std::vector<std::vector<int>>>> argmax;
+  std::map<core::Stack, std::vector<std::vector<std::vector<int>>>> argmax;
 
   // The argmax of one head, or null when the result has no such head.
-  const std::vector<int>* predicted(const std::string& stack, int layer, int head) const;
+  const std::vector<int>* predicted(core::Stack stack, int layer, int head) const;
 };
 
 // Runs one sentence (as DatasetReader gives it) through `model` and takes every head's word-level
@@ -69,36 +66,21 @@ struct SyntaxResult {
 SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& sentence,
                            const core::ModelControls& controls, const std::atomic<bool>* cancel = nullptr);
 
-struct SyntaxJobStatus {
-  bool running = false;
-  std::string error;  // why the last run failed ("" after a success), with what was being done
-};
-
-class SyntaxJob {
+// status() says whether a sentence is under way and why the last one failed.
+class SyntaxJob : public Job {
  public:
-  // On its own task system and model store (tests) …
-  SyntaxJob();
-  // … or on the window's, shared with its other work.
-  SyntaxJob(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
-  ~SyntaxJob();
-  SyntaxJob(const SyntaxJob&) = delete;
-  SyntaxJob& operator=(const SyntaxJob&) = delete;
+  // Null `tasks` or `models`: a task system and model store of its own (tests); the window passes its own.
+  explicit SyntaxJob(std::shared_ptr<TaskManager> tasks = nullptr, std::shared_ptr<core::ModelStore> models = nullptr);
 
   // Starts a run; a run in flight is stopped and its result dropped.
   void start(const SyntaxRequest& request);
-  SyntaxJobStatus status() const;
-  // The last published result; null before any and after a failure.
-  std::shared_ptr<const SyntaxResult> result() const;
-  // Increments with every published result or failure.
-  uint64_t result_serial() const;
+  // The last published result (kept on show while the next sentence runs); null before any and
+  // after a failure.
+  std::shared_ptr<const SyntaxResult> result() const { return shown<SyntaxResult>(); }
 
  private:
   struct Cache;  // the sentence counts of files read before (the lane's thread only)
-  std::shared_ptr<TaskManager> tasks_;
-  std::shared_ptr<core::ModelStore> models_;
   std::shared_ptr<Cache> cache_;
-  std::unique_ptr<TaskTrack> track_;
-  mutable std::shared_ptr<const SyntaxResult> shown_;
 };
 
 }  // namespace headlab::app

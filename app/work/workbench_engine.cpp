@@ -8,6 +8,7 @@
 #include "core/model/attention.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
+#include "core/model/stacks.h"
 
 #include <torch/torch.h>
 
@@ -51,7 +52,7 @@ uint64_t fnv1a(const std::string& s) {
 
 std::string norm_name(core::NormKind kind) { return kind == core::NormKind::RMSNorm ? "RMSNorm" : "LayerNorm"; }
 
-AttentionSummary summarize(const std::string& stack, const std::string& title, const core::StackConfig& s,
+AttentionSummary summarize(core::Stack stack, const std::string& title, const core::StackConfig& s,
                            const core::AttentionConfig& a, bool causal) {
   AttentionSummary out;
   out.stack = stack;
@@ -118,21 +119,21 @@ struct WorkbenchEngine::Impl {
     s.norm = norm_name(c.norm) + (c.norm_placement == core::NormPlacement::Pre ? " (pre)" : " (post)");
     s.weights_dtype = model->weights_dtype;
     s.summary_text = c.summary();
-    if (c.encoder) s.attentions.push_back(summarize("encoder", "encoder self-attention", *c.encoder, c.encoder->attention, false));
+    if (c.encoder) s.attentions.push_back(summarize(core::Stack::Encoder, "encoder self-attention", *c.encoder, c.encoder->attention, false));
     if (c.decoder) {
       const bool enc_dec = c.kind == core::StackKind::EncoderDecoder;
-      s.attentions.push_back(summarize("decoder", enc_dec ? "decoder self-attention (causal)" : "self-attention (causal)",
+      s.attentions.push_back(summarize(core::Stack::Decoder, enc_dec ? "decoder self-attention (causal)" : "self-attention (causal)",
                                        *c.decoder, c.decoder->attention, true));
       if (c.decoder->cross_attention)
-        s.attentions.push_back(summarize("cross", "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
+        s.attentions.push_back(summarize(core::Stack::Cross, "cross-attention", *c.decoder, *c.decoder->cross_attention, false));
     }
     if (!folder.empty()) s.weights_hash = core::weights_identity(folder);
     summary = std::move(s);
     cache.resize(summary.attentions.size());
   }
 
-  const core::StackTrace& stack_of(const core::Trace& t, const std::string& stack) const {
-    return stack == "encoder" ? t.encoder : t.decoder;
+  const core::StackTrace& stack_of(const core::Trace& t, core::Stack stack) const {
+    return stack == core::Stack::Encoder ? t.encoder : t.decoder;
   }
 
   LayerMaps layer_maps(size_t a, size_t l, const core::AttentionStages& s) {
@@ -169,11 +170,11 @@ struct WorkbenchEngine::Impl {
     if (!any || any->dim() < 2) return nullptr;
     const auto& att = summary.attentions[a];
     const auto& c = model->config;
-    const core::StackConfig* stack = att.stack == "encoder" ? (c.encoder ? &*c.encoder : nullptr)
+    const core::StackConfig* stack = att.stack == core::Stack::Encoder ? (c.encoder ? &*c.encoder : nullptr)
                                                             : (c.decoder ? &*c.decoder : nullptr);
     if (!stack) return nullptr;
     const core::AttentionPattern pattern =
-        att.stack == "cross" ? stack->cross_attention->pattern : stack->layer_attention(static_cast<int>(l)).pattern;
+        att.stack == core::Stack::Cross ? stack->cross_attention->pattern : stack->layer_attention(static_cast<int>(l)).pattern;
     const int64_t T = any->size(-2), S = any->size(-1);
     const auto allowed = core::attention_allowed(T, S, att.causal, pattern).to(torch::kUInt8).contiguous();  // [T, S]
     if (allowed.min().item<int>() == 1) return nullptr;
@@ -393,9 +394,9 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     const auto& att = m.summary.attentions[a];
     AttentionMaps maps;
     maps.stack = att.stack;
-    const auto& st = m.stack_of(*trace, att.stack == "cross" ? "decoder" : att.stack);
+    const auto& st = m.stack_of(*trace, core::layers_of(att.stack));
     for (size_t l = 0; l < st.layers.size(); ++l)
-      maps.layers.push_back(m.layer_maps(a, l, att.stack == "cross" ? st.layers[l].cross : st.layers[l].self));
+      maps.layers.push_back(m.layer_maps(a, l, core::stages_of(*trace, att.stack, static_cast<int>(l))));
     snap->attentions.push_back(std::move(maps));
   }
 
@@ -458,11 +459,12 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   }
   if (input.weight_spectra) snap->weight_spectra = m.weight_spectra;
   if (input.logit_spectra) {
-    auto spectra = std::make_shared<std::map<std::string, std::vector<std::vector<analysis::Spectrum>>>>();
+    auto spectra = std::make_shared<std::map<core::Stack, std::vector<std::vector<analysis::Spectrum>>>>();
     for (const auto& att : m.summary.attentions) {
-      const auto& st = m.stack_of(*trace, att.stack == "cross" ? "decoder" : att.stack);
+      const auto& st = m.stack_of(*trace, core::layers_of(att.stack));
       auto& layers = (*spectra)[att.stack];
-      for (const auto& layer : st.layers) layers.push_back(analysis::logit_spectra(att.stack == "cross" ? layer.cross : layer.self));
+      for (size_t l = 0; l < st.layers.size(); ++l)
+        layers.push_back(analysis::logit_spectra(core::stages_of(*trace, att.stack, static_cast<int>(l))));
     }
     snap->logit_spectra = std::move(spectra);
   }

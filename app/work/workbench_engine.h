@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,14 +26,15 @@ struct Model;
 
 namespace headlab::app {
 
-// The stages of one attention call, in the order the engine computes them.
-enum class Stage { J = 0, L = 1, W = 2, U = 3 };
-inline constexpr int kStageCount = 4;
-const char* stage_name(Stage stage);  // "J", "L", "W", "U"
+// The stages of one attention call (core/controls.h).
+using core::kStageCount;
+using core::Stage;
+using core::stage_from_name;
+using core::stage_name;
 
 // One kind of attention in a model: "encoder" / "decoder" self-attention, or "cross".
 struct AttentionSummary {
-  std::string stack;     // "encoder", "decoder" or "cross" (ModelControls' names)
+  core::Stack stack = core::Stack::Encoder;
   std::string title;     // "encoder self-attention", …
   int layers = 0;
   int logit_heads = 0;   // h_k (J)
@@ -58,7 +60,7 @@ struct ModelSummary {
   std::string positions, norm, tokenizer_kind, weights_dtype;
   std::vector<AttentionSummary> attentions;  // encoder, decoder, cross (those present)
   std::string summary_text;                  // core's one-paragraph summary
-  const AttentionSummary* find(const std::string& stack) const;
+  const AttentionSummary* find(core::Stack stack) const;
 };
 
 // Maps of one attention call at one stage: [heads, rows (queries), cols (keys)].
@@ -86,7 +88,7 @@ struct LayerMaps {
 };
 
 struct AttentionMaps {
-  std::string stack;  // "encoder", "decoder", "cross"
+  core::Stack stack = core::Stack::Encoder;
   std::vector<LayerMaps> layers;
 };
 
@@ -135,9 +137,9 @@ struct RelevanceResult {
   double relative_residual = 0;  // residual / |f|
   std::vector<double> input;          // [T] LRP relevance per input token (encoder side)
   std::vector<double> decoder_input;  // [T_dec] encoder-decoder only
-  // Raw head relevance R_i by stack ("encoder", "decoder", "cross"): [layers][output heads].
-  std::map<std::string, std::vector<std::vector<double>>> heads;
-  std::string flow_stack;     // the stack rollout and flow are read on (the one the target is in)
+  // Raw head relevance R_i by stack: [layers][output heads].
+  std::map<core::Stack, std::vector<std::vector<double>>> heads;
+  core::Stack flow_stack = core::Stack::Encoder;  // the stack rollout and flow are read on (the target's)
   std::vector<double> rollout;  // [T] the target position's row of the attention rollout
   std::vector<double> flow;     // [T] attention flow into the target position (when requested)
   double ms = 0;                // the time the explanation took
@@ -203,7 +205,7 @@ struct RunSnapshot {
   std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
   std::vector<PositionOutput> outputs;    // one per predicted position (input.output_positions or the defaults)
   std::vector<int> default_positions;     // [MASK] positions (masked LM) or the last position
-  std::string recomputed_stack;
+  std::optional<core::Stack> recomputed_stack;  // empty: nothing was recomputed
   int recomputed_from = 0;
   int layers_computed = 0;
   double run_ms = 0;   // the whole request
@@ -211,12 +213,12 @@ struct RunSnapshot {
   std::shared_ptr<const RelevanceResult> relevance;  // when input.relevance.enabled
   // When input.weight_spectra: every attention layer's spectra (null when they could not be computed).
   std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;
-  // When input.logit_spectra: by stack ("encoder", "decoder", "cross"), [layers][softmax heads].
-  std::shared_ptr<const std::map<std::string, std::vector<std::vector<analysis::Spectrum>>>> logit_spectra;
-  const AttentionMaps* find(const std::string& stack) const;
+  // When input.logit_spectra: by stack, [layers][softmax heads].
+  std::shared_ptr<const std::map<core::Stack, std::vector<std::vector<analysis::Spectrum>>>> logit_spectra;
+  const AttentionMaps* find(core::Stack stack) const;
   const PositionOutput* output_at(int position) const;  // nullptr when not predicted
-  const TokenizedText& query_tokens(const std::string& stack) const;
-  const TokenizedText& key_tokens(const std::string& stack) const;
+  const TokenizedText& query_tokens(core::Stack stack) const;
+  const TokenizedText& key_tokens(core::Stack stack) const;
 };
 
 using EngineProgress = std::function<bool(int done, int total)>;

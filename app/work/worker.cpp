@@ -1,10 +1,10 @@
 #include "app/work/worker.h"
 
 #include "app/tasks/task_manager.h"
+#include "app/work/job.h"
 #include "core/cancelled.h"
 #include "core/error_context.h"
 #include "core/model/model_store.h"
-#include "core/model/system_info.h"
 
 namespace headlab::app {
 namespace {
@@ -19,12 +19,10 @@ struct RunOutcome {
 
 }  // namespace
 
-WorkbenchWorker::WorkbenchWorker()
-    : WorkbenchWorker(std::make_shared<TaskManager>([](int threads) { core::use_interactive_threads(threads); }),
-                      std::make_shared<core::ModelStore>()) {}
-
 WorkbenchWorker::WorkbenchWorker(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models)
-    : tasks_(std::move(tasks)), models_(std::move(models)), engine_(std::make_shared<WorkbenchEngine>()) {}
+    : tasks_(tasks_or_own(std::move(tasks))),
+      models_(models_or_own(std::move(models))),
+      engine_(std::make_shared<WorkbenchEngine>()) {}
 
 WorkbenchWorker::~WorkbenchWorker() {
   for (const auto& t : open_) t->stop();

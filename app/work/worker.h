@@ -44,10 +44,9 @@ struct TaskStatus {
 
 class WorkbenchWorker {
  public:
-  // On its own task system and model store (tests, benchmarks) …
-  WorkbenchWorker();
-  // … or on the window's, shared with its other work.
-  WorkbenchWorker(std::shared_ptr<TaskManager> tasks, std::shared_ptr<core::ModelStore> models);
+  // Null `tasks` or `models`: a task system and model store of its own (tests, benchmarks); the
+  // window passes its own, shared with its other work (app/work/job.h).
+  explicit WorkbenchWorker(std::shared_ptr<TaskManager> tasks = nullptr, std::shared_ptr<core::ModelStore> models = nullptr);
   ~WorkbenchWorker();  // stops the work under way
   WorkbenchWorker(const WorkbenchWorker&) = delete;
   WorkbenchWorker& operator=(const WorkbenchWorker&) = delete;

@@ -94,10 +94,10 @@ int head_dim_of(const HfConfig& c, int hidden, int heads, const char* hidden_key
 
 // Each row of `table`, for every layer: `stack`.{l}.NATIVE ← `prefix`{l}.HF.
 void add_layers(Sources& s, const std::string& stack, int layers, const std::string& prefix, const LayerTable& table,
-                const LayerBiases& biases) {
+                const LayerBiases& biases, const std::string& infix) {
   for (int l = 0; l < layers; ++l) {
     const std::string n = stack + "." + std::to_string(l) + ".";
-    const std::string h = prefix + std::to_string(l) + ".";
+    const std::string h = prefix + std::to_string(l) + "." + infix;
     for (const LayerTensor& row : table) {
       const bool bias = row.bias == Bias::Always || (row.bias == Bias::Qkv && biases.qkv) ||
                         (row.bias == Bias::Out && biases.out) || (row.bias == Bias::Ffn && biases.ffn);

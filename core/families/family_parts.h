@@ -96,9 +96,10 @@ struct LayerBiases {
   bool qkv = false, out = false, ffn = false;
 };
 
-// Maps `layers` layers: native `stack`.{l}.NATIVE ← `prefix`{l}.HF for every row of `table`.
+// Maps `layers` layers: native `stack`.{l}.NATIVE ← `prefix`{l}.`infix`HF for every row of `table`
+// (the infix names a sub-layer where the family numbers them, as T5's "layer.1.").
 void add_layers(Sources& s, const std::string& stack, int layers, const std::string& prefix, const LayerTable& table,
-                const LayerBiases& biases = {});
+                const LayerBiases& biases = {}, const std::string& infix = "");
 
 // BERT's post-LN encoder layer (BERT, RoBERTa, ELECTRA): every piece with a bias.
 extern const LayerTable kBertLayer;

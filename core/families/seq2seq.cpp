@@ -38,6 +38,37 @@ const LayerTable kBartCrossAttention = {
     {"cross_norm", "encoder_attn_layer_norm", Piece::Norm, Bias::Always},
 };
 
+// modeling_t5.py's T5Block: layer.0 is the self-attention (T5LayerSelfAttention), layer.1 the
+// decoder's cross-attention (T5LayerCrossAttention), the last the feed-forward (T5LayerFF); no
+// biases anywhere, T5LayerNorm weight only.
+const LayerTable kT5SelfAttention = {
+    {"attn.q", "layer.0.SelfAttention.q", Piece::Linear},
+    {"attn.k", "layer.0.SelfAttention.k", Piece::Linear},
+    {"attn.v", "layer.0.SelfAttention.v", Piece::Linear},
+    {"attn.o", "layer.0.SelfAttention.o", Piece::Linear},
+    {"attn_norm", "layer.0.layer_norm", Piece::Norm},
+};
+const LayerTable kT5CrossAttention = {
+    {"cross_attn.q", "layer.1.EncDecAttention.q", Piece::Linear},
+    {"cross_attn.k", "layer.1.EncDecAttention.k", Piece::Linear},
+    {"cross_attn.v", "layer.1.EncDecAttention.v", Piece::Linear},
+    {"cross_attn.o", "layer.1.EncDecAttention.o", Piece::Linear},
+    {"cross_norm", "layer.1.layer_norm", Piece::Norm},
+};
+// T5LayerFF under its sub-layer (add_layers' infix "layer.1." or "layer.2."): T5DenseActDense, or
+// T5DenseGatedActDense (v1.1, FLAN-T5) with its gate wi_0 and up projection wi_1.
+const LayerTable kT5Ffn = {
+    {"ffn.up", "DenseReluDense.wi", Piece::Linear},
+    {"ffn.down", "DenseReluDense.wo", Piece::Linear},
+    {"ffn_norm", "layer_norm", Piece::Norm},
+};
+const LayerTable kT5GatedFfn = {
+    {"ffn.gate", "DenseReluDense.wi_0", Piece::Linear},
+    {"ffn.up", "DenseReluDense.wi_1", Piece::Linear},
+    {"ffn.down", "DenseReluDense.wo", Piece::Linear},
+    {"ffn_norm", "layer_norm", Piece::Norm},
+};
+
 }  // namespace
 
 // modeling_bart.py / modeling_marian.py: post-LN encoder and decoder (self, causal self, cross
@@ -220,30 +251,16 @@ Layout t5_layout(const FamilyInput& in) {
 
   Sources s(has);
   s.copy("tokens.weight", s.first_present({"shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight"}));
+  const LayerTable& ffn = gated ? kT5GatedFfn : kT5Ffn;
+  add_layers(s, "encoder", m.encoder->layers, "encoder.block.", kT5SelfAttention);
+  add_layers(s, "encoder", m.encoder->layers, "encoder.block.", ffn, {}, "layer.1.");
+  add_layers(s, "decoder", m.decoder->layers, "decoder.block.", kT5SelfAttention);
+  add_layers(s, "decoder", m.decoder->layers, "decoder.block.", kT5CrossAttention);
+  add_layers(s, "decoder", m.decoder->layers, "decoder.block.", ffn, {}, "layer.2.");
   for (const char* st : {"encoder", "decoder"}) {
-    const bool decoder = std::string(st) == "decoder";
-    const int count = decoder ? m.decoder->layers : m.encoder->layers;
-    for (int l = 0; l < count; ++l) {
-      const std::string n = std::string(st) + "." + std::to_string(l) + ".";
-      const std::string h = std::string(st) + ".block." + std::to_string(l) + ".layer.";
-      for (const char* w : {"q", "k", "v", "o"}) s.copy(n + "attn." + w + ".weight", h + "0.SelfAttention." + w + ".weight");
-      if (l == 0) s.copy(n + "attn.relative_bias", h + "0.SelfAttention.relative_attention_bias.weight");
-      s.norm(n + "attn_norm", h + "0.layer_norm", false);
-      if (decoder) {
-        for (const char* w : {"q", "k", "v", "o"})
-          s.copy(n + "cross_attn." + w + ".weight", h + "1.EncDecAttention." + w + ".weight");
-        s.norm(n + "cross_norm", h + "1.layer_norm", false);
-      }
-      const std::string f = h + (decoder ? "2." : "1.");
-      if (gated) {
-        s.copy(n + "ffn.gate.weight", f + "DenseReluDense.wi_0.weight");
-        s.copy(n + "ffn.up.weight", f + "DenseReluDense.wi_1.weight");
-      } else {
-        s.copy(n + "ffn.up.weight", f + "DenseReluDense.wi.weight");
-      }
-      s.copy(n + "ffn.down.weight", f + "DenseReluDense.wo.weight");
-      s.norm(n + "ffn_norm", f + "layer_norm", false);
-    }
+    // The relative-position buckets live in the first layer's self-attention and serve every layer.
+    s.copy(std::string(st) + ".0.attn.relative_bias",
+           std::string(st) + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight");
     s.norm(std::string(st) + "_norm", std::string(st) + ".final_layer_norm", false);
   }
   const bool has_head = arch == "T5ForConditionalGeneration" || has("lm_head.weight");

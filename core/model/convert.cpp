@@ -104,13 +104,13 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
     const std::string& name = item.key();
     if (source.contains(name) && source[name].sizes() == item.value().sizes()) item.value().copy_(source[name]);
   }
-  for (const std::string stack : {"encoder", "decoder"}) {
-    const auto& sc = stack == "encoder" ? before.encoder : before.decoder;
+  for (const Stack stack : {Stack::Encoder, Stack::Decoder}) {
+    const auto& sc = stack == Stack::Encoder ? before.encoder : before.decoder;
     if (!sc) continue;
     const auto& a = sc->attention;
     const int64_t h = a.heads, d = a.key_size, R = shared_key_size, group = a.heads / a.kv_heads;
     for (int l = 0; l < sc->layers; ++l) {
-      const std::string p = stack + "." + std::to_string(l) + ".attn.";
+      const std::string p = std::string(stack_name(stack)) + "." + std::to_string(l) + ".attn.";
       const torch::Tensor wq = source[p + "q.weight"].to(torch::kFloat64).view({h, d, -1});             // [h, d, D]
       const torch::Tensor wk = source[p + "k.weight"].to(torch::kFloat64).view({a.kv_heads, d, -1})   // [kv, d, D]
                                    .repeat_interleave(group, 0);                                      // [h, d, D]
@@ -169,7 +169,7 @@ std::string layer_errors_text(const CollaborativeConversion& conversion) {
   std::string text;
   char part[48];
   for (const auto& l : conversion.layers) {
-    std::snprintf(part, sizeof part, " %s%d %.4f", l.stack == "encoder" ? "E" : "D", l.layer, l.relative_error);
+    std::snprintf(part, sizeof part, " %s%d %.4f", l.stack == Stack::Encoder ? "E" : "D", l.layer, l.relative_error);
     text += part;
   }
   return text;

@@ -25,7 +25,7 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups);
 
 // One self-attention layer's collaborative fit.
 struct CollaborativeLayer {
-  std::string stack;          // "encoder" | "decoder"
+  Stack stack = Stack::Encoder;  // Encoder or Decoder
   int layer = 0;
   double relative_error = 0;  // ‖T − T̂‖_F / ‖T‖_F over the layer's h products W_Q^i W_K^iᵀ
   int iterations = 0;         // ALS sweeps

@@ -33,18 +33,19 @@ class CachedDecoder {
  public:
   CachedDecoder(Model& model, const GenerateRequest& request) : model_(model), request_(request) {
     auto& m = *model.module;
-    layers_ = m.layer_count("decoder");
+    layers_ = m.layer_count(Stack::Decoder);
     cache_.self.resize(layers_);
     if (model.config.kind == StackKind::EncoderDecoder) {
       cache_.cross.resize(layers_);
       // The encoder runs once; the decoder's cross-attention caches its keys and values.
-      const int enc_layers = m.layer_count("encoder");
+      const int enc_layers = m.layer_count(Stack::Encoder);
       torch::Tensor h = m.embed(ids_tensor(request.prompt));
       BlockCall call;
-      call.rope = m.rope_tables(h.size(1), "encoder");
+      call.rope = m.rope_tables(h.size(1), Stack::Encoder);
       for (int l = 0; l < enc_layers; ++l) {
-        call.self_controls = &request.controls.get("encoder", l);
-        h = m.block("encoder", l)->forward(h, call, nullptr, nullptr);
+        check_cancel();
+        call.self_controls = &request.controls.get(Stack::Encoder, l);
+        h = m.block(Stack::Encoder, l)->forward(h, call, nullptr, nullptr);
       }
       memory_ = m.encoder_final_norm ? m.encoder_final_norm(h) : h;
     }
@@ -55,31 +56,37 @@ class CachedDecoder {
   torch::Tensor feed(const std::vector<int64_t>& ids, GenerationStep& step) {
     auto& m = *model_.module;
     const int64_t position = cache_.next_position, T = static_cast<int64_t>(ids.size());
-    torch::Tensor h = m.embed(ids_tensor(ids), {}, false, position, "decoder");
+    torch::Tensor h = m.embed(ids_tensor(ids), {}, false, position, Stack::Decoder);
     BlockCall call;
     call.causal = true;
     call.memory = memory_;
     call.capture = kCaptureWeights | kCaptureMixedWeights;
-    call.rope = m.rope_tables(position + T, "decoder");
+    call.rope = m.rope_tables(position + T, Stack::Decoder);
     call.position = position;
     step.attention.clear();
     step.cross_attention.clear();
     for (int l = 0; l < layers_; ++l) {
-      call.self_controls = &request_.controls.get("decoder", l);
-      call.cross_controls = &request_.controls.get("cross", l);
+      check_cancel();
+      call.self_controls = &request_.controls.get(Stack::Decoder, l);
+      call.cross_controls = &request_.controls.get(Stack::Cross, l);
       call.self_cache = &cache_.self[l];
       call.cross_cache = cache_.cross.empty() ? nullptr : &cache_.cross[l];
       AttentionStages self, cross;
-      h = m.block("decoder", l)->forward(h, call, &self, &cross);
+      h = m.block(Stack::Decoder, l)->forward(h, call, &self, &cross);
       step.attention.push_back(last_row(self, cache_.self[l].positions, position + T));
       if (memory_.defined()) step.cross_attention.push_back(last_row(cross, {}, memory_.size(1)));
     }
     cache_.next_position = position + T;
     step.cache_bytes = cache_.bytes();
-    return m.head(h.narrow(1, T - 1, 1), "decoder").view(-1);
+    return m.head(h.narrow(1, T - 1, 1), Stack::Decoder).view(-1);
   }
 
  private:
+  // A Stop takes effect within one layer of the step under way (the step is then dropped).
+  void check_cancel() const {
+    if (request_.cancel && request_.cancel->load()) throw Cancelled();
+  }
+
   Model& model_;
   const GenerateRequest& request_;
   int layers_ = 0;
@@ -97,6 +104,7 @@ torch::Tensor recompute(Model& model, const GenerateRequest& request, const std:
   r.controls = request.controls;
   r.capture = kCaptureWeights | kCaptureMixedWeights;
   r.logit_positions = {static_cast<int64_t>(sequence.size()) - 1};
+  r.cancel = request.cancel;  // checked between layers: run() throws Cancelled
   const auto trace = run(model, r);
   step.attention.clear();
   step.cross_attention.clear();
@@ -160,15 +168,26 @@ Generation generate(Model& model, const GenerateRequest& request,
   Generation out;
   out.stopped = "max_new";
   std::unique_ptr<CachedDecoder> decoder;
-  if (request.use_cache) decoder = std::make_unique<CachedDecoder>(model, request);
   std::vector<int64_t> feed = sequence;
+  try {
+    if (request.use_cache) decoder = std::make_unique<CachedDecoder>(model, request);
+  } catch (const Cancelled&) {
+    out.stopped = "cancelled";
+    return out;
+  }
   for (int s = 0; s < request.max_new; ++s) {
     if (request.cancel && request.cancel->load()) {
       out.stopped = "cancelled";
       break;
     }
     GenerationStep step;
-    step.logits = decoder ? decoder->feed(feed, step) : recompute(model, request, sequence, step);
+    try {
+      // A Stop within the step (between its layers) drops the step: the steps before it stand.
+      step.logits = decoder ? decoder->feed(feed, step) : recompute(model, request, sequence, step);
+    } catch (const Cancelled&) {
+      out.stopped = "cancelled";
+      break;
+    }
     step.token = static_cast<size_t>(s) < request.forced.size() ? request.forced[size_t(s)]
                                                                : sample_token(step.logits, request.sampling, generator);
     sequence.push_back(step.token);

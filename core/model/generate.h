@@ -36,6 +36,8 @@ struct GenerateRequest {
   std::vector<int64_t> forced;
   bool use_cache = true;          // false: each step recomputes the whole sequence (the cache's baseline)
   ModelControls controls;
+  // Set → the generation ends within one layer: the step under way is dropped, the steps made
+  // stand, and `stopped` says "cancelled".
   const std::atomic<bool>* cancel = nullptr;
 };
 

@@ -18,11 +18,11 @@ AttentionStages squeeze_batch(const AttentionStages& s) {
 }
 
 // First layer of `stack` whose controls differ between two control sets; `layers` if none.
-int first_changed_layer(const ModelControls& a, const ModelControls& b, const std::string& stack, int layers,
+int first_changed_layer(const ModelControls& a, const ModelControls& b, Stack stack, int layers,
                         bool with_cross) {
   for (int l = 0; l < layers; ++l) {
     if (a.get(stack, l) != b.get(stack, l)) return l;
-    if (with_cross && a.get("cross", l) != b.get("cross", l)) return l;
+    if (with_cross && a.get(Stack::Cross, l) != b.get(Stack::Cross, l)) return l;
   }
   return layers;
 }
@@ -39,13 +39,13 @@ struct Progress {
 };
 
 // Runs layers [from, layers) of one stack, starting from `input` ([1, T, D]).
-torch::Tensor run_stack(Model& model, const std::string& stack, int from, torch::Tensor input, const RunRequest& request,
+torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input, const RunRequest& request,
                         const torch::Tensor& memory, StackTrace& out, Progress& progress) {
   auto& module = model.module;
   const int layers = module->layer_count(stack);
   const int64_t T = input.size(1);
   BlockCall call;
-  call.causal = stack == "decoder";
+  call.causal = stack == Stack::Decoder;
   call.memory = memory;
   call.capture = request.capture;
   call.rope = module->rope_tables(T, stack);
@@ -55,7 +55,7 @@ torch::Tensor run_stack(Model& model, const std::string& stack, int from, torch:
   for (int l = from; l < layers; ++l) {
     if (request.capture & kCaptureResidual) out.hidden[l] = h.squeeze(0);
     call.self_controls = &request.controls.get(stack, l);
-    call.cross_controls = &request.controls.get("cross", l);
+    call.cross_controls = &request.controls.get(Stack::Cross, l);
     AttentionStages self, cross;
     h = module->block(stack, l)->forward(h, call, &self, &cross);
     out.layers[l].self = squeeze_batch(self);
@@ -67,7 +67,7 @@ torch::Tensor run_stack(Model& model, const std::string& stack, int from, torch:
 }
 
 // The LM head at `positions` of h ([1, T, D]) → [P, V]; every position when empty.
-torch::Tensor head_at(Model& model, const torch::Tensor& h, const std::string& stack, const std::vector<int64_t>& positions) {
+torch::Tensor head_at(Model& model, const torch::Tensor& h, Stack stack, const std::vector<int64_t>& positions) {
   if (positions.empty()) return model.module->head(h, stack).squeeze(0);
   const auto index = torch::tensor(positions, torch::kLong);
   return model.module->head(h.index_select(1, index), stack).squeeze(0);
@@ -101,32 +101,32 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
                                    static_cast<int64_t>(request.logit_positions.size())),
                "this run", static_cast<int64_t>(std::max(request.ids.size(), request.decoder_ids.size())));
 
-  const int enc_layers = module->layer_count("encoder");
-  const int dec_layers = module->layer_count("decoder");
+  const int enc_layers = module->layer_count(Stack::Encoder);
+  const int dec_layers = module->layer_count(Stack::Decoder);
   int enc_from = 0, dec_from = 0;
   const Trace* previous = request.previous.get();
   if (previous && !reusable(*previous, request)) previous = nullptr;
   auto trace = std::make_shared<Trace>();
   if (previous) {
-    enc_from = first_changed_layer(previous->controls, request.controls, "encoder", enc_layers, false);
-    dec_from = first_changed_layer(previous->controls, request.controls, "decoder", dec_layers, enc_dec);
+    enc_from = first_changed_layer(previous->controls, request.controls, Stack::Encoder, enc_layers, false);
+    dec_from = first_changed_layer(previous->controls, request.controls, Stack::Decoder, dec_layers, enc_dec);
     if (enc_dec && enc_from < enc_layers) dec_from = 0;  // a new encoder output changes every decoder layer
     if (!enc_dec && config.kind == StackKind::Encoder) dec_from = 0;
     if (enc_from == enc_layers && dec_from == dec_layers) {
       if (previous->logit_positions == request.logit_positions) return request.previous;
       // Same layers, other positions: only the head runs again, on the kept final hidden state.
       auto head_only = std::make_shared<Trace>(*previous);
-      head_only->recomputed_stack.clear();
+      head_only->recomputed_stack.reset();
       head_only->recomputed_from = 0;
       head_only->layers_computed = 0;
       head_only->logit_positions = request.logit_positions;
-      const std::string stack = previous->decoder.empty() ? "encoder" : "decoder";
+      const Stack stack = previous->decoder.empty() ? Stack::Encoder : Stack::Decoder;
       head_only->logits =
           head_at(model, previous->main_stack().hidden.back().unsqueeze(0), stack, request.logit_positions);
       return head_only;
     }
     *trace = *previous;  // shares the unchanged layers' tensors (they are never modified)
-    trace->recomputed_stack.clear();
+    trace->recomputed_stack.reset();
     trace->recomputed_from = 0;
     trace->layers_computed = 0;
   }
@@ -143,27 +143,27 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   if (enc_layers > 0) {
     torch::Tensor input = previous ? trace->encoder.hidden[enc_from].unsqueeze(0) : module->embed(ids_tensor(request.ids), types);
     if (enc_from < enc_layers) {
-      trace->recomputed_stack = "encoder";
+      trace->recomputed_stack = Stack::Encoder;
       trace->recomputed_from = enc_from;
-      memory = run_stack(model, "encoder", enc_from, input, request, {}, trace->encoder, progress);
+      memory = run_stack(model, Stack::Encoder, enc_from, input, request, {}, trace->encoder, progress);
       trace->layers_computed += enc_layers - enc_from;
     } else {
       memory = trace->encoder.hidden[enc_layers].unsqueeze(0);
     }
-    if (!enc_dec) trace->logits = head_at(model, memory, "encoder", request.logit_positions);
+    if (!enc_dec) trace->logits = head_at(model, memory, Stack::Encoder, request.logit_positions);
   }
   if (dec_layers > 0) {
     if (enc_dec && module->encoder_final_norm) memory = module->encoder_final_norm(memory);
     const auto& dec_ids = enc_dec ? request.decoder_ids : request.ids;
     torch::Tensor input = previous && dec_from > 0 ? trace->decoder.hidden[dec_from].unsqueeze(0)
-                                                   : module->embed(ids_tensor(dec_ids), enc_dec ? torch::Tensor() : types, false, 0, "decoder");
-    if (trace->recomputed_stack.empty()) {
-      trace->recomputed_stack = "decoder";
+                                                   : module->embed(ids_tensor(dec_ids), enc_dec ? torch::Tensor() : types, false, 0, Stack::Decoder);
+    if (!trace->recomputed_stack) {
+      trace->recomputed_stack = Stack::Decoder;
       trace->recomputed_from = dec_from;
     }
-    auto h = run_stack(model, "decoder", dec_from, input, request, memory, trace->decoder, progress);
+    auto h = run_stack(model, Stack::Decoder, dec_from, input, request, memory, trace->decoder, progress);
     trace->layers_computed += dec_layers - dec_from;
-    trace->logits = head_at(model, h, "decoder", request.logit_positions);
+    trace->logits = head_at(model, h, Stack::Decoder, request.logit_positions);
   }
   return trace;
 }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,8 @@ struct Trace {
   torch::Tensor logits;  // [P, V]: one row per logit position (decoder positions for an encoder-decoder)
   std::vector<int64_t> logit_positions;  // the P positions of `logits`; empty = every position (P = T)
   StackTrace encoder, decoder;
-  // Where this trace was recomputed from ("encoder"/"decoder", layer); "" = nothing recomputed.
-  std::string recomputed_stack;
+  // Where this trace was recomputed from (stack, layer); empty = nothing recomputed.
+  std::optional<Stack> recomputed_stack;
   int recomputed_from = 0;
   int layers_computed = 0;
 

@@ -187,7 +187,7 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
 }
 
 torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tensor& types, bool lrp, int64_t offset,
-                                     const std::string& stack) {
+                                     Stack stack) {
   const auto& c = config_;
   const int64_t T = ids.size(1);
   if (offset + T > c.max_positions && c.positions != PositionKind::Rope && c.positions != PositionKind::None)
@@ -210,18 +210,18 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
   return x;
 }
 
-torch::nn::Embedding& TransformerImpl::position_table(const std::string& stack) {
-  return stack == "decoder" && config_.stack_embeddings ? decoder_positions : positions;
+torch::nn::Embedding& TransformerImpl::position_table(Stack stack) {
+  return layers_of(stack) == Stack::Decoder && config_.stack_embeddings ? decoder_positions : positions;
 }
 
-Norm& TransformerImpl::embedding_norm(const std::string& stack) {
-  return stack == "decoder" && config_.stack_embeddings ? decoder_embed_norm : embed_norm;
+Norm& TransformerImpl::embedding_norm(Stack stack) {
+  return layers_of(stack) == Stack::Decoder && config_.stack_embeddings ? decoder_embed_norm : embed_norm;
 }
 
-RopeTables TransformerImpl::rope_tables(int64_t T, const std::string& stack) const {
+RopeTables TransformerImpl::rope_tables(int64_t T, Stack stack) const {
   const auto& c = config_;
   if (c.positions != PositionKind::Rope && c.positions != PositionKind::RopeLearned) return {};
-  const auto& s = *(stack == "encoder" ? c.encoder : c.decoder);
+  const auto& s = *(stack == Stack::Encoder ? c.encoder : c.decoder);
   const auto& a = s.attention;
   const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
   const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;
@@ -241,9 +241,9 @@ RopeTables TransformerImpl::rope_tables(int64_t T, const std::string& stack) con
   return tables;
 }
 
-torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::string& stack, bool lrp) {
+torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, Stack stack, bool lrp) {
   auto h = hidden;
-  Norm& final_norm = stack == "encoder" ? encoder_final_norm : decoder_final_norm;
+  Norm& final_norm = stack == Stack::Encoder ? encoder_final_norm : decoder_final_norm;
   if (final_norm) h = final_norm(h, lrp);
   if (config_.lm_head.input_scale != 1.0f) h = h * config_.lm_head.input_scale;  // T5 (tied): d_model^-0.5
   if (head_transform) h = head_norm(activate(head_transform(h), config_.ffn.activation, lrp), lrp);
@@ -257,25 +257,24 @@ torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, const std::stri
   return logits;
 }
 
-torch::nn::ModuleList& TransformerImpl::blocks(const std::string& stack) {
-  if (stack == "encoder" && encoder_layers) return encoder_layers;
-  if (stack == "decoder" && decoder_layers) return decoder_layers;
-  throw std::invalid_argument("model has no '" + stack + "' stack");
+torch::nn::ModuleList& TransformerImpl::blocks(Stack stack) {
+  if (stack == Stack::Encoder && encoder_layers) return encoder_layers;
+  if (stack != Stack::Encoder && decoder_layers) return decoder_layers;
+  throw std::invalid_argument(std::string("model has no '") + stack_name(layers_of(stack)) + "' stack");
 }
 
-Block TransformerImpl::block(const std::string& stack, int layer) {
+Block TransformerImpl::block(Stack stack, int layer) {
   auto& list = blocks(stack);
   const int layers = layer_count(stack);
   if (layer < 0 || layer >= layers)
-    throw std::out_of_range(stack + " layer " + std::to_string(layer) + " does not exist (" + std::to_string(layers) +
+    throw std::out_of_range(std::string(stack_name(stack)) + " layer " + std::to_string(layer) + " does not exist (" + std::to_string(layers) +
                             " layers)");
   return Block(list->ptr<BlockImpl>(list->size() == 1 ? 0 : layer));
 }
 
-int TransformerImpl::layer_count(const std::string& stack) const {
-  if (stack == "encoder") return config_.encoder ? config_.encoder->layers : 0;
-  if (stack == "decoder") return config_.decoder ? config_.decoder->layers : 0;
-  return 0;
+int TransformerImpl::layer_count(Stack stack) const {
+  if (stack == Stack::Encoder) return config_.encoder ? config_.encoder->layers : 0;
+  return config_.decoder ? config_.decoder->layers : 0;
 }
 
 void initialize_weights(Transformer& model, uint64_t seed) {

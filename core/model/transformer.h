@@ -97,26 +97,26 @@ class TransformerImpl : public torch::nn::Module {
 
   // ids [B, T] (int64) → [B, T, D] embeddings (tokens + positions + types, embedding norm, and the
   // projection E → D of factorised embeddings); the tokens sit at positions [offset, offset + T).
-  // `stack` = "decoder" reads the decoder's own position table and norm where the model has them
+  // `stack` = Stack::Decoder reads the decoder's own position table and norm where the model has them
   // (ModelConfig::stack_embeddings), else the shared ones.
   torch::Tensor embed(const torch::Tensor& ids, const torch::Tensor& token_types = {}, bool lrp = false,
-                      int64_t offset = 0, const std::string& stack = "encoder");
+                      int64_t offset = 0, Stack stack = Stack::Encoder);
   // The position table and embedding norm that `stack` reads: the decoder's own where the model has
   // them (ModelConfig::stack_embeddings), else the shared ones; either may be empty.
-  torch::nn::Embedding& position_table(const std::string& stack);
-  Norm& embedding_norm(const std::string& stack);
+  torch::nn::Embedding& position_table(Stack stack);
+  Norm& embedding_norm(Stack stack);
   // Rotary tables for T positions, empty unless the model uses RoPE (with the local layers' tables
   // when StackConfig::local sets a RoPE base of its own).
-  RopeTables rope_tables(int64_t T, const std::string& stack) const;
+  RopeTables rope_tables(int64_t T, Stack stack) const;
   // hidden [B, T, D] after the last layer → logits [B, T, V] (final norm + LM head).
-  torch::Tensor head(const torch::Tensor& hidden, const std::string& stack, bool lrp = false);
+  torch::Tensor head(const torch::Tensor& hidden, Stack stack, bool lrp = false);
 
-  // The distinct blocks of "encoder" or "decoder": one per layer, or a single one when the stack
+  // The distinct blocks of the encoder or the decoder (Stack::Cross: the decoder's): one per layer, or a single one when the stack
   // shares its layers (StackConfig::shared_layers). Run layer l with block(stack, l).
-  torch::nn::ModuleList& blocks(const std::string& stack);
+  torch::nn::ModuleList& blocks(Stack stack);
   // The block that runs layer `layer` (the same block for every layer of a shared stack).
-  Block block(const std::string& stack, int layer);
-  int layer_count(const std::string& stack) const;
+  Block block(Stack stack, int layer);
+  int layer_count(Stack stack) const;
 
   torch::nn::Embedding tokens{nullptr}, positions{nullptr}, token_types{nullptr};
   Norm embed_norm{nullptr};

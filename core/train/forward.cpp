@@ -10,13 +10,13 @@ torch::Tensor layer_gate(const std::vector<torch::Tensor>* gates, int layer) {
   return gates && layer < static_cast<int>(gates->size()) ? (*gates)[layer] : torch::Tensor();
 }
 
-torch::Tensor run_stack(Transformer& model, const std::string& stack, torch::Tensor h, BlockCall call,
+torch::Tensor run_stack(Transformer& model, Stack stack, torch::Tensor h, BlockCall call,
                         const HeadGateTensors* gates) {
   call.rope = model->rope_tables(h.size(1), stack);
   const int layers = model->layer_count(stack);
   for (int l = 0; l < layers; ++l) {
     if (gates) {
-      call.self_gates = layer_gate(stack == "encoder" ? &gates->encoder : &gates->decoder, l);
+      call.self_gates = layer_gate(stack == Stack::Encoder ? &gates->encoder : &gates->decoder, l);
       call.cross_gates = layer_gate(&gates->cross, l);
     }
     h = model->block(stack, l)->forward(h, call, nullptr, nullptr);
@@ -31,29 +31,29 @@ torch::Tensor forward_hidden(Transformer& model, const Batch& batch, const HeadG
   if (config.kind == StackKind::Encoder) {
     BlockCall call;
     call.padding = batch.padding;
-    return run_stack(model, "encoder", model->embed(batch.ids), call, gates);
+    return run_stack(model, Stack::Encoder, model->embed(batch.ids), call, gates);
   }
   if (config.kind == StackKind::Decoder) {
     BlockCall call;
     call.causal = true;
     call.padding = batch.padding;
-    return run_stack(model, "decoder", model->embed(batch.ids, {}, false, 0, "decoder"), call, gates);
+    return run_stack(model, Stack::Decoder, model->embed(batch.ids, {}, false, 0, Stack::Decoder), call, gates);
   }
   // Encoder-decoder: as core/model/run.cpp, the encoder's final norm applies to the memory.
   BlockCall enc;
   enc.padding = batch.padding;
-  auto memory = run_stack(model, "encoder", model->embed(batch.ids), enc, gates);
+  auto memory = run_stack(model, Stack::Encoder, model->embed(batch.ids), enc, gates);
   if (model->encoder_final_norm) memory = model->encoder_final_norm(memory);
   BlockCall dec;
   dec.causal = true;
   dec.padding = batch.decoder_padding;
   dec.memory = memory;
   dec.memory_padding = batch.padding;
-  return run_stack(model, "decoder", model->embed(batch.decoder_ids, {}, false, 0, "decoder"), dec, gates);
+  return run_stack(model, Stack::Decoder, model->embed(batch.decoder_ids, {}, false, 0, Stack::Decoder), dec, gates);
 }
 
 LossResult batch_loss(Transformer& model, const Batch& batch, const HeadGateTensors* gates) {
-  const std::string stack = model->config().kind == StackKind::Encoder ? "encoder" : "decoder";
+  const Stack stack = model->config().kind == StackKind::Encoder ? Stack::Encoder : Stack::Decoder;
   auto hidden = forward_hidden(model, batch, gates);              // [B, T, D]
   auto labels = batch.labels.reshape({-1});                 // [B*T]
   auto where = labels.ne(-100).nonzero().squeeze(1);        // [M]

@@ -66,7 +66,7 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
         slices_.push_back({item.value(), item.value().narrow(0, 0, known_token_rows).clone(), 0});
     }
   if (heads.empty()) return;
-  const std::string stack = config.encoder ? "encoder" : "decoder";
+  const Stack stack = config.encoder ? Stack::Encoder : Stack::Decoder;
   const StackConfig& sc = config.encoder ? *config.encoder : *config.decoder;
   const AttentionConfig& a = sc.attention;
   if (a.collaborative)
@@ -76,7 +76,7 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
                                 "needs one key head per query head (MHA)");
   for (const HeadRef& h : heads) {
     if (h.layer < 0 || h.layer >= sc.layers || h.head < 0 || h.head >= a.heads)
-      throw std::invalid_argument("--freeze-heads: no head " + to_string(h) + " in the " + stack + " (" +
+      throw std::invalid_argument("--freeze-heads: no head " + to_string(h) + " in the " + stack_name(stack) + " (" +
                                   std::to_string(sc.layers) + " layers × " + std::to_string(a.heads) + " heads)");
     auto attn = model.block(stack, h.layer)->attn;
     auto keep = [&](const torch::Tensor& param, int64_t rows) {

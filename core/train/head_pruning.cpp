@@ -43,7 +43,7 @@ int PruneResult::kept() const {
 namespace {
 
 struct GatedLayer {
-  std::string stack;
+  Stack stack;
   int layer;
   torch::Tensor log_alpha;  // [h_v], trained
 };
@@ -51,21 +51,21 @@ struct GatedLayer {
 std::vector<GatedLayer> gated_layers(Transformer& model, double init) {
   std::vector<GatedLayer> out;
   const auto& c = model->config();
-  auto add = [&](const std::string& stack, int layers, const AttentionConfig& a) {
+  auto add = [&](Stack stack, int layers, const AttentionConfig& a) {
     for (int l = 0; l < layers; ++l)
       out.push_back({stack, l, torch::full({a.output_heads()}, init, torch::kFloat32).set_requires_grad(true)});
   };
-  if (c.encoder) add("encoder", c.encoder->layers, c.encoder->attention);
+  if (c.encoder) add(Stack::Encoder, c.encoder->layers, c.encoder->attention);
   if (c.decoder) {
-    add("decoder", c.decoder->layers, c.decoder->attention);
-    if (c.decoder->cross_attention) add("cross", c.decoder->layers, *c.decoder->cross_attention);
+    add(Stack::Decoder, c.decoder->layers, c.decoder->attention);
+    if (c.decoder->cross_attention) add(Stack::Cross, c.decoder->layers, *c.decoder->cross_attention);
   }
   return out;
 }
 
 // The gate list of a stack; layers arrive in order, so index = layer.
-std::vector<torch::Tensor>& gates_of(HeadGateTensors& t, const std::string& stack) {
-  return stack == "encoder" ? t.encoder : stack == "decoder" ? t.decoder : t.cross;
+std::vector<torch::Tensor>& gates_of(HeadGateTensors& t, Stack stack) {
+  return stack == Stack::Encoder ? t.encoder : stack == Stack::Decoder ? t.decoder : t.cross;
 }
 
 }  // namespace

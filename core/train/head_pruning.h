@@ -52,7 +52,7 @@ struct PruneOptions {
 
 // The gates of one attention layer after training.
 struct LayerGates {
-  std::string stack;  // "encoder", "decoder" or "cross"
+  Stack stack = Stack::Encoder;
   int layer = 0;
   std::vector<double> log_alpha, open_probability, gate;  // per head; gate = the test-time ĝ
   int kept() const;  // heads with ĝ > 0

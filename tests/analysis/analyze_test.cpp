@@ -301,7 +301,7 @@ TEST_CASE("analyze matches a direct count over the traces", "[analysis][analyze]
   bool some_rare = false;
   for (int i = 0; i < layers * heads; ++i) {
     INFO("head " << i);
-    const auto& h = *r.find("encoder", i / heads, i % heads);
+    const auto& h = *r.find(headlab::core::Stack::Encoder, i / heads, i % heads);
     CHECK(h.queries == queries);
     CHECK(h.confidence == Approx(confidence[i] / queries).epsilon(1e-5));
     CHECK(h.offsets == std::map<int, int64_t>(offsets[i].begin(), offsets[i].end()));
@@ -536,7 +536,7 @@ TEST_CASE("the measures read U by default and W on request, they differ under a 
     torch::NoGradGuard no_grad;
     // P_w: a cyclic permutation of the heads, so U's head h is W's head h+1.
     for (int l = 0; l < config.encoder->layers; ++l) {
-      auto& post = model->module->block("encoder", l)->attn->post_mix;
+      auto& post = model->module->block(headlab::core::Stack::Encoder, l)->attn->post_mix;
       post.zero_();
       for (int h = 0; h < 4; ++h) post[(h + 1) % 4][h] = 1.0f;
     }
@@ -545,19 +545,22 @@ TEST_CASE("the measures read U by default and W on request, they differ under a 
   o.data = {data.str("x.conllu")};
   o.settings.metrics = {"confidence", "positional"};
   const auto values = analysis::analyze(*model, o).report;
-  o.settings.stage = "softmax";
+  o.settings.stage = core::Stage::W;
   const auto softmax = analysis::analyze(*model, o).report;
   CHECK(analysis::to_json(softmax)["settings"]["stage"] == "softmax");
   for (int l = 0; l < config.encoder->layers; ++l)
     for (int h = 0; h < 4; ++h) {
-      const auto& u = *values.find("encoder", l, h);
-      const auto& w = *softmax.find("encoder", l, (h + 1) % 4);
+      const auto& u = *values.find(headlab::core::Stack::Encoder, l, h);
+      const auto& w = *softmax.find(headlab::core::Stack::Encoder, l, (h + 1) % 4);
       CHECK(u.confidence == Approx(w.confidence));
       CHECK(u.offsets == w.offsets);
     }
-  CHECK(values.find("encoder", 0, 0)->confidence != Approx(softmax.find("encoder", 0, 0)->confidence));
-  o.settings.stage = "logits";
-  CHECK_THROWS_WITH(analysis::analyze(*model, o), Catch::Contains("unknown stage 'logits'"));
+  CHECK(values.find(headlab::core::Stack::Encoder, 0, 0)->confidence != Approx(softmax.find(headlab::core::Stack::Encoder, 0, 0)->confidence));
+  // The report's and the command line's stage names are "values" and "softmax" only; the measures
+  // read U or W.
+  CHECK_THROWS_WITH(analysis::stage_from_key("logits"), Catch::Contains("unknown stage 'logits'"));
+  o.settings.stage = core::Stage::J;
+  CHECK_THROWS_WITH(analysis::analyze(*model, o), Catch::Contains("stage U (values) or W (softmax), not J"));
 }
 
 TEST_CASE("an encoder-decoder is measured on every stack: encoder, decoder and cross-attention", "[analysis][analyze]") {
@@ -574,8 +577,8 @@ TEST_CASE("an encoder-decoder is measured on every stack: encoder, decoder and c
   o.settings.min_relation_count = 1;
   const auto r = analysis::analyze(*model, o).report;  // every measure
   CHECK(r.sentences == 5);
-  for (const char* stack : {"encoder", "decoder", "cross"}) {
-    INFO(stack);
+  for (const headlab::core::Stack stack : headlab::core::kStacks) {
+    INFO(headlab::core::stack_name(stack));
     const auto* h = r.find(stack, 1, 1);
     REQUIRE(h);
     CHECK(h->queries > 0);
@@ -624,8 +627,8 @@ TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and synta
   const auto r = analysis::analyze(*model, o).report;
   CHECK(r.sentences == 100);
   CHECK(r.settings.frequency_source == "model-folder");
-  const auto& plus_one = *r.find("encoder", 3, 2);
-  const auto& minus_one = *r.find("encoder", 3, 7);
+  const auto& plus_one = *r.find(headlab::core::Stack::Encoder, 3, 2);
+  const auto& minus_one = *r.find(headlab::core::Stack::Encoder, 3, 7);
   CHECK(plus_one.positional_offset == 1);
   CHECK(plus_one.positional_share > 0.85);
   CHECK(minus_one.positional_offset == -1);
@@ -635,7 +638,7 @@ TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and synta
   for (int h : {3, 0}) {
     INFO("L3 H" << h);
     bool beats = false;
-    for (const auto& s : r.find("encoder", 3, h)->syntactic)
+    for (const auto& s : r.find(headlab::core::Stack::Encoder, 3, h)->syntactic)
       beats = beats || (s.count >= 20 && s.accuracy >= s.baseline + 0.10);
     CHECK(beats);
   }
@@ -661,7 +664,7 @@ TEST_CASE("an arc touching a word with no token of its own is skipped and counte
   o.settings.metrics = {"syntactic"};
   const auto r = analysis::analyze(*model, o).report;
   CHECK(r.skipped_arcs == 1);  // not → go
-  const auto& rel = r.relations.at("encoder");
+  const auto& rel = r.relations.at(headlab::core::Stack::Encoder);
   CHECK(rel.count("advmod") == 0);  // never counted, so no head can "miss" it
   CHECK(rel.at("nsubj").count == 1);
   CHECK(rel.at("aux").count == 1);

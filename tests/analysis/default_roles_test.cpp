@@ -35,8 +35,8 @@ TEST_CASE("the shipped default has two positional heads and syntactic heads on U
   CHECK(positional >= 2);
   CHECK(syntactic >= 3);
   // The heads assets/README.md names: L3 H2 at +1, L3 H7 at −1.
-  CHECK(r.find("encoder", 3, 2)->positional_offset == 1);
-  CHECK(r.find("encoder", 3, 2)->positional);
-  CHECK(r.find("encoder", 3, 7)->positional_offset == -1);
-  CHECK(r.find("encoder", 3, 7)->positional);
+  CHECK(r.find(headlab::core::Stack::Encoder, 3, 2)->positional_offset == 1);
+  CHECK(r.find(headlab::core::Stack::Encoder, 3, 2)->positional);
+  CHECK(r.find(headlab::core::Stack::Encoder, 3, 7)->positional_offset == -1);
+  CHECK(r.find(headlab::core::Stack::Encoder, 3, 7)->positional);
 }

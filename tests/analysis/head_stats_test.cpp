@@ -17,7 +17,7 @@ HeadReport empty_report(int layers, int heads, std::vector<std::string> metrics)
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h) {
       HeadEntry e;
-      e.stack = "encoder";
+      e.stack = headlab::core::Stack::Encoder;
       e.layer = l;
       e.head = h;
       r.heads.push_back(e);
@@ -54,9 +54,9 @@ TEST_CASE("confidence, positional offsets and rare-word hits on a hand-built map
                        {{1, 0, 0, 0, 0}, {0.6f, 0, 0.2f, 0.2f, 0}, {0.6f, 0, 0.2f, 0.2f, 0}, {0.6f, 0, 0.2f, 0.2f, 0},
                         {1, 0, 0, 0, 0}}});
   HeadReport r = empty_report(1, 2, {"confidence", "positional", "rare"});
-  accumulate_layer(r, "encoder", 0, 2, maps, layout);
-  const HeadEntry& h0 = *r.find("encoder", 0, 0);
-  const HeadEntry& h1 = *r.find("encoder", 0, 1);
+  accumulate_layer(r, headlab::core::Stack::Encoder, 0, 2, maps, layout);
+  const HeadEntry& h0 = *r.find(headlab::core::Stack::Encoder, 0, 0);
+  const HeadEntry& h1 = *r.find(headlab::core::Stack::Encoder, 0, 1);
   CHECK(h0.queries == 3);
   CHECK(h0.confidence_sum == Approx(0.7 + 0.8 + 0.3));       // over non-special keys
   CHECK(h0.confidence_all_keys_sum == Approx(0.7 + 0.8 + 0.7));  // over every key
@@ -69,21 +69,21 @@ TEST_CASE("confidence, positional offsets and rare-word hits on a hand-built map
   CHECK(h1.offsets == std::map<int, int64_t>{{1, 1}, {0, 1}, {-1, 1}});  // all go to key 2
   CHECK(h1.rare_hits == 3);
   r.finalize();
-  CHECK(r.find("encoder", 0, 0)->positional_offset == 1);
-  CHECK(r.find("encoder", 0, 0)->positional_share == Approx(2.0 / 3.0));
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 0)->positional_offset == 1);
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 0)->positional_share == Approx(2.0 / 3.0));
   // A three-way tie goes to the smallest |offset| (0).
-  CHECK(r.find("encoder", 0, 1)->positional_offset == 0);
-  CHECK(r.find("encoder", 0, 1)->rare);               // 3/3 > 0.5
-  CHECK_FALSE(r.find("encoder", 0, 0)->rare);         // 1/3
-  CHECK(r.find("encoder", 0, 1)->confidence == Approx(0.2));
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 1)->positional_offset == 0);
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 1)->rare);               // 3/3 > 0.5
+  CHECK_FALSE(r.find(headlab::core::Stack::Encoder, 0, 0)->rare);         // 1/3
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 1)->confidence == Approx(0.2));
 
   SECTION("a sentence whose rarest token is common does not count for the rare-word share") {
     SentenceLayout common = layout;
     set_rare_positions(common, {0, 10, 500, 20, 0}, 500);
     CHECK_FALSE(common.rare_counted);  // rank 500 is not > 500
     HeadReport r2 = empty_report(1, 2, {"rare"});
-    accumulate_layer(r2, "encoder", 0, 2, maps, common);
-    CHECK(r2.find("encoder", 0, 0)->rare_queries == 0);
+    accumulate_layer(r2, headlab::core::Stack::Encoder, 0, 2, maps, common);
+    CHECK(r2.find(headlab::core::Stack::Encoder, 0, 0)->rare_queries == 0);
   }
 }
 
@@ -147,9 +147,9 @@ TEST_CASE("syntactic accuracy in both directions against the best fixed offset",
   }
   HeadReport r = empty_report(1, 2, {"syntactic"});
   r.settings.min_relation_count = 1;
-  accumulate_layer(r, "encoder", 0, 2, maps, layout);
-  accumulate_arcs(r, "encoder", 2, layout);
-  const auto& rel = r.relations.at("encoder");
+  accumulate_layer(r, headlab::core::Stack::Encoder, 0, 2, maps, layout);
+  accumulate_arcs(r, headlab::core::Stack::Encoder, 2, layout);
+  const auto& rel = r.relations.at(headlab::core::Stack::Encoder);
   CHECK(rel.at("det").count == 1);
   CHECK(rel.at("nsubj").dependent_to_head == std::vector<int64_t>{1, 1});  // cat→sat: both heads
   CHECK(rel.at("nsubj").head_to_dependent == std::vector<int64_t>{0, 0});  // sat→cat: neither
@@ -159,7 +159,7 @@ TEST_CASE("syntactic accuracy in both directions against the best fixed offset",
   CHECK(rel.at("advmod").baseline_hits == std::map<int, int64_t>{{-1, 1}});
   r.finalize();
   auto score = [&](const std::string& relation, const std::string& direction) {
-    for (const auto& s : r.find("encoder", 0, 1)->syntactic)
+    for (const auto& s : r.find(headlab::core::Stack::Encoder, 0, 1)->syntactic)
       if (s.relation == relation && s.direction == direction) return s;
     FAIL("no score for " << relation << " " << direction);
     return SyntacticScore{};
@@ -182,22 +182,22 @@ TEST_CASE("syntactic accuracy in both directions against the best fixed offset",
     maps2[0][t][std::min(t + 1, 3)] = 1.0f;
     maps2[1][t][t == 2 ? 0 : 2] = 1.0f;
   }
-  accumulate_layer(r, "encoder", 0, 2, maps2, second);
-  accumulate_arcs(r, "encoder", 2, second);
+  accumulate_layer(r, headlab::core::Stack::Encoder, 0, 2, maps2, second);
+  accumulate_arcs(r, headlab::core::Stack::Encoder, 2, second);
   r.finalize();
   CHECK(score("advmod", "dependent->head").count == 2);
   CHECK(score("advmod", "dependent->head").accuracy == Approx(1.0));
   CHECK(score("advmod", "dependent->head").baseline == Approx(0.5));
   CHECK(score("advmod", "dependent->head").is_role);
-  CHECK(r.find("encoder", 0, 1)->best_relation->relation == "advmod");
-  CHECK(std::count(r.find("encoder", 0, 1)->roles.begin(), r.find("encoder", 0, 1)->roles.end(),
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 1)->best_relation->relation == "advmod");
+  CHECK(std::count(r.find(headlab::core::Stack::Encoder, 0, 1)->roles.begin(), r.find(headlab::core::Stack::Encoder, 0, 1)->roles.end(),
                    "syntactic(advmod dependent->head)") == 1);
   // det (one arc) and nsubj (one arc) are scored only because min_relation_count is 1 here; with the
   // default 100, nsubj and advmod stay (always scored) and det goes.
   r.settings.min_relation_count = 100;
   r.finalize();
   bool det_scored = false, nsubj_scored = false;
-  for (const auto& s : r.find("encoder", 0, 1)->syntactic) {
+  for (const auto& s : r.find(headlab::core::Stack::Encoder, 0, 1)->syntactic) {
     det_scored |= s.relation == "det";
     nsubj_scored |= s.relation == "nsubj";
   }

@@ -123,20 +123,20 @@ std::vector<Variant> variants() {
   // Controls as the GUI sets them: a closed gate, a mean-ablated half-open gate (its replacement is
   // an additive constant), a dataset-mean ablation and user mixing matrices.
   core::ModelControls controls;
-  controls.at("encoder", 0).gates = {1, 0, 1, 1};
-  controls.at("encoder", 1).gates = {0.5f, 1, 0.25f, 1};
-  controls.at("encoder", 1).ablation = core::Ablation::Mean;
-  controls.at("encoder", 0).post_mix = {0.7f, 0.3f, 0, 0, 0, 1, 0, 0, 0.2f, 0, 0.8f, 0, 0, 0, 0, 1};
-  controls.at("encoder", 0).pre_mix = {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  controls.at(headlab::core::Stack::Encoder, 0).gates = {1, 0, 1, 1};
+  controls.at(headlab::core::Stack::Encoder, 1).gates = {0.5f, 1, 0.25f, 1};
+  controls.at(headlab::core::Stack::Encoder, 1).ablation = core::Ablation::Mean;
+  controls.at(headlab::core::Stack::Encoder, 0).post_mix = {0.7f, 0.3f, 0, 0, 0, 1, 0, 0, 0.2f, 0, 0.8f, 0, 0, 0, 0, 1};
+  controls.at(headlab::core::Stack::Encoder, 0).pre_mix = {1, 0, 0, 0, 0.5f, 0.5f, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
   out.push_back({"MHA encoder with gates, mean ablation and user mixing", small_model(K::Encoder, attention(4, 4, 4, 4)),
                  controls});
   core::ModelControls dataset_mean;
-  auto& d = dataset_mean.at("decoder", 1);
+  auto& d = dataset_mean.at(headlab::core::Stack::Decoder, 1);
   d.gates = {0.3f, 1, 1, 1};
   d.ablation = core::Ablation::Mean;
   d.mean_outputs.assign(4 * 4, 0.0f);
   for (size_t i = 0; i < d.mean_outputs.size(); ++i) d.mean_outputs[i] = 0.5f * float(i % 5) - 1.0f;
-  dataset_mean.at("cross", 0).gates = {0, 1};
+  dataset_mean.at(headlab::core::Stack::Cross, 0).gates = {0, 1};
   out.push_back({"encoder-decoder with dataset-mean ablation and a closed cross gate", t5, dataset_mean});
   return out;
 }
@@ -170,14 +170,14 @@ TEST_CASE("LRP conserves the target logit on every attention variant", "[lrp]") 
       // Every stack and layer has one value per output head.
       const bool enc_dec = v.config.kind == core::StackKind::EncoderDecoder;
       const auto& main = v.config.kind == core::StackKind::Decoder ? *v.config.decoder : *v.config.encoder;
-      const std::string key = v.config.kind == core::StackKind::Decoder ? "decoder" : "encoder";
+      const headlab::core::Stack key = v.config.kind == core::StackKind::Decoder ? headlab::core::Stack::Decoder : headlab::core::Stack::Encoder;
       REQUIRE(r.heads.count(key) == 1);
       CHECK(r.heads.at(key).size() == size_t(main.layers));
       for (const auto& layer : r.heads.at(key)) CHECK(layer.size() == size_t(main.attention.output_heads()));
       CHECK(r.input.size() == kIds.size());
       if (enc_dec) {
-        CHECK(r.heads.count("decoder") == 1);
-        CHECK(r.heads.count("cross") == 1);
+        CHECK(r.heads.count(headlab::core::Stack::Decoder) == 1);
+        CHECK(r.heads.count(headlab::core::Stack::Cross) == 1);
         CHECK(r.decoder_input.size() == kDecoderIds.size());
         CHECK(r.position == int64_t(kDecoderIds.size()) - 1);
       } else {
@@ -330,7 +330,7 @@ TEST_CASE("head and input relevance equal an independent forward-mode computatio
   const auto ref = reference_relevance(*model, kIds, r.position, r.token);
   CHECK(r.target == Approx(ref.f).epsilon(1e-10));
   CHECK(r.relative_residual() < 1e-10);  // float64: conservation is exact up to rounding
-  REQUIRE(r.heads.at("encoder").size() == ref.heads.size());
+  REQUIRE(r.heads.at(headlab::core::Stack::Encoder).size() == ref.heads.size());
   double scale = 0;
   for (const auto& row : ref.heads)
     for (double v : row) scale = std::max(scale, std::abs(v));
@@ -338,7 +338,7 @@ TEST_CASE("head and input relevance equal an independent forward-mode computatio
   for (size_t l = 0; l < ref.heads.size(); ++l)
     for (size_t i = 0; i < ref.heads[l].size(); ++i) {
       INFO("layer " << l << " head " << i);
-      CHECK(r.heads.at("encoder")[l][i] == Approx(ref.heads[l][i]).margin(1e-10 * scale));
+      CHECK(r.heads.at(headlab::core::Stack::Encoder)[l][i] == Approx(ref.heads[l][i]).margin(1e-10 * scale));
     }
   REQUIRE(r.input.size() == ref.input.size());
   for (size_t t = 0; t < ref.input.size(); ++t) {
@@ -351,19 +351,19 @@ TEST_CASE("head and input relevance equal an independent forward-mode computatio
   double differs = 0;
   for (size_t l = 0; l < ref.heads.size(); ++l)
     for (size_t i = 0; i < ref.heads[l].size(); ++i)
-      differs = std::max(differs, std::abs(plain.heads.at("encoder")[l][i] - ref.heads[l][i]));
+      differs = std::max(differs, std::abs(plain.heads.at(headlab::core::Stack::Encoder)[l][i] - ref.heads[l][i]));
   CHECK(differs > 1e-3 * scale);
 }
 
 TEST_CASE("normalize_per_layer divides by the layer's total absolute relevance", "[lrp]") {
   analysis::HeadValues raw;
-  raw["encoder"] = {{1, -3, 0, 4}, {0, 0, 0, 0}};
-  raw["cross"] = {{-2, 2}};
+  raw[headlab::core::Stack::Encoder] = {{1, -3, 0, 4}, {0, 0, 0, 0}};
+  raw[headlab::core::Stack::Cross] = {{-2, 2}};
   const auto n = analysis::normalize_per_layer(raw);
-  REQUIRE(n.at("encoder").size() == 2);
-  CHECK(n.at("encoder")[0] == std::vector<double>{0.125, -0.375, 0, 0.5});
-  CHECK(n.at("encoder")[1] == std::vector<double>{0, 0, 0, 0});
-  CHECK(n.at("cross")[0] == std::vector<double>{-0.5, 0.5});
+  REQUIRE(n.at(headlab::core::Stack::Encoder).size() == 2);
+  CHECK(n.at(headlab::core::Stack::Encoder)[0] == std::vector<double>{0.125, -0.375, 0, 0.5});
+  CHECK(n.at(headlab::core::Stack::Encoder)[1] == std::vector<double>{0, 0, 0, 0});
+  CHECK(n.at(headlab::core::Stack::Cross)[0] == std::vector<double>{-0.5, 0.5});
 }
 
 namespace {
@@ -378,7 +378,7 @@ double mean_cross_entropy(const torch::Tensor& logits, const std::vector<int64_t
 }
 
 // ∂L/∂g for one head by a central difference of the gate through core::run.
-double gate_derivative(core::Model& model, core::RunRequest request, const std::string& stack, int layer, int head,
+double gate_derivative(core::Model& model, core::RunRequest request, headlab::core::Stack stack, int layer, int head,
                        int heads, const std::vector<int64_t>& positions, const std::vector<int64_t>& targets) {
   // A power of two: g ± eps and 1 − (g ± eps) stay exact in the float32 gates (0, 0.25, 0.5, 1).
   const double eps = 1.0 / 8192;
@@ -396,7 +396,7 @@ double gate_derivative(core::Model& model, core::RunRequest request, const std::
 
 void check_importance(core::Model& model, const core::RunRequest& base, const analysis::ImportanceResult& imp,
                       const std::vector<int64_t>& positions, const std::vector<int64_t>& targets,
-                      const std::vector<std::string>& stacks, int max_heads = 1000) {
+                      const std::vector<headlab::core::Stack>& stacks, int max_heads = 1000) {
   CHECK(imp.targets == int64_t(positions.size()));
   CHECK(imp.loss == Approx(mean_cross_entropy(core::run(model, base)->logits, positions, targets)).epsilon(1e-10));
   int checked = 0;
@@ -432,23 +432,23 @@ TEST_CASE("head importance is |dL/dg| of the next-token loss, by finite differen
   request.ids = kIds;
   SECTION("gates at 1") {
     const auto imp = analysis::head_importance(*model, kIds);
-    check_importance(*model, request, imp, positions, targets, {"decoder"});
+    check_importance(*model, request, imp, positions, targets, {headlab::core::Stack::Decoder});
   }
   SECTION("a closed gate, a mean-ablated gate and a dataset-mean gate") {
-    request.controls.at("decoder", 0).gates = {1, 0, 1, 1};
-    request.controls.at("decoder", 1).gates = {0.5f, 1, 1, 0.25f};
-    request.controls.at("decoder", 1).ablation = core::Ablation::Mean;
+    request.controls.at(headlab::core::Stack::Decoder, 0).gates = {1, 0, 1, 1};
+    request.controls.at(headlab::core::Stack::Decoder, 1).gates = {0.5f, 1, 1, 0.25f};
+    request.controls.at(headlab::core::Stack::Decoder, 1).ablation = core::Ablation::Mean;
     const auto imp = analysis::head_importance(*model, kIds, request.controls);
-    check_importance(*model, request, imp, positions, targets, {"decoder"});
+    check_importance(*model, request, imp, positions, targets, {headlab::core::Stack::Decoder});
     // A closed head still has a derivative: the loss changes as the gate opens.
-    CHECK(imp.heads.at("decoder")[0][1] > 1e-6);
+    CHECK(imp.heads.at(headlab::core::Stack::Decoder)[0][1] > 1e-6);
     auto dataset = request;
-    auto& c = dataset.controls.at("decoder", 0);
+    auto& c = dataset.controls.at(headlab::core::Stack::Decoder, 0);
     c.ablation = core::Ablation::Mean;
     c.mean_outputs.resize(16);
     for (size_t i = 0; i < c.mean_outputs.size(); ++i) c.mean_outputs[i] = 0.05f * float(i % 7) - 0.1f;
     check_importance(*model, dataset, analysis::head_importance(*model, kIds, dataset.controls), positions, targets,
-                     {"decoder"});
+                     {headlab::core::Stack::Decoder});
   }
 }
 
@@ -465,9 +465,9 @@ TEST_CASE("head importance of an encoder-decoder covers encoder, decoder and cro
   core::RunRequest request;
   request.ids = kIds;
   request.decoder_ids = kDecoderIds;
-  request.controls.at("cross", 1).gates = {0.5f, 1};
+  request.controls.at(headlab::core::Stack::Cross, 1).gates = {0.5f, 1};
   const auto imp = analysis::head_importance(*model, kIds, request.controls, {}, kDecoderIds);
-  check_importance(*model, request, imp, positions, targets, {"encoder", "decoder", "cross"});
+  check_importance(*model, request, imp, positions, targets, {headlab::core::Stack::Encoder, headlab::core::Stack::Decoder, headlab::core::Stack::Cross});
 }
 
 TEST_CASE("head importance of the shipped masked LM, by finite differences", "[lrp]") {
@@ -491,7 +491,7 @@ TEST_CASE("head importance of the shipped masked LM, by finite differences", "[l
   }
   const auto imp = analysis::head_importance(*model, ids);
   CHECK(imp.targets == int64_t(positions.size()));
-  check_importance(*model, request, imp, positions, targets, {"encoder"}, /*max_heads=*/2);
+  check_importance(*model, request, imp, positions, targets, {headlab::core::Stack::Encoder}, /*max_heads=*/2);
 
   // Chosen positions.
   const std::vector<int64_t> chosen = {1, 4};
@@ -501,7 +501,7 @@ TEST_CASE("head importance of the shipped masked LM, by finite differences", "[l
     targets.push_back(ids[p]);
     request.ids[p] = *mask;
   }
-  check_importance(*model, request, analysis::head_importance(*model, ids, {}, chosen), chosen, targets, {"encoder"},
+  check_importance(*model, request, analysis::head_importance(*model, ids, {}, chosen), chosen, targets, {headlab::core::Stack::Encoder},
                    /*max_heads=*/1);
   CHECK_THROWS_AS(analysis::head_importance(*model, ids, {}, {int64_t(ids.size())}), std::invalid_argument);
 
@@ -535,7 +535,7 @@ TEST_CASE("headlab run --lrp dumps head and input relevance", "[lrp][cli]") {
     auto heads = headlab::core::load_tensor(file, "lrp." + std::to_string(l));
     REQUIRE(heads.sizes() == torch::IntArrayRef({4}));
     for (int i = 0; i < 4; ++i)
-      CHECK(heads[i].item<double>() == Approx(r.heads.at("encoder")[l][i]).margin(1e-6 + 1e-4 * std::abs(r.target)));
+      CHECK(heads[i].item<double>() == Approx(r.heads.at(headlab::core::Stack::Encoder)[l][i]).margin(1e-6 + 1e-4 * std::abs(r.target)));
   }
   auto input = headlab::core::load_tensor(file, "lrp_input");
   REQUIRE(input.sizes() == torch::IntArrayRef({10}));

@@ -30,7 +30,7 @@ class SelfAttentionMeasure : public analysis::Measure {
   const char* name() const override { return "self_weight"; }
   const char* definition() const override { return "mean attention of a query on its own position"; }
   bool reads_maps() const override { return true; }
-  void add_layer(analysis::HeadReport& r, const std::string& stack, int layer, int, const at::Tensor& maps,
+  void add_layer(analysis::HeadReport& r, headlab::core::Stack stack, int layer, int, const at::Tensor& maps,
                  const analysis::RowMaxima& rows, const analysis::SentenceLayout&) override {
     const auto a = maps.accessor<float, 3>();
     for (int64_t h = 0; h < rows.heads; ++h)
@@ -47,14 +47,12 @@ class SelfAttentionMeasure : public analysis::Measure {
                                                       ? other.heads[i].values.at("self_weight_sum")
                                                       : 0.0;
   }
-  void write_head(const analysis::HeadReport& r, const analysis::HeadEntry& h, nlohmann::json& entry,
-                  nlohmann::json& stats) const override {
-    if (!r.settings.has(name())) return;
-    entry["self_weight"] = h.values.at("self_weight");
-    stats["self_weight_sum"] = h.values.at("self_weight_sum");
+  void write_values(const analysis::HeadReport& r, const analysis::HeadEntry& h, nlohmann::json& entry) const override {
+    if (r.settings.has(name())) entry["self_weight"] = h.values.at("self_weight");
   }
-  void read_head(const nlohmann::json&, const nlohmann::json& stats, analysis::HeadEntry& h) const override {
-    if (stats.contains("self_weight_sum")) h.values["self_weight_sum"] = stats["self_weight_sum"].get<double>();
+  // finalize() has put the sum into every head's values, so writing adds no key.
+  void head_stats(analysis::StatsFields& f, analysis::HeadEntry& h) const override {
+    f.real("self_weight_sum", h.values["self_weight_sum"]);
   }
   std::vector<analysis::ReportColumn> columns() const override {
     return {{"self_weight", "self_weight", true, false, [](const analysis::HeadEntry& h) {
@@ -112,7 +110,7 @@ TEST_CASE("a measure registered in one line is measured, written, merged and sho
     for (size_t t = 0; t < ts.ids.size(); ++t)
       if (!ts.special[t]) direct += maps[5][int64_t(t)][int64_t(t)].item<double>(), ++queries;
   }
-  const auto* head = report.find("encoder", 3, 5);
+  const auto* head = report.find(headlab::core::Stack::Encoder, 3, 5);
   REQUIRE(head);
   CHECK(head->queries == queries);
   CHECK(head->values.at("self_weight") == Approx(direct / double(queries)).epsilon(1e-9));
@@ -122,7 +120,7 @@ TEST_CASE("a measure registered in one line is measured, written, merged and sho
   const auto& entry = json["heads"][size_t(3 * 8 + 5)];
   CHECK(entry["self_weight"].get<double>() == head->values.at("self_weight"));
   const auto back = analysis::head_report_from_json(json);
-  CHECK(back.find("encoder", 3, 5)->values.at("self_weight") == head->values.at("self_weight"));
+  CHECK(back.find(headlab::core::Stack::Encoder, 3, 5)->values.at("self_weight") == head->values.at("self_weight"));
 
   // Two shards merge into the one-pass value.
   auto shard = [&](int i) {
@@ -132,7 +130,7 @@ TEST_CASE("a measure registered in one line is measured, written, merged and sho
     return analysis::analyze(*model, so).report;
   };
   const auto merged = analysis::merge_shards({shard(0), shard(1)}, false);
-  CHECK(merged.find("encoder", 3, 5)->values.at("self_weight") == Approx(head->values.at("self_weight")).epsilon(1e-12));
+  CHECK(merged.find(headlab::core::Stack::Encoder, 3, 5)->values.at("self_weight") == Approx(head->values.at("self_weight")).epsilon(1e-12));
 
   // A column of head_report.csv and the Head table, a Markdown column, a grid figure, evidence.
   const auto columns = analysis::report_columns(report.settings);

@@ -74,7 +74,7 @@ HeadReport sample_report(int part = 0) {
     for (int h = 0; h < 3; ++h) {
       const int i = l * 3 + h;
       HeadEntry e;
-      e.stack = "encoder";
+      e.stack = headlab::core::Stack::Encoder;
       e.layer = l;
       e.head = h;
       e.queries = portion(100);
@@ -98,7 +98,7 @@ HeadReport sample_report(int part = 0) {
     }
   for (int l = 0; l < 2; ++l) {
     LayerEntry le;
-    le.stack = "encoder";
+    le.stack = headlab::core::Stack::Encoder;
     le.layer = l;
     le.query = make_spectrum({3, 2, 1});
     le.key = make_spectrum({3, 1, 1});
@@ -110,7 +110,7 @@ HeadReport sample_report(int part = 0) {
   nsubj.baseline_hits = {{-1, portion(80)}, {1, portion(50)}};
   for (int64_t n : {10, 20, 30, 40, 160, 50}) nsubj.dependent_to_head.push_back(portion(n));
   for (int64_t n : {10, 10, 10, 10, 10, 40}) nsubj.head_to_dependent.push_back(portion(n));
-  r.relations["encoder"]["nsubj"] = nsubj;
+  r.relations[headlab::core::Stack::Encoder]["nsubj"] = nsubj;
   r.lrp_max_relative_residual = part == 2 ? 2e-4 : 5e-4;
   r.lrp_sentences_over_tolerance = 0;
   r.notes = {"importance: gradients through the gates of every head"};
@@ -240,7 +240,7 @@ double svg_width_pt(const std::string& svg) {
 
 TEST_CASE("finalize derives shares and roles from the counts", "[report]") {
   const HeadReport r = sample_report();
-  const HeadEntry* h = r.find("encoder", 1, 2);
+  const HeadEntry* h = r.find(headlab::core::Stack::Encoder, 1, 2);
   REQUIRE(h);
   CHECK(h->confidence == Approx(0.70));
   CHECK(h->positional_offset == 1);
@@ -248,9 +248,9 @@ TEST_CASE("finalize derives shares and roles from the counts", "[report]") {
   CHECK(h->positional);
   CHECK(h->rare_share == 0.75);
   CHECK(h->roles == std::vector<std::string>{"positional(+1)", "rare-word"});
-  CHECK(r.find("encoder", 0, 1)->roles == std::vector<std::string>{"rare-word"});
-  CHECK(r.find("encoder", 0, 0)->roles.empty());
-  const HeadEntry* s = r.find("encoder", 1, 1);
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 1)->roles == std::vector<std::string>{"rare-word"});
+  CHECK(r.find(headlab::core::Stack::Encoder, 0, 0)->roles.empty());
+  const HeadEntry* s = r.find(headlab::core::Stack::Encoder, 1, 1);
   REQUIRE(s->best_relation);
   CHECK(s->best_relation->relation == "nsubj");
   CHECK(s->best_relation->direction == "dependent->head");
@@ -258,14 +258,14 @@ TEST_CASE("finalize derives shares and roles from the counts", "[report]") {
   CHECK(s->best_relation->baseline == 0.4);
   CHECK(s->best_relation->baseline_offset == -1);
   CHECK(s->roles == std::vector<std::string>{"syntactic(nsubj dependent->head)"});
-  CHECK(r.find("encoder", 1, 2)->importance == 2.5);
+  CHECK(r.find(headlab::core::Stack::Encoder, 1, 2)->importance == 2.5);
 }
 
 TEST_CASE("finalize breaks offset ties towards the smaller |offset|, then the negative one", "[report]") {
   HeadReport r;
   r.settings.metrics = {"positional"};
   HeadEntry e;
-  e.stack = "encoder";
+  e.stack = headlab::core::Stack::Encoder;
   e.queries = 120;
   e.offsets = {{-2, 30}, {2, 30}, {1, 30}, {-1, 30}};
   r.heads.push_back(e);
@@ -286,7 +286,7 @@ TEST_CASE("role thresholds: 90% at one offset is positional, exactly 50% rare is
   HeadReport r;
   r.settings.metrics = {"positional", "rare", "syntactic"};
   HeadEntry e;
-  e.stack = "encoder";
+  e.stack = headlab::core::Stack::Encoder;
   e.queries = 100;
   e.rare_queries = 20;
   e.offsets = {{0, 90}, {1, 10}};
@@ -302,7 +302,7 @@ TEST_CASE("role thresholds: 90% at one offset is positional, exactly 50% rare is
   obj.baseline_hits = {{1, 80}};
   obj.dependent_to_head = {100, 99};
   obj.head_to_dependent = {0, 0};
-  r.relations["encoder"]["obj"] = obj;
+  r.relations[headlab::core::Stack::Encoder]["obj"] = obj;
   r.finalize();
   CHECK(r.heads[0].positional_share == 0.9);
   CHECK(r.heads[0].positional);
@@ -330,7 +330,7 @@ TEST_CASE("CSV: one row per head, numbers that parse back to the derived values"
                        "best_relation_baseline", "syntactic", "lrp_raw", "lrp_normalized", "importance",
                        "spectrum_rank90", "spectrum_rank95", "spectrum_rank99", "roles"});
   auto row = csv_row(rows, "encoder", 1, 2);
-  const HeadEntry& h = *r.find("encoder", 1, 2);
+  const HeadEntry& h = *r.find(headlab::core::Stack::Encoder, 1, 2);
   CHECK(std::stod(row["positional_share"]) == 0.93);
   CHECK(std::stod(row["confidence"]) == h.confidence);  // full precision
   CHECK(std::stod(row["confidence_all_keys"]) == h.confidence_all_keys);
@@ -370,10 +370,11 @@ TEST_CASE("CSV: only the requested measures are columns, absent values are empty
   CHECK(row["positional_share"].empty());
   CHECK(row["positional"] == "0");
   // A field holding a comma or a quote is quoted with the quote doubled (RFC 4180).
-  r.heads[1].stack = "enc,\"x\"";
+  r.heads[1].roles = {"enc,\"x\""};
   const std::string csv = to_csv(r);
-  CHECK(csv.find("\n\"enc,\"\"x\"\"\",0,1,") != std::string::npos);
-  CHECK(csv_row(parse_csv(csv), "enc,\"x\"", 0, 1)["confidence"] == "0.54");
+  CHECK(csv.find(",\"enc,\"\"x\"\"\"\n") != std::string::npos);
+  CHECK(csv_row(parse_csv(csv), "encoder", 0, 1)["roles"] == "enc,\"x\"");
+  CHECK(csv_row(parse_csv(csv), "encoder", 0, 1)["confidence"] == "0.54");
 }
 
 TEST_CASE("Markdown: roles first, then data, thresholds and the tables", "[report]") {
@@ -398,7 +399,7 @@ TEST_CASE("Markdown: roles first, then data, thresholds and the tables", "[repor
   CHECK(md.find("accuracy ≥ baseline + 10 points") != std::string::npos);
   CHECK(md.find("| encoder | nsubj | dependent->head | L1 H1 | 80.0% | 40.0% | -1 | 200 | yes |") != std::string::npos);
   CHECK(md.find("| encoder | nsubj | head->dependent | L1 H2 | 20.0% | 40.0% | +1 | 200 | no |") != std::string::npos);
-  const Spectrum& sp = *r.find("encoder", 0, 2)->spectrum;
+  const Spectrum& sp = *r.find(headlab::core::Stack::Encoder, 0, 2)->spectrum;
   CHECK(md.find("| encoder | 0 | 2 | " + std::to_string(sp.rank90) + " | " + std::to_string(sp.rank95) + " | " +
                 std::to_string(sp.rank99) + " | 5 |") != std::string::npos);
   // Query σ = 3, 2, 1 holds 9/14 ≈ 64%, 13/14 ≈ 93%, 100% of the energy; key σ = 3, 1, 1: 82%, 91%, 100%.
@@ -433,7 +434,7 @@ TEST_CASE("merging two half reports gives the report of the summed counts", "[re
   half.settings.shard_index = 1;
   half.settings.shard_count = 2;
   first.settings.shard_count = 2;
-  CHECK(first.find("encoder", 1, 2)->positional_share != 0.93);  // 46 of 50: the halves differ from the whole
+  CHECK(first.find(headlab::core::Stack::Encoder, 1, 2)->positional_share != 0.93);  // 46 of 50: the halves differ from the whole
   HeadReport merged = merge_shards({first, half});
   const HeadReport whole = sample_report();
   CHECK(to_json(merged) == to_json(whole));
@@ -446,7 +447,7 @@ TEST_CASE("report figures: every file, titles, colours and layout read back from
   test::TempDir dir("report-figures");
   const HeadReport r = sample_report();
   ExampleMap map;
-  map.stack = "encoder";
+  map.stack = headlab::core::Stack::Encoder;
   map.layer = 1;
   map.head = 2;
   map.tokens = {"[CLS]", "the", "cat", "sat", "down", "[SEP]"};
@@ -550,7 +551,7 @@ TEST_CASE("report figures: one grid per stack, nothing for absent measures", "[r
   HeadReport r = sample_report();
   r.settings.metrics = {"confidence"};
   for (auto h : std::vector<HeadEntry>(r.heads)) {
-    h.stack = "decoder";
+    h.stack = headlab::core::Stack::Decoder;
     r.heads.push_back(h);
   }
   r.finalize();

@@ -46,7 +46,7 @@ core::ModelConfig tiny_model(const core::AttentionConfig& a, int hidden = 16, in
 void randomize_attention(core::Model& model, uint64_t seed) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(seed);
-  for (const char* stack : {"encoder", "decoder"})
+  for (const headlab::core::Stack stack : {headlab::core::Stack::Encoder, headlab::core::Stack::Decoder})
     for (int l = 0; l < model.module->layer_count(stack); ++l) {
       auto block = model.module->block(stack, l);
       for (auto& p : block->attn->parameters()) p.copy_(torch::randn(p.sizes()) * 0.5);
@@ -162,7 +162,7 @@ TEST_CASE("a form built with rank 3 and singular values 8, 3, 1 has exactly thos
     WQ.select(1, query_columns[i].first).copy_(U.select(1, u_index[i]) * query_columns[i].second);
   {
     torch::NoGradGuard no_grad;
-    auto attn = model->module->block("encoder", 0)->attn;
+    auto attn = model->module->block(headlab::core::Stack::Encoder, 0)->attn;
     attn->q->weight.copy_(WQ.t());  // weights are [out, in]
     attn->k->weight.copy_(V.t());
   }
@@ -170,7 +170,7 @@ TEST_CASE("a form built with rank 3 and singular values 8, 3, 1 has exactly thos
   auto spectra = analysis::key_query_spectra(*model);
   REQUIRE(spectra.size() == 1);
   const auto& layer = spectra[0];
-  CHECK(layer.stack == "encoder");
+  CHECK(layer.stack == headlab::core::Stack::Encoder);
   CHECK(layer.layer == 0);
   REQUIRE(layer.heads.size() == 2);
   check_values(layer.heads[0].singular_values, {8, 3, 1, 0, 0, 0, 0, 0}, tol);
@@ -186,15 +186,15 @@ TEST_CASE("a form built with rank 3 and singular values 8, 3, 1 has exactly thos
   check_values(layer.key.singular_values, std::vector<double>(8, 1.0), tol);
   check_values(layer.product.singular_values, {8, 3, 2, 2, 1, 0, 0, 0}, tol);
   // The form itself, through a full SVD of the [D, D] matrix.
-  auto B0 = analysis::key_query_form(*model, "encoder", 0, 0);
+  auto B0 = analysis::key_query_form(*model, headlab::core::Stack::Encoder, 0, 0);
   REQUIRE(B0.scalar_type() == torch::kFloat64);
   REQUIRE(B0.sizes() == torch::IntArrayRef({8, 8}));
   check_values(analysis::spectrum_of(B0).singular_values, {8, 3, 1, 0, 0, 0, 0, 0}, tol);
 
-  CHECK_THROWS_AS(analysis::key_query_form(*model, "encoder", 0, 2), std::out_of_range);
-  CHECK_THROWS_AS(analysis::key_query_form(*model, "encoder", 1, 0), std::out_of_range);
-  CHECK_THROWS(analysis::key_query_form(*model, "decoder", 0, 0));
-  CHECK_THROWS_AS(analysis::key_query_form(*model, "sideways", 0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(analysis::key_query_form(*model, headlab::core::Stack::Encoder, 0, 2), std::out_of_range);
+  CHECK_THROWS_AS(analysis::key_query_form(*model, headlab::core::Stack::Encoder, 1, 0), std::out_of_range);
+  CHECK_THROWS(analysis::key_query_form(*model, headlab::core::Stack::Decoder, 0, 0));
+  CHECK_THROWS_AS(headlab::core::stack_from_name("sideways"), std::invalid_argument);
 }
 
 TEST_CASE("head spectra agree with the eigenvalues of BᵀB for every variant", "[spectra]") {
@@ -208,7 +208,7 @@ TEST_CASE("head spectra agree with the eigenvalues of BᵀB for every variant", 
       REQUIRE(int(spectra[l].heads.size()) == config.softmax_heads());
       for (int h = 0; h < config.softmax_heads(); ++h) {
         INFO("layer " << l << " head " << h);
-        auto B = analysis::key_query_form(*model, "encoder", l, h);
+        auto B = analysis::key_query_form(*model, headlab::core::Stack::Encoder, l, h);
         const auto expected = singular_values_by_eigh(B);
         const auto& got = spectra[l].heads[h].singular_values;
         REQUIRE(got.size() == expected.size());
@@ -248,14 +248,14 @@ TEST_CASE("x_tᵀ B_h x_s times the scale reproduces the engine's logits for eve
       torch::Tensor x;
       {
         torch::NoGradGuard no_grad;
-        x = model->module->block("encoder", l)->attn_norm->forward(trace->encoder.hidden[l]).to(torch::kFloat64);
+        x = model->module->block(headlab::core::Stack::Encoder, l)->attn_norm->forward(trace->encoder.hidden[l]).to(torch::kFloat64);
       }
       const auto& stages = trace->encoder.layers[l].self;
       const auto& logits = config.talking_heads ? stages.mixed_logits : stages.logits;  // L, or J (== L)
       REQUIRE(logits.size(0) == config.softmax_heads());
       for (int h = 0; h < config.softmax_heads(); ++h) {
         INFO("head " << h);
-        auto B = analysis::key_query_form(*model, "encoder", l, h);
+        auto B = analysis::key_query_form(*model, headlab::core::Stack::Encoder, l, h);
         auto predicted = torch::matmul(torch::matmul(x, B), x.t()) * double(config.logit_scale());
         auto expected = logits[h].to(torch::kFloat64);
         const double size = std::max(1.0, expected.abs().max().item<double>());
@@ -275,9 +275,9 @@ TEST_CASE("cross-attention forms reproduce the cross logits, RoPE forms hold at 
     randomize_attention(*model, 8);
     auto spectra = analysis::key_query_spectra(*model);
     REQUIRE(spectra.size() == 6);  // encoder 0, 1; decoder 0, 1; cross 0, 1
-    CHECK(spectra[0].stack == "encoder");
-    CHECK(spectra[2].stack == "decoder");
-    CHECK(spectra[4].stack == "cross");
+    CHECK(spectra[0].stack == headlab::core::Stack::Encoder);
+    CHECK(spectra[2].stack == headlab::core::Stack::Decoder);
+    CHECK(spectra[4].stack == headlab::core::Stack::Cross);
     CHECK(spectra[5].layer == 1);
     torch::NoGradGuard no_grad;
     torch::manual_seed(9);
@@ -288,11 +288,11 @@ TEST_CASE("cross-attention forms reproduce the cross logits, RoPE forms hold at 
     call.apply_pattern = false;
     call.capture = core::kCaptureLogits;
     core::AttentionStages stages;
-    auto cross = model->module->block("decoder", 1)->cross_attn;
+    auto cross = model->module->block(headlab::core::Stack::Decoder, 1)->cross_attn;
     cross->forward(call, &stages);
     auto x64 = x[0].to(torch::kFloat64), y64 = y[0].to(torch::kFloat64);
     for (int h = 0; h < 4; ++h) {
-      auto B = analysis::key_query_form(*model, "cross", 1, h);
+      auto B = analysis::key_query_form(*model, headlab::core::Stack::Cross, 1, h);
       auto predicted = torch::matmul(torch::matmul(x64, B), y64.t()) * double(cross->config().logit_scale());
       auto expected = stages.logits[0][h].to(torch::kFloat64);
       CHECK(max_abs_diff(predicted, expected) < 1e-5 * std::max(1.0, expected.abs().max().item<double>()));
@@ -310,11 +310,11 @@ TEST_CASE("cross-attention forms reproduce the cross logits, RoPE forms hold at 
     torch::Tensor x;
     {
       torch::NoGradGuard no_grad;
-      x = model->module->block("encoder", 1)->attn_norm->forward(trace->encoder.hidden[1]).to(torch::kFloat64);
+      x = model->module->block(headlab::core::Stack::Encoder, 1)->attn_norm->forward(trace->encoder.hidden[1]).to(torch::kFloat64);
     }
     const double scale = config.encoder->attention.logit_scale();
     for (int h = 0; h < 4; ++h) {
-      auto B = analysis::key_query_form(*model, "encoder", 1, h);
+      auto B = analysis::key_query_form(*model, headlab::core::Stack::Encoder, 1, h);
       auto full = torch::matmul(torch::matmul(x, B), x.t()) * scale;
       auto expected = trace->encoder.layers[1].self.logits[h].to(torch::kFloat64);
       const double size = std::max(1.0, expected.abs().max().item<double>());
@@ -328,7 +328,7 @@ TEST_CASE("additive scoring has no key-query form", "[spectra]") {
   auto config = attention(2, 2, 4);
   config.scoring = core::Scoring::Additive;
   auto model = core::make_random_model(tiny_model(config), 12);
-  CHECK_FALSE(analysis::key_query_form(*model, "encoder", 0, 1).defined());
+  CHECK_FALSE(analysis::key_query_form(*model, headlab::core::Stack::Encoder, 0, 1).defined());
   auto spectra = analysis::key_query_spectra(*model);
   REQUIRE(spectra.size() == 2);
   REQUIRE(spectra[0].heads.size() == 2);
@@ -391,7 +391,7 @@ TEST_CASE("the shipped default model: 5 layers × 8 heads, each form of rank at 
     }
   }
   // One head through the full [256, 256] SVD agrees with the factored route.
-  auto full = analysis::spectrum_of(analysis::key_query_form(*model, "encoder", 3, 5));
+  auto full = analysis::spectrum_of(analysis::key_query_form(*model, headlab::core::Stack::Encoder, 3, 5));
   const auto& factored = spectra[3].heads[5].singular_values;
   for (int i = 0; i < 32; ++i) CHECK(std::abs(full.singular_values[i] - factored[i]) <= 1e-10 * factored[0]);
   CHECK(full.singular_values[32] < 1e-10 * factored[0]);

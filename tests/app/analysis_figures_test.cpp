@@ -88,7 +88,7 @@ TEST_CASE("the head table figure shows the rows as filtered and sorted, with bad
 TEST_CASE("the head detail figure draws offsets, relations against the baseline and the spectrum", "[app][export]") {
   TempDir dir("detail-figure");
   const auto report = sample();
-  const auto* syntactic = report.find("encoder", 1, 0);
+  const auto* syntactic = report.find(headlab::core::Stack::Encoder, 1, 0);
   REQUIRE(syntactic);
   write_head_detail_figure(dir.str("detail.svg"), "sample — encoder layer 1, head 0", *syntactic, report.settings);
   const std::string svg = slurp(dir.str("detail.svg"));
@@ -97,11 +97,11 @@ TEST_CASE("the head detail figure draws offsets, relations against the baseline 
   CHECK(svg.find("relations: nsubj d→h 0.800 vs 0.400 at -1") != std::string::npos);
   CHECK(svg.find("offsets: 0 0.500, +1 0.500") != std::string::npos);
   // Offsets past ±5 are gathered into one bar at the end.
-  const auto* wide = report.find("encoder", 0, 2);
+  const auto* wide = report.find(headlab::core::Stack::Encoder, 0, 2);
   write_head_detail_figure(dir.str("wide.svg"), "wide", *wide, report.settings);
   CHECK(slurp(dir.str("wide.svg")).find("≥+6 0.300") != std::string::npos);
   // A head with a spectrum gets its energy ranks; the page grows by the panel.
-  const auto* spectral = report.find("encoder", 0, 1);
+  const auto* spectral = report.find(headlab::core::Stack::Encoder, 0, 1);
   write_head_detail_figure(dir.str("spectrum.svg"), "spectrum", *spectral, report.settings);
   const std::string with_spectrum = slurp(dir.str("spectrum.svg"));
   CHECK(with_spectrum.find("spectrum: 90% of the energy at rank 2, 95% at 3, 99% at 4") != std::string::npos);
@@ -141,7 +141,7 @@ TEST_CASE("the relevance figure shades tokens and heads and names the target", "
   fig.tokens = {"[CLS]", "the", "capital", "[MASK]", "[SEP]"};
   fig.values = {0.1, -0.4, 2.5, 0.0, 0.05};
   fig.target = 3;
-  fig.stack = "encoder";
+  fig.stack = headlab::core::Stack::Encoder;
   fig.heads = {{0.5, -0.2}, {1.5, 0.0}};
   write_relevance_figure(dir.str("r.svg"), fig);
   const std::string svg = slurp(dir.str("r.svg"));

@@ -70,7 +70,7 @@ headlab::analysis::HeadReport positional_report(const std::string& folder) {
   r.sentences = 10;
   for (int i = 0; i < 8; ++i) {
     headlab::analysis::HeadEntry e;
-    e.stack = "encoder";
+    e.stack = headlab::core::Stack::Encoder;
     e.layer = i / 4;
     e.head = i % 4;
     e.queries = 100;
@@ -127,7 +127,7 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
   const auto& att = c.doc().model->attentions.at(0);
 
   SECTION("selection is clamped to the model") {
-    c.execute(cmd::SelectHead{"", 99, 99});
+    c.execute(cmd::SelectHead{std::nullopt, 99, 99});
     CHECK(c.doc().session.selection.layer == att.layers - 1);
     CHECK(c.doc().session.selection.head == att.softmax_heads - 1);
     CHECK(c.doc().session.selection.mixer_layer == att.layers - 1);
@@ -143,13 +143,13 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
   }
   SECTION("a gate changes the controls and re-runs") {
     const uint64_t before = c.doc().snapshot->generation;
-    c.execute(cmd::SetGate{"", 1, 2, 0.0f});
+    c.execute(cmd::SetGate{std::nullopt, 1, 2, 0.0f});
     settle(c);
     CHECK(c.doc().session.controls.get(att.stack, 1).gate(2) == 0.0f);
     CHECK(c.doc().snapshot->generation > before);
     CHECK(c.doc().snapshot->input.controls.get(att.stack, 1).gate(2) == 0.0f);
-    CHECK_THROWS_WITH(c.execute(cmd::SetGate{"cross", 0, 0, 0.0f}), Catch::Contains("no 'cross' attention"));
-    c.apply(cmd::SetGate{"cross", 0, 0, 0.0f});  // the view's form: the error goes to the status bar
+    CHECK_THROWS_WITH(c.execute(cmd::SetGate{headlab::core::Stack::Cross, 0, 0, 0.0f}), Catch::Contains("no 'cross' attention"));
+    c.apply(cmd::SetGate{headlab::core::Stack::Cross, 0, 0, 0.0f});  // the view's form: the error goes to the status bar
     CHECK(c.doc().last_error().find("set_gate: ") == 0);
   }
   SECTION("window commands are the window's") {
@@ -212,7 +212,7 @@ TEST_CASE("select_sentence runs the Syntax view's sentence and follows the contr
   CHECK(!c.idle());  // a script waits for the sentence
   settle(c);
   REQUIRE(c.doc().syntax);
-  CHECK(c.doc().syntax_error.empty());
+  CHECK(c.doc().syntax_job.error.empty());
   CHECK(c.doc().syntax->file == ud);
   CHECK(c.doc().syntax->index == 3);
   CHECK(c.doc().syntax->sentence_count == 100);
@@ -220,7 +220,7 @@ TEST_CASE("select_sentence runs the Syntax view's sentence and follows the contr
   const auto before = c.doc().syntax;
 
   // A gate is a new run of the same sentence.
-  c.execute(cmd::SetGate{"encoder", 0, 1, 0.0f});
+  c.execute(cmd::SetGate{headlab::core::Stack::Encoder, 0, 1, 0.0f});
   settle(c);
   REQUIRE(c.doc().syntax);
   CHECK(c.doc().syntax != before);
@@ -230,7 +230,7 @@ TEST_CASE("select_sentence runs the Syntax view's sentence and follows the contr
   c.execute(cmd::SelectSentence{std::nullopt, 250});
   settle(c);
   CHECK(!c.doc().syntax);
-  CHECK(c.doc().syntax_error.find("has 100 sentences") != std::string::npos);
+  CHECK(c.doc().syntax_job.error.find("has 100 sentences") != std::string::npos);
   c.execute(cmd::SelectSentence{ud, 7});
   settle(c);
   REQUIRE(c.doc().syntax);
@@ -248,7 +248,7 @@ TEST_CASE("select_sentence runs the Syntax view's sentence and follows the contr
   REQUIRE(c.doc().syntax);
   CHECK(c.doc().syntax->on_input);
   CHECK(c.doc().syntax->text == sentence);
-  CHECK(c.doc().syntax_error.empty());
+  CHECK(c.doc().syntax_job.error.empty());
   const auto typed = c.doc().syntax;
   c.execute(cmd::SetText{"The cat", std::nullopt, false});  // a keystroke
   settle(c);
@@ -256,7 +256,7 @@ TEST_CASE("select_sentence runs the Syntax view's sentence and follows the contr
   c.execute(cmd::SetText{"The cat", std::nullopt, true});  // run: the parse no longer spells it
   settle(c);
   CHECK(!c.doc().syntax);
-  CHECK(c.doc().syntax_error.find("spells the input") != std::string::npos);
+  CHECK(c.doc().syntax_job.error.find("spells the input") != std::string::npos);
 
   // Picking a file's sentence leaves the typed input.
   c.execute(cmd::SelectSentence{std::nullopt, 2});

@@ -78,7 +78,7 @@ TEST_CASE("the conversion job writes a model folder and reports what it did", "[
 
   // Stopped during the ALS sweeps: nothing is written.
   job.start({mha, "collaborative", 0, 8, 100000, dir.str("stopped")});
-  job.cancel();
+  job.stop();
   st = wait(job);
   CHECK(st.phase == "stopped");
   CHECK_FALSE(std::filesystem::exists(dir.str("stopped") + "/config.json"));

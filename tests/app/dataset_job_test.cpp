@@ -220,7 +220,7 @@ TEST_CASE("open_report reads a written report and names the path when it cannot"
   r.sentences = 3;
   r.settings.metrics = {"confidence"};
   analysis::HeadEntry e;
-  e.stack = "encoder";
+  e.stack = headlab::core::Stack::Encoder;
   e.queries = 4;
   e.confidence_sum = 2;
   r.heads.push_back(e);

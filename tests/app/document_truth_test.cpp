@@ -44,7 +44,7 @@ analysis::HeadReport report_of(const std::string& folder, int layers, const std:
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < 4; ++h) {
       analysis::HeadEntry e;
-      e.stack = "encoder";
+      e.stack = headlab::core::Stack::Encoder;
       e.layer = l;
       e.head = h;
       e.queries = 100;
@@ -73,7 +73,7 @@ TEST_CASE("report_mismatch: the weights decide, else the folder, and the heads m
   m.name = "a";
   m.weights_hash = "s1-aaaa";
   AttentionSummary att;
-  att.stack = "encoder";
+  att.stack = headlab::core::Stack::Encoder;
   att.layers = 2;
   att.output_heads = att.softmax_heads = 4;
   m.attentions = {att};
@@ -187,9 +187,9 @@ TEST_CASE("an error lasts until the same kind of action succeeds", "[app][errors
   CHECK(c.doc().model->folder == good);  // the model open before stays
 
   // Another kind of failure joins it; a success of one kind clears only that kind.
-  c.apply(cmd::SetGate{"cross", 0, 0, 0.0f});
+  c.apply(cmd::SetGate{headlab::core::Stack::Cross, 0, 0, 0.0f});
   REQUIRE(c.doc().errors.size() == 2);
-  c.execute(cmd::SetGate{"encoder", 0, 0, 0.5f});
+  c.execute(cmd::SetGate{headlab::core::Stack::Encoder, 0, 0, 0.5f});
   settle(c);
   REQUIRE(c.doc().errors.size() == 1);
   CHECK(c.doc().errors[0].kind == "open_model");

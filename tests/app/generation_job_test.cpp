@@ -54,13 +54,13 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
   c.start(folder, "");
   settle(c);
   REQUIRE(c.doc().model);
-  c.execute(cmd::SetGate{"decoder", 1, 3, 0.0f});
+  c.execute(cmd::SetGate{headlab::core::Stack::Decoder, 1, 3, 0.0f});
   settle(c);
   c.execute(cmd::Generate{{"The cat sat on", 6, 0.8f, 40, 0.95f, 3}});
   settle(c);
   const auto g = c.doc().generation;
   REQUIRE(g);
-  CHECK(c.doc().generation_error.empty());
+  CHECK(c.doc().generation_job.error.empty());
   REQUIRE(g->steps.size() == 6);
   CHECK(g->stopped == "max_new");
 
@@ -73,7 +73,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
   request.max_new = 6;
   request.sampling = {0.8f, 40, 0.95f, 3};
   request.controls = c.doc().session.controls;
-  CHECK(request.controls.get("decoder", 1).gate(3) == 0.0f);
+  CHECK(request.controls.get(headlab::core::Stack::Decoder, 1).gate(3) == 0.0f);
   const auto expected = headlab::core::generate(*model, request);
   REQUIRE(g->prompt_tokens.size() == request.prompt.size());
   for (size_t s = 0; s < 6; ++s) {
@@ -101,7 +101,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     c.execute(cmd::Generate{{"The", 1000}});
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while ((c.doc().generation == before || (c.doc().generation && c.doc().generation->steps.size() < 3)) &&
-           c.doc().generation_error.empty() && std::chrono::steady_clock::now() < until) {
+           c.doc().generation_job.error.empty() && std::chrono::steady_clock::now() < until) {
       c.poll();
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
@@ -126,7 +126,7 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     CHECK(d.doc().session.generation.settings.top_k == 40);
   }
   SECTION("going back: keep the first tokens, write on under other gates; Δp against the ungated model") {
-    c.execute(cmd::SetGate{"decoder", 0, 5, 0.0f});
+    c.execute(cmd::SetGate{headlab::core::Stack::Decoder, 0, 5, 0.0f});
     settle(c);
     c.execute(cmd::Generate{{"The cat sat on", 6, 0.8f, 40, 0.95f, 3}, 3});
     settle(c);
@@ -161,14 +161,14 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     c.execute(cmd::Generate{{"The", 1000}});
     c.execute(cmd::StopGeneration{});
     settle(c, 20);
-    CHECK(!c.doc().generation_running);
+    CHECK(!c.doc().generation_job.running);
   }
   SECTION("a masked-LM encoder cannot generate: the message says why") {
     c.execute(cmd::OpenModel{std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default"});
     settle(c);
     c.execute(cmd::Generate{{"The", 3}});
     settle(c);
-    CHECK_THAT(c.doc().generation_error, Catch::Contains("no decoder"));
+    CHECK_THAT(c.doc().generation_job.error, Catch::Contains("no decoder"));
     CHECK(!c.doc().generation);
   }
 }

@@ -135,12 +135,13 @@ TEST_CASE("an unknown sort column is refused, naming the columns there are", "[h
 
 TEST_CASE("filters by role kind, role text, layer and stack", "[head-table]") {
   const auto r = sample();
-  auto rows = [&r](RoleFilter role, std::string text = "", int layer = -1, std::string stack = "") {
+  auto rows = [&r](RoleFilter role, std::string text = "", int layer = -1,
+                   std::optional<headlab::core::Stack> stack = std::nullopt) {
     HeadFilter f;
     f.role = role;
     f.text = std::move(text);
     f.layer = layer;
-    f.stack = std::move(stack);
+    f.stack = stack;
     return filtered_rows(r, f);
   };
   CHECK(rows(RoleFilter::any) == std::vector<int>{0, 1, 2, 3, 4, 5});
@@ -154,8 +155,8 @@ TEST_CASE("filters by role kind, role text, layer and stack", "[head-table]") {
   CHECK(rows(RoleFilter::any, "d\u2192h") == std::vector<int>{3});  // a badge's label
   CHECK(rows(RoleFilter::any, "", 1) == std::vector<int>{3, 4, 5});
   CHECK(rows(RoleFilter::none, "", 1) == std::vector<int>{4, 5});
-  CHECK(rows(RoleFilter::any, "", -1, "decoder").empty());
-  CHECK(rows(RoleFilter::any, "", -1, "encoder").size() == 6);
+  CHECK(rows(RoleFilter::any, "", -1, headlab::core::Stack::Decoder).empty());
+  CHECK(rows(RoleFilter::any, "", -1, headlab::core::Stack::Encoder).size() == 6);
   CHECK(role_filter_from_name(role_filter_name(RoleFilter::rare_word)) == RoleFilter::rare_word);
   CHECK(role_filter_from_name("none") == RoleFilter::none);
   CHECK_THROWS_AS(role_filter_from_name("loud"), std::invalid_argument);

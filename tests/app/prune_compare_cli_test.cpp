@@ -134,7 +134,7 @@ TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates an
   CHECK(loaded.warnings.empty());
   CHECK(std::filesystem::equivalent(loaded.state.model_folder, v.mha));
   for (const auto& layer : j["runs"][1]["layers"]) {
-    const auto& controls = loaded.state.controls.get("encoder", layer["layer"].get<int>());
+    const auto& controls = loaded.state.controls.get(headlab::core::Stack::Encoder, layer["layer"].get<int>());
     REQUIRE(controls.gates.size() == 4);
     for (int h = 0; h < 4; ++h) CHECK(controls.gates[h] == Approx(layer["gates"][h].get<double>()).margin(1e-6));
   }

@@ -20,7 +20,7 @@ inline analysis::HeadReport sample_report(const std::vector<std::string>& metric
   r.settings.metrics = metrics;
   for (int i = 0; i < 6; ++i) {
     analysis::HeadEntry e;
-    e.stack = "encoder";
+    e.stack = headlab::core::Stack::Encoder;
     e.layer = i / 3;
     e.head = i % 3;
     e.offsets = offsets[i];
@@ -33,7 +33,7 @@ inline analysis::HeadReport sample_report(const std::vector<std::string>& metric
   nsubj.baseline_hits = {{-1, 80}, {1, 20}};
   nsubj.dependent_to_head = {20, 40, 60, 160, 90, 0};
   nsubj.head_to_dependent = {10, 10, 90, 10, 70, 0};
-  r.relations["encoder"]["nsubj"] = nsubj;
+  r.relations[headlab::core::Stack::Encoder]["nsubj"] = nsubj;
   r.finalize();
   return r;
 }

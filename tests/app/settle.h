@@ -19,7 +19,7 @@ inline void settle(app::Controller& c, int seconds = 120) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const auto& d = c.doc();
-  FAIL("the controller did not settle: " << d.last_error() << " (generating: " << d.generation_running
+  FAIL("the controller did not settle: " << d.last_error() << " (generating: " << d.generation_job.running
        << ", converting: " << d.convert.running << ", dataset: " << d.dataset.running << ")");
 }
 

@@ -153,8 +153,8 @@ TEST_CASE("the window's work shares one copy of the weights", "[app][shared-mode
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   REQUIRE(c.tasks().idle());
-  INFO(c.doc().last_error() << " / " << c.doc().dataset.error << " / " << c.doc().syntax_error << " / "
-                            << c.doc().generation_error);
+  INFO(c.doc().last_error() << " / " << c.doc().dataset.error << " / " << c.doc().syntax_job.error << " / "
+                            << c.doc().generation_job.error);
   REQUIRE(c.doc().report);
   REQUIRE(c.doc().syntax);
   REQUIRE(c.doc().generation);

@@ -66,9 +66,9 @@ TEST_CASE("the Syntax view's argmax arcs score relations exactly as the head rep
     CHECK(result->index == i);
     CHECK(result->sentence_count == 100);
     REQUIRE(result->words.size() == result->heads.size());
-    REQUIRE(result->argmax.at("encoder").size() == 5);
+    REQUIRE(result->argmax.at(headlab::core::Stack::Encoder).size() == 5);
     for (const auto& [layer, head] : heads) {
-      const std::vector<int>* predicted = result->predicted("encoder", layer, head);
+      const std::vector<int>* predicted = result->predicted(headlab::core::Stack::Encoder, layer, head);
       REQUIRE(predicted);
       REQUIRE(predicted->size() == result->words.size());
       for (const auto& r : app::sentence_relation_accuracy(result->heads, result->relations, *predicted)) {
@@ -81,7 +81,7 @@ TEST_CASE("the Syntax view's argmax arcs score relations exactly as the head rep
   }
   CHECK(words_checked > 200);
 
-  const auto& relations = report.relations.at("encoder");
+  const auto& relations = report.relations.at(headlab::core::Stack::Encoder);
   for (const auto& [lh, by_relation] : summed) {
     const size_t index = size_t(lh.first) * size_t(heads_per_layer) + size_t(lh.second);
     CHECK(by_relation.size() == relations.size());
@@ -116,14 +116,14 @@ TEST_CASE("the Syntax view's run applies gates and reports bad requests", "[synt
   for (size_t w = 0; w < open->words.size(); ++w) CHECK(open->words[w] == ud[2].words[w].form);
 
   // Closing every head of layers 0–2 changes what layer 3 attends to.
-  for (int l = 0; l < 3; ++l) request.controls.at("encoder", l).gates.assign(8, 0.0f);
+  for (int l = 0; l < 3; ++l) request.controls.at(headlab::core::Stack::Encoder, l).gates.assign(8, 0.0f);
   const auto gated = run_once(job, request);
   REQUIRE(gated);
   bool differs = false;
-  for (int h = 0; h < 8; ++h) differs |= *gated->predicted("encoder", 3, h) != *open->predicted("encoder", 3, h);
+  for (int h = 0; h < 8; ++h) differs |= *gated->predicted(headlab::core::Stack::Encoder, 3, h) != *open->predicted(headlab::core::Stack::Encoder, 3, h);
   CHECK(differs);
   // Layer 0 sees the same input either way: its gates act on its output only.
-  CHECK(gated->argmax.at("encoder")[0] == open->argmax.at("encoder")[0]);
+  CHECK(gated->argmax.at(headlab::core::Stack::Encoder)[0] == open->argmax.at(headlab::core::Stack::Encoder)[0]);
 
   std::string error;
   request.index = 100;

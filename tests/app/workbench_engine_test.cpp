@@ -52,7 +52,7 @@ TEST_CASE("the engine bridge turns a run into plain maps and predictions", "[app
   CHECK(a->outputs[0].kl == Approx(0.0f).margin(1e-6));
 
   // Close a head in the last layer: earlier layers keep their buffers, the prediction moves.
-  set_gate(in.controls, "encoder", layers - 1, 0, 0.0f, heads);
+  set_gate(in.controls, headlab::core::Stack::Encoder, layers - 1, 0, 0.0f, heads);
   auto b = engine.run(in, nullptr, {});
   CHECK(b->recomputed_from == layers - 1);
   CHECK(b->attentions[0].layers[0].stages[2].data == a->attentions[0].layers[0].stages[2].data);
@@ -64,7 +64,7 @@ TEST_CASE("the engine bridge turns a run into plain maps and predictions", "[app
   CHECK(moved > 0.0f);
 
   // A pre-softmax swap in layer 0 changes layer 0's maps and every later layer.
-  set_mix(in.controls, "encoder", 0, "pre", mix_preset(MixPreset::Swap, heads, 0, 1), heads);
+  set_mix(in.controls, headlab::core::Stack::Encoder, 0, "pre", mix_preset(MixPreset::Swap, heads, 0, 1), heads);
   in.all_stages = true;
   auto c = engine.run(in, nullptr, {});
   CHECK(!c->attentions[0].layers[0].stages[static_cast<int>(Stage::J)].empty());
@@ -82,7 +82,7 @@ TEST_CASE("predictions at chosen positions equal those of a run over every posit
   const int layers = m.attentions[0].layers, heads = m.attentions[0].output_heads;
   RunInput in;
   in.text = "the cat sat on the [MASK] because it was tired .";
-  set_gate(in.controls, "encoder", 1, 2, 0.25f, heads);
+  set_gate(in.controls, headlab::core::Stack::Encoder, 1, 2, 0.25f, heads);
   RunInput all = in;
   auto full = reference.run(in, nullptr, {});
   all.output_positions.resize(full->tokens.ids.size());
@@ -135,8 +135,8 @@ TEST_CASE("a Hugging Face encoder-decoder's decoder reads its text behind the st
     REQUIRE(s->decoder_tokens.ids.size() == 4);
     CHECK(s->decoder_tokens.ids.front() == start);
     CHECK(s->decoder_tokens.special.front());
-    CHECK(s->find("decoder")->layers[0].stages[2].rows == 4);
-    CHECK(s->find("cross")->layers[0].stages[2].cols == 5);
+    CHECK(s->find(headlab::core::Stack::Decoder)->layers[0].stages[2].rows == 4);
+    CHECK(s->find(headlab::core::Stack::Cross)->layers[0].stages[2].cols == 5);
     // Without a decoder text the decoder reads the encoder's, behind the start token too.
     in.decoder_text = "";
     in.text = "x";
@@ -149,16 +149,16 @@ TEST_CASE("the engine handles encoder-decoder and talking-heads models", "[app][
   WorkbenchEngine engine;
   auto m = engine.load_random(config("encoder-decoder"), 2);
   REQUIRE(m.attentions.size() == 3);
-  CHECK(m.find("cross") != nullptr);
+  CHECK(m.find(headlab::core::Stack::Cross) != nullptr);
   RunInput in;
   in.text = "a b c d e";
   in.decoder_text = "x y z";
   auto s = engine.run(in, nullptr, {});
-  const auto* cross = s->find("cross");
+  const auto* cross = s->find(headlab::core::Stack::Cross);
   REQUIRE(cross);
   CHECK(cross->layers[0].stages[2].rows == 3);
   CHECK(cross->layers[0].stages[2].cols == 5);
-  CHECK(s->find("decoder")->layers[0].stages[2].at(0, 0, 1) == 0.0f);  // causal
+  CHECK(s->find(headlab::core::Stack::Decoder)->layers[0].stages[2].at(0, 0, 1) == 0.0f);  // causal
   REQUIRE(s->outputs.size() == 1);  // the decoder's last token
   CHECK(s->outputs[0].position == 2);
 
@@ -204,7 +204,7 @@ TEST_CASE("the engine explains a run: LRP as the analysis computes it, rollout a
   in.text = "the cat sat on the [MASK] because it was tired .";
   in.relevance.enabled = true;
   in.relevance.flow = true;
-  set_gate(in.controls, "encoder", 1, 3, 0.0f, 8);
+  set_gate(in.controls, headlab::core::Stack::Encoder, 1, 3, 0.0f, 8);
   auto snap = engine.run(in, nullptr, {});
   REQUIRE(snap->relevance);
   const RelevanceResult& r = *snap->relevance;
@@ -218,8 +218,8 @@ TEST_CASE("the engine explains a run: LRP as the analysis computes it, rollout a
   const auto direct = headlab::analysis::lrp_relevance(*model, snap->tokens.ids, {}, in.controls);
   REQUIRE(direct.input.size() == r.input.size());
   for (size_t t = 0; t < r.input.size(); ++t) CHECK(r.input[t] == Approx(direct.input[t]).margin(1e-6));
-  CHECK(r.heads.at("encoder").at(2).at(5) == Approx(direct.heads.at("encoder")[2][5]).margin(1e-6));
-  CHECK(r.heads.at("encoder").at(1).at(3) == 0.0);  // a closed head carries no relevance
+  CHECK(r.heads.at(headlab::core::Stack::Encoder).at(2).at(5) == Approx(direct.heads.at(headlab::core::Stack::Encoder)[2][5]).margin(1e-6));
+  CHECK(r.heads.at(headlab::core::Stack::Encoder).at(1).at(3) == 0.0);  // a closed head carries no relevance
   // Conservation (analysis/LRP.md): the input relevance and the constants add up to the logit.
   double sum = r.bias;
   for (double v : r.input) sum += v;
@@ -273,7 +273,7 @@ TEST_CASE("the engine gives the weights' key-query spectra and the input's logit
   const auto& head = spectra.at(2).heads.at(5);
   // σ_1 against an SVD of the [D, D] form built directly (the spectra take a QR shortcut).
   auto model = headlab::core::load_model(folder);
-  const auto form = headlab::analysis::key_query_form(*model, "encoder", 2, 5);
+  const auto form = headlab::analysis::key_query_form(*model, headlab::core::Stack::Encoder, 2, 5);
   const auto sv = torch::linalg::svdvals(form, c10::nullopt);
   const double sv0 = sv[0].item().toDouble(), sv_last = sv[att.key_size - 1].item().toDouble();
   CHECK(head.singular_values.at(0) == Approx(sv0).epsilon(1e-6));
@@ -285,7 +285,7 @@ TEST_CASE("the engine gives the weights' key-query spectra and the input's logit
   in.logit_spectra = true;
   auto snap = engine.run(in, nullptr, {});
   REQUIRE(snap->logit_spectra);
-  const auto& layers = snap->logit_spectra->at("encoder");
+  const auto& layers = snap->logit_spectra->at(headlab::core::Stack::Encoder);
   REQUIRE(layers.size() == static_cast<size_t>(att.layers));
   const auto& s = layers.at(1).at(3).singular_values;
   const size_t T = snap->tokens.ids.size();
@@ -310,7 +310,7 @@ TEST_CASE("the Output view's Δp and KL equal the formula on core's logits", "[a
   in.text = "She opened the [MASK] and looked out at the garden.";
   // Gates that change the prediction: half the heads of the last two layers closed.
   for (int l = model->config.encoder->layers - 2; l < model->config.encoder->layers; ++l)
-    for (int h = 0; h < heads; h += 2) set_gate(in.controls, "encoder", l, h, 0.0f, heads);
+    for (int h = 0; h < heads; h += 2) set_gate(in.controls, headlab::core::Stack::Encoder, l, h, 0.0f, heads);
   const auto snap = engine.run(in, nullptr, {});
   REQUIRE(snap->outputs.size() == 1);
   const PositionOutput& out = snap->outputs[0];

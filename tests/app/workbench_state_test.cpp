@@ -32,22 +32,22 @@ TEST_CASE("mixing presets follow L ← L·M over the head axis", "[app][controls
 
 TEST_CASE("controls stay canonical so untouched layers compare default", "[app][controls]") {
   headlab::core::ModelControls c;
-  set_gate(c, "encoder", 2, 1, 0.0f, 4);
+  set_gate(c, headlab::core::Stack::Encoder, 2, 1, 0.0f, 4);
   REQUIRE(c.encoder_self.size() == 3);
   CHECK(c.encoder_self[2].gates == std::vector<float>{1, 0, 1, 1});
   CHECK(c.encoder_self[0].is_default());
-  CHECK(first_changed_layer(c, {}, "encoder", 4) == 2);
-  set_gate(c, "encoder", 2, 1, 1.0f, 4);
+  CHECK(first_changed_layer(c, {}, headlab::core::Stack::Encoder, 4) == 2);
+  set_gate(c, headlab::core::Stack::Encoder, 2, 1, 1.0f, 4);
   CHECK(c.is_default());
   CHECK(c.encoder_self.empty());
-  set_mix(c, "encoder", 1, "pre", mix_preset(MixPreset::Swap, 4, 0, 1), 4);
+  set_mix(c, headlab::core::Stack::Encoder, 1, "pre", mix_preset(MixPreset::Swap, 4, 0, 1), 4);
   CHECK(!c.is_default());
-  set_mix(c, "encoder", 1, "pre", mix_preset(MixPreset::Identity, 4), 4);
+  set_mix(c, headlab::core::Stack::Encoder, 1, "pre", mix_preset(MixPreset::Identity, 4), 4);
   CHECK(c.is_default());
-  set_gate(c, "decoder", 0, 0, 2.0f, 2);  // clamped to [0, 1]
+  set_gate(c, headlab::core::Stack::Decoder, 0, 0, 2.0f, 2);  // clamped to [0, 1]
   CHECK(c.is_default());
-  set_gate(c, "cross", 1, 1, 0.3f, 2);
-  reset_layer(c, "cross", 1);
+  set_gate(c, headlab::core::Stack::Cross, 1, 1, 0.3f, 2);
+  reset_layer(c, headlab::core::Stack::Cross, 1);
   CHECK(c.is_default());
 }
 
@@ -58,9 +58,9 @@ SessionState sample_session() {
   s.model_folder = "/models/tiny";
   s.model_hash = "0123456789abcdef";
   s.text = "Ünïcode [MASK] text — with “quotes”";
-  set_gate(s.controls, "encoder", 1, 2, 0.25f, 4);
-  set_mix(s.controls, "encoder", 0, "post", mix_preset(MixPreset::Blend, 4, 1, 3, 0.3f), 4);
-  s.controls.at("encoder", 3).ablation = headlab::core::Ablation::Mean;
+  set_gate(s.controls, headlab::core::Stack::Encoder, 1, 2, 0.25f, 4);
+  set_mix(s.controls, headlab::core::Stack::Encoder, 0, "post", mix_preset(MixPreset::Blend, 4, 1, 3, 0.3f), 4);
+  s.controls.at(headlab::core::Stack::Encoder, 3).ablation = headlab::core::Ablation::Mean;
   s.selection.layer = 1;
   s.selection.head = 2;
   s.selection.stage = Stage::L;
@@ -98,8 +98,8 @@ TEST_CASE("a session round-trips to identical JSON", "[app][session]") {
   CHECK(headlab::test::temp_files_of(path).empty());
   auto loaded = load_session_file(path);
   CHECK(loaded.warnings.empty());
-  CHECK(loaded.state.controls.get("encoder", 1).gates == std::vector<float>{1, 1, 0.25f, 1});
-  CHECK(loaded.state.controls.get("encoder", 3).ablation == headlab::core::Ablation::Mean);
+  CHECK(loaded.state.controls.get(headlab::core::Stack::Encoder, 1).gates == std::vector<float>{1, 1, 0.25f, 1});
+  CHECK(loaded.state.controls.get(headlab::core::Stack::Encoder, 3).ablation == headlab::core::Ablation::Mean);
   CHECK(loaded.state.selection.stage == Stage::L);
   CHECK(loaded.state.text == s.text);
   CHECK(loaded.state.analysis.sort_by == "positional_share");
@@ -172,7 +172,7 @@ TEST_CASE("the session decides what runs", "[app][session]") {
   SessionState s = sample_session();
   auto in = make_run_input(s);
   CHECK(in.all_stages);  // stage L needs the logits captured
-  CHECK((in.controls.get("encoder", 1) == s.controls.get("encoder", 1)));
+  CHECK((in.controls.get(headlab::core::Stack::Encoder, 1) == s.controls.get(headlab::core::Stack::Encoder, 1)));
   s.selection.stage = Stage::U;
   CHECK(!make_run_input(s).all_stages);
   // The Output view's position is the only one the LM head computes; -1 leaves it to the engine.
@@ -183,16 +183,16 @@ TEST_CASE("the session decides what runs", "[app][session]") {
 
   ModelSummary m;
   AttentionSummary a;
-  a.stack = "decoder";
+  a.stack = headlab::core::Stack::Decoder;
   a.layers = 2;
   a.logit_heads = a.softmax_heads = a.output_heads = 4;
   m.attentions.push_back(a);
   Selection sel;
-  sel.stack = "encoder";
+  sel.stack = headlab::core::Stack::Encoder;
   sel.layer = 7;
   sel.head = 9;
   clamp_selection(sel, m, nullptr);
-  CHECK(sel.stack == "decoder");
+  CHECK(sel.stack == headlab::core::Stack::Decoder);
   CHECK(sel.layer == 1);
   CHECK(sel.head == 3);
   m.name = "my model";
@@ -288,20 +288,20 @@ TEST_CASE("figures export as SVG, PDF and PNG with labels", "[app][export]") {
 TEST_CASE("controls from another model are fitted, not failed", "[app][session]") {
   ModelSummary m;
   AttentionSummary a;
-  a.stack = "encoder";
+  a.stack = headlab::core::Stack::Encoder;
   a.layers = 2;
   a.logit_heads = a.softmax_heads = a.output_heads = 4;
   m.attentions.push_back(a);
   headlab::core::ModelControls c;
-  set_gate(c, "encoder", 0, 5, 0.0f, 8);  // 8 gates for a 4-head model
-  set_gate(c, "encoder", 1, 1, 0.5f, 4);  // fits
-  set_gate(c, "encoder", 3, 0, 0.0f, 4);  // no layer 3
-  set_gate(c, "decoder", 0, 0, 0.0f, 4);  // no decoder
+  set_gate(c, headlab::core::Stack::Encoder, 0, 5, 0.0f, 8);  // 8 gates for a 4-head model
+  set_gate(c, headlab::core::Stack::Encoder, 1, 1, 0.5f, 4);  // fits
+  set_gate(c, headlab::core::Stack::Encoder, 3, 0, 0.0f, 4);  // no layer 3
+  set_gate(c, headlab::core::Stack::Decoder, 0, 0, 0.0f, 4);  // no decoder
   const std::string dropped = fit_controls(c, m);
   CHECK(dropped.find("encoder layer 0 gates (8 for 4 heads)") != std::string::npos);
   CHECK(dropped.find("encoder layer 3") != std::string::npos);
   CHECK(dropped.find("decoder layer 0") != std::string::npos);
-  CHECK(c.get("encoder", 1).gate(1) == 0.5f);
+  CHECK(c.get(headlab::core::Stack::Encoder, 1).gate(1) == 0.5f);
   CHECK(c.encoder_self.size() == 2);
   CHECK(c.decoder_self.empty());
   CHECK(fit_controls(c, m).empty());

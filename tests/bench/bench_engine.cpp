@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
   auto base = core::run(*model, request);
   core::RunRequest changed = request;
   changed.previous = base;
-  changed.controls.at("decoder", 6).gates = std::vector<float>(12, 1.0f);
-  changed.controls.at("decoder", 6).gates[3] = 0.0f;
+  changed.controls.at(headlab::core::Stack::Decoder, 6).gates = std::vector<float>(12, 1.0f);
+  changed.controls.at(headlab::core::Stack::Decoder, 6).gates[3] = 0.0f;
   const double full_ms = median_ms(repeats, [&] { core::run(*model, request); });
   const double incremental_ms = median_ms(repeats, [&] { core::run(*model, changed); });
   std::printf("incremental from layer 6: %.1f ms vs full %.1f ms (ratio %.3f, target <= 0.55)\n", incremental_ms,
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   torch::Tensor hidden = base->decoder.hidden.back().unsqueeze(0);  // [1, T, D]
   const double head_ms = median_ms(repeats, [&] {
     c10::InferenceMode inference;
-    model->module->head(hidden, "decoder");
+    model->module->head(hidden, headlab::core::Stack::Decoder);
   });
   std::printf("LM head alone: %.1f ms; layers only: incremental %.1f ms vs full %.1f ms (ratio %.3f)\n", head_ms,
               incremental_ms - head_ms, full_ms - head_ms, (incremental_ms - head_ms) / (full_ms - head_ms));

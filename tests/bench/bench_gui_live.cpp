@@ -67,7 +67,7 @@ void bench(const std::string& name, int layers, int heads, int hidden, int vocab
   for (int layer : {layers - 1, layers / 2, 0}) {
     std::vector<double> run_ms, colour_ms, model_ms;
     for (int r = 0; r < repeats; ++r) {
-      app::set_gate(in.controls, "encoder", layer, 1, r % 2 ? 0.25f : 0.75f, heads);  // a slider step
+      app::set_gate(in.controls, headlab::core::Stack::Encoder, layer, 1, r % 2 ? 0.25f : 0.75f, heads);  // a slider step
       const auto t0 = std::chrono::steady_clock::now();
       auto snap = engine.run(in, nullptr, {});
       const auto t1 = std::chrono::steady_clock::now();

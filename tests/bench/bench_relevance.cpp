@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     std::vector<double> runs, parts;
     for (int r = 0; r < repeats; ++r) {
       in.relevance.enabled = explain;
-      app::set_gate(in.controls, "encoder", 0, 1, r % 2 ? 0.0f : 0.5f, heads);  // a gate change each run
+      app::set_gate(in.controls, headlab::core::Stack::Encoder, 0, 1, r % 2 ? 0.0f : 0.5f, heads);  // a gate change each run
       auto snap = engine.run(in, nullptr, {});
       runs.push_back(snap->run_ms);
       if (snap->relevance) parts.push_back(snap->relevance->ms);

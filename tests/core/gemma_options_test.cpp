@@ -165,16 +165,16 @@ TEST_CASE("norm_weight_offset: norms scale by (1 + w), as a model with weights 1
     CHECK(max_abs_diff(a->decoder.layers[1].self.weights, b->decoder.layers[1].self.weights) < 1e-6);
     // The key-query form carries the norms' scales offset + w.
     for (int head : {0, 3})
-      CHECK(max_abs_diff(analysis::key_query_form(*plain, "decoder", 1, head),
-                         analysis::key_query_form(*shifted, "decoder", 1, head)) < 1e-6);
+      CHECK(max_abs_diff(analysis::key_query_form(*plain, headlab::core::Stack::Decoder, 1, head),
+                         analysis::key_query_form(*shifted, headlab::core::Stack::Decoder, 1, head)) < 1e-6);
     // Without the offset the same stored weights give another model: the option is read.
     auto unshifted = core::make_random_model(config, 4);
     copy_weights(*shifted, *unshifted, [](const std::string&, const torch::Tensor& t) { return t; });
     CHECK(max_abs_diff(run_ids(*unshifted, kIds)->logits, a->logits) > 1e-2);
     // A fresh model's norms start as the identity: stored weights 0.
     auto fresh = core::make_random_model(offset, 9);
-    CHECK(fresh->module->block("decoder", 0)->attn_norm->weight.abs().max().item<double>() == 0.0);
-    CHECK(fresh->module->block("decoder", 0)->attn->q_norm.abs().max().item<double>() == 0.0);
+    CHECK(fresh->module->block(headlab::core::Stack::Decoder, 0)->attn_norm->weight.abs().max().item<double>() == 0.0);
+    CHECK(fresh->module->block(headlab::core::Stack::Decoder, 0)->attn->q_norm.abs().max().item<double>() == 0.0);
   }
 }
 
@@ -185,7 +185,7 @@ TEST_CASE("sublayer_output_norm: h + N_out(sublayer(N_in(h))) for attention and 
   auto model = core::make_random_model(config, 6);
   randomise(*model, 6, 0.0);
   auto trace = run_ids(*model, kIds, core::kCaptureResidual);
-  auto block = model->module->block("decoder", 0);
+  auto block = model->module->block(headlab::core::Stack::Decoder, 0);
   torch::NoGradGuard no_grad;
   // The norms by formula; the attention and feed-forward modules themselves.
   auto rms = [&](const torch::Tensor& x, const torch::Tensor& w) {
@@ -195,7 +195,7 @@ TEST_CASE("sublayer_output_norm: h + N_out(sublayer(N_in(h))) for attention and 
   core::AttentionCall call;
   call.query_input = call.key_input = rms(x, block->attn_norm->weight);
   call.causal = true;
-  call.rope = model->module->rope_tables(x.size(1), "decoder");
+  call.rope = model->module->rope_tables(x.size(1), headlab::core::Stack::Decoder);
   auto h = x + rms(block->attn->forward(call), block->attn_out_norm->weight);
   h = h + rms(block->ffn->forward(rms(h, block->ffn_norm->weight)), block->ffn_out_norm->weight);
   CHECK(max_abs_diff(trace->decoder.hidden[1], h.squeeze(0)) < 1e-5);
@@ -261,15 +261,15 @@ TEST_CASE("local layers: their own window and RoPE base, the other layers unchan
     core::BlockCall call;
     call.causal = true;
     call.capture = core::kCaptureWeights;
-    call.rope = no_local->module->rope_tables(T, "decoder");
+    call.rope = no_local->module->rope_tables(T, headlab::core::Stack::Decoder);
     core::AttentionStages stages;
-    no_local->module->block("decoder", 1)->forward(trace->decoder.hidden[1].unsqueeze(0), call, &stages, nullptr);
+    no_local->module->block(headlab::core::Stack::Decoder, 1)->forward(trace->decoder.hidden[1].unsqueeze(0), call, &stages, nullptr);
     CHECK(max_abs_diff(stages.weights.squeeze(0), trace->decoder.layers[1].self.weights) < 1e-6);
   }
-  auto tables = model->module->rope_tables(T, "decoder");
+  auto tables = model->module->rope_tables(T, headlab::core::Stack::Decoder);
   CHECK(tables.local_cos.defined());
-  CHECK(max_abs_diff(tables.local_cos, uniform->module->rope_tables(T, "decoder").cos) == 0.0);
-  CHECK(max_abs_diff(tables.cos, no_local->module->rope_tables(T, "decoder").cos) == 0.0);
+  CHECK(max_abs_diff(tables.local_cos, uniform->module->rope_tables(T, headlab::core::Stack::Decoder).cos) == 0.0);
+  CHECK(max_abs_diff(tables.cos, no_local->module->rope_tables(T, headlab::core::Stack::Decoder).cos) == 0.0);
   CHECK_THAT(model->config.summary(), Catch::Contains("local layers 0, 2 (window 2, RoPE θ 100)"));
 }
 

@@ -11,8 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 using namespace headlab;
 using core::GenerateRequest;
@@ -83,11 +86,11 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every varia
         // Head controls apply at every step: a closed head, a half gate and a mixing matrix.
         const auto& attention = model->config.decoder->attention;
         const int h = attention.softmax_heads(), h_v = attention.output_heads();
-        auto& layer0 = request.controls.at("decoder", 0);
+        auto& layer0 = request.controls.at(headlab::core::Stack::Decoder, 0);
         layer0.gates.assign(h_v, 1.0f);
         layer0.gates[0] = 0.0f;
         layer0.gates[h_v - 1] = 0.5f;
-        auto& layer1 = request.controls.at("decoder", 1);
+        auto& layer1 = request.controls.at(headlab::core::Stack::Decoder, 1);
         layer1.pre_mix.assign(size_t(h) * h, 0.0f);
         for (int i = 0; i < h; ++i) layer1.pre_mix[size_t(i) * h + (i + 1) % h] = 1.0f;  // a rotation of the heads
         expect_cache_equals_recompute(*model, request);
@@ -220,7 +223,7 @@ TEST_CASE("generation refuses what it cannot do, saying why", "[generate]") {
   request.max_new = 300;
   CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("256 positions"));
   request.max_new = 3;
-  auto& controls = request.controls.at("decoder", 0);
+  auto& controls = request.controls.at(headlab::core::Stack::Decoder, 0);
   controls.gates = {0.0f};
   controls.ablation = core::Ablation::Mean;
   CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("mean ablation"));
@@ -233,4 +236,39 @@ TEST_CASE("generation refuses what it cannot do, saying why", "[generate]") {
   core::set_memory_limit(1024);
   CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("this generation needs about"));
   core::set_memory_limit(0);
+}
+
+TEST_CASE("a Stop ends generation within a layer of the step under way, keeping the steps before", "[generate]") {
+  // A deep model with a long prompt: one step (every layer over the whole sequence) takes far longer
+  // than one layer, so a Stop set half-way through the step falls between two of its layers.
+  json j = shipped_config("mha");
+  j["encoder"]["layers"] = 32;
+  j["max_positions"] = 512;
+  auto model = core::make_random_model(as_decoder(j), 9);
+  for (const bool cache : {false, true}) {
+    INFO((cache ? "from the cache" : "recomputing"));
+    GenerateRequest request;
+    request.prompt.assign(500, 5);
+    request.max_new = 1;
+    request.use_cache = cache;
+    core::generate(*model, request);  // warm
+    const auto start = std::chrono::steady_clock::now();
+    const auto whole = core::generate(*model, request);
+    const auto step = std::chrono::steady_clock::now() - start;
+    REQUIRE(whole.steps.size() == 1);
+    CHECK(whole.stopped == "max_new");
+
+    std::atomic<bool> stop{false};
+    request.cancel = &stop;
+    std::thread stopper([&] {
+      std::this_thread::sleep_for(step / 2);
+      stop = true;
+    });
+    const auto stopped = core::generate(*model, request);
+    stopper.join();
+    // Stopped between two layers of its only step: the step is dropped, nothing half-made is kept.
+    CHECK(stopped.stopped == "cancelled");
+    CHECK(stopped.steps.empty());
+    CHECK(stopped.tokens.empty());
+  }
 }

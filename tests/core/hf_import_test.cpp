@@ -677,7 +677,7 @@ TEST_CASE("hf import: ELECTRA and ALBERT map onto factorised embeddings and shar
     CHECK(c.embedding_size == 16);
     CHECK(c.ffn.activation == Activation::GeluTanh);
     CHECK((c.lm_head.transform && c.lm_head.tied && c.lm_head.bias));
-    CHECK(model->module->blocks("encoder")->size() == 1);
+    CHECK(model->module->blocks(headlab::core::Stack::Encoder)->size() == 1);
     int64_t n = 0;
     for (const auto& p : model->module->parameters()) n += p.numel();
     CHECK(c.parameter_count() == n);

@@ -115,7 +115,7 @@ TEST_CASE("qk_norm: config round trip, validation, LRP conservation and the key-
   request.ids = ids;
   request.capture = core::kCaptureLogits | core::kCaptureResidual;
   auto trace = core::run(*model, request);
-  auto block = model->module->block("decoder", 1);
+  auto block = model->module->block(headlab::core::Stack::Decoder, 1);
   torch::NoGradGuard no_grad;
   auto x = block->attn_norm(trace->decoder.hidden[1].unsqueeze(0)).squeeze(0).to(torch::kFloat64);  // [T, D]
   auto& at = *block->attn;
@@ -129,7 +129,7 @@ TEST_CASE("qk_norm: config round trip, validation, LRP conservation and the key-
   auto expected = (q * wqk * k).sum(-1);
   CHECK(headlab::test::max_abs_diff(scaled, expected) < 1e-4);
   // key_query_form carries diag(w_q ⊙ w_k): with the biases out of the way, x_tᵀ B x_t is the bias-free part.
-  auto B = analysis::key_query_form(*model, "decoder", 1, head);
+  auto B = analysis::key_query_form(*model, headlab::core::Stack::Decoder, 1, head);
   auto qx = torch::matmul(x, at.q->weight.to(torch::kFloat64).t()).narrow(1, head * dk, dk);
   auto kx = torch::matmul(x, at.k->weight.to(torch::kFloat64).t()).narrow(1, kv * dk, dk);
   CHECK(headlab::test::max_abs_diff((torch::matmul(x, B) * x).sum(-1), (qx * wqk * kx).sum(-1)) < 1e-8);

@@ -155,14 +155,15 @@ TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][i
     same.previous = base;
     CHECK(core::run(*model, same) == base);
 
-    std::vector<std::string> stacks;
-    if (config.encoder) stacks.push_back("encoder");
-    if (config.decoder) stacks.push_back("decoder");
-    if (enc_dec) stacks.push_back("cross");
+    using headlab::core::Stack;
+    std::vector<Stack> stacks;
+    if (config.encoder) stacks.push_back(Stack::Encoder);
+    if (config.decoder) stacks.push_back(Stack::Decoder);
+    if (enc_dec) stacks.push_back(Stack::Cross);
     for (const auto& stack : stacks) {
-      const std::string owner = stack == "cross" ? "decoder" : stack;
-      const auto& stack_config = owner == "encoder" ? *config.encoder : *config.decoder;
-      const auto& attention = stack == "cross" ? *stack_config.cross_attention : stack_config.attention;
+      const Stack owner = stack == Stack::Cross ? Stack::Decoder : stack;
+      const auto& stack_config = owner == Stack::Encoder ? *config.encoder : *config.decoder;
+      const auto& attention = stack == Stack::Cross ? *stack_config.cross_attention : stack_config.attention;
       const int layers = stack_config.layers;
       for (int L = 0; L < layers; ++L) {
         INFO(stack << " layer " << L);
@@ -177,7 +178,7 @@ TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][i
         CHECK(incremental->recomputed_stack == owner);
         CHECK(incremental->recomputed_from == L);
         // A new encoder output changes every decoder layer too.
-        const int expected = layers - L + (enc_dec && owner == "encoder" ? dec_layers : 0);
+        const int expected = layers - L + (enc_dec && owner == Stack::Encoder ? dec_layers : 0);
         CHECK(incremental->layers_computed == expected);
         CHECK(incremental->controls.get(stack, L) == request.controls.get(stack, L));
 
@@ -191,7 +192,7 @@ TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][i
         compare_traces(*chained, *core::run(*model, again));
         CHECK(chained->recomputed_stack == owner);
         CHECK(chained->recomputed_from == layers - 1);
-        CHECK(chained->layers_computed == 1 + (enc_dec && owner == "encoder" ? dec_layers : 0));
+        CHECK(chained->layers_computed == 1 + (enc_dec && owner == Stack::Encoder ? dec_layers : 0));
       }
     }
   }
@@ -252,7 +253,7 @@ TEST_CASE("progress is reported once per layer, the cancel flag and a false call
 
     calls.clear();
     request.previous = base;
-    request.controls.at("decoder", 1).gates = {0.0f};
+    request.controls.at(headlab::core::Stack::Decoder, 1).gates = {0.0f};
     core::run(*model, request);
     const int expected = config.decoder->layers - 1;
     REQUIRE(int(calls.size()) == expected);
@@ -290,7 +291,7 @@ TEST_CASE("RoPE matches Hugging Face's rotate-half transcription", "[run][rope]"
     auto model = core::make_random_model(config, 3);
     randomize(*model->module, 0.3);
 
-    auto tables = model->module->rope_tables(T, "decoder");
+    auto tables = model->module->rope_tables(T, headlab::core::Stack::Decoder);
     REQUIRE(tables.defined());
     auto x = torch::randn({1, 3, T, 8});
     CHECK(max_abs_diff(core::apply_rope(x, tables)[0], rope_reference(x[0], rot, 500.0)) < kTol);
@@ -299,7 +300,7 @@ TEST_CASE("RoPE matches Hugging Face's rotate-half transcription", "[run][rope]"
     auto request = request_for(config);
     auto trace = core::run(*model, request);
     for (int l = 0; l < 2; ++l) {
-      auto block = model->module->block("decoder", l);
+      auto block = model->module->block(headlab::core::Stack::Decoder, l);
       auto h = trace->decoder.hidden[l].to(torch::kFloat64);  // [T, D]
       auto n = h / (h.pow(2).mean(-1, true) + config.norm_eps).sqrt() * block->attn_norm->weight.to(torch::kFloat64);
       auto project = [&](const torch::nn::Linear& p, int64_t heads) {  // n Wᵀ + b → [heads, T, 8]
@@ -352,7 +353,7 @@ TEST_CASE("rope+learned is RoPE with a learned table added to the embeddings", "
   const int64_t T = static_cast<int64_t>(request.ids.size());
   auto expected = a->module->tokens->weight.index_select(0, ids) + a->module->positions->weight.narrow(0, 0, T);
   CHECK(max_abs_diff(ha->encoder.hidden[0], expected) < kTol);
-  CHECK(a->module->rope_tables(T, "encoder").defined());
+  CHECK(a->module->rope_tables(T, headlab::core::Stack::Encoder).defined());
   CHECK(max_abs_diff(ha->logits, core::run(*b, request)->logits) > 1e-4);  // the table matters
   a->module->positions->weight.zero_();
   CHECK(max_abs_diff(core::run(*a, request)->logits, core::run(*b, request)->logits) < kTol);

@@ -104,8 +104,8 @@ TEST_CASE("relative_bias: the logits gain the table row of bucket(s − t) per h
   for (const auto& item : model->module->named_parameters())
     if (item.key().find("relative_bias") != std::string::npos) names.push_back(item.key());
   CHECK(names == std::vector<std::string>{"encoder.0.attn.relative_bias", "decoder.0.attn.relative_bias"});
-  CHECK(model->module->block("encoder", 1)->attn->relative_bias.data_ptr() ==
-        model->module->block("encoder", 0)->attn->relative_bias.data_ptr());
+  CHECK(model->module->block(headlab::core::Stack::Encoder, 1)->attn->relative_bias.data_ptr() ==
+        model->module->block(headlab::core::Stack::Encoder, 0)->attn->relative_bias.data_ptr());
   int64_t n = 0;
   for (const auto& p : model->module->parameters()) n += p.numel();
   CHECK(model->config.parameter_count() == n);
@@ -143,7 +143,7 @@ TEST_CASE("relative_bias: the logits gain the table row of bucket(s − t) per h
   check_layer0(a->decoder.layers[0].self, b->decoder.layers[0].self, table("decoder.0.attn.relative_bias"), false,
                static_cast<int64_t>(dec.size()));
   // Cross-attention has no table of its own and reads none.
-  CHECK(!model->module->block("decoder", 0)->cross_attn->relative_bias.defined());
+  CHECK(!model->module->block(headlab::core::Stack::Decoder, 0)->cross_attn->relative_bias.defined());
 }
 
 TEST_CASE("relative_bias: generation with the cache gives the full run's last-position attention", "[attention][t5]") {
@@ -232,8 +232,8 @@ TEST_CASE("stack_embeddings: the decoder reads a position table and embedding no
   auto rows = torch::arange(1, 5, torch::kLong);  // positions 1..4: the tokens start at offset 1
   auto encoder = layer_norm(tokens + m.positions->weight.index_select(0, rows), m.embed_norm);
   auto decoder = layer_norm(tokens + m.decoder_positions->weight.index_select(0, rows), m.decoder_embed_norm);
-  CHECK(max_abs_diff(m.embed(ids, {}, false, 1, "encoder").squeeze(0), encoder) < 1e-5);
-  CHECK(max_abs_diff(m.embed(ids, {}, false, 1, "decoder").squeeze(0), decoder) < 1e-5);
+  CHECK(max_abs_diff(m.embed(ids, {}, false, 1, headlab::core::Stack::Encoder).squeeze(0), encoder) < 1e-5);
+  CHECK(max_abs_diff(m.embed(ids, {}, false, 1, headlab::core::Stack::Decoder).squeeze(0), decoder) < 1e-5);
   CHECK(max_abs_diff(encoder, decoder) > 0.1);
   // Only an encoder-decoder has a second stack to embed for.
   auto encoder_only = headlab::test::small_model(core::StackKind::Encoder, headlab::test::attention(2, 2, 8, 8), 1, 30);
@@ -249,7 +249,7 @@ TEST_CASE("lm_head.input_scale multiplies the final hidden state before the deco
   auto h = torch::randn({1, 5, c.hidden_size});
   // With the final norm off the path (applied first in both), the logits scale by exactly 0.25.
   auto normed = a->module->decoder_final_norm(h);
-  CHECK(max_abs_diff(b->module->head(h, "decoder"), 0.25 * torch::matmul(normed, a->module->tokens->weight.t())) < 1e-5);
+  CHECK(max_abs_diff(b->module->head(h, headlab::core::Stack::Decoder), 0.25 * torch::matmul(normed, a->module->tokens->weight.t())) < 1e-5);
 }
 
 TEST_CASE("decoder_start_id: the config's start token before the tokenizer's", "[seq2seq]") {

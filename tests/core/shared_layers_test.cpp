@@ -55,7 +55,7 @@ double attention_diff(const core::StackTrace& a, const core::StackTrace& b) {
 TEST_CASE("shared_layers: a shared stack equals a stack whose layers hold copies of one layer", "[config][shared_layers]") {
   for (auto kind : {core::StackKind::Encoder, core::StackKind::Decoder}) {
     const bool encoder = kind == core::StackKind::Encoder;
-    const std::string stack = encoder ? "encoder" : "decoder";
+    const headlab::core::Stack stack = encoder ? headlab::core::Stack::Encoder : headlab::core::Stack::Decoder;
     DYNAMIC_SECTION(stack) {
       auto copies_config = headlab::test::small_model(kind, headlab::test::attention(4, 2, 4, 4), 3, 37);
       auto shared_config = copies_config;
@@ -69,7 +69,7 @@ TEST_CASE("shared_layers: a shared stack equals a stack whose layers hold copies
         auto source = shared->module->named_parameters();
         for (auto& item : copies->module->named_parameters()) {
           std::string name = item.key();
-          const std::string layer_prefix = stack + ".";
+          const std::string layer_prefix = std::string(headlab::core::stack_name(stack)) + ".";
           if (name.rfind(layer_prefix, 0) == 0) name = layer_prefix + "0" + name.substr(name.find('.', layer_prefix.size()));
           item.value().copy_(source[name]);
         }

@@ -1,0 +1,72 @@
+// The controller's sessions: saving, opening (with the warnings a session file brings), and the
+// autosave that crash recovery reads.
+#include "app/document/controller.h"
+
+#include "core/file_hash.h"
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace headlab::app {
+
+void Controller::on(const cmd::SaveSession& c) {
+  save_session(c.path, layout_for_save());
+}
+
+void Controller::on(const cmd::OpenSession& c) {
+  open_session(c.path);
+}
+
+// ---- sessions ----
+void Controller::save_session(const std::string& path, const std::string& imgui_ini) {
+  doc_.session.imgui_ini = imgui_ini;
+  save_session_file(path, doc_.session);
+}
+
+void Controller::open_session(const std::string& path) { apply_loaded_session(load_session_file(path), path); }
+
+void Controller::apply_loaded_session(SessionLoad loaded, const std::string& path) {
+  for (const auto& w : loaded.warnings) notice("Session " + path + ": " + w);
+  auto recent = doc_.session.recent_folders;
+  doc_.session = std::move(loaded.state);
+  doc_.session.recent_folders = recent;
+  if (!doc_.session.imgui_ini.empty()) restore_layout(doc_.session.imgui_ini);
+  restore_report_of_session();
+  std::error_code ec;
+  if (!doc_.session.model_folder.empty() && !fs::is_directory(doc_.session.model_folder, ec)) {
+    notice("Session " + path + ": the model folder " + doc_.session.model_folder +
+           " is gone — kept the text, controls and view; opened another model.");
+    const std::string found = find_default_model(assets_dir_);
+    expected_hash_.clear();
+    loading_session_ = true;
+    if (!found.empty())
+      open_model(found);
+    else
+      open_random_model();
+    return;
+  }
+  expected_hash_ = doc_.session.model_hash;
+  loading_session_ = true;
+  doc_.generation.reset();
+  if (doc_.session.model_folder.empty()) {
+    open_random_model();
+  } else {
+    open_model(doc_.session.model_folder);
+    // The session's generation, written again: the same settings and seed write the same tokens.
+    if (!doc_.session.generation.generated.empty()) start_generation(doc_.session.generation.generated);
+  }
+}
+
+void Controller::autosave_if_due(const std::string& imgui_ini) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_autosave_ < std::chrono::seconds(60)) return;
+  last_autosave_ = now;
+  try {
+    save_session(autosave_path(), imgui_ini);
+  } catch (const std::exception& e) {
+    set_error("autosave", std::string("autosave: ") + e.what());
+  }
+}
+
+}  // namespace headlab::app
