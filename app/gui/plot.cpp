@@ -225,7 +225,9 @@ PlotHover Plot::end() {
       list->AddText(at(lx, in.y0 + 2 + (vlines++ % 3) * fh), m.colour, m.label.c_str());
     } else {
       list->AddLine(at(in.x0, v), at(in.x1, v), m.colour, 1.5f);
-      list->AddText(at(in.x1 - 3 - w, v - fh - 1), m.colour, m.label.c_str());
+      // Above the line, or below it when the line runs along the top of the data area.
+      const float ly = v - fh - 1 >= in.y0 ? v - fh - 1 : v + 2;
+      list->AddText(at(in.x1 - 3 - w, ly), m.colour, m.label.c_str());
     }
   }
   list->PopClipRect();
