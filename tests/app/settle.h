@@ -2,9 +2,9 @@
 // frame loop would; fails the test with the last error after `seconds`. Header-only.
 #pragma once
 
-#include "app/document/controller.h"
+#include "test_common.h"  // torch before Catch2 (tests/include_order_test.sh)
 
-#include <catch2/catch.hpp>
+#include "app/document/controller.h"
 
 #include <chrono>
 #include <thread>

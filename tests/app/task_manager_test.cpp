@@ -123,7 +123,7 @@ TEST_CASE("a superseded task's later results are dropped", "[app][tasks]") {
   std::atomic<bool> superseded{false}, published_after{false};
   auto old = tasks.start_typed<int>(in_lane("gen", "step", {"step"}), [&](Task& task) {
     task.publish(std::make_shared<const int>(1));
-    while (!superseded) std::this_thread::sleep_for(1ms);
+    eventually([&] { return superseded.load(); });  // bounded: a failed test never hangs here
     task.publish(std::make_shared<const int>(2));  // after it was replaced
     published_after = true;
     return std::make_shared<const int>(3);
@@ -143,12 +143,12 @@ TEST_CASE("a failing task keeps its message, and lanes run side by side", "[app]
   std::atomic<bool> a_started{false}, b_started{false};
   auto a = tasks.start(in_lane("one"), [&](Task&) -> std::shared_ptr<const void> {
     a_started = true;
-    while (!b_started) std::this_thread::sleep_for(1ms);  // only ends once the other lane runs too
+    eventually([&] { return b_started.load(); });  // bounded: a failed test never hangs here  // only ends once the other lane runs too
     throw std::runtime_error("reading x.conllu:3: a bad line");
   });
   auto b = tasks.start(in_lane("two"), [&](Task&) -> std::shared_ptr<const void> {
     b_started = true;
-    while (!a_started) std::this_thread::sleep_for(1ms);
+    eventually([&] { return a_started.load(); });  // bounded: a failed test never hangs here
     return std::make_shared<const int>(2);
   });
   REQUIRE(tasks.wait_idle(10s));
@@ -185,7 +185,7 @@ TEST_CASE("the ETA follows the rate of the units done", "[app][tasks]") {
     task.progress(0, 10);
     std::this_thread::sleep_for(50ms);
     task.progress(5, 10);  // 5 units in ~50 ms: 5 more take ~50 ms
-    while (!go) std::this_thread::sleep_for(1ms);
+    eventually([&] { return go.load(); });  // bounded: a failed test never hangs here
     return nullptr;
   });
   REQUIRE(eventually([&] { return t->status().done == 5; }));
@@ -216,7 +216,7 @@ TEST_CASE("a task track counts every result and end, and never goes back", "[app
   std::atomic<bool> go{false};
   track.follow(tasks.start_typed<int>(in_lane("t", "k", {"k"}), [&](Task& task) {
     task.publish(std::make_shared<const int>(1));
-    while (!go) std::this_thread::sleep_for(1ms);
+    eventually([&] { return go.load(); });  // bounded: a failed test never hangs here
     return std::make_shared<const int>(2);
   }));
   REQUIRE(eventually([&] { return track.serial() == 1; }));

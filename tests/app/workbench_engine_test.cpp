@@ -190,7 +190,10 @@ TEST_CASE("the worker publishes the newest request and reports errors", "[app][w
   CHECK(worker.status().run_error.empty());
   CHECK(worker.status().load_error.empty());
   worker.request_load({"/nonexistent/model", "", 0});
-  while (!worker.idle()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const auto load_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!worker.idle() && std::chrono::steady_clock::now() < load_deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(worker.idle());
   CHECK(worker.status().load_error.find("/nonexistent/model") != std::string::npos);
   CHECK(worker.model());  // the previous model stays
 }

@@ -11,8 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -270,5 +272,59 @@ TEST_CASE("a Stop ends generation within a layer of the step under way, keeping 
     CHECK(stopped.stopped == "cancelled");
     CHECK(stopped.steps.empty());
     CHECK(stopped.tokens.empty());
+  }
+}
+
+TEST_CASE("sampling draws tokens with the softmax at temperature T, truncated to the top k and the nucleus p",
+          "[generate]") {
+  // The expected distribution, computed independently in float64 with plain loops: the softmax of
+  // logits / T; only the k most probable kept (k = 0: all); then, in descending order, the kept
+  // tokens whose kept mass before them is below p of the kept total (the one crossing p included,
+  // Holtzman et al. 2020); renormalised.
+  const std::vector<double> logits = {2.0, 1.5, 1.2, 0.3, 0.0, -0.4, -1.0, -2.5};
+  auto expected = [&](double T, int k, double p) {
+    const size_t V = logits.size();
+    std::vector<double> prob(V);  // unnormalised: only ratios matter until the end
+    for (size_t i = 0; i < V; ++i) prob[i] = std::exp(logits[i] / T);
+    std::vector<size_t> order(V);
+    for (size_t i = 0; i < V; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return prob[a] > prob[b]; });
+    const size_t top = k > 0 ? std::min(V, size_t(k)) : V;
+    double kept_total = 0;
+    for (size_t r = 0; r < top; ++r) kept_total += prob[order[r]];
+    std::vector<double> out(V, 0.0);
+    double before = 0, total = 0;
+    for (size_t r = 0; r < top && before < p * kept_total; ++r) {
+      out[order[r]] = prob[order[r]];
+      before += prob[order[r]];
+    }
+    for (const double x : out) total += x;
+    for (auto& x : out) x /= total;
+    return out;
+  };
+  const auto logits_tensor = torch::tensor(logits, torch::kFloat32);
+  const int draws = 10000;
+  struct Case {
+    float T;
+    int k;
+    float p;
+  };
+  for (const Case c : {Case{1.0f, 0, 1.0f}, Case{0.5f, 0, 1.0f}, Case{2.0f, 0, 1.0f}, Case{1.0f, 3, 1.0f},
+                       Case{1.5f, 0, 0.7f}, Case{0.8f, 5, 0.9f}}) {
+    INFO("T " << c.T << ", top-k " << c.k << ", top-p " << c.p);
+    const std::vector<double> want = expected(c.T, c.k, c.p);
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(11);
+    std::vector<int> counts(logits.size(), 0);
+    for (int d = 0; d < draws; ++d) ++counts[size_t(core::sample_token(logits_tensor, {c.T, c.k, c.p, 0}, generator))];
+    for (size_t i = 0; i < logits.size(); ++i) {
+      INFO("token " << i << ": expected p " << want[i] << ", drawn " << counts[i] << " of " << draws);
+      if (want[i] == 0) {
+        CHECK(counts[i] == 0);  // truncated away: never drawn
+      } else {
+        // Within five standard errors of a binomial proportion.
+        const double se = std::sqrt(want[i] * (1 - want[i]) / draws);
+        CHECK(std::fabs(counts[i] / double(draws) - want[i]) <= 5 * se);
+      }
+    }
   }
 }
