@@ -509,12 +509,25 @@ TEST_CASE("headlab run --rollout --logit-spectra adds rollout, flow and logit sp
   REQUIRE(dumped_flow.numel() == T);
   for (int64_t t = 0; t < T; ++t) CHECK(dumped_flow[t].item<double>() == Approx(flow[size_t(t)]).margin(1e-6));
   const int key_size = tiny.model->config.encoder->attention.key_size;
+  // The same input's logit matrices L, recomputed: their singular values are the square roots of
+  // the eigenvalues of L·Lᵀ (a symmetric eigensolver, not the SVD the measure uses), float64.
+  headlab::core::RunRequest request;
+  request.ids = tiny.model->tokenizer->encode("the cat sat on the mat with a red bone", true).ids;
+  request.capture = headlab::core::kCaptureMixedLogits;
+  const auto trace = headlab::core::run(*tiny.model, request);
   for (int l = 0; l < layers; ++l) {
+    INFO("layer " << l);
     auto sv = headlab::core::load_tensor(file, "logit_singular_values." + std::to_string(l)).to(torch::kFloat64);
     REQUIRE(sv.size(0) == tiny.model->config.encoder->attention.heads);
     REQUIRE(sv.size(1) == T);
+    const auto L = trace->encoder.layers[size_t(l)].self.mixed_logits.squeeze(0).to(torch::kFloat64);  // [h, T, T]
     for (int64_t h = 0; h < sv.size(0); ++h) {
-      CHECK(sv[h][0].item<double>() > 0);
+      INFO("head " << h);
+      const auto eig = torch::linalg::eigvalsh(torch::matmul(L[h], L[h].t()), "L").clamp_min(0).sqrt();  // ascending
+      const auto expected = eig.flip(0);  // descending, as the spectrum lists them
+      const double scale = expected[0].item<double>();
+      CHECK(scale > 0);
+      CHECK(test::max_abs_diff(sv[h], expected) <= 1e-5 * scale);
       CHECK((sv[h].slice(0, 0, T - 1) >= sv[h].slice(0, 1, T)).all().item<bool>());  // descending
       CHECK((sv[h] > 1e-4 * sv[h][0]).sum().item<int64_t>() <= std::min<int64_t>(T, key_size));
     }

@@ -3,6 +3,7 @@
 #include "test_common.h"
 
 #include "analysis/lrp.h"
+#include "analysis/rollout.h"
 #include "analysis/spectra.h"
 #include "app/work/workbench_engine.h"
 #include "core/model/model.h"
@@ -228,15 +229,54 @@ TEST_CASE("the engine explains a run: LRP as the analysis computes it, rollout a
   for (double v : r.input) sum += v;
   CHECK(std::abs(sum - r.target) == Approx(r.residual).margin(1e-9));
   CHECK(r.relative_residual < 1e-3);
-  // Rollout rows are distributions over the inputs; flow into a position is at most 1 per input.
-  double row = 0;
-  for (double v : r.rollout) {
-    row += v;
-    CHECK(v >= -1e-12);
+  // Rollout and flow read the run's maps with its gates: the gated run's U maps, recomputed here (the
+  // gate closes layer 1's head 3's output, so every layer above it attends differently).
+  headlab::core::RunRequest gated;
+  gated.ids = snap->tokens.ids;
+  gated.controls = in.controls;
+  gated.capture = headlab::core::kCaptureMixedWeights;
+  const auto trace = headlab::core::run(*model, gated);
+  std::vector<torch::Tensor> maps;  // [heads, T, T] per layer
+  for (const auto& layer : trace->encoder.layers) maps.push_back(headlab::core::value_weights(layer.self));
+  // Rollout transcribed from Abnar & Zuidema 2020 with plain float64 loops: per layer the mean over
+  // heads A, then 0.5·A + 0.5·I with rows renormalised, multiplied from the first layer up.
+  const int64_t T = maps[0].size(1);
+  std::vector<double> product(size_t(T * T), 0.0);
+  for (int64_t i = 0; i < T; ++i) product[size_t(i * T + i)] = 1.0;
+  for (const auto& layer : maps) {
+    const auto a = layer.to(torch::kFloat64).mean(0).contiguous();  // [T, T]
+    const double* m = a.data_ptr<double>();
+    std::vector<double> step(size_t(T * T));
+    for (int64_t i = 0; i < T; ++i) {
+      double sum = 0;
+      for (int64_t j = 0; j < T; ++j) sum += step[size_t(i * T + j)] = 0.5 * m[i * T + j] + (i == j ? 0.5 : 0.0);
+      for (int64_t j = 0; j < T; ++j) step[size_t(i * T + j)] /= sum;
+    }
+    std::vector<double> next(size_t(T * T), 0.0);  // step · product: this layer after the ones below
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t k = 0; k < T; ++k)
+        for (int64_t j = 0; j < T; ++j) next[size_t(i * T + j)] += step[size_t(i * T + k)] * product[size_t(k * T + j)];
+    product = next;
   }
-  CHECK(row == Approx(1.0).epsilon(1e-6));
-  REQUIRE(r.flow.size() == r.input.size());
-  for (double v : r.flow) CHECK(v <= 1.0 + 1e-9);
+  REQUIRE(r.rollout.size() == size_t(T));
+  for (int64_t j = 0; j < T; ++j) CHECK(r.rollout[size_t(j)] == Approx(product[size_t(r.position * T + j)]).margin(1e-9));
+  // Flow: the max-flow solver on the same gated maps gives the same values, each at most 1.
+  const auto flow = headlab::analysis::attention_flow(maps, r.position);
+  REQUIRE(r.flow.size() == flow.size());
+  for (size_t t = 0; t < flow.size(); ++t) {
+    CHECK(r.flow[t] == Approx(flow[t]).margin(1e-12));
+    CHECK(r.flow[t] <= 1.0 + 1e-9);
+  }
+  // … and not the ungated maps': the gate moved them.
+  std::vector<torch::Tensor> open_maps;
+  headlab::core::RunRequest ungated = gated;
+  ungated.controls = {};
+  const auto open_trace = headlab::core::run(*model, ungated);
+  for (const auto& layer : open_trace->encoder.layers) open_maps.push_back(headlab::core::value_weights(layer.self));
+  const auto open_rollout = headlab::analysis::attention_rollout(open_maps).to(torch::kFloat64)[r.position];
+  double apart = 0;
+  for (int64_t j = 0; j < T; ++j) apart += std::abs(open_rollout[j].item<double>() - r.rollout[size_t(j)]);
+  CHECK(apart > 1e-6);
 
   // Opening the head changes the explanation; a target outside the input is an error, not a throw.
   RunInput open = in;
