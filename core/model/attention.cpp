@@ -262,7 +262,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (c.logit_softcap > 0) J = soft_cap(J, c.logit_softcap);
   auto L = c.talking_heads ? mix_heads(J, pre_mix) : J;  // [B, h, T, S]
   const HeadControls* controls = call.controls;
-  if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix"));
+  if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix").to(L.dtype()));
 
   // The mask is applied after mixing (Shazeer et al.: masking precedes the softmax, follows P_l).
   auto allowed = !self ? torch::ones({T, S}, torch::kBool)
@@ -276,7 +276,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   auto W_used = call.lrp ? W.detach() : W;  // analysis/LRP.md rule 1
 
   auto U = c.talking_heads ? mix_heads(W_used, post_mix) : W_used;  // [B, h_v, T, S]
-  if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix"));
+  if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix").to(U.dtype()));
   auto O = torch::matmul(U, v_heads);  // [B, h_v, T, d_v] — the paper's O = einsum(U, V)
 
   auto gated = O;
@@ -286,7 +286,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
                                   std::to_string(controls->gates.size()) + " gates");
     std::vector<float> g(h_v, 1.0f);
     for (size_t i = 0; i < controls->gates.size(); ++i) g[i] = controls->gates[i];
-    auto gate = torch::tensor(g, torch::kFloat32).view({1, h_v, 1, 1});
+    auto gate = torch::tensor(g, torch::kFloat32).to(O.dtype()).view({1, h_v, 1, 1});  // in the run's precision
     if (controls->ablation == Ablation::Zero) {
       gated = O * gate;  // Voita et al. 2019: Concat_i(g_i·head_i) W_O
     } else {
@@ -295,7 +295,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
         if (static_cast<int64_t>(controls->mean_outputs.size()) != h_v * c.value_size)
           throw std::invalid_argument("mean_outputs: expected heads × value_size = " +
                                       std::to_string(h_v * c.value_size) + " values");
-        mean = torch::tensor(controls->mean_outputs, torch::kFloat32).view({1, h_v, 1, c.value_size});
+        mean = torch::tensor(controls->mean_outputs, torch::kFloat32).to(O.dtype()).view({1, h_v, 1, c.value_size});
       } else {
         // The mean over every position of the input: generation has not seen the later positions.
         if (cache)
