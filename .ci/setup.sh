@@ -59,6 +59,8 @@ case "$mode" in
     ctest --test-dir build --output-on-failure -j "$jobs"
     echo "== sanitizers: the torch-free parsers fuzzed under ASan + UBSan (tests/fuzz/ci.sh)"
     bash tests/fuzz/ci.sh 20
+    echo "== races: the task system under ThreadSanitizer (tests/race/ci.sh)"
+    bash tests/race/ci.sh
     ;;
   run)
     exec build/app/headlab "${@:2}"
