@@ -439,7 +439,8 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
         Prediction pr;
         pr.id = id;
         pr.p = std::exp(x - ls[t]);
-        pr.p_base = std::exp(brow[pr.id]);
+        // The unmodified run is its own reference: the same number, not a second rounding of it.
+        pr.p_base = is_base ? pr.p : std::exp(brow[pr.id]);
         pr.token = tok ? tok->id_to_token(pr.id) : "";
         if (pr.token.empty()) pr.token = "#" + std::to_string(pr.id);
         po.top.push_back(std::move(pr));

@@ -383,6 +383,18 @@ TEST_CASE("the Output view's Δp and KL equal the formula on core's logits", "[a
     moved += std::abs(out.top[i].p - out.top[i].p_base);
   }
   CHECK(moved > 0.01);
+
+  // Without controls the run is its own reference: Δp and KL are exactly 0 at every position, on a
+  // long input too (no second rounding of the same probabilities).
+  RunInput plain;
+  for (int i = 0; i < 36; ++i) plain.text += "She opened the window and looked out at the garden. ";
+  for (int t = 0; t < 400; ++t) plain.output_positions.push_back(t);
+  const auto same = engine.run(plain, nullptr, {});
+  REQUIRE(same->outputs.size() > 300);  // every position of the text (the ones past its end dropped)
+  for (const auto& po : same->outputs) {
+    CHECK(po.kl == 0.0f);
+    for (const auto& pr : po.top) CHECK(pr.p == pr.p_base);
+  }
 }
 
 TEST_CASE("snapshots mark the keys each layer's pattern forbids, for views to shade", "[app][engine]") {
