@@ -48,7 +48,7 @@ std::shared_ptr<core::Model> random_model(const core::ModelConfig& config, uint6
       p.copy_(0.2 * torch::randn(p.sizes()));
     } else if (ends_with("norm.weight")) {
       p.copy_(1 + 0.2 * torch::randn(p.sizes()));
-    } else if (ends_with(".mix")) {
+    } else if (ends_with(".mix") || ends_with("_mix")) {  // collaborative mixing, talking heads' P_l and P_w
       p.copy_(p + 0.3 * torch::randn(p.sizes()));
     } else if (p.dim() >= 2) {
       p.copy_(torch::randn(p.sizes()) / std::sqrt(double(p.size(-1))) * 1.5);
@@ -270,6 +270,10 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
   // Query head i reads key/value head i / (H / H_kv) (grouped-query and multi-query attention).
   const int64_t T = ids.size(), H = a.heads, Hkv = a.kv_heads, dk = a.key_size, dv = a.value_size;
   const auto kv_of = torch::arange(H, torch::kLong).div(H / Hkv, "floor");
+  // Talking heads (Shazeer et al. 2020): the H = h_k logit heads mix into h softmax heads (P_l)
+  // before the softmax and into h_v output heads (P_w) after it; each output head has its values.
+  const bool talking = a.talking_heads.has_value();
+  const int64_t Ho = a.output_heads();
   auto param = [&](const std::string& name) { return m.named_parameters()[name].to(torch::kFloat64); };
   auto E = param("tokens.weight");
   auto x = E.index_select(0, torch::tensor(ids, torch::kLong)) + param("positions.weight").narrow(0, 0, T);  // [T, D]
@@ -293,12 +297,19 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
     auto n = layer_norm(x, p + "attn_norm", fz.attn_sigma);
     auto q = linear(n, p + "attn.q", true).view({T, H, dk}).transpose(0, 1);
     auto k = linear(n, p + "attn.k", true).view({T, Hkv, dk}).transpose(0, 1).index_select(0, kv_of);
-    auto v = linear(n, p + "attn.v", true).view({T, Hkv, dv}).transpose(0, 1).index_select(0, kv_of);
+    auto v = talking ? linear(n, p + "attn.v", true).view({T, Ho, dv}).transpose(0, 1)
+                     : linear(n, p + "attn.v", true).view({T, Hkv, dv}).transpose(0, 1).index_select(0, kv_of);
     auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(double(dk));  // [H, T, T]
+    // Mixing heads: M [from, to], out[to] = Σ_from M[from, to] · in[from].
+    auto mix = [&](const torch::Tensor& x, const torch::Tensor& m) {
+      return torch::matmul(m.t(), x.reshape({x.size(0), T * T})).view({m.size(1), T, T});
+    };
+    if (talking) scores = mix(scores, param(p + "attn.pre_mix"));
     if (causal) scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
     fz.weights = torch::softmax(scores, -1);
+    if (talking) fz.weights = mix(fz.weights, param(p + "attn.post_mix"));  // U: what multiplies the values
     fz.head_outputs = torch::matmul(fz.weights, v);
-    x = x + linear(fz.head_outputs.transpose(0, 1).reshape({T, H * dv}), p + "attn.o", true);
+    x = x + linear(fz.head_outputs.transpose(0, 1).reshape({T, Ho * dv}), p + "attn.o", true);
     auto z = linear(layer_norm(x, p + "ffn_norm", fz.ffn_sigma), p + "ffn.up", true);
     fz.ratio = torch::gelu(z) / z;
     x = x + linear(torch::gelu(z), p + "ffn.down", true);
@@ -320,11 +331,10 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
   };
   auto layer_lin = [&](const torch::Tensor& h, int l) {
     const std::string p = name + "." + std::to_string(l) + ".";
-    auto v = linear(norm_lin(h, frozen[l].attn_sigma, p + "attn_norm"), p + "attn.v", false)
-                 .view({T, Hkv, dv})
-                 .transpose(0, 1)
-                 .index_select(0, kv_of);
-    auto o = torch::matmul(frozen[l].weights, v).transpose(0, 1).reshape({T, H * dv});
+    auto values = linear(norm_lin(h, frozen[l].attn_sigma, p + "attn_norm"), p + "attn.v", false);
+    auto v = talking ? values.view({T, Ho, dv}).transpose(0, 1)
+                     : values.view({T, Hkv, dv}).transpose(0, 1).index_select(0, kv_of);
+    auto o = torch::matmul(frozen[l].weights, v).transpose(0, 1).reshape({T, Ho * dv});
     return ffn_lin(h + linear(o, p + "attn.o", false), l);
   };
   auto logit_lin = [&](torch::Tensor h, int from) {
@@ -340,7 +350,7 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
     const std::string p = name + "." + std::to_string(l) + ".";
     auto Wo = param(p + "attn.o.weight");  // [D, H·dv]
     std::vector<double> row;
-    for (int64_t i = 0; i < H; ++i) {
+    for (int64_t i = 0; i < Ho; ++i) {
       // Head i's output alone, through W_O, then the rest of layer l and the layers above.
       auto contribution = torch::matmul(frozen[l].head_outputs[i], Wo.narrow(1, i * dv, dv).t());  // [T, D]
       row.push_back(logit_lin(ffn_lin(contribution, l), l + 1));
@@ -348,6 +358,17 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
     ref.heads.push_back(row);
   }
   return ref;
+}
+
+}  // namespace
+
+namespace {
+
+// Talking heads with 3 logit, 4 softmax and 2 output heads, as the variants list has them.
+core::ModelConfig talking_heads_model() {
+  auto c = small_model(core::StackKind::Encoder, attention(3, 3, 4, 4), 3);
+  c.encoder->attention.talking_heads = core::TalkingHeads{3, 4, 2};
+  return c;
 }
 
 }  // namespace
@@ -364,7 +385,8 @@ TEST_CASE("head and input relevance equal an independent forward-mode computatio
                         Case{"GQA encoder, 2 key/value heads", small_model(K::Encoder, attention(4, 2, 4, 4), 3)},
                         Case{"MQA encoder", small_model(K::Encoder, attention(4, 1, 4, 4), 3)},
                         Case{"keys of 6, values of 4", small_model(K::Encoder, attention(4, 4, 6, 4), 3)},
-                        Case{"GQA causal decoder", small_model(K::Decoder, attention(4, 2, 4, 4), 3)}}) {
+                        Case{"GQA causal decoder", small_model(K::Decoder, attention(4, 2, 4, 4), 3)},
+                        Case{"talking heads 3/4/2", talking_heads_model()}}) {
     DYNAMIC_SECTION(v.name) {
       auto model = random_model(v.config, 23);
       model->module->to(torch::kFloat64);
