@@ -299,7 +299,8 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
     auto k = linear(n, p + "attn.k", true).view({T, Hkv, dk}).transpose(0, 1).index_select(0, kv_of);
     auto v = talking ? linear(n, p + "attn.v", true).view({T, Ho, dv}).transpose(0, 1)
                      : linear(n, p + "attn.v", true).view({T, Hkv, dv}).transpose(0, 1).index_select(0, kv_of);
-    auto scores = torch::matmul(q, k.transpose(1, 2)) / std::sqrt(double(dk));  // [H, T, T]
+    // The scale 1/√d_k as the folder format holds it: a float32 (core::AttentionConfig::logit_scale).
+    auto scores = torch::matmul(q, k.transpose(1, 2)) * double(1.0f / std::sqrt(float(dk)));  // [H, T, T]
     // Mixing heads: M [from, to], out[to] = Σ_from M[from, to] · in[from].
     auto mix = [&](const torch::Tensor& x, const torch::Tensor& m) {
       return torch::matmul(m.t(), x.reshape({x.size(0), T * T})).view({m.size(1), T, T});
@@ -364,6 +365,158 @@ Reference reference_relevance(core::Model& model, const std::vector<int64_t>& id
 
 namespace {
 
+// The same reference for a pre-LN encoder-decoder with learned positions shared by the stacks: the
+// encoder as above into the memory (after the encoder's final norm); the decoder's layers each with
+// causal self-attention, cross-attention whose keys and values read the memory, and the MLP. With
+// the constants held, f is linear in the sources of both stacks jointly: an encoder source reaches f
+// through the memory and the cross-attention's values, a decoder source through the decoder.
+struct Seq2SeqReference {
+  double f = 0;
+  std::vector<std::vector<double>> encoder, decoder, cross;  // [layer][head]
+  std::vector<double> input, decoder_input;                  // [T], [S]
+};
+
+Seq2SeqReference seq2seq_reference(core::Model& model, const std::vector<int64_t>& ids,
+                                   const std::vector<int64_t>& decoder_ids, int64_t position, int64_t token) {
+  torch::NoGradGuard no_grad;
+  auto& m = *model.module;
+  const auto& c = model.config;
+  const auto& ea = c.encoder->attention;
+  const auto& da = c.decoder->attention;
+  const auto& ca = *c.decoder->cross_attention;
+  const int64_t T = ids.size(), S = decoder_ids.size(), D = c.hidden_size;
+  auto param = [&](const std::string& name) { return m.named_parameters()[name].to(torch::kFloat64); };
+  auto E = param("tokens.weight"), P = param("positions.weight");
+  auto layer_norm = [&](const torch::Tensor& h, const std::string& prefix, torch::Tensor& sigma) {
+    auto centred = h - h.mean(-1, true);
+    sigma = (centred.pow(2).mean(-1, true) + double(c.norm_eps)).sqrt();
+    return centred / sigma * param(prefix + ".weight") + param(prefix + ".bias");
+  };
+  auto norm_lin = [&](const torch::Tensor& h, const torch::Tensor& sigma, const std::string& prefix) {
+    return (h - h.mean(-1, true)) / sigma * param(prefix + ".weight");
+  };
+  auto linear = [&](const torch::Tensor& h, const std::string& prefix, bool bias) {
+    auto y = torch::matmul(h, param(prefix + ".weight").t());
+    return bias ? y + param(prefix + ".bias") : y;
+  };
+  // Multi-head attention of queries from `hq` onto keys and values from `hkv` ([rows, D] each).
+  auto heads_of = [&](const torch::Tensor& x, int64_t heads, int64_t size) {
+    return x.view({x.size(0), heads, size}).transpose(0, 1);  // [heads, rows, size]
+  };
+  struct Frozen {
+    torch::Tensor sigma, weights, outputs, cross_sigma, cross_weights, cross_outputs, ffn_sigma, ratio;
+  };
+  std::vector<Frozen> enc(c.encoder->layers), dec(c.decoder->layers);
+  auto mlp = [&](torch::Tensor& x, const std::string& p, Frozen& fz) {
+    auto z = linear(layer_norm(x, p + "ffn_norm", fz.ffn_sigma), p + "ffn.up", true);
+    fz.ratio = torch::gelu(z) / z;
+    x = x + linear(torch::gelu(z), p + "ffn.down", true);
+  };
+  auto attend = [&](const torch::Tensor& n, const torch::Tensor& kv, const std::string& w, const core::AttentionConfig& a,
+                    bool causal, torch::Tensor& weights, torch::Tensor& outputs) {
+    auto q = heads_of(linear(n, w + ".q", true), a.heads, a.key_size);
+    auto k = heads_of(linear(kv, w + ".k", true), a.heads, a.key_size);
+    auto v = heads_of(linear(kv, w + ".v", true), a.heads, a.value_size);
+    // The scale 1/√d_k as the folder format holds it: a float32 (core::AttentionConfig::logit_scale).
+    auto scores = torch::matmul(q, k.transpose(1, 2)) * double(1.0f / std::sqrt(float(a.key_size)));
+    if (causal)
+      scores = scores.masked_fill(torch::ones({n.size(0), kv.size(0)}, torch::kBool).triu(1),
+                                  -std::numeric_limits<double>::infinity());
+    weights = torch::softmax(scores, -1);
+    outputs = torch::matmul(weights, v);  // [heads, rows, d_v]
+    return linear(outputs.transpose(0, 1).reshape({n.size(0), a.heads * a.value_size}), w + ".o", true);
+  };
+  auto x = E.index_select(0, torch::tensor(ids, torch::kLong)) + P.narrow(0, 0, T);
+  for (int l = 0; l < c.encoder->layers; ++l) {
+    const std::string p = "encoder." + std::to_string(l) + ".";
+    auto n = layer_norm(x, p + "attn_norm", enc[l].sigma);
+    x = x + attend(n, n, p + "attn", ea, false, enc[l].weights, enc[l].outputs);
+    mlp(x, p, enc[l]);
+  }
+  torch::Tensor memory_sigma;
+  const auto memory = layer_norm(x, "encoder_norm", memory_sigma);
+  auto y = E.index_select(0, torch::tensor(decoder_ids, torch::kLong)) + P.narrow(0, 0, S);
+  for (int l = 0; l < c.decoder->layers; ++l) {
+    const std::string p = "decoder." + std::to_string(l) + ".";
+    auto n = layer_norm(y, p + "attn_norm", dec[l].sigma);
+    y = y + attend(n, n, p + "attn", da, true, dec[l].weights, dec[l].outputs);
+    auto nc = layer_norm(y, p + "cross_norm", dec[l].cross_sigma);
+    y = y + attend(nc, memory, p + "cross_attn", ca, false, dec[l].cross_weights, dec[l].cross_outputs);
+    mlp(y, p, dec[l]);
+  }
+  torch::Tensor final_sigma;
+  Seq2SeqReference ref;
+  ref.f = (torch::matmul(layer_norm(y, "decoder_norm", final_sigma), E.t()) + param("head_bias"))[position][token]
+              .item<double>();
+
+  // The linear map with the constants held and the biases left out.
+  auto mlp_lin = [&](const torch::Tensor& h, const std::string& p, const Frozen& fz) {
+    auto z = linear(norm_lin(h, fz.ffn_sigma, p + "ffn_norm"), p + "ffn.up", false);
+    return h + linear(z * fz.ratio, p + "ffn.down", false);
+  };
+  auto values = [&](const torch::Tensor& weights, const torch::Tensor& from, const std::string& w,
+                    const core::AttentionConfig& a) {  // the value path of one attention call
+    auto v = heads_of(linear(from, w + ".v", false), a.heads, a.value_size);
+    auto o = torch::matmul(weights, v).transpose(0, 1).reshape({weights.size(1), a.heads * a.value_size});
+    return linear(o, w + ".o", false);
+  };
+  // Encoder stream h (entering layer `from`) → the memory's linear part.
+  auto memory_lin = [&](torch::Tensor h, int from) {
+    for (int l = from; l < c.encoder->layers; ++l) {
+      const std::string p = "encoder." + std::to_string(l) + ".";
+      h = h + values(enc[l].weights, norm_lin(h, enc[l].sigma, p + "attn_norm"), p + "attn", ea);
+      h = mlp_lin(h, p, enc[l]);
+    }
+    return norm_lin(h, memory_sigma, "encoder_norm");
+  };
+  // Decoder stream g entering layer `from` at the point `part` (0: its start, 1: after self-attention,
+  // 2: after cross-attention), with the memory's linear part `mem` (or undefined: none) → f's share.
+  auto f_lin = [&](torch::Tensor g, const torch::Tensor& mem, int from, int part) {
+    for (int l = from; l < c.decoder->layers; ++l) {
+      const std::string p = "decoder." + std::to_string(l) + ".";
+      if (l > from || part == 0) g = g + values(dec[l].weights, norm_lin(g, dec[l].sigma, p + "attn_norm"), p + "attn", da);
+      if ((l > from || part <= 1) && mem.defined()) g = g + values(dec[l].cross_weights, mem, p + "cross_attn", ca);
+      g = mlp_lin(g, p, dec[l]);
+    }
+    return torch::dot(norm_lin(g, final_sigma, "decoder_norm")[position], E[token]).item<double>();
+  };
+  const auto no_decoder = torch::zeros({S, D}, torch::kFloat64);
+  for (int64_t t = 0; t < T; ++t) {
+    auto source = torch::zeros({T, D}, torch::kFloat64);
+    source[t] = E[ids[t]];
+    ref.input.push_back(f_lin(no_decoder, memory_lin(source, 0), 0, 0));
+  }
+  for (int64_t t = 0; t < S; ++t) {
+    auto source = torch::zeros({S, D}, torch::kFloat64);
+    source[t] = E[decoder_ids[t]];
+    ref.decoder_input.push_back(f_lin(source, {}, 0, 0));
+  }
+  auto head_alone = [&](const torch::Tensor& outputs, int64_t i, const std::string& w, const core::AttentionConfig& a) {
+    return torch::matmul(outputs[i], param(w + ".o.weight").narrow(1, i * a.value_size, a.value_size).t());
+  };
+  for (int l = 0; l < c.encoder->layers; ++l) {
+    const std::string p = "encoder." + std::to_string(l) + ".";
+    std::vector<double> row;
+    for (int64_t i = 0; i < ea.heads; ++i) {
+      auto h = mlp_lin(head_alone(enc[l].outputs, i, p + "attn", ea), p, enc[l]);
+      // The rest of the encoder from layer l + 1, into the memory.
+      auto mem = memory_lin(h, l + 1);
+      row.push_back(f_lin(no_decoder, mem, 0, 0));
+    }
+    ref.encoder.push_back(row);
+  }
+  for (int l = 0; l < c.decoder->layers; ++l) {
+    const std::string p = "decoder." + std::to_string(l) + ".";
+    std::vector<double> self_row, cross_row;
+    for (int64_t i = 0; i < da.heads; ++i) self_row.push_back(f_lin(head_alone(dec[l].outputs, i, p + "attn", da), {}, l, 1));
+    for (int64_t i = 0; i < ca.heads; ++i)
+      cross_row.push_back(f_lin(head_alone(dec[l].cross_outputs, i, p + "cross_attn", ca), {}, l, 2));
+    ref.decoder.push_back(self_row);
+    ref.cross.push_back(cross_row);
+  }
+  return ref;
+}
+
 // Talking heads with 3 logit, 4 softmax and 2 output heads, as the variants list has them.
 core::ModelConfig talking_heads_model() {
   auto c = small_model(core::StackKind::Encoder, attention(3, 3, 4, 4), 3);
@@ -393,9 +546,7 @@ TEST_CASE("head and input relevance equal an independent forward-mode computatio
       const auto stack = v.config.kind == K::Decoder ? headlab::core::Stack::Decoder : headlab::core::Stack::Encoder;
       const auto r = analysis::lrp_relevance(*model, kIds, {4, -1});
       const auto ref = reference_relevance(*model, kIds, r.position, r.token);
-      // The logit itself to 1e-7 (with d_k = 6 the scale 1/√6 is rounded differently on the two
-      // sides), every share of it below to 1e-10.
-      CHECK(r.target == Approx(ref.f).epsilon(1e-7));
+      CHECK(r.target == Approx(ref.f).epsilon(1e-10));
       CHECK(r.relative_residual() < 1e-10);  // float64: conservation is exact up to rounding
       REQUIRE(r.heads.at(stack).size() == ref.heads.size());
       double scale = 0;
@@ -652,4 +803,38 @@ TEST_CASE("headlab run --lrp on an encoder-decoder dumps every stack", "[lrp][cl
                      std::stod(file.metadata().at("lrp_bias"));
   CHECK(sum == Approx(f).margin(1e-3 * std::abs(f)));
   CHECK(file.metadata().at("lrp_position") == "3");
+}
+
+TEST_CASE("head and input relevance of an encoder-decoder equal the independent computation, cross heads too",
+          "[lrp]") {
+  auto model = random_model(small_model(core::StackKind::EncoderDecoder, attention(4, 4, 4, 4), 2), 31);
+  model->module->to(torch::kFloat64);
+  const auto r = analysis::lrp_relevance(*model, kIds, {}, {}, kDecoderIds);
+  const auto ref = seq2seq_reference(*model, kIds, kDecoderIds, r.position, r.token);
+  CHECK(r.target == Approx(ref.f).epsilon(1e-10));
+  CHECK(r.relative_residual() < 1e-10);
+  double scale = 0;
+  for (const auto* stack : {&ref.encoder, &ref.decoder, &ref.cross})
+    for (const auto& row : *stack)
+      for (double x : row) scale = std::max(scale, std::abs(x));
+  REQUIRE(scale > 1e-3);
+  auto compare = [&](headlab::core::Stack stack, const std::vector<std::vector<double>>& want) {
+    const auto& got = r.heads.at(stack);
+    REQUIRE(got.size() == want.size());
+    for (size_t l = 0; l < want.size(); ++l) {
+      REQUIRE(got[l].size() == want[l].size());
+      for (size_t i = 0; i < want[l].size(); ++i) {
+        INFO(headlab::core::stack_name(stack) << " layer " << l << " head " << i);
+        CHECK(got[l][i] == Approx(want[l][i]).margin(1e-10 * scale));
+      }
+    }
+  };
+  compare(headlab::core::Stack::Encoder, ref.encoder);
+  compare(headlab::core::Stack::Decoder, ref.decoder);
+  compare(headlab::core::Stack::Cross, ref.cross);
+  REQUIRE(r.input.size() == ref.input.size());
+  for (size_t t = 0; t < ref.input.size(); ++t) CHECK(r.input[t] == Approx(ref.input[t]).margin(1e-10 * std::abs(ref.f)));
+  REQUIRE(r.decoder_input.size() == ref.decoder_input.size());
+  for (size_t t = 0; t < ref.decoder_input.size(); ++t)
+    CHECK(r.decoder_input[t] == Approx(ref.decoder_input[t]).margin(1e-10 * std::abs(ref.f)));
 }
