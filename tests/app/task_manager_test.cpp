@@ -5,6 +5,7 @@
 
 #include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
+#include "task_lanes.h"
 #include "core/cancelled.h"
 
 #include <atomic>
@@ -13,6 +14,7 @@
 
 using namespace headlab::app;
 using namespace std::chrono_literals;
+using headlab::test::in_lane;
 
 namespace {
 
@@ -25,15 +27,6 @@ bool eventually(Done done, std::chrono::milliseconds limit = 10s) {
     std::this_thread::sleep_for(1ms);
   }
   return true;
-}
-
-TaskOptions in_lane(const std::string& lane, const std::string& kind = "", std::vector<std::string> replaces = {}) {
-  TaskOptions o;
-  o.name = lane + " " + kind;
-  o.lane = lane;
-  o.kind = kind;
-  o.replaces = std::move(replaces);
-  return o;
 }
 
 // Work that counts units until stopped (or `units` are done), checking between units.

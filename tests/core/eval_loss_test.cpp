@@ -9,6 +9,7 @@
 #include "core/model/run.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
+#include "synthetic_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,15 +28,10 @@ json shipped_config(const std::string& name) {
   return json::parse(in);
 }
 
-// pad 0, [MASK] 1, begin 2, end 3; the rest of the vocabulary is words.
+// pad 0, [MASK] 1, begin 2, end 3, as the synthetic text has them; the rest of the vocabulary is words.
 SpecialTokens specials_of(int64_t vocab) {
-  SpecialTokens s;
+  SpecialTokens s = headlab::test::synthetic_specials();
   s.vocab_size = vocab;
-  s.pad = 0;
-  s.mask = 1;
-  s.begin = 2;
-  s.end = 3;
-  s.specials = {0, 1, 2, 3};
   return s;
 }
 

@@ -9,6 +9,7 @@
 
 #include "app/tasks/task_manager.h"
 #include "app/tasks/task_track.h"
+#include "task_lanes.h"
 
 #include <atomic>
 #include <chrono>
@@ -17,17 +18,9 @@
 
 using namespace headlab::app;
 using namespace std::chrono_literals;
+using headlab::test::in_lane;
 
 namespace {
-
-TaskOptions lane(const std::string& name, const std::string& kind = "", std::vector<std::string> replaces = {}) {
-  TaskOptions o;
-  o.name = name + " " + kind;
-  o.lane = name;
-  o.kind = kind;
-  o.replaces = std::move(replaces);
-  return o;
-}
 
 // Work that publishes `steps` results with progress and phases, checking for Stop between them.
 TaskManager::Work publishing(int steps) {
@@ -62,7 +55,7 @@ TEST_CASE("lanes publish while the UI thread polls every task", "[race]") {
   TaskTrack track;
   std::vector<std::shared_ptr<Task>> mine;
   for (int i = 0; i < 6; ++i) {
-    mine.push_back(tasks.start(lane("lane" + std::to_string(i % 3)), publishing(200)));
+    mine.push_back(tasks.start(in_lane("lane" + std::to_string(i % 3)), publishing(200)));
     track.follow(mine.back());
   }
   while (!tasks.idle()) poll_like_a_frame(tasks, mine, track);
@@ -79,7 +72,7 @@ TEST_CASE("newer requests replace running ones while the UI thread polls", "[rac
   TaskTrack track;
   std::vector<std::shared_ptr<Task>> mine;
   for (int i = 0; i < 50; ++i) {
-    mine.push_back(tasks.start(lane("model", "run", {"run"}), publishing(100)));
+    mine.push_back(tasks.start(in_lane("model", "run", {"run"}), publishing(100)));
     track.follow(mine.back());
     poll_like_a_frame(tasks, mine, track);
   }
@@ -94,7 +87,7 @@ TEST_CASE("Stop from the UI thread while the work checks it", "[race]") {
   TaskManager tasks;
   std::vector<std::shared_ptr<Task>> mine;
   TaskTrack track;
-  for (int i = 0; i < 8; ++i) mine.push_back(tasks.start(lane("l" + std::to_string(i)), publishing(100000)));
+  for (int i = 0; i < 8; ++i) mine.push_back(tasks.start(in_lane("l" + std::to_string(i)), publishing(100000)));
   for (const auto& t : mine) {
     while (t->status().published == 0) std::this_thread::sleep_for(1ms);
     t->stop();
@@ -108,7 +101,7 @@ TEST_CASE("the task system destroyed with work under way stops it and waits", "[
   std::vector<std::shared_ptr<Task>> mine;
   {
     TaskManager tasks;
-    for (int i = 0; i < 4; ++i) mine.push_back(tasks.start(lane("d" + std::to_string(i)), publishing(1000000)));
+    for (int i = 0; i < 4; ++i) mine.push_back(tasks.start(in_lane("d" + std::to_string(i)), publishing(1000000)));
     while (mine.back()->status().published == 0) std::this_thread::sleep_for(1ms);
   }
   for (const auto& t : mine) CHECK(t->finished());
