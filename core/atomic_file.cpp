@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -23,6 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string reason(int error) { return std::strerror(error); }
+
+std::atomic<AtomicProbe> probe_{nullptr};
 
 std::string folder_of(const std::string& target) {
   const fs::path parent = fs::path(target).parent_path();
@@ -74,10 +77,12 @@ void remove_stale_temps(const std::string& target) noexcept {
 
 }  // namespace
 
-// std::ostream's buffer over the temporary file's descriptor; a failed write records its errno.
+void set_atomic_probe(AtomicProbe probe) { probe_.store(probe); }
+
+// std::ostream's buffer over the temporary file; a failed write records its errno.
 class AtomicFile::Buffer : public std::streambuf {
  public:
-  Buffer(int fd, int& error) : fd_(fd), error_(error), data_(1 << 16) { setp(data_.data(), data_.data() + data_.size()); }
+  explicit Buffer(AtomicFile& file) : file_(file), data_(1 << 16) { setp(data_.data(), data_.data() + data_.size()); }
 
  protected:
   int_type overflow(int_type c) override {
@@ -94,13 +99,12 @@ class AtomicFile::Buffer : public std::streambuf {
   int drain() {
     const size_t pending = static_cast<size_t>(pptr() - pbase());
     if (pending == 0) return 0;
-    if (error_ == 0) error_ = write_fully(fd_, pbase(), pending);
+    file_.write_bytes(pbase(), pending);
     setp(data_.data(), data_.data() + data_.size());
-    return error_ == 0 ? 0 : -1;
+    return file_.write_error_ == 0 ? 0 : -1;
   }
 
-  int fd_;
-  int& error_;
+  AtomicFile& file_;
   std::vector<char> data_;
 };
 
@@ -140,7 +144,7 @@ void AtomicFile::discard() noexcept {
 
 std::ostream& AtomicFile::stream() {
   if (!stream_) {
-    buffer_ = std::make_unique<Buffer>(fd_, write_error_);
+    buffer_ = std::make_unique<Buffer>(*this);
     stream_ = std::make_unique<std::ostream>(buffer_.get());
   }
   return *stream_;
@@ -149,8 +153,23 @@ std::ostream& AtomicFile::stream() {
 void AtomicFile::write(const void* data, size_t size) {
   if (fd_ < 0) throw std::logic_error(target_ + ": written after commit");
   if (stream_) stream_->flush();  // keep the order of stream() and write() bytes
-  if (write_error_ == 0) write_error_ = write_fully(fd_, static_cast<const char*>(data), size);
+  write_bytes(static_cast<const char*>(data), size);
   if (write_error_ != 0) fail("write failed", write_error_);
+}
+
+void AtomicFile::write_bytes(const char* data, size_t size) {
+  // In pieces of at most 1 MiB: a writer that dies part-way leaves part of the bytes, as a crash
+  // would, and the probe sees the file after its first piece.
+  constexpr size_t kPiece = size_t(1) << 20;
+  while (size > 0 && write_error_ == 0) {
+    const size_t n = std::min(size, kPiece);
+    write_error_ = write_fully(fd_, data, n);
+    data += n;
+    size -= n;
+    if (write_error_ != 0 || probed_) continue;
+    probed_ = true;
+    if (const AtomicProbe probe = probe_.load()) probe(AtomicStage::Writing, temp_);
+  }
 }
 
 void AtomicFile::commit() {
@@ -160,6 +179,7 @@ void AtomicFile::commit() {
     if (write_error_ == 0 && !*stream_) write_error_ = EIO;  // a writer that set badbit itself
   }
   if (write_error_ != 0) fail("write failed", write_error_);
+  if (const AtomicProbe probe = probe_.load()) probe(AtomicStage::Written, temp_);
   if (::fsync(fd_) != 0) fail("fsync failed", errno);
   const int closed = ::close(fd_);
   fd_ = -1;

@@ -44,6 +44,7 @@ class AtomicFile {
  private:
   class Buffer;
   void fail(const std::string& what, int error) const;  // throws "TARGET: WHAT: REASON"
+  void write_bytes(const char* data, size_t size);       // records the first error; probes Writing
   void discard() noexcept;
 
   std::string target_, temp_;
@@ -52,7 +53,17 @@ class AtomicFile {
   std::unique_ptr<Buffer> buffer_;
   std::unique_ptr<std::ostream> stream_;
   bool committed_ = false;
+  bool probed_ = false;  // the Writing probe has run
 };
+
+// The points at which a writer can die with the target still whole: once the first bytes have
+// reached the temporary file (Writing), and once every byte is there, before the fsync and the
+// rename (Written).
+enum class AtomicStage { Writing, Written };
+// A seam for crash tests: a probe, process-wide, called at each stage of every AtomicFile (Writing
+// once per file). Tests set it in a child process that they kill at a known stage; null = none.
+using AtomicProbe = void (*)(AtomicStage stage, const std::string& temp_path);
+void set_atomic_probe(AtomicProbe probe);
 
 // Replaces `path` with `bytes`, atomically.
 void write_file_atomic(const std::string& path, std::string_view bytes);

@@ -75,6 +75,7 @@ class CachedDecoder {
       h = m.block(Stack::Decoder, l)->forward(h, call, &self, &cross);
       step.attention.push_back(last_row(self, cache_.self[l].positions, position + T));
       if (memory_.defined()) step.cross_attention.push_back(last_row(cross, {}, memory_.size(1)));
+      if (request_.progress && !request_.progress(l + 1, layers_)) throw Cancelled();
     }
     cache_.next_position = position + T;
     step.cache_bytes = cache_.bytes();
@@ -105,6 +106,7 @@ torch::Tensor recompute(Model& model, const GenerateRequest& request, const std:
   r.capture = kCaptureWeights | kCaptureMixedWeights;
   r.logit_positions = {static_cast<int64_t>(sequence.size()) - 1};
   r.cancel = request.cancel;  // checked between layers: run() throws Cancelled
+  r.progress = request.progress;
   const auto trace = run(model, r);
   step.attention.clear();
   step.cross_attention.clear();

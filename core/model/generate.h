@@ -39,6 +39,10 @@ struct GenerateRequest {
   // Set → the generation ends within one layer: the step under way is dropped, the steps made
   // stand, and `stopped` says "cancelled".
   const std::atomic<bool>* cancel = nullptr;
+  // Called after each layer of the step under way with (layers done, layers in the step) — the
+  // decoder's layers from the cache; every layer the recomputing baseline re-runs otherwise, an
+  // encoder-decoder's encoder too. Returning false ends the generation as `cancel` does.
+  std::function<bool(int done, int total)> progress;
 };
 
 struct GenerationStep {

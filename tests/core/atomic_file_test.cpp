@@ -3,6 +3,8 @@
 // file byte-identical and at most a stray temporary file.
 #include "test_common.h"
 
+#include "writer_kill.h"
+
 #include "core/atomic_file.h"
 
 #include <linux/capability.h>
@@ -235,50 +237,27 @@ TEST_CASE("atomic writer: a child killed with SIGKILL mid-write leaves the old f
   const std::string before = pattern(3 << 20, 11);
   core::write_file_atomic(path, before);
 
-  int ready[2];
-  REQUIRE(::pipe(ready) == 0);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    // A large save written slowly: 64 KiB chunks with a pause between them. After the fourth chunk
-    // it tells the parent, which kills it somewhere in the middle.
-    ::close(ready[0]);
-    try {
-      core::write_file_atomic(path, [&](std::ostream& out) {
-        const std::string chunk = pattern(64 * 1024, 12);
-        for (int i = 0; i < 400; ++i) {
-          out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-          out.flush();
-          if (i == 3 && ::write(ready[1], "r", 1) != 1) ::_exit(3);
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-      });
-    } catch (...) {
-      ::_exit(2);
-    }
-    ::_exit(0);  // finishing would mean the parent never killed it
-  }
-  ::close(ready[1]);
-  struct pollfd wait_for{ready[0], POLLIN, 0};
-  REQUIRE(::poll(&wait_for, 1, 30000) == 1);
-  char signal_byte = 0;
-  REQUIRE(::read(ready[0], &signal_byte, 1) == 1);
-  ::close(ready[0]);
-  const auto temps = test::temp_files_of(path);
-  REQUIRE(temps.size() == 1);  // the child is writing its temporary file now
-  CHECK(fs::file_size(temps[0]) >= 4 * 64 * 1024);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(WIFSIGNALED(status));
-  CHECK(WTERMSIG(status) == SIGKILL);
+  // Killed once the first megabyte of a new 3 MiB save is in its temporary file (core/atomic_file.h's
+  // probe; tests/writer_kill.h), then killed again with every byte written but before the rename.
+  const std::string next = pattern(3 << 20, 12);
+  test::kill_writer_at(core::AtomicStage::Writing, [&] { core::write_file_atomic(path, next); });
+  auto temps = test::temp_files_of(path);
+  REQUIRE(temps.size() == 1);  // the dead writer's temporary file, part-written
+  CHECK(fs::file_size(temps[0]) > 0);
+  CHECK(fs::file_size(temps[0]) < next.size());
+  CHECK(core::read_file_bytes(path) == before);
+  fs::remove(temps[0]);
+  test::kill_writer_at(core::AtomicStage::Written, [&] { core::write_file_atomic(path, next); });
+  temps = test::temp_files_of(path);
+  REQUIRE(temps.size() == 1);
+  CHECK(fs::file_size(temps[0]) == next.size());  // whole, but never renamed
 
   // The target is exactly the previous file; the only other entry is the dead writer's temp file.
   CHECK(core::read_file_bytes(path) == before);
   const auto left = entries(dir.str());
   REQUIRE(left.size() == 2);
   CHECK(left[1] == "model.bin");
-  CHECK(left[0].rfind(".model.bin.tmp." + std::to_string(child) + ".", 0) == 0);
+  CHECK(left[0] == fs::path(temps[0]).filename().string());
   // The next save of the file clears the dead writer's leftover.
   const std::string after = pattern(1000, 13);
   core::write_file_atomic(path, after);

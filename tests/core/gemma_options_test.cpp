@@ -341,5 +341,5 @@ TEST_CASE("Gemma options: config round trip, validation, native save/load and LR
   randomise(*lrp_model, 13, 0.0);
   const auto lrp = analysis::lrp_relevance(*lrp_model, kIds);
   CHECK(std::abs(lrp.target) > 0.1);
-  CHECK(lrp.relative_residual() < 1e-3);
+  CHECK(lrp.relative_residual() < 1e-5);  // float32; measured ≤ 1e-6
 }

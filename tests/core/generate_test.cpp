@@ -13,11 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 using namespace headlab;
 using core::GenerateRequest;
@@ -241,37 +239,45 @@ TEST_CASE("generation refuses what it cannot do, saying why", "[generate]") {
 }
 
 TEST_CASE("a Stop ends generation within a layer of the step under way, keeping the steps before", "[generate]") {
-  // A deep model with a long prompt: one step (every layer over the whole sequence) takes far longer
-  // than one layer, so a Stop set half-way through the step falls between two of its layers.
+  // The Stop is set from the step's own progress after layer 3 of 8 of the second step: the
+  // generation must end before layer 5 of that step, drop that step and keep the first — without
+  // timing, so it cannot pass or fail by chance.
   json j = shipped_config("mha");
-  j["encoder"]["layers"] = 32;
-  j["max_positions"] = 512;
+  j["encoder"]["layers"] = 8;
   auto model = core::make_random_model(as_decoder(j), 9);
   for (const bool cache : {false, true}) {
     INFO((cache ? "from the cache" : "recomputing"));
     GenerateRequest request;
-    request.prompt.assign(500, 5);
-    request.max_new = 1;
+    request.prompt = {5, 6, 7, 8};
+    request.max_new = 3;
     request.use_cache = cache;
-    core::generate(*model, request);  // warm
-    const auto start = std::chrono::steady_clock::now();
     const auto whole = core::generate(*model, request);
-    const auto step = std::chrono::steady_clock::now() - start;
-    REQUIRE(whole.steps.size() == 1);
-    CHECK(whole.stopped == "max_new");
+    REQUIRE(whole.steps.size() == 3);
 
     std::atomic<bool> stop{false};
     request.cancel = &stop;
-    std::thread stopper([&] {
-      std::this_thread::sleep_for(step / 2);
-      stop = true;
-    });
+    std::vector<std::pair<int, int>> calls;  // (done, total) as reported
+    request.progress = [&](int done, int total) {
+      calls.emplace_back(done, total);
+      if (calls.size() == 8 + 3) stop = true;  // the second step, after its third layer
+      return true;
+    };
     const auto stopped = core::generate(*model, request);
-    stopper.join();
-    // Stopped between two layers of its only step: the step is dropped, nothing half-made is kept.
     CHECK(stopped.stopped == "cancelled");
-    CHECK(stopped.steps.empty());
-    CHECK(stopped.tokens.empty());
+    REQUIRE(stopped.steps.size() == 1);  // the second step is dropped, the first stands
+    CHECK(stopped.tokens == std::vector<int64_t>{whole.tokens[0]});
+    CHECK(torch::equal(stopped.steps[0].logits, whole.steps[0].logits));
+    CHECK(calls.size() == 8 + 3);  // not one layer more after the Stop
+    CHECK(calls.back() == std::make_pair(3, 8));
+
+    // A progress callback that returns false stops it the same way.
+    request.cancel = nullptr;
+    int layers_run = 0;
+    request.progress = [&](int, int) { return ++layers_run < 8 + 5; };
+    const auto refused = core::generate(*model, request);
+    CHECK(refused.stopped == "cancelled");
+    CHECK(refused.steps.size() == 1);
+    CHECK(layers_run == 8 + 5);
   }
 }
 

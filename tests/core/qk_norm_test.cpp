@@ -107,7 +107,7 @@ TEST_CASE("qk_norm: config round trip, validation, LRP conservation and the key-
   const std::vector<int64_t> ids = {3, 7, 1, 30, 12, 5, 9};
   const auto lrp = analysis::lrp_relevance(*model, ids);
   CHECK(std::abs(lrp.target) > 0.1);
-  CHECK(lrp.relative_residual() < 1e-3);
+  CHECK(lrp.relative_residual() < 1e-5);  // float32; measured ≤ 1e-6
 
   // With the RoPE rotation at offset 0 (t = s), J_tt · rms(q_t) · rms(k_t) / scale = x_tᵀ W_Q diag(w_q ⊙ w_k) W_Kᵀ x_t
   // (this model has q/k biases; they are added to both sides by hand).

@@ -319,7 +319,7 @@ TEST_CASE("encoder-decoder options keep LRP conservative: relevance sums to the 
     const std::vector<int64_t> dec = {0, 7, 19, 2, 33, 6, 11};
     const auto lrp = headlab::analysis::lrp_relevance(*model, ids, {}, {}, dec);
     CHECK(std::abs(lrp.target) > 1e-3);
-    CHECK(lrp.relative_residual() < 1e-3);
+    CHECK(lrp.relative_residual() < 1e-5);  // float32; measured ≤ 1e-6
     // The logit explained is the model's own: LRP's forward embeds and attends as core::run does.
     const auto trace = run_pair(*model, ids, dec);
     CHECK(lrp.target == Approx(trace->logits[lrp.position][lrp.token].item<double>()).epsilon(1e-4));

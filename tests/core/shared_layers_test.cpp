@@ -214,5 +214,5 @@ TEST_CASE("shared_layers and embedding_size: JSON, validation, saving, LRP", "[c
   // LRP runs through the projection and the shared layers and conserves relevance.
   const auto lrp = headlab::analysis::lrp_relevance(*model, ids);
   CHECK(std::abs(lrp.target) > 0.1);
-  CHECK(lrp.relative_residual() < 1e-3);
+  CHECK(lrp.relative_residual() < 1e-5);  // float32; measured ≤ 1e-6
 }
