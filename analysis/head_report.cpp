@@ -134,6 +134,7 @@ class StatsWriter final : public StatsFields {
   void real(const char* key, double& v) override { j_[key] = v; }
   void count(const char* key, int64_t& v) override { j_[key] = v; }
   void offsets(const char* key, std::map<int, int64_t>& v) override { j_[key] = kit::offsets_json(v); }
+  void added_real(const char* key, double& v) override { j_[key] = v; }
 
  private:
   json& j_;
@@ -145,6 +146,7 @@ class StatsReader final : public StatsFields {
   void real(const char* key, double& v) override { v = j_.at(key).get<double>(); }
   void count(const char* key, int64_t& v) override { v = core::get_integer<int64_t>(j_.at(key)); }
   void offsets(const char* key, std::map<int, int64_t>& v) override { v = kit::offsets_from(j_.at(key)); }
+  void added_real(const char* key, double& v) override { v = j_.contains(key) ? j_.at(key).get<double>() : 0.0; }
 
  private:
   const json& j_;

@@ -43,6 +43,9 @@ class StatsFields {
   virtual void real(const char* key, double& value) = 0;
   virtual void count(const char* key, int64_t& value) = 0;
   virtual void offsets(const char* key, std::map<int, int64_t>& value) = 0;  // offset → queries
+  // A statistic of a measure added after reports were first written: a report without it was made
+  // before the measure existed and reads as 0 (nothing measured).
+  virtual void added_real(const char* key, double& value) = 0;
 };
 
 struct SentenceWork {

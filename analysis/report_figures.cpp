@@ -50,7 +50,8 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, core::Sta
   const double cell = std::clamp(std::min(600.0 / per_layer, 600.0 / layers), 10.0, 56.0);
   const double grid_w = per_layer * cell, grid_h = layers * cell;
   const std::string title = measure.title + (name_stack ? " (" + std::string(core::stack_name(stack)) + ")" : "");
-  const std::string subtitle = (name_stack ? "" : std::string(core::stack_name(stack)) + " · ") + measure.role_note;
+  std::string subtitle = name_stack ? "" : core::stack_name(stack);
+  if (!measure.role_note.empty()) subtitle += (subtitle.empty() ? "" : " · ") + measure.role_note;
   // Row labels: every layer when they fit, else every k-th.
   const int row_every = cell >= 12 ? 1 : int(std::ceil(12 / cell));
   const int col_every = std::max(1, int(std::ceil((m.width(std::to_string(per_layer - 1), tick) + 4) / cell)));

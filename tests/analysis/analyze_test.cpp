@@ -12,6 +12,7 @@
 #include "core/model/safetensors_torch.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
+#include "core/model/stacks.h"
 #include "core/token_counts.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/trainer.h"
@@ -314,6 +315,121 @@ TEST_CASE("analyze matches a direct count over the traces", "[analysis][analyze]
       }
   }
   CHECK(some_rare);
+}
+
+TEST_CASE("entropy, mean distance and sink share match a direct computation over the traces", "[analysis][analyze]") {
+  // Clark et al. 2019 §3 (entropy), Vig & Belinkov 2019 (distance), the first token's share: recomputed
+  // in float64 with plain loops from core::run's maps, over the non-special queries and every key.
+  TinyModel tiny;
+  test::TempDir data("analyze-rows");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::ofstream(data.str("x.conllu")) << tree_file(words, 9);
+  for (const bool causal : {false, true}) {
+    DYNAMIC_SECTION((causal ? "a causal decoder: the uniform bound counts the keys a query sees" : "an encoder")) {
+      auto config = tiny.model->config;
+      if (causal) {
+        config.kind = core::StackKind::Decoder;
+        config.decoder = config.encoder;
+        config.encoder.reset();
+        config.objective = "causal";
+      }
+      auto model = core::make_random_model(config, 11);
+      model->tokenizer = tiny.model->tokenizer;
+      analysis::AnalyzeOptions o;
+      o.data = {data.str("x.conllu")};
+      o.settings.metrics = {"entropy", "distance", "sink"};
+      const auto r = analysis::analyze(*model, o).report;
+      REQUIRE(r.sentences == 9);
+      const auto stack = causal ? headlab::core::Stack::Decoder : headlab::core::Stack::Encoder;
+      const int layers = 2, heads = 4;
+      std::vector<double> entropy(layers * heads), bound(layers * heads), distance(layers * heads), sink(layers * heads);
+      int queries = 0;
+      analysis::DatasetReader reader({data.str("x.conllu")});
+      for (analysis::DatasetSentence s; reader.next(s);) {
+        const auto ids = model->tokenizer->encode(s.text, true).ids;
+        const int T = static_cast<int>(ids.size());  // [CLS] words [SEP]
+        core::RunRequest request;
+        request.ids = ids;
+        request.capture = core::kCaptureWeights;
+        auto trace = core::run(*model, request);
+        for (int l = 0; l < layers; ++l) {
+          auto a = core::stages_of(*trace, stack, l).weights.to(torch::kFloat64).contiguous();
+          auto w = a.accessor<double, 3>();
+          for (int h = 0; h < heads; ++h)
+            for (int q = 1; q < T - 1; ++q) {
+              const int i = l * heads + h;
+              for (int k = 0; k < T; ++k) {
+                const double x = float(w[h][q][k]);  // the float32 map the measures read
+                if (x > 0) entropy[i] -= x * std::log(x);
+                distance[i] += x * std::abs(q - k);
+              }
+              bound[i] += std::log(double(causal ? q + 1 : T));  // the keys the query may attend to
+              sink[i] += float(w[h][q][0]);
+            }
+        }
+        queries += T - 2;
+      }
+      for (int i = 0; i < layers * heads; ++i) {
+        INFO("layer " << i / heads << " head " << i % heads);
+        const auto& h = *r.find(stack, i / heads, i % heads);
+        CHECK(h.values.at("entropy") == Approx(entropy[i] / queries).epsilon(1e-9));
+        CHECK(h.values.at("entropy_baseline") == Approx(bound[i] / queries).epsilon(1e-12));
+        CHECK(h.values.at("distance") == Approx(distance[i] / queries).epsilon(1e-9));
+        CHECK(h.values.at("sink") == Approx(sink[i] / queries).epsilon(1e-9));
+        CHECK(h.values.at("entropy") < h.values.at("entropy_baseline"));
+      }
+      // The report's JSON and CSV carry them; a report written before the measures existed still reads.
+      auto j = analysis::to_json(r);
+      CHECK(j["heads"][0]["entropy"].get<double>() == Approx(r.heads[0].values.at("entropy")));
+      CHECK(j["heads"][0]["sink"].get<double>() == Approx(r.heads[0].values.at("sink")));
+      CHECK(analysis::head_report_from_json(j).heads[5].values.at("distance") == r.heads[5].values.at("distance"));
+      for (auto& e : j["heads"])
+        for (const char* m : {"entropy", "distance", "sink"})
+          for (const char* part : {"_sum", "_baseline_sum", "_rows", "_invalid_rows"}) e["stats"].erase(std::string(m) + part);
+      j["settings"]["metrics"] = {"confidence"};
+      const auto old = analysis::head_report_from_json(j);
+      CHECK(old.heads[0].values.count("entropy") == 0);
+    }
+  }
+}
+
+TEST_CASE("entropy, distance and sink are left empty for maps that are not distributions, and say why", "[analysis][analyze]") {
+  // Talking heads with a P_w that subtracts one head from another: U's rows have negative weights and
+  // no entropy. The softmax output W is a distribution again.
+  TinyModel tiny;
+  test::TempDir data("analyze-rows-u");
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  std::ofstream(data.str("x.conllu")) << tree_file(words, 4);
+  auto config = tiny.model->config;
+  config.encoder->attention.talking_heads = core::TalkingHeads{4, 4, 4};
+  auto model = core::make_random_model(config, 5);
+  model->tokenizer = tiny.model->tokenizer;
+  {
+    torch::NoGradGuard no_grad;
+    for (int l = 0; l < config.encoder->layers; ++l) {
+      auto& post = model->module->block(headlab::core::Stack::Encoder, l)->attn->post_mix;
+      post.copy_(torch::eye(4));  // U = W: every row a distribution …
+      if (l == 0) post[1][0] = -1.0f;  // … but U_0 = W_0 − W_1 in layer 0
+    }
+  }
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.settings.metrics = {"entropy", "distance", "sink"};
+  const auto values = analysis::analyze(*model, o).report;
+  const auto& mixed = *values.find(headlab::core::Stack::Encoder, 0, 0);
+  CHECK(mixed.values.count("entropy") == 0);
+  CHECK(mixed.values.count("distance") == 0);
+  CHECK(mixed.values.count("sink") == 0);
+  CHECK(values.find(headlab::core::Stack::Encoder, 0, 1)->values.count("entropy") == 1);  // its neighbour is a distribution
+  CHECK(values.find(headlab::core::Stack::Encoder, 1, 0)->values.count("entropy") == 1);
+  CHECK(analysis::to_json(values)["heads"][0]["entropy"].is_null());
+  CHECK(std::any_of(values.notes.begin(), values.notes.end(), [](const std::string& n) {
+    return n.rfind("entropy: left empty for 1 heads whose maps are not probability distributions", 0) == 0;
+  }));
+  o.settings.stage = core::Stage::W;
+  const auto softmax = analysis::analyze(*model, o).report;
+  CHECK(softmax.find(headlab::core::Stack::Encoder, 0, 0)->values.count("entropy") == 1);
+  CHECK(softmax.notes.empty());
 }
 
 TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]") {

@@ -1,0 +1,70 @@
+// Attention entropy (Clark et al. 2019 §3, "broad attention"): the mean over query tokens of the
+// entropy −Σ_s a_s ln a_s of the head's attention row, in nats, beside the entropy of a uniform row
+// over the same keys (ln of the keys the query may attend to), which bounds it. A head that looks
+// at one token has 0; a head that spreads evenly has its bound.
+#include "analysis/measure_kit.h"
+#include "analysis/row_mean_measure.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace headlab::analysis {
+namespace {
+
+ReportCell value_cell(const HeadEntry& h, const char* key) {
+  const auto it = h.values.find(key);
+  return it == h.values.end() ? ReportCell{} : kit::real(it->second);
+}
+
+class EntropyMeasure : public RowMeanMeasure {
+ public:
+  EntropyMeasure() : RowMeanMeasure("entropy", /*has_baseline=*/true, "nats", 3) {}
+  const char* name() const override { return "entropy"; }
+  const char* definition() const override {
+    return "Clark et al. 2019 §3: mean over query tokens of the attention row's entropy -sum_s a_s ln a_s (nats; "
+           "entropy_baseline: the mean of ln(keys the query may attend to), a uniform row's)";
+  }
+
+  std::vector<ReportColumn> columns() const override {
+    using H = const HeadEntry&;
+    return {{"entropy", "entropy", true, false, [](H h) { return value_cell(h, "entropy"); }},
+            {"entropy_baseline", "entropy", true, false, [](H h) { return value_cell(h, "entropy_baseline"); }}};
+  }
+
+  std::vector<GridFigureSpec> grids(const ReportSettings& /*settings*/) const override {
+    return {{"entropy", "Entropy over its uniform bound (0: one key, 1: spread evenly)", "", true,
+             [this](const HeadEntry& h) -> std::optional<double> {
+               const auto m = mean(h), b = baseline(h);
+               if (!m || !b || *b <= 0) return std::nullopt;
+               return *m / *b;
+             },
+             [this](const HeadEntry& h) {
+               const auto m = mean(h);
+               return m ? kit::fixed(*m, 2) + " nats" : std::string();
+             },
+             [](const HeadEntry&) { return false; }}};
+  }
+
+ protected:
+  Value row_value(const Row& row) const override {
+    double entropy = 0;
+    for (int64_t s = 0; s < row.keys; ++s) {
+      const double a = row.weights[s];
+      if (a > 0) entropy -= a * std::log(a);  // 0 · ln 0 = 0: masked keys and underflowed weights
+    }
+    return {entropy, row.allowed > 0 ? std::log(double(row.allowed)) : 0.0};
+  }
+
+  std::string describe(double mean, double baseline, int64_t rows) const override {
+    char line[200];
+    std::snprintf(line, sizeof line, "entropy %.3f nats over %lld queries (a uniform row over the same keys: %.3f)",
+                  mean, static_cast<long long>(rows), baseline);
+    return line;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Measure> make_entropy_measure() { return std::make_unique<EntropyMeasure>(); }
+
+}  // namespace headlab::analysis
