@@ -120,7 +120,12 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
                                 " is not 0 <= I < N");
   r.model = model.folder.empty() ? model.config.name : model.folder;
   if (!model.folder.empty()) r.model_weights = core::weights_identity(model.folder);
-  r.files = expand_dataset_paths(o.data);
+  if (!o.data.empty()) r.files = expand_dataset_paths(o.data);
+  if (r.files.empty())
+    for (const auto& m : s.metrics)
+      if (find_measure(m)->needs_data())
+        throw std::invalid_argument("the " + m + " measure needs a dataset (--data); without one, choose measures "
+                                    "of the weights or of a probe (--metrics spectra,induction)");
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
   const auto stacks = stacks_of(model);
   for (const auto& st : stacks)

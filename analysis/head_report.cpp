@@ -170,6 +170,11 @@ void settings_fields(Io& io, S& s) {
   io.required("limit", s.limit);
   io.optional("max_tokens", s.max_tokens);
   io.optional("stage", s.stage);
+  io.optional("probe_length", s.probe_length);
+  io.optional("probe_sequences", s.probe_sequences);
+  io.optional("probe_seed", s.probe_seed);
+  io.optional("prev_token_threshold", s.prev_token_threshold);
+  io.optional("induction_threshold", s.induction_threshold);
   auto shard = io.object("shard");
   shard.required("index", s.shard_index);
   shard.required("count", s.shard_count);

@@ -36,7 +36,7 @@ inline constexpr int kHeadReportFormatVersion = 1;
 
 // Every threshold and choice a report was made with (all written to "settings").
 struct ReportSettings {
-  std::vector<std::string> metrics;  // of confidence, positional, rare, syntactic, lrp, importance, spectra
+  std::vector<std::string> metrics;  // names of registered measures (analysis/measures/registry.cpp)
   double positional_threshold = 0.90;   // share at one offset, ≥
   double rare_threshold = 0.50;         // share on the rarest token, >
   int64_t rare_min_rank = 500;          // only sentences whose rarest token's rank is > this count
@@ -55,6 +55,11 @@ struct ReportSettings {
   // and "softmax" in the report (stage_key).
   core::Stage stage = core::Stage::U;
   int shard_index = 0, shard_count = 1;  // this report holds sentences with index % count == index
+  // The induction probe (analysis/measures/induction.cpp): `probe_sequences` sequences of
+  // `probe_length` random tokens (0: as many as fit, at most 50) each repeated once, drawn with
+  // `probe_seed`; a head is prev-token / induction when its score is ≥ the threshold.
+  int64_t probe_length = 0, probe_sequences = 10, probe_seed = 0;
+  double prev_token_threshold = 0.5, induction_threshold = 0.5;
   bool has(const std::string& metric) const;
 };
 

@@ -104,6 +104,9 @@ class Measure {
   virtual const char* definition() const = 0;
 
   // ---- measuring (analysis/analyze.cpp; only the measures a report holds) ----
+  // Whether it measures a dataset; false for a measure of the weights or of a probe of its own, which
+  // `analyze` runs without --data.
+  virtual bool needs_data() const { return true; }
   // Reads each layer's maps (add_layer); the analysis runs the model for the measures that do.
   virtual bool reads_maps() const { return false; }
   // Before the data (work on the weights, settings the report records).

@@ -21,6 +21,7 @@ bool usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable; }
 
 class SpectraMeasure : public Measure {
  public:
+  bool needs_data() const override { return false; }
   const char* name() const override { return "spectra"; }
   const char* definition() const override {
     return "Cordonnier et al. 2020 Fig. 1: singular values of each head's key-query form W_Q^i W_K^iᵀ, cumulative "

@@ -26,13 +26,21 @@ namespace headlab::app {
 namespace {
 
 struct AnalyzeCliOptions {
-  std::string model, out, shard, stage = "values";
+  std::string model, out, shard, stage = "values", probe;
   std::vector<std::string> data, metrics, freq;
   int64_t limit = 0, max_tokens = 0;
   bool strip_subtypes = false, force = false;
-  double positional = 0.9, rare = 0.5, margin = 0.10;
+  double positional = 0.9, rare = 0.5, margin = 0.10, prev_token = 0.5, induction = 0.5;
   int64_t min_relation = 100;
+  int64_t probe_length = 0, probe_sequences = 10, probe_seed = 0;
 };
+
+// The registered measures' names, comma-separated.
+std::string metric_list() {
+  std::string out;
+  for (const auto& name : analysis::all_metrics()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
 
 std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted = true; }
@@ -112,6 +120,20 @@ int analyze_command(const AnalyzeCliOptions& c) {
   s.rare_threshold = c.rare;
   s.syntactic_margin = c.margin;
   s.min_relation_count = c.min_relation;
+  s.prev_token_threshold = c.prev_token;
+  s.induction_threshold = c.induction;
+  s.probe_length = c.probe_length;
+  s.probe_sequences = c.probe_sequences;
+  s.probe_seed = c.probe_seed;
+  // --probe induction: the probe's scores, beside the other measures or (without --data) alone.
+  if (!c.probe.empty()) {
+    if (s.metrics.empty() && c.data.empty()) s.metrics = {c.probe};
+    else if (!s.metrics.empty() && std::find(s.metrics.begin(), s.metrics.end(), c.probe) == s.metrics.end())
+      s.metrics.push_back(c.probe);
+  }
+  if (c.data.empty() && c.probe.empty() && c.metrics.empty())
+    throw UsageError("--data is required (a dataset to measure), unless --probe induction or --metrics chooses "
+                     "measures that need none (spectra, induction)");
   try {
     std::tie(s.shard_index, s.shard_count) = analysis::shard_from(c.shard);
   } catch (const std::invalid_argument& e) {
@@ -119,8 +141,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   }
   for (const auto& m : c.metrics)
     if (std::find(analysis::all_metrics().begin(), analysis::all_metrics().end(), m) == analysis::all_metrics().end())
-      throw UsageError("--metrics: unknown metric '" + m +
-                       "' (confidence, positional, rare, syntactic, lrp, importance, spectra)");
+      throw UsageError("--metrics: unknown metric '" + m + "' (" + metric_list() + ")");
   // Sharded runs write each shard beside the others; `headlab merge OUT --out OUT` joins them.
   std::string folder = c.out;
   if (s.shard_count > 1)
@@ -209,11 +230,22 @@ void add_analyze_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<AnalyzeCliOptions>();
   auto* cmd = app.add_subcommand("analyze", command_description("analyze"));
   cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer (default: the shipped default model)");
-  cmd->add_option("--data", c->data, "Plain text (a sentence a line), CoNLL-U files, or folders of them")->required();
+  cmd->add_option("--data", c->data,
+                  "Plain text (a sentence a line), CoNLL-U files, or folders of them (not needed by spectra and the "
+                  "induction probe)");
   cmd->add_option("--out", c->out, "Report folder (head_report.json/.csv/.md, figures/)")->required();
-  cmd->add_option("--metrics", c->metrics,
-                  "Comma-separated: confidence,positional,rare,syntactic,lrp,importance,spectra (default: all)")
-      ->delimiter(',');
+  cmd->add_option("--metrics", c->metrics, "Comma-separated, of: " + metric_list() + " (default: all)")->delimiter(',');
+  cmd->add_option("--probe", c->probe,
+                  "induction: score previous-token, duplicate-token and induction heads on repeated random tokens "
+                  "(with or without --data)")
+      ->check(CLI::IsMember({"induction"}));
+  cmd->add_option("--probe-length", c->probe_length,
+                  "Random tokens per copy in the induction probe (default: as many as fit, at most 50)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--probe-sequences", c->probe_sequences, "Sequences in the induction probe (default 10)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--probe-seed", c->probe_seed, "Seed of the induction probe's tokens (default 0)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--limit", c->limit, "Analyse only the first N sentences")->check(CLI::NonNegativeNumber);
   cmd->add_option("--freq", c->freq, "Frequency corpus for rare-word ranks (plain text; default: the model folder's "
                                      "token_counts.json, else the dataset)");
@@ -230,6 +262,10 @@ void add_analyze_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--rare-threshold", c->rare, "Rare-word head: share on the rarest token > this")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--syntactic-margin", c->margin, "Syntactic head: accuracy >= baseline + this")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--prev-token-threshold", c->prev_token, "Prev-token head: previous-token score >= this")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--induction-threshold", c->induction, "Induction head: induction score >= this")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--min-relation-count", c->min_relation,
                   "Score relations with at least this many arcs (nsubj, obj, amod, advmod always)")
       ->check(CLI::NonNegativeNumber);

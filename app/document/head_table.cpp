@@ -179,6 +179,11 @@ std::vector<RoleBadge> role_badges(const HeadEntry& head) {
                           std::to_string(s.count) + " arcs against the best fixed offset's " + percent(s.baseline) +
                           " (offset " + signed_offset(s.baseline_offset) + ")"});
   }
+  // The roles of the other measures (prev-token, induction): their name, and the measure's evidence
+  // in Head detail.
+  for (const auto& role : head.roles)
+    if (role.rfind("positional(", 0) != 0 && role != "rare-word" && role.rfind("syntactic(", 0) != 0)
+      badges.push_back({RoleFilter::some, role, role + ": see Head detail for the score and the probe"});
   return badges;
 }
 

@@ -1,0 +1,162 @@
+// The induction probe (Olsson et al. 2022): its sequences, the previous-token, duplicate-token and
+// induction scores recomputed with plain loops from core::run's maps, shards, roles and thresholds,
+// and `headlab analyze --probe induction` without a dataset.
+#include "test_common.h"
+
+#include "analysis/analyze.h"
+#include "analysis/head_report.h"
+#include "analysis/induction_probe.h"
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/tokenizer/tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace headlab;
+
+namespace {
+
+std::shared_ptr<core::Model> default_model() {
+  return core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
+}
+
+}  // namespace
+
+TEST_CASE("the induction probe repeats random ordinary tokens once, framed as the tokenizer frames text",
+          "[analysis][induction]") {
+  auto model = default_model();
+  const auto& tok = *model->tokenizer;
+  const auto p = analysis::make_induction_probe(*model, 0, 4, 7);
+  // Framed as the analysis frames a sentence: encode(text, true)'s tokens around the bare ones.
+  const auto framed = tok.encode("cat", true).ids, bare = tok.encode("cat", false).ids;
+  const bool begins = framed.size() > bare.size() && framed.front() != bare.front();
+  const size_t framing = framed.size() - bare.size();
+  CHECK(p.length == std::min<int64_t>(50, (model->config.max_positions - int64_t(framing)) / 2));
+  CHECK(p.start == (begins ? 1 : 0));
+  REQUIRE(p.sequences.size() == 4);
+  for (const auto& ids : p.sequences) {
+    REQUIRE(ids.size() == size_t(2 * p.length) + framing);
+    if (begins) CHECK(ids.front() == framed.front());
+    if (framing == 2) CHECK(ids.back() == framed.back());
+    for (int64_t t = p.start; t < p.start + p.length; ++t) {
+      CHECK(ids[size_t(t)] == ids[size_t(t + p.length)]);  // the second copy repeats the first
+      CHECK_FALSE(tok.is_special(ids[size_t(t)]));
+      if (tok.unk_id()) CHECK(ids[size_t(t)] != *tok.unk_id());
+    }
+  }
+  CHECK(p.sequences[0] != p.sequences[1]);
+  CHECK(analysis::make_induction_probe(*model, 0, 4, 7).sequences == p.sequences);  // the seed decides
+  CHECK(analysis::make_induction_probe(*model, 0, 4, 8).sequences[0] != p.sequences[0]);
+  CHECK(analysis::make_induction_probe(*model, 20, 1, 7).sequences[0].size() == 40 + framing);
+  CHECK_THROWS_WITH(analysis::make_induction_probe(*model, 300, 1, 0),
+                    Catch::Contains("a length of 300 repeated twice") &&
+                        Catch::Contains("2 to " + std::to_string((512 - framing) / 2)));
+}
+
+TEST_CASE("previous-token, duplicate-token and induction scores match a direct computation", "[analysis][induction]") {
+  auto model = default_model();
+  analysis::AnalyzeOptions o;  // no dataset: the probe alone
+  o.settings.metrics = {"induction"};
+  o.settings.probe_sequences = 3;
+  o.settings.probe_length = 30;
+  o.settings.probe_seed = 5;
+  const auto r = analysis::analyze(*model, o).report;
+  CHECK(r.sentences == 0);
+
+  const auto probe = analysis::make_induction_probe(*model, 30, 3, 5);
+  const int layers = model->config.encoder->layers, heads = model->config.encoder->attention.heads;
+  std::vector<double> prev(layers * heads), dup(layers * heads), ind(layers * heads);
+  for (const auto& ids : probe.sequences) {
+    core::RunRequest request;
+    request.ids = ids;
+    request.capture = core::kCaptureMixedWeights;
+    const auto trace = core::run(*model, request);
+    for (int l = 0; l < layers; ++l) {
+      const auto a = core::value_weights(trace->encoder.layers[size_t(l)].self).to(torch::kFloat64).contiguous();
+      const auto w = a.accessor<double, 3>();
+      for (int h = 0; h < heads; ++h)
+        for (int64_t t = probe.start + 30; t < probe.start + 60; ++t) {  // the second copy
+          prev[size_t(l * heads + h)] += w[h][t][t - 1];
+          dup[size_t(l * heads + h)] += w[h][t][t - 30];
+          ind[size_t(l * heads + h)] += w[h][t][t - 29];
+        }
+    }
+  }
+  const double queries = 3 * 30;
+  double best_prev = 0;
+  for (int i = 0; i < layers * heads; ++i) {
+    INFO("layer " << i / heads << " head " << i % heads);
+    const auto& h = *r.find(core::Stack::Encoder, i / heads, i % heads);
+    CHECK(h.values.at("probe_queries") == queries);
+    CHECK(h.values.at("prev_token") == Approx(prev[size_t(i)] / queries).epsilon(1e-12));
+    CHECK(h.values.at("duplicate_token") == Approx(dup[size_t(i)] / queries).epsilon(1e-12));
+    CHECK(h.values.at("induction") == Approx(ind[size_t(i)] / queries).epsilon(1e-12));
+    best_prev = std::max(best_prev, prev[size_t(i)] / queries);
+  }
+  // The shipped default's L3 H7 attends to the token before (its positional head at −1).
+  CHECK(r.find(core::Stack::Encoder, 3, 7)->values.at("prev_token") > 0.9);
+  CHECK(best_prev > 0.9);
+
+  SECTION("roles follow the thresholds") {
+    const auto& l3h7 = *r.find(core::Stack::Encoder, 3, 7);
+    CHECK(std::count(l3h7.roles.begin(), l3h7.roles.end(), "prev-token") == 1);
+    auto strict = r;
+    strict.settings.prev_token_threshold = 1.0;
+    strict.settings.induction_threshold = 0.0;
+    strict.finalize();
+    for (const auto& h : strict.heads) {
+      CHECK(std::count(h.roles.begin(), h.roles.end(), "prev-token") == 0);
+      CHECK(std::count(h.roles.begin(), h.roles.end(), "induction") == 1);
+    }
+  }
+  SECTION("the first shard measures the probe; merged shards equal one pass; the report reads back") {
+    std::vector<analysis::HeadReport> shards;
+    for (int i = 0; i < 2; ++i) {
+      auto so = o;
+      so.settings.shard_index = i;
+      so.settings.shard_count = 2;
+      shards.push_back(analysis::analyze(*model, so).report);
+    }
+    CHECK(shards[1].heads[0].values.count("induction") == 0);  // measured nothing: no score
+    const auto merged = analysis::merge_shards(shards);
+    for (size_t i = 0; i < r.heads.size(); ++i) {
+      CHECK(merged.heads[i].values.at("induction") == r.heads[i].values.at("induction"));
+      CHECK(merged.heads[i].roles == r.heads[i].roles);
+    }
+    const auto back = analysis::head_report_from_json(analysis::to_json(r));
+    CHECK(back.settings.probe_length == 30);
+    CHECK(back.settings.probe_seed == 5);
+    CHECK(back.heads[31].values.at("prev_token") == r.heads[31].values.at("prev_token"));
+    CHECK(back.heads[31].roles == r.heads[31].roles);
+  }
+}
+
+TEST_CASE("headlab analyze --probe induction runs without a dataset, other measures still need one",
+          "[analysis][induction][cli]") {
+  test::TempDir out("induction-cli");
+  std::string output;
+  const std::string headlab = HEADLAB_BINARY;
+  REQUIRE(test::run_command(headlab + " analyze --probe induction --probe-sequences 2 --probe-length 12 --out " +
+                                out.str("r") + " 2>&1",
+                            output) == 0);
+  INFO(output);
+  std::ifstream in(out.str("r/head_report.json"));
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["settings"]["metrics"] == nlohmann::json::array({"induction"}));
+  CHECK(j["settings"]["probe_length"] == 12);
+  CHECK(j["heads"][0].contains("induction"));
+  CHECK(j["heads"][31]["prev_token"].get<double>() > 0.9);
+  CHECK(test::run_command(headlab + " analyze --out " + out.str("none") + " 2>&1", output) != 0);
+  CHECK_THAT(output, Catch::Contains("--data is required"));
+  CHECK(test::run_command(headlab + " analyze --metrics confidence,induction --out " + out.str("none") + " 2>&1",
+                          output) != 0);
+  CHECK_THAT(output, Catch::Contains("the confidence measure needs a dataset (--data)"));
+  CHECK(test::run_command(headlab + " analyze --probe induction --probe-length 400 --out " + out.str("long") + " 2>&1",
+                          output) != 0);
+  CHECK_THAT(output, Catch::Contains("a length of 400 repeated twice"));
+}
