@@ -125,7 +125,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     for (const auto& m : s.metrics)
       if (find_measure(m)->needs_data())
         throw std::invalid_argument("the " + m + " measure needs a dataset (--data); without one, choose measures "
-                                    "of the weights or of a probe (--metrics spectra,induction)");
+                                    "of the weights or of a probe (--metrics spectra,copying,induction)");
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
   const auto stacks = stacks_of(model);
   for (const auto& st : stacks)

@@ -175,6 +175,7 @@ void settings_fields(Io& io, S& s) {
   io.optional("probe_seed", s.probe_seed);
   io.optional("prev_token_threshold", s.prev_token_threshold);
   io.optional("induction_threshold", s.induction_threshold);
+  io.optional("copying_threshold", s.copying_threshold);
   auto shard = io.object("shard");
   shard.required("index", s.shard_index);
   shard.required("count", s.shard_count);

@@ -60,6 +60,7 @@ struct ReportSettings {
   // `probe_seed`; a head is prev-token / induction when its score is ≥ the threshold.
   int64_t probe_length = 0, probe_sequences = 10, probe_seed = 0;
   double prev_token_threshold = 0.5, induction_threshold = 0.5;
+  double copying_threshold = 0.5;  // a copying head: OV copying score ≥ this (analysis/circuits.h)
   bool has(const std::string& metric) const;
 };
 

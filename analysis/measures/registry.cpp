@@ -18,6 +18,7 @@ std::unique_ptr<Measure> make_entropy_measure();
 std::unique_ptr<Measure> make_distance_measure();
 std::unique_ptr<Measure> make_sink_measure();
 std::unique_ptr<Measure> make_induction_measure();
+std::unique_ptr<Measure> make_copying_measure();
 
 namespace {
 
@@ -33,8 +34,8 @@ struct Registry {
   std::vector<const Measure*> view;
   Registry() {
     for (auto make : {make_confidence_measure, make_positional_measure, make_rare_word_measure, make_syntactic_measure,
-                      make_entropy_measure, make_distance_measure, make_sink_measure, make_induction_measure, make_lrp_measure,
-                      make_importance_measure, make_spectra_measure})
+                      make_entropy_measure, make_distance_measure, make_sink_measure, make_induction_measure,
+                      make_copying_measure, make_lrp_measure, make_importance_measure, make_spectra_measure})
       add(make);
   }
   void add(std::function<std::unique_ptr<Measure>()> make) {

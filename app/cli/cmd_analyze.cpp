@@ -30,7 +30,7 @@ struct AnalyzeCliOptions {
   std::vector<std::string> data, metrics, freq;
   int64_t limit = 0, max_tokens = 0;
   bool strip_subtypes = false, force = false;
-  double positional = 0.9, rare = 0.5, margin = 0.10, prev_token = 0.5, induction = 0.5;
+  double positional = 0.9, rare = 0.5, margin = 0.10, prev_token = 0.5, induction = 0.5, copying = 0.5;
   int64_t min_relation = 100;
   int64_t probe_length = 0, probe_sequences = 10, probe_seed = 0;
 };
@@ -122,6 +122,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   s.min_relation_count = c.min_relation;
   s.prev_token_threshold = c.prev_token;
   s.induction_threshold = c.induction;
+  s.copying_threshold = c.copying;
   s.probe_length = c.probe_length;
   s.probe_sequences = c.probe_sequences;
   s.probe_seed = c.probe_seed;
@@ -133,7 +134,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   }
   if (c.data.empty() && c.probe.empty() && c.metrics.empty())
     throw UsageError("--data is required (a dataset to measure), unless --probe induction or --metrics chooses "
-                     "measures that need none (spectra, induction)");
+                     "measures that need none (spectra, copying, induction)");
   try {
     std::tie(s.shard_index, s.shard_count) = analysis::shard_from(c.shard);
   } catch (const std::invalid_argument& e) {
@@ -231,8 +232,8 @@ void add_analyze_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("analyze", command_description("analyze"));
   cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer (default: the shipped default model)");
   cmd->add_option("--data", c->data,
-                  "Plain text (a sentence a line), CoNLL-U files, or folders of them (not needed by spectra and the "
-                  "induction probe)");
+                  "Plain text (a sentence a line), CoNLL-U files, or folders of them (not needed by spectra, copying "
+                  "and the induction probe)");
   cmd->add_option("--out", c->out, "Report folder (head_report.json/.csv/.md, figures/)")->required();
   cmd->add_option("--metrics", c->metrics, "Comma-separated, of: " + metric_list() + " (default: all)")->delimiter(',');
   cmd->add_option("--probe", c->probe,
@@ -266,6 +267,8 @@ void add_analyze_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--induction-threshold", c->induction, "Induction head: induction score >= this")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--copying-threshold", c->copying, "Copying head: OV copying score >= this")
+      ->check(CLI::Range(-1.0, 1.0));
   cmd->add_option("--min-relation-count", c->min_relation,
                   "Score relations with at least this many arcs (nsubj, obj, amod, advmod always)")
       ->check(CLI::NonNegativeNumber);
