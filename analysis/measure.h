@@ -96,6 +96,17 @@ struct Evidence {
   std::string description;                   // the figure's text alternative
 };
 
+// A role threshold a measure declares: kept in the report's settings (`value`), changed on the
+// command line, shown as a slider in the window's Head table (which re-derives the roles from the
+// stored statistics) and kept in sessions under `key`.
+struct RoleThreshold {
+  const char* key;      // "induction_threshold": the settings' and the session's name
+  const char* label;    // "induction ≥"
+  const char* tooltip;  // what the slider's value is
+  double lo, hi;
+  double ReportSettings::*value;
+};
+
 class Measure {
  public:
   virtual ~Measure() = default;
@@ -155,6 +166,8 @@ class Measure {
   virtual std::vector<std::string> markdown_columns() const { return {}; }
   virtual std::vector<std::string> markdown_cells(const HeadEntry& /*head*/) const { return {}; }
   virtual std::string markdown_section(const HeadReport& /*report*/) const { return {}; }
+  // The thresholds of its roles (beyond the window's built-in positional, rare and syntactic ones).
+  virtual std::vector<RoleThreshold> role_thresholds() const { return {}; }
   // Its layer × head grid figures.
   virtual std::vector<GridFigureSpec> grids(const ReportSettings& /*settings*/) const { return {}; }
   // The evidence of one head for the Head detail view and its figure.

@@ -90,6 +90,10 @@ class CopyingMeasure : public Measure {
       if (role == "copying") return {"copying — OV copying score " + kit::fixed(*score_of(h), 3)};
     return {};
   }
+  std::vector<RoleThreshold> role_thresholds() const override {
+    return {{"copying_threshold", "copying ≥", "OV copying score (Elhage et al. 2021)", -1.0, 1.0,
+             &ReportSettings::copying_threshold}};
+  }
   std::vector<std::string> markdown_columns() const override { return {"copying"}; }
   std::vector<std::string> markdown_cells(const HeadEntry& h) const override {
     const auto s = score_of(h);

@@ -151,6 +151,12 @@ class InductionMeasure : public Measure {
     }
     return out;
   }
+  std::vector<RoleThreshold> role_thresholds() const override {
+    return {{"prev_token_threshold", "prev-token ≥", "previous-token score on repeated random tokens", 0.0, 1.0,
+             &ReportSettings::prev_token_threshold},
+            {"induction_threshold", "induction ≥", "induction score on repeated random tokens (Olsson et al. 2022)", 0.0,
+             1.0, &ReportSettings::induction_threshold}};
+  }
   std::vector<std::string> markdown_columns() const override { return {"prev-token", "duplicate", "induction"}; }
   std::vector<std::string> markdown_cells(const HeadEntry& h) const override {
     std::vector<std::string> out;

@@ -204,6 +204,8 @@ template <class Io> void fields(Io& io, cmd::SetThresholds& c) {
   io.optional("rare", c.rare);
   io.optional("syntactic_margin", c.syntactic_margin);
   io.optional("reset", c.reset);
+  io.optional("measure", c.measure);
+  io.optional("measure_value", c.measure_value);
 }
 template <class Io> void fields(Io& io, cmd::SetLrpTarget& c) {
   io.required("position", c.position);

@@ -126,6 +126,9 @@ struct FilterHeads { std::string role; int layer = -1; };
 struct SetThresholds {
   std::optional<double> positional, rare, syntactic_margin;
   bool reset = false;  // back to the thresholds the report was measured with
+  // A measure's role threshold (analysis::Measure::role_thresholds): its key and value.
+  std::optional<std::string> measure;
+  std::optional<double> measure_value;
 };
 // What LRP explains on the current input: a logit at `position` (-1 = default) of `token`
 // (-1 = the top-1 token there). `enabled` false turns the Relevance view's passes off.

@@ -6,6 +6,7 @@
 #include "app/document/head_table.h"
 #include "app/document/report_match.h"
 #include "app/work/dataset_job.h"
+#include "analysis/measure.h"
 #include "core/file_hash.h"
 
 #include <nlohmann/json.hpp>
@@ -76,15 +77,27 @@ void Controller::on(const cmd::SetThresholds& c) {
   auto& a = s.analysis;
   if (c.reset) {
     a.thresholds_edited = false;
+    a.measure_thresholds.clear();
   } else {
     if (!a.thresholds_edited && raw_report_) {
       a.positional_threshold = raw_report_->settings.positional_threshold;
       a.rare_threshold = raw_report_->settings.rare_threshold;
       a.syntactic_margin = raw_report_->settings.syntactic_margin;
+      for (const auto* m : analysis::measures())
+        for (const auto& t : m->role_thresholds()) a.measure_thresholds[t.key] = raw_report_->settings.*t.value;
     }
     if (c.positional) a.positional_threshold = std::clamp(*c.positional, 0.0, 1.0);
     if (c.rare) a.rare_threshold = std::clamp(*c.rare, 0.0, 1.0);
     if (c.syntactic_margin) a.syntactic_margin = std::clamp(*c.syntactic_margin, -1.0, 1.0);
+    if (c.measure) {
+      const analysis::RoleThreshold* spec = nullptr;
+      for (const auto* m : analysis::measures())
+        for (const auto& t : m->role_thresholds())
+          if (*c.measure == t.key) spec = &t;
+      if (!spec) throw std::invalid_argument("set_thresholds: no measure has a threshold '" + *c.measure + "'");
+      if (!c.measure_value) throw std::invalid_argument("set_thresholds: '" + *c.measure + "' needs a measure_value");
+      a.measure_thresholds[*c.measure] = std::clamp(*c.measure_value, spec->lo, spec->hi);
+    }
     a.thresholds_edited = true;
   }
   refresh_report();
@@ -141,6 +154,9 @@ void Controller::refresh_report() {
     settings.positional_threshold = a.positional_threshold;
     settings.rare_threshold = a.rare_threshold;
     settings.syntactic_margin = a.syntactic_margin;
+    for (const auto* m : analysis::measures())
+      for (const auto& t : m->role_thresholds())
+        if (const auto it = a.measure_thresholds.find(t.key); it != a.measure_thresholds.end()) settings.*t.value = it->second;
     shown = std::make_shared<const analysis::HeadReport>(with_thresholds(*raw_report_, settings));
   }
   // Never applied by position to another model's heads.

@@ -1,4 +1,5 @@
 #include "app/document/head_table.h"
+#include "analysis/measure.h"
 
 #include <algorithm>
 #include <cctype>
@@ -195,6 +196,8 @@ HeadReport with_thresholds(const HeadReport& report, const analysis::ReportSetti
   s.syntactic_margin = thresholds.syntactic_margin;
   s.min_relation_count = thresholds.min_relation_count;
   s.always_relations = thresholds.always_relations;
+  for (const auto* m : analysis::measures())
+    for (const auto& t : m->role_thresholds()) s.*t.value = thresholds.*t.value;
   out.finalize();
   return out;
 }

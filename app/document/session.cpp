@@ -186,6 +186,7 @@ void session_fields(Io& io, S& s) {
     an.field("positional_threshold", a.positional_threshold);
     an.field("rare_threshold", a.rare_threshold);
     an.field("syntactic_margin", a.syntactic_margin);
+    an.field("measure_thresholds", a.measure_thresholds);
     an.field("lrp_enabled", a.lrp_enabled);
     an.field("lrp_position", a.lrp_position);
     an.field("lrp_token", a.lrp_token);

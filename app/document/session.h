@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ struct AnalysisChoices {
   int filter_layer = -1;             // -1 = any
   bool thresholds_edited = false;    // false: the report's own thresholds
   double positional_threshold = 0.90, rare_threshold = 0.50, syntactic_margin = 0.10;
+  // The measures' own role thresholds once edited (analysis::Measure::role_thresholds), by key.
+  std::map<std::string, double> measure_thresholds;
   bool lrp_enabled = false;          // the Relevance view's passes run with every run
   int lrp_position = -1;             // -1 = the default target position
   int64_t lrp_token = -1;            // -1 = the top-1 token there

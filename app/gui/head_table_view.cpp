@@ -6,6 +6,7 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/report_notice.h"
 #include "app/gui/workbench.h"
+#include "analysis/measure.h"
 #include "app/document/head_table.h"
 #include "app/document/session.h"
 
@@ -121,6 +122,14 @@ void HeadTableView::drawControls(Workbench& wb) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is the rarest token (Voita et al. 2019 §4.3)");
   if (labelled("syntactic margin", "##margin", margin, 0.0f, 0.5f, false)) wb.apply(cmd::SetThresholds{{}, {}, margin});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("accuracy over the best fixed-offset baseline (Clark et al. 2019 §4)");
+  // The measures' own roles (prev-token, induction, copying): one slider per threshold they declare.
+  for (const auto* m : analysis::measures_of(set))
+    for (const auto& t : m->role_thresholds()) {
+      float value = static_cast<float>(set.*t.value);
+      if (labelled(t.label, (std::string("##") + t.key).c_str(), value, float(t.lo), float(t.hi), false))
+        wb.apply(cmd::SetThresholds{{}, {}, {}, false, std::string(t.key), double(value)});
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.tooltip);
+    }
   if (a.thresholds_edited) {
     ImGui::SameLine();
     if (ImGui::SmallButton("as measured")) wb.apply(cmd::SetThresholds{{}, {}, {}, true});

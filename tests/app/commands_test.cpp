@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <set>
@@ -163,8 +164,17 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
         folder);
     c.execute(cmd::OpenModel{folder});
     settle(c);
-    const auto report = positional_report(folder);
+    auto report = positional_report(folder);
+    // A copying score for head 1 (a measure with a role threshold of its own, 0.5 by default).
+    report.settings.metrics.push_back("copying");
+    report.heads[1].values["copying_measured"] = 1;
+    report.heads[1].values["copying_score"] = 0.6;
+    report.finalize();
     REQUIRE(report.heads[0].positional);
+    auto has_role = [](const headlab::analysis::HeadEntry& h, const std::string& role) {
+      return std::find(h.roles.begin(), h.roles.end(), role) != h.roles.end();
+    };
+    REQUIRE(has_role(report.heads[1], "copying"));
     headlab::analysis::write_report_files(report, dir.str("report"));
     c.execute(cmd::OpenReport{dir.str("report/head_report.json")});
     REQUIRE(c.doc().report);
@@ -173,6 +183,15 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
     CHECK(!c.doc().report->heads[0].positional);
     CHECK(c.doc().report->heads[0].positional_share == Approx(0.93));
     CHECK(c.doc().session.analysis.positional_threshold == 0.95);
+    // A measure's own threshold: the copying role goes above the head's score, and stays once the
+    // built-in thresholds change again.
+    c.execute(cmd::SetThresholds{std::nullopt, std::nullopt, std::nullopt, false, std::string("copying_threshold"), 0.7});
+    CHECK_FALSE(has_role(*c.doc().report->find(headlab::core::Stack::Encoder, 0, 1), "copying"));
+    CHECK(c.doc().session.analysis.measure_thresholds.at("copying_threshold") == 0.7);
+    c.execute(cmd::SetThresholds{0.95, std::nullopt, std::nullopt});
+    CHECK_FALSE(has_role(*c.doc().report->find(headlab::core::Stack::Encoder, 0, 1), "copying"));
+    CHECK_THROWS_WITH(c.execute(cmd::SetThresholds{std::nullopt, std::nullopt, std::nullopt, false, std::string("no_such"), 0.1}),
+                      Catch::Contains("no measure has a threshold 'no_such'"));
     c.execute(cmd::SortHeads{"positional_share", false});
     CHECK_THROWS_WITH(c.execute(cmd::SortHeads{"no_such_column", true}), Catch::Contains("no_such_column"));
     CHECK(c.doc().session.analysis.sort_by == "positional_share");
@@ -183,10 +202,12 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
     settle(again);
     REQUIRE(again.doc().report);
     CHECK(!again.doc().report->heads[0].positional);  // the edited threshold came back with it
+    CHECK_FALSE(has_role(again.doc().report->heads[1], "copying"));  // so did the measure's
     CHECK(again.doc().session.analysis.sort_by == "positional_share");
     CHECK(again.doc().notices.empty());
     again.execute(cmd::SetThresholds{std::nullopt, std::nullopt, std::nullopt, true});
     CHECK(again.doc().report->heads[0].positional);
+    CHECK(has_role(again.doc().report->heads[1], "copying"));
   }
   SECTION("a dataset run needs a model folder") {
     CHECK_THROWS_WITH(c.execute(cmd::RunDataset{{"x.conllu"}, {}, 0}), Catch::Contains("model folder"));

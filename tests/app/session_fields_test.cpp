@@ -50,6 +50,7 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   a.positional_threshold = 0.8;
   a.rare_threshold = 0.6;
   a.syntactic_margin = 0.2;
+  a.measure_thresholds = {{"induction_threshold", 0.3}, {"copying_threshold", -0.2}};
   a.lrp_enabled = true;
   a.lrp_position = 3;
   a.lrp_token = 17;
@@ -114,6 +115,7 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   CHECK(l.analysis.positional_threshold == a.positional_threshold);
   CHECK(l.analysis.rare_threshold == a.rare_threshold);
   CHECK(l.analysis.syntactic_margin == a.syntactic_margin);
+  CHECK(l.analysis.measure_thresholds == a.measure_thresholds);
   CHECK(l.analysis.lrp_enabled == a.lrp_enabled);
   CHECK(l.analysis.lrp_position == a.lrp_position);
   CHECK(l.analysis.lrp_token == a.lrp_token);
