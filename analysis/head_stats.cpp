@@ -110,6 +110,7 @@ RowMaxima row_maxima(const torch::Tensor& maps_f32, const SentenceLayout& layout
   rows.best.assign(size_t(H * T), -1);
   rows.best_value.assign(size_t(H * T), 0.0f);
   rows.all_keys_max.assign(size_t(H * T), 0.0f);
+  rows.distribution.assign(size_t(H * T), false);
   rows.counted.assign(size_t(T), false);
   for (int64_t t = 0; t < T; ++t) rows.counted[size_t(t)] = !layout.special_query(size_t(t));
   for (int64_t h = 0; h < H; ++h)
@@ -119,9 +120,12 @@ RowMaxima row_maxima(const torch::Tensor& maps_f32, const SentenceLayout& layout
       // Maxima and argmaxes over non-special keys; ties go to the lowest index. (Mixed weights U may
       // be negative: the maxima start below every value.)
       int best = -1;
-      float best_value = 0, all_max = std::numeric_limits<float>::lowest();
+      float best_value = 0, all_max = std::numeric_limits<float>::lowest(), all_min = 0;
+      double sum = 0;
       for (int64_t k = 0; k < S; ++k) {
         all_max = std::max(all_max, row[k]);
+        all_min = std::min(all_min, row[k]);
+        sum += row[k];
         if (!layout.special_key(size_t(k)) && (best < 0 || row[k] > best_value)) {
           best = static_cast<int>(k);
           best_value = row[k];
@@ -131,6 +135,7 @@ RowMaxima row_maxima(const torch::Tensor& maps_f32, const SentenceLayout& layout
       rows.best[i] = best;
       rows.best_value[i] = best_value;
       rows.all_keys_max[i] = all_max;
+      rows.distribution[i] = all_min >= -1e-6f && std::abs(sum - 1.0) <= 1e-3;
     }
   return rows;
 }

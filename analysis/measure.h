@@ -63,6 +63,9 @@ struct RowMaxima {
   std::vector<int> best;             // [heads × queries] key index of the maximum, −1 for none
   std::vector<float> best_value;     // [heads × queries]
   std::vector<float> all_keys_max;   // [heads × queries]
+  // [heads × queries] the row is a probability distribution: no weight below 0 and a sum of 1, each
+  // to float32's rounding of a softmax (mixed weights U need not be one)
+  std::vector<bool> distribution;
   std::vector<bool> counted;         // [queries] a non-special query
   size_t at(int64_t head, int64_t query) const { return size_t(head * queries + query); }
 };

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,9 +63,23 @@ inline ReportCell text(std::string v) {
   c.text = std::move(v);
   return c;
 }
+// ---- HeadEntry::values, the statistics and values of the measures that keep them there ----
+inline double stat_of(const HeadEntry& h, const std::string& key) {  // 0 when absent (nothing measured)
+  const auto it = h.values.find(key);
+  return it == h.values.end() ? 0.0 : it->second;
+}
+inline std::optional<double> value_of(const HeadEntry& h, const std::string& key) {  // empty when absent
+  const auto it = h.values.find(key);
+  return it == h.values.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
 // Shares and means exist only where something was measured: an empty cell otherwise, not a zero.
 inline ReportCell real_if(bool present, double v) { return present ? real(v) : ReportCell{}; }
 inline ReportCell integer_if(bool present, int64_t v) { return present ? integer(v) : ReportCell{}; }
+inline ReportCell value_cell(const HeadEntry& h, const char* key) {
+  const auto v = value_of(h, key);
+  return v ? real(*v) : ReportCell{};
+}
 
 // ---- Markdown numbers ----
 inline std::string percent(double share) {

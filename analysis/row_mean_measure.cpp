@@ -8,28 +8,9 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
-
 namespace headlab::analysis {
-namespace {
 
-// A probability distribution over the keys: no weight below 0 and a sum of 1, each to float32's
-// rounding of a softmax.
-bool is_distribution(const float* w, int64_t keys) {
-  double sum = 0;
-  for (int64_t s = 0; s < keys; ++s) {
-    if (w[s] < -1e-6f) return false;
-    sum += w[s];
-  }
-  return std::abs(sum - 1.0) <= 1e-3;
-}
-
-double stat_of(const HeadEntry& h, const std::string& key) {
-  const auto it = h.values.find(key);
-  return it == h.values.end() ? 0.0 : it->second;
-}
-
-}  // namespace
+using kit::stat_of;
 
 void RowMeanMeasure::begin(HeadReport& /*report*/, core::Model& model, const AnalyzeOptions& /*options*/) {
   config_ = model.config;
@@ -40,14 +21,18 @@ void RowMeanMeasure::add_layer(HeadReport& report, core::Stack stack, int layer,
   // maps [heads, T, S] float32, contiguous (analysis/analyze.cpp)
   const int64_t T = maps.size(1), S = maps.size(2);
   const float* data = maps.data_ptr<float>();
-  // The keys each query may attend to, from the mask the model applies: self-attention's causal and
-  // windowed patterns (a weight that underflowed to 0 is still an allowed key); every key for cross.
+  // The keys each query may attend to, for a baseline that needs them, from the mask the model
+  // applies: self-attention's causal and windowed patterns (a weight that underflowed to 0 is still
+  // an allowed key); every key for cross-attention.
   std::vector<int64_t> allowed(size_t(T), S);
-  if (stack != core::Stack::Cross) {
+  if (has_baseline_ && stack != core::Stack::Cross) {
     const auto& s = stack == core::Stack::Encoder ? *config_.encoder : *config_.decoder;
     const auto mask = core::attention_allowed(T, S, stack == core::Stack::Decoder, s.layer_attention(layer).pattern)
-                          .sum(1).contiguous();  // [T]
-    for (int64_t t = 0; t < T; ++t) allowed[size_t(t)] = mask[t].item<int64_t>();
+                          .sum(1)
+                          .to(at::kLong)
+                          .contiguous();  // [T]
+    const int64_t* counts = mask.data_ptr<int64_t>();
+    allowed.assign(counts, counts + T);
   }
   for (int64_t h = 0; h < rows.heads; ++h) {
     HeadEntry& e = *report.find(stack, layer, static_cast<int>(h));
@@ -58,7 +43,7 @@ void RowMeanMeasure::add_layer(HeadReport& report, core::Stack stack, int layer,
     for (int64_t t = 0; t < T; ++t) {
       if (!rows.counted[size_t(t)]) continue;
       const Row row{data + (h * T + t) * S, S, t, allowed[size_t(t)]};
-      if (!is_distribution(row.weights, S)) {
+      if (!rows.distribution[rows.at(h, t)]) {
         invalid += 1;
         continue;
       }

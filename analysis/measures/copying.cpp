@@ -12,9 +12,8 @@ namespace headlab::analysis {
 namespace {
 
 std::optional<double> score_of(const HeadEntry& h) {
-  const auto measured = h.values.find("copying_measured");
-  if (measured == h.values.end() || measured->second <= 0) return std::nullopt;
-  return h.values.at("copying_score");
+  if (kit::stat_of(h, "copying_measured") <= 0) return std::nullopt;
+  return kit::stat_of(h, "copying_score");
 }
 
 class CopyingMeasure : public Measure {
@@ -116,11 +115,11 @@ class CopyingMeasure : public Measure {
     if (!score) return {};
     std::string eig;
     for (int i = 0; i < 3; ++i) {
-      const auto re = h.values.find("copying_eig" + std::to_string(i) + "_re");
-      if (re == h.values.end()) break;
-      const double im = h.values.at("copying_eig" + std::to_string(i) + "_im");
+      const auto re = kit::value_of(h, "copying_eig" + std::to_string(i) + "_re");
+      if (!re) break;
+      const double im = kit::stat_of(h, "copying_eig" + std::to_string(i) + "_im");
       char z[64];
-      std::snprintf(z, sizeof z, "%s%.3g%+.3gi", i ? ", " : "", re->second, im);
+      std::snprintf(z, sizeof z, "%s%.3g%+.3gi", i ? ", " : "", *re, im);
       eig += z;
     }
     char line[240];

@@ -21,10 +21,7 @@ class DistanceMeasure : public RowMeanMeasure {
   }
 
   std::vector<ReportColumn> columns() const override {
-    return {{"distance", "distance", true, false, [](const HeadEntry& h) {
-               const auto it = h.values.find("distance");
-               return it == h.values.end() ? ReportCell{} : kit::real(it->second);
-             }}};
+    return {{"distance", "distance", true, false, [](const HeadEntry& h) { return kit::value_cell(h, "distance"); }}};
   }
 
   std::vector<GridFigureSpec> grids(const ReportSettings& /*settings*/) const override {

@@ -11,11 +11,6 @@
 namespace headlab::analysis {
 namespace {
 
-ReportCell value_cell(const HeadEntry& h, const char* key) {
-  const auto it = h.values.find(key);
-  return it == h.values.end() ? ReportCell{} : kit::real(it->second);
-}
-
 class EntropyMeasure : public RowMeanMeasure {
  public:
   EntropyMeasure() : RowMeanMeasure("entropy", /*has_baseline=*/true, "nats", 3) {}
@@ -27,8 +22,8 @@ class EntropyMeasure : public RowMeanMeasure {
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;
-    return {{"entropy", "entropy", true, false, [](H h) { return value_cell(h, "entropy"); }},
-            {"entropy_baseline", "entropy", true, false, [](H h) { return value_cell(h, "entropy_baseline"); }}};
+    return {{"entropy", "entropy", true, false, [](H h) { return kit::value_cell(h, "entropy"); }},
+            {"entropy_baseline", "entropy", true, false, [](H h) { return kit::value_cell(h, "entropy_baseline"); }}};
   }
 
   std::vector<GridFigureSpec> grids(const ReportSettings& /*settings*/) const override {

@@ -23,15 +23,7 @@ namespace {
 
 constexpr const char* kKeys[] = {"prev_token", "duplicate_token", "induction"};
 
-double stat_of(const HeadEntry& h, const std::string& key) {
-  const auto it = h.values.find(key);
-  return it == h.values.end() ? 0.0 : it->second;
-}
-
-ReportCell value_cell(const HeadEntry& h, const char* key) {
-  const auto it = h.values.find(key);
-  return it == h.values.end() ? ReportCell{} : kit::real(it->second);
-}
+using kit::stat_of;
 
 }  // namespace
 
@@ -119,16 +111,16 @@ class InductionMeasure : public Measure {
   void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
     if (!report.settings.has(name())) return;
     for (const char* key : kKeys) {
-      const auto it = h.values.find(key);
-      entry[key] = it == h.values.end() ? nlohmann::json() : nlohmann::json(it->second);
+      const auto v = kit::value_of(h, key);
+      entry[key] = v ? nlohmann::json(*v) : nlohmann::json();
     }
   }
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;
-    return {{"prev_token", "induction", true, false, [](H h) { return value_cell(h, "prev_token"); }},
-            {"duplicate_token", "induction", true, false, [](H h) { return value_cell(h, "duplicate_token"); }},
-            {"induction", "induction", true, false, [](H h) { return value_cell(h, "induction"); }}};
+    return {{"prev_token", "induction", true, false, [](H h) { return kit::value_cell(h, "prev_token"); }},
+            {"duplicate_token", "induction", true, false, [](H h) { return kit::value_cell(h, "duplicate_token"); }},
+            {"induction", "induction", true, false, [](H h) { return kit::value_cell(h, "induction"); }}};
   }
 
   std::vector<std::string> markdown_data(const HeadReport& report) const override {
@@ -161,19 +153,14 @@ class InductionMeasure : public Measure {
   std::vector<std::string> markdown_cells(const HeadEntry& h) const override {
     std::vector<std::string> out;
     for (const char* key : kKeys) {
-      const auto it = h.values.find(key);
-      out.push_back(it == h.values.end() ? "" : kit::fixed(it->second, 3));
+      const auto v = kit::value_of(h, key);
+      out.push_back(v ? kit::fixed(*v, 3) : "");
     }
     return out;
   }
 
   std::vector<GridFigureSpec> grids(const ReportSettings& s) const override {
-    auto value = [](const char* key) {
-      return [key](const HeadEntry& h) -> std::optional<double> {
-        const auto it = h.values.find(key);
-        return it == h.values.end() ? std::nullopt : std::optional<double>(it->second);
-      };
-    };
+    auto value = [](const char* key) { return [key](const HeadEntry& h) { return kit::value_of(h, key); }; };
     const double prev = s.prev_token_threshold, ind = s.induction_threshold;
     return {{"prev_token", "Previous-token score (repeated random tokens)",
              "outlined: prev-token heads (≥ " + kit::fixed(prev, 2) + ")", true, value("prev_token"),

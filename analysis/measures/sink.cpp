@@ -20,10 +20,7 @@ class SinkMeasure : public RowMeanMeasure {
   }
 
   std::vector<ReportColumn> columns() const override {
-    return {{"sink", "sink", true, false, [](const HeadEntry& h) {
-               const auto it = h.values.find("sink");
-               return it == h.values.end() ? ReportCell{} : kit::real(it->second);
-             }}};
+    return {{"sink", "sink", true, false, [](const HeadEntry& h) { return kit::value_cell(h, "sink"); }}};
   }
 
   std::vector<GridFigureSpec> grids(const ReportSettings& /*settings*/) const override {

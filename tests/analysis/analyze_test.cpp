@@ -47,13 +47,16 @@ const char* kConllu =
     "3.1\tgone\tgo\tVERB\tVB\t_\t_\t_\t_\t_\n"
     "4\thome\thome\tADV\tRB\t_\t3\tdobj\t_\t_\n";
 
+// The words of the tiny model's text and of the test sentences.
+const std::vector<std::string> kTinyWords = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+
 // A small WordPiece model (random weights) whose vocabulary splits rare words into pieces.
 struct TinyModel {
   test::TempDir dir{"analyze-model"};
   std::shared_ptr<core::Model> model;
   std::string text;
   TinyModel() {
-    const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+    const auto& words = kTinyWords;
     for (size_t i = 0; i < words.size(); ++i)
       for (size_t n = 0; n < 10 + 3 * i; ++n) text += words[i] + (n % 9 == 8 ? "\n" : " ");
     text += "\nunbelievable things happen .\n";
@@ -68,6 +71,15 @@ struct TinyModel {
     model = core::load_model(dir.str("model"));
   }
 };
+
+// The tiny model's config with talking heads 4/4/4 (Shazeer et al. 2020), random weights, its tokenizer.
+std::shared_ptr<core::Model> talking_heads_twin(const TinyModel& tiny, uint64_t seed) {
+  auto config = tiny.model->config;
+  config.encoder->attention.talking_heads = core::TalkingHeads{4, 4, 4};
+  auto model = core::make_random_model(config, seed);
+  model->tokenizer = tiny.model->tokenizer;
+  return model;
+}
 
 // Sentences of one-token words with a tree: every word attaches to the first.
 std::string tree_file(const std::vector<std::string>& words, int sentences) {
@@ -240,7 +252,7 @@ TEST_CASE("analyze matches a direct count over the traces", "[analysis][analyze]
   TinyModel tiny;
   auto& model = *tiny.model;
   const auto& tok = *model.tokenizer;
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   test::TempDir data("analyze-data");
   std::ofstream(data.str("x.conllu")) << tree_file(words, 12);
   std::ofstream(data.str("freq.txt")) << tiny.text;
@@ -322,7 +334,7 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
   // in float64 with plain loops from core::run's maps, over the non-special queries and every key.
   TinyModel tiny;
   test::TempDir data("analyze-rows");
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   std::ofstream(data.str("x.conllu")) << tree_file(words, 9);
   for (const bool causal : {false, true}) {
     DYNAMIC_SECTION((causal ? "a causal decoder: the uniform bound counts the keys a query sees" : "an encoder")) {
@@ -398,12 +410,10 @@ TEST_CASE("entropy, distance and sink are left empty for maps that are not distr
   // no entropy. The softmax output W is a distribution again.
   TinyModel tiny;
   test::TempDir data("analyze-rows-u");
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   std::ofstream(data.str("x.conllu")) << tree_file(words, 4);
-  auto config = tiny.model->config;
-  config.encoder->attention.talking_heads = core::TalkingHeads{4, 4, 4};
-  auto model = core::make_random_model(config, 5);
-  model->tokenizer = tiny.model->tokenizer;
+  auto model = talking_heads_twin(tiny, 5);
+  const auto& config = model->config;
   {
     torch::NoGradGuard no_grad;
     for (int l = 0; l < config.encoder->layers; ++l) {
@@ -435,7 +445,7 @@ TEST_CASE("entropy, distance and sink are left empty for maps that are not distr
 TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]") {
   TinyModel tiny;
   test::TempDir data("analyze-shards");
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   std::ofstream(data.str("x.conllu")) << tree_file(words, 15);
   analysis::AnalyzeOptions o;
   o.data = {data.str("x.conllu")};
@@ -516,7 +526,7 @@ TEST_CASE("the shard comes from --shard, a Slurm array or mpirun", "[analysis][a
 TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[analysis][cli]") {
   TinyModel tiny;
   test::TempDir out("analyze-cli");
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   std::ofstream(out.str("x.conllu")) << tree_file(words, 8);
   std::ofstream(out.str("books.txt")) << tiny.text;
   const std::string bin = HEADLAB_BINARY;
@@ -655,12 +665,10 @@ TEST_CASE("the measures read U by default and W on request, they differ under a 
   // maps that multiply the values are not those of the softmax output.
   TinyModel tiny;
   test::TempDir data("analyze-stage");
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   std::ofstream(data.str("x.conllu")) << tree_file(words, 6);
-  auto config = tiny.model->config;
-  config.encoder->attention.talking_heads = core::TalkingHeads{4, 4, 4};
-  auto model = core::make_random_model(config, 5);
-  model->tokenizer = tiny.model->tokenizer;
+  auto model = talking_heads_twin(tiny, 5);
+  const auto& config = model->config;
   {
     torch::NoGradGuard no_grad;
     // P_w: a cyclic permutation of the heads, so U's head h is W's head h+1.
@@ -695,7 +703,7 @@ TEST_CASE("the measures read U by default and W on request, they differ under a 
 TEST_CASE("an encoder-decoder is measured on every stack: encoder, decoder and cross-attention", "[analysis][analyze]") {
   TinyModel tiny;
   test::TempDir data("analyze-encdec");
-  const std::vector<std::string> words = {"the", "cat", "sat", "on", "mat", "dog", "ate", "a", "bone", "home", "go", "red"};
+  const auto& words = kTinyWords;
   std::ofstream(data.str("x.conllu")) << tree_file(words, 5);
   auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/encoder-decoder.json");
   config.vocab_size = static_cast<int>(tiny.model->tokenizer->vocab_size());
