@@ -3,9 +3,9 @@
 // residual x reads x W_V), folded as TransformerLens's fold_layer_norm folds it, and the eigenvalues
 // of its full circuit W_E W_V^h W_O^h W_U with the copying score they give.
 //
-// Folding: the weight γ of the norm before attention scales the rows of W_V (after a LayerNorm,
-// not an RMSNorm, W_V is then centred along the model dimension); W_U likewise with the final norm's
-// γ. Nothing else is centred; biases and RoPE are left out. W_E is the token embedding as stored
+// Folding (analysis/circuit_weights.h): the weight γ of the norm before attention scales the rows of
+// W_V (after a LayerNorm, not an RMSNorm, W_V is then centred along the model dimension); W_U likewise
+// with the final norm's γ. Nothing else is centred; biases and RoPE are left out. W_E is the token embedding as stored
 // (through the projection of factorised embeddings); W_U the LM head's decoder matrix (tied: W_Eᵀ),
 // an LM-head transform (BERT's dense, activation and norm) left out as TransformerLens leaves it.
 #pragma once

@@ -32,7 +32,7 @@ constexpr EnumName<PositionKind> kPositions[] = {{PositionKind::None, "none"},
                                                  {PositionKind::Sinusoidal, "sinusoidal"},
                                                  {PositionKind::Rope, "rope"},
                                                  {PositionKind::RopeLearned, "rope+learned"}};
-constexpr EnumName<FfnKind> kFfnKinds[] = {{FfnKind::Mlp, "mlp"}, {FfnKind::SwiGLU, "swiglu"}};
+constexpr EnumName<FfnKind> kFfnKinds[] = {{FfnKind::Mlp, "mlp"}, {FfnKind::SwiGLU, "swiglu"}, {FfnKind::None, "none"}};
 constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
                                                  {Activation::GeluTanh, "gelu_tanh"},
                                                  {Activation::Relu, "relu"},
@@ -302,7 +302,7 @@ void ModelConfig::validate() const {
   if (hidden_size < 1) problem("hidden_size must be >= 1");
   if (max_positions < 1) problem("max_positions must be >= 1");
   if (embedding_size < 0) problem("embedding_size must be >= 0 (0 = embeddings as wide as hidden_size)");
-  if (ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
+  if (ffn.kind != FfnKind::None && ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
   auto limit = [&](int64_t value, int64_t most, const char* what) {
     if (value > most)
       problem(std::string(what) + " " + std::to_string(value) + " is more than HeadLab opens (at most " +
@@ -393,7 +393,7 @@ void ModelConfig::validate() const {
 double ModelConfig::parameter_estimate() const {
   // parameter_count's sum in floating point, so that no size can overflow it: layers × (4·D² + 2·D·F)
   // plus the embeddings is within a few per cent of the exact count for every variant.
-  const double D = hidden_size, E = embedding_width(), F = ffn.inner_size;
+  const double D = hidden_size, E = embedding_width(), F = ffn.kind == FfnKind::None ? 0 : ffn.inner_size;
   const double position_rows = has_position_table() ? double(max_positions) * (stack_embeddings ? 2 : 1) : 0.0;
   double n = (double(vocab_size) + position_rows + double(type_vocab_size)) * E * 2;
   auto stack = [&](const std::optional<StackConfig>& s) {
@@ -418,12 +418,15 @@ int64_t ModelConfig::parameter_count() const {
   const int64_t embedding_norm_params = norm == NormKind::LayerNorm ? 2 * E : E;
   if (embedding_norm) n += (stack_embeddings ? 2 : 1) * embedding_norm_params;
   if (embedding_size > 0) n += E * D + D;  // projection E → D
-  const int64_t ffn_params = (ffn.kind == FfnKind::SwiGLU ? 3 : 2) * D * ffn.inner_size +
-                             (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
+  const bool has_ffn = ffn.kind != FfnKind::None;
+  const int64_t ffn_params = !has_ffn ? 0
+                                      : (ffn.kind == FfnKind::SwiGLU ? 3 : 2) * D * ffn.inner_size +
+                                            (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
   auto stack_params = [&](const std::optional<StackConfig>& s) -> int64_t {
     if (!s) return 0;
     const int64_t norms_per_sublayer = sublayer_output_norm ? 2 : 1;
-    int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params + 2 * norms_per_sublayer * norm_params;
+    int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params +
+                        (has_ffn ? 2 : 1) * norms_per_sublayer * norm_params;
     if (s->cross_attention)
       per_layer += attention_parameters(*s->cross_attention, hidden_size) + norms_per_sublayer * norm_params;
     return per_layer * (s->shared_layers ? 1 : s->layers) + relative_bias_parameters(s->attention) +
@@ -446,11 +449,11 @@ std::string ModelConfig::summary() const {
   out << ", vocab " << vocab_size
       << ", positions " << to_string(positions) << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
-      << (ffn.kind == FfnKind::Mlp                ? std::string("MLP/") + to_string(ffn.activation)
+      << (ffn.kind == FfnKind::None               ? std::string("none (attention only)")
+          : ffn.kind == FfnKind::Mlp              ? std::string("MLP/") + to_string(ffn.activation)
           : ffn.activation == Activation::Silu ? std::string("SwiGLU")
                                                : std::string("GLU/") + to_string(ffn.activation))  // GeGLU: GLU/gelu_tanh
-      << " "
-      << ffn.inner_size;
+      << (ffn.kind == FfnKind::None ? std::string() : " " + std::to_string(ffn.inner_size));
   auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {
     if (!s) return;
     out << "\n  " << name << ": " << s->layers << " layers, " << s->attention.variant_name() << ", d_k "

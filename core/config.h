@@ -18,7 +18,9 @@ enum class NormKind { LayerNorm, RMSNorm };
 enum class NormPlacement { Pre, Post };
 // RopeLearned: RoPE in every attention plus a learned absolute table added to the embeddings.
 enum class PositionKind { None, Learned, Sinusoidal, Rope, RopeLearned };
-enum class FfnKind { Mlp, SwiGLU };
+// None: an attention-only model (Elhage et al. 2021's two-layer models): blocks have no FFN and no
+// norm before it.
+enum class FfnKind { Mlp, SwiGLU, None };
 enum class Activation { Gelu, GeluTanh, Relu, Silu };
 enum class Scoring { Dot, Additive };
 // Sinusoidal position tables (Vaswani et al. 2017) with each frequency's sine and cosine side by
@@ -128,7 +130,7 @@ struct StackConfig {
 
 struct FfnConfig {
   FfnKind kind = FfnKind::Mlp;
-  int inner_size = 1024;
+  int inner_size = 1024;  // ignored for FfnKind::None
   Activation activation = Activation::Gelu;
   bool bias = true;
 };

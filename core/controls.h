@@ -18,7 +18,10 @@ enum Capture : unsigned {
   kCaptureMixedWeights = 1u << 3,   // U (what multiplies the values)
   kCaptureHeadOutputs = 1u << 4,    // O_i
   kCaptureResidual = 1u << 5,       // residual stream per layer (needed for incremental runs)
-  kCaptureAll = (1u << 6) - 1,
+  kCaptureAll = (1u << 6) - 1,      // every stage the views show
+  // What activation patching takes from a run (core/model/patch.h) beyond the stages above: each
+  // layer's queries, keys and values as the scores read them, and its FFN's output.
+  kCapturePatchSites = 1u << 6,
 };
 
 // The attentions of a model a head can belong to: the encoder's self-attention, the decoder's

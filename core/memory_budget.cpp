@@ -27,7 +27,7 @@ struct StackCost {
 // One stack of `layers` layers: T queries over S keys (self-attention: S = T), plus cross-attention
 // over `cross` keys when the stack has it.
 StackCost stack_cost(const ModelConfig& c, const StackConfig& s, double T, double cross, unsigned capture) {
-  const double D = c.hidden_size, F = c.ffn.inner_size, L = s.layers;
+  const double D = c.hidden_size, F = c.ffn.kind == FfnKind::None ? 0 : c.ffn.inner_size, L = s.layers;
   StackCost out;
   auto attention = [&](const AttentionConfig& a, double S) {
     // J: one map per (key) head; L and W: per softmax head (talking heads may have more); U: per value head.
@@ -40,6 +40,9 @@ StackCost stack_cost(const ModelConfig& c, const StackConfig& s, double T, doubl
     out.maps += L * maps * 4;
     out.captured += L * maps * 4;
     if (capture & kCaptureHeadOutputs) out.captured += L * 2 * hv * T * a.value_size * 4;
+    if (capture & kCapturePatchSites)
+      out.captured += L * (T * a.logit_heads() * a.key_size + S * a.kv_heads * a.key_size +
+                           S * a.value_heads_stored() * a.value_size + T * D) * 4;
     // One layer at a time: scores, masked scores, softmax and its mixes.
     out.working = std::max(out.working, 4 * h * T * S * 4);
     // Autograd keeps, per layer, the scores and softmax of every head, Q/K/V and the FFN's input

@@ -177,6 +177,7 @@ struct Ffn {
 struct Layer {
   Attention self, cross;
   bool has_cross = false;
+  bool has_ffn = true;  // false in an attention-only model
   Ffn ffn;
   Norm attn_norm, cross_norm, ffn_norm, attn_out, cross_out, ffn_out;
   Tensor self_O, cross_O;  // [h_v, T, d_v] head outputs of the forward pass
@@ -246,11 +247,14 @@ class Reference {
       Layer L;
       L.self = Attention{p + "attn", s.layer_attention(l), controls.get(stack, l), core::value_weights(trace.layers[l].self)};
       L.attn_norm = norm(p + "attn_norm");
-      L.ffn_norm = norm(p + "ffn_norm");
-      L.ffn = Ffn{p + "ffn", c_.ffn, {}, {}, {}};
+      L.has_ffn = c_.ffn.kind != core::FfnKind::None;
+      if (L.has_ffn) {
+        L.ffn_norm = norm(p + "ffn_norm");
+        L.ffn = Ffn{p + "ffn", c_.ffn, {}, {}, {}};
+      }
       if (c_.sublayer_output_norm) {
         L.attn_out = norm(p + "attn_out_norm");
-        L.ffn_out = norm(p + "ffn_out_norm");
+        if (L.has_ffn) L.ffn_out = norm(p + "ffn_out_norm");
       }
       if (s.cross_attention) {
         L.has_cross = true;
@@ -322,6 +326,7 @@ class Reference {
       if (L.has_cross) {  // the cross norm of a pre-LN layer reads the queries only: not on the value path
         h = after_sublayer(L.cross_out, L.cross_norm, h, attend(L.cross, L.cross_O, memory), true);
       }
+      if (!L.has_ffn) continue;
       auto m = pre() ? L.ffn_norm.forward(w_, h) : h;
       h = after_sublayer(L.ffn_out, L.ffn_norm, h, L.ffn.forward(w_, m), true);
     }
@@ -381,6 +386,7 @@ class Reference {
                                   : torch::zeros_like(h);
         h = after_sublayer(L.cross_out, L.cross_norm, h, X);
       }
+      if (!L.has_ffn) continue;
       auto m = pre() ? L.ffn_norm.linear(w_, h) : h;
       h = after_sublayer(L.ffn_out, L.ffn_norm, h, L.ffn.linear(w_, m));
     }

@@ -27,6 +27,8 @@ const std::vector<CommandInfo>& command_table() {
       {"count-tokens", "Count a corpus's tokens into a model folder (rare-word ranks)"},
       {"convert", "Turn a trained model into grouped-query / multi-query attention (mean-pooled key/value heads) or collaborative attention (CP decomposition of the key-query products)"},
       {"compare", "Compare models trained alike: quality, parameters, speed, KV cache, head roles, spectra and the attention logits' rank"},
+      {"circuits", "A model's weight circuits, no data needed: Q/K/V-composition scores between heads, OV eigenvalues and copying scores"},
+      {"patch", "Activation, path and attribution patching: every head's (or layer's) effect on the prediction when taken from a counterfactual"},
       {"prune", "Prune heads with Hard Concrete L0 gates over a sweep of λ, as Voita et al. 2019: heads kept, quality, which roles survive"},
   };
   return table;

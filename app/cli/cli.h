@@ -74,6 +74,8 @@ void add_generate_command(CLI::App& app, Action& action);
 void add_convert_command(CLI::App& app, Action& action);
 void add_prune_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
+void add_circuits_command(CLI::App& app, Action& action);
+void add_patch_command(CLI::App& app, Action& action);
 
 // Parses argv and runs the chosen command. Every command of the table is added through `commands`
 // (by name); one missing there is listed by --help and refused if chosen (the front end hands such

@@ -2,6 +2,7 @@
 
 #include "app/cli/cli.h"
 #include "core/model/stacks.h"
+#include "core/tokenizer/token_lookup.h"
 
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +24,14 @@ std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
   }
   if (ids.empty()) throw UsageError(std::string(what) + ": no ids");
   return ids;
+}
+
+int64_t parse_token(const core::Model& model, const std::string& text, const char* what) {
+  try {
+    return core::token_id(model.tokenizer.get(), model.config.vocab_size, text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string(what) + ": " + e.what());
+  }
 }
 
 void apply_gates(const core::Model& model, core::Stack stack, const std::vector<std::string>& gates,

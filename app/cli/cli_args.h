@@ -13,6 +13,11 @@ namespace headlab::app {
 // "1,2,3" → ids; UsageError naming `what` (the option) for anything else.
 std::vector<int64_t> parse_ids(const std::string& text, const char* what);
 
+// One token named on the command line: an integer id, a token of the vocabulary as written there
+// (e.g. "Ġcat"), or a text the tokenizer turns into exactly one token (e.g. " cat"). UsageError naming
+// `what` otherwise, with the pieces a text became.
+int64_t parse_token(const core::Model& model, const std::string& text, const char* what);
+
 // Applies --gate LAYER.HEAD=VALUE specs to the layers of `stack` ("encoder" or "decoder");
 // UsageError for a layer or head the model does not have.
 void apply_gates(const core::Model& model, core::Stack stack, const std::vector<std::string>& gates,

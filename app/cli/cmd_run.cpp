@@ -1,5 +1,6 @@
 // `headlab run --model DIR (--ids 1,2,3 | --text "…") [--gate L.H=V …] [--lrp [--lrp-target POS[:TOKEN]]]
 //  [--rollout] [--logit-spectra] --out DUMP.safetensors`
+#include "analysis/logit_attribution.h"
 #include "analysis/lrp.h"
 #include "analysis/rollout.h"
 #include "analysis/spectra.h"
@@ -31,6 +32,8 @@ struct RunOptions {
   bool rollout = false;        // attention rollout [T, T] and flow [T] (Abnar & Zuidema 2020)
   bool logit_spectra = false;  // singular values of each head's T×S logit matrix
   bool force = false;          // replace an existing --out
+  std::string dla;             // ANSWER[,WRONG]: direct logit attribution and the logit lens
+  int64_t dla_position = -1;   // −1: the last position
 };
 
 
@@ -81,6 +84,57 @@ void dump_stages(std::vector<std::pair<std::string, torch::Tensor>>& out, const 
   out.emplace_back(prefix + "head_outputs" + l, s.head_outputs);
 }
 
+// --dla ANSWER[,WRONG]: each component's direct share of the logit difference (dla [L, H], dla_embed,
+// dla_mlp [L], dla_biases, dla_rest) and the logit lens (logit_lens [L + 1]), printed as tables.
+void add_dla(core::Model& model, const core::Trace& trace, const RunOptions& options,
+             std::vector<std::pair<std::string, torch::Tensor>>& dump, std::map<std::string, std::string>& metadata) {
+  const auto comma = options.dla.find(',');
+  const int64_t answer = parse_token(model, options.dla.substr(0, comma), "--dla");
+  const int64_t wrong = comma == std::string::npos ? -1 : parse_token(model, options.dla.substr(comma + 1), "--dla");
+  const int64_t T = static_cast<int64_t>(trace.ids.size());
+  const int64_t position = options.dla_position < 0 ? T - 1 : options.dla_position;
+  analysis::LogitAttribution a;
+  try {
+    a = analysis::logit_attribution(model, trace, position, answer, wrong);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  auto token = [&](int64_t id) {
+    return model.tokenizer ? "'" + model.tokenizer->id_to_token(id) + "' (" + std::to_string(id) + ")" : std::to_string(id);
+  };
+  std::vector<torch::Tensor> rows;
+  for (const auto& layer : a.heads) rows.push_back(float_tensor(layer));
+  dump.emplace_back("dla", torch::stack(rows));
+  dump.emplace_back("dla_embed", float_tensor({a.embed}));
+  if (!a.mlps.empty()) dump.emplace_back("dla_mlp", float_tensor(a.mlps));
+  dump.emplace_back("dla_biases", float_tensor({a.biases}));
+  dump.emplace_back("dla_rest", float_tensor({a.rest}));
+  std::vector<double> lens;
+  for (const auto& row : a.lens) lens.push_back(row.value);
+  dump.emplace_back("logit_lens", float_tensor(lens));
+  metadata["dla_position"] = std::to_string(position);
+  metadata["dla_answer"] = std::to_string(answer);
+  metadata["dla_wrong"] = std::to_string(wrong);
+  metadata["dla_value"] = format_number(a.value);
+  std::cout << "direct logit attribution at position " << position << ": " << (wrong >= 0 ? "logit(" : "logit ")
+            << token(answer) << (wrong >= 0 ? ") − logit(" + token(wrong) + ")" : "") << " = " << format_number(a.value)
+            << " (final-norm scale " << format_number(a.scale) << ")\n  embeddings " << format_number(a.embed) << "\n";
+  for (size_t l = 0; l < a.heads.size(); ++l) {
+    std::cout << "  layer " << l << ":";
+    for (size_t h = 0; h < a.heads[l].size(); ++h) std::cout << " H" << h << " " << format_number(a.heads[l][h]);
+    if (l < a.mlps.size()) std::cout << "  | mlp " << format_number(a.mlps[l]);
+    std::cout << "\n";
+  }
+  std::cout << "  output biases " << format_number(a.biases) << ", final-norm and LM-head biases " << format_number(a.rest)
+            << "\nlogit lens (the stream after each layer through the final norm and LM head):\n";
+  for (const auto& row : a.lens) {
+    std::cout << "  after " << row.layer << " layer" << (row.layer == 1 ? "" : "s") << ": " << format_number(row.value) << "  top:";
+    for (const auto& [id, p] : row.top) std::cout << " " << token(id) << " " << format_number(p);
+    std::cout << "\n";
+  }
+  for (const auto& note : a.notes) std::cout << "note: " << note << "\n";
+}
+
 int run_command(const RunOptions& options) {
   core::use_batch_threads();
   auto model = core::load_model(options.model);
@@ -108,6 +162,8 @@ int run_command(const RunOptions& options) {
   const bool all = options.capture == "all";
   request.capture = all ? core::kCaptureAll : core::kCaptureWeights | core::kCaptureMixedWeights;
   if (options.logit_spectra) request.capture |= core::kCaptureLogits | core::kCaptureMixedLogits;
+  if (!options.dla.empty())
+    request.capture |= core::kCaptureHeadOutputs | core::kCaptureResidual | core::kCapturePatchSites;
   auto trace = core::run(*model, request);
 
   std::vector<std::pair<std::string, torch::Tensor>> dump;
@@ -202,6 +258,7 @@ int run_command(const RunOptions& options) {
       add_spectra(trace->main_stack(), "", false);
     }
   }
+  if (!options.dla.empty()) add_dla(*model, *trace, options, dump, metadata);
   core::save_safetensors(options.out, dump, core::DType::F32, metadata);
   std::cout << "wrote " << options.out << ": " << request.ids.size() << " tokens, " << dump.size() << " tensors\n";
   return 0;
@@ -228,6 +285,11 @@ void add_run_command(CLI::App& app, Action& action) {
                  "Add attention rollout [T, T] and flow [T] into the LRP target (or last) position (Abnar & Zuidema 2020)");
   cmd->add_flag("--logit-spectra", options->logit_spectra,
                  "Add logit_singular_values.{l} [H, min(T, S)]: each head's T×S logit matrix's singular values");
+  cmd->add_option("--dla", options->dla,
+                  "Direct logit attribution of ANSWER[,WRONG] (ids or tokens): each head's, FFN's and the embeddings' "
+                  "share of the logit difference (dla [L, H], dla_embed, dla_mlp [L]) and the logit lens (logit_lens [L+1])");
+  cmd->add_option("--dla-position", options->dla_position, "Position --dla reads (default: the last)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("!--no-special-tokens", options->add_special, "Do not add [CLS]/[SEP]/BOS around --text");
   cmd->add_option("--out", options->out, "Output .safetensors dump")->required();
   cmd->add_flag("--force", options->force, "Replace an existing --out file");

@@ -20,6 +20,8 @@ std::map<std::string, AddCommand> engine_commands(const GuiEntry& gui) {
       {"convert", add_convert_command},
       {"prune", add_prune_command},
       {"compare", add_compare_command},
+      {"circuits", add_circuits_command},
+      {"patch", add_patch_command},
   };
   if (gui) commands["gui"] = [gui](CLI::App& app, Action& action) { add_gui_command(app, action, gui); };
   return commands;

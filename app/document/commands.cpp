@@ -174,6 +174,21 @@ template <class Io> void fields(Io& io, cmd::Generate& c) {
   io.optional("keep", c.keep);
 }
 template <class Io> void fields(Io&, cmd::StopGeneration&) {}
+template <class Io> void fields(Io& io, cmd::SetPatching& c) {
+  io.optional("counterfactual", c.counterfactual);
+  io.optional("answer", c.answer);
+  io.optional("wrong", c.wrong);
+  io.optional("metric", c.metric);
+  io.optional("site", c.site);
+}
+template <class Io> void fields(Io&, cmd::RunPatching&) {}
+template <class Io> void fields(Io&, cmd::StopPatching&) {}
+template <class Io> void fields(Io& io, cmd::TakeFromCounterfactual& c) {
+  io.optional("layer", c.layer);
+  io.optional("head", c.head);
+  io.optional("weight", c.weight);
+  io.optional("reset", c.reset);
+}
 template <class Io> void fields(Io& io, cmd::ConvertModel& c) {
   io.required("to", c.to);
   io.optional("groups", c.groups);
@@ -264,8 +279,9 @@ const std::vector<std::string>& command_names() {
       "sort_heads",   "filter_heads",  "set_thresholds",
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
-      "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert", "trim_input", "close_report"};
-  static_assert(std::variant_size_v<Command> == 39, "one name per command");
+      "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert", "trim_input", "close_report",
+      "set_patching", "run_patching", "stop_patching", "take_from_counterfactual"};
+  static_assert(std::variant_size_v<Command> == 43, "one name per command");
   return names;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "app/work/generation_job.h"
+#include "app/work/patching_job.h"
 #include "app/work/workbench_engine.h"
 #include "core/controls.h"
 
@@ -149,6 +150,25 @@ struct Generate {
 };
 struct StopGeneration {};
 
+// --- patching (the Patching view and the Mixer) ---
+// The Patching view's choices (a field left out keeps its value): the counterfactual text, the
+// answer and wrong tokens (tokens or ids), the metric (logit-diff, logit, prob, kl) and the site
+// (z, pattern, q, k, v per head; resid, mlp per layer).
+struct SetPatching {
+  std::optional<std::string> counterfactual, answer, wrong, metric, site;
+};
+// Patches every head (or layer) from the counterfactual into the current input as a task: attribution
+// patching at once, exact patching head by head. A script waits until it ends.
+struct RunPatching {};
+struct StopPatching {};
+// Takes `weight` (0–1) of one head's output from the counterfactual in the live run, like a gate
+// (0 = its own output); `reset` clears every head's.
+struct TakeFromCounterfactual {
+  int layer = 0, head = 0;
+  float weight = 1;
+  bool reset = false;
+};
+
 // --- conversion (the Model view) ---
 // Converts the open model (`headlab convert`, core/model/convert.h) into `to` = "gqa" (with `groups`),
 // "mqa" or "collaborative" (with `key_dim`), written to the folder `out`; with `open`, the window
@@ -208,7 +228,8 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::SaveSession, cmd::OpenSession, cmd::Export, cmd::Screenshot, cmd::ShowView,
                              cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
                              cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration, cmd::ConvertModel,
-                             cmd::StopConvert, cmd::TrimInput, cmd::CloseReport>;
+                             cmd::StopConvert, cmd::TrimInput, cmd::CloseReport, cmd::SetPatching,
+                             cmd::RunPatching, cmd::StopPatching, cmd::TakeFromCounterfactual>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

@@ -32,6 +32,7 @@ Controller::Controller()
       worker_(tasks_, models_),
       dataset_(std::make_unique<DatasetJob>(tasks_, models_)),
       generation_(std::make_unique<GenerationJob>(tasks_, models_)),
+      patching_(std::make_unique<PatchingJob>(tasks_, models_)),
       convert_(std::make_unique<ConvertJob>(tasks_, models_)),
       syntax_(std::make_unique<SyntaxJob>(tasks_, models_)),
       last_autosave_(std::chrono::steady_clock::now()) {
@@ -286,6 +287,7 @@ bool Controller::poll() {
   poll_dataset(changed);
   poll_syntax(changed);
   poll_generation(changed);
+  poll_patching(changed);
   poll_convert(changed);
   return changed;
 }
@@ -323,7 +325,9 @@ void Controller::poll_model(bool& changed) {
       }
       if (session.text.empty()) session.text = demo_text(*model);
       // A session keeps its controls; a different model opened by hand starts from the defaults.
-      if (!same_model && !loading_session_) session.controls = {};
+      if (!same_model && !loading_session_) session.controls = {}, session.patching.take.clear();
+      // A patching result is of the model it was measured on.
+      if (doc_.patching && doc_.patching->model_folder != model->folder) doc_.patching.reset();
       loading_session_ = false;
       const std::string dropped = fit_controls(session.controls, *model);
       if (!dropped.empty()) notice("Controls that do not fit " + model->name + " were dropped: " + dropped + ".");

@@ -110,6 +110,10 @@ class Controller {
   void on(const cmd::FilterHeads& c);
   void on(const cmd::SetThresholds& c);
   void on(const cmd::SetLrpTarget& c);
+  void on(const cmd::SetPatching& c);
+  void on(const cmd::RunPatching& c);
+  void on(const cmd::StopPatching& c);
+  void on(const cmd::TakeFromCounterfactual& c);
   void on(const cmd::SaveSession& c);
   void on(const cmd::OpenSession& c);
   // The window's commands (export, screenshot, …) reach the Controller only by mistake.
@@ -159,6 +163,11 @@ class Controller {
   void poll_generation(bool& changed);
   std::unique_ptr<GenerationJob> generation_;  // app/work/generation_job.h (via document.h)
   uint64_t generation_serial_ = 0;
+  // The session's patching settings on `clean_ids` (empty: the session's text, tokenized by the job).
+  void start_patching(const std::string& folder, const std::vector<int64_t>& clean_ids);
+  void poll_patching(bool& changed);
+  std::unique_ptr<PatchingJob> patching_;  // app/work/patching_job.h (via document.h)
+  uint64_t patching_serial_ = 0;
   void convert_model(const cmd::ConvertModel& c);
   void poll_convert(bool& changed);
   std::unique_ptr<ConvertJob> convert_;  // app/work/convert_job.h (via document.h)

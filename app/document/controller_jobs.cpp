@@ -5,6 +5,7 @@
 
 #include "app/work/dataset_job.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -81,6 +82,84 @@ void Controller::on(const cmd::Generate& c) {
 
 void Controller::on(const cmd::StopGeneration&) {
   generation_->stop();
+}
+
+void Controller::on(const cmd::SetPatching& c) {
+  auto& p = doc_.session.patching.settings;
+  if (c.metric && *c.metric != "logit-diff" && *c.metric != "logit" && *c.metric != "prob" && *c.metric != "kl")
+    throw std::runtime_error("metric '" + *c.metric + "': logit-diff, logit, prob or kl");
+  static const std::vector<std::string> sites = {"z", "pattern", "q", "k", "v", "resid", "mlp"};
+  if (c.site && std::find(sites.begin(), sites.end(), *c.site) == sites.end())
+    throw std::runtime_error("site '" + *c.site + "': z, pattern, q, k, v, resid or mlp");
+  const bool counterfactual_changed = c.counterfactual && *c.counterfactual != p.counterfactual;
+  if (c.counterfactual) p.counterfactual = *c.counterfactual;
+  if (c.answer) p.answer = *c.answer;
+  if (c.wrong) p.wrong = *c.wrong;
+  if (c.metric) p.metric = *c.metric;
+  if (c.site) p.site = *c.site;
+  // Heads taken from the counterfactual follow the new one at once.
+  if (counterfactual_changed && !doc_.session.patching.take.empty()) request_run();
+}
+
+void Controller::on(const cmd::RunPatching&) {
+  const std::string folder = doc_.model ? doc_.model->folder : std::string();
+  if (folder.empty()) throw std::runtime_error("patching needs a model folder (this model has random weights and no folder)");
+  if (!doc_.snapshot) throw std::runtime_error("patching: run a text in the Input view first");
+  if (doc_.session.patching.settings.counterfactual.empty()) throw std::runtime_error("patching needs a counterfactual text");
+  start_patching(folder, doc_.snapshot->tokens.ids);
+}
+
+void Controller::start_patching(const std::string& folder, const std::vector<int64_t>& clean_ids) {
+  PatchingRequest r;
+  r.model_folder = folder;
+  r.clean_ids = clean_ids;
+  r.clean_text = doc_.session.text;
+  r.settings = doc_.session.patching.settings;
+  r.controls = doc_.session.controls;
+  patching_->start(r);
+  doc_.session.patching.ran = true;
+  doc_.patching_job = {true, ""};
+}
+
+void Controller::on(const cmd::StopPatching&) {
+  patching_->stop();
+}
+
+void Controller::on(const cmd::TakeFromCounterfactual& c) {
+  auto& take = doc_.session.patching.take;
+  if (c.reset) {
+    take.clear();
+    request_run();
+    return;
+  }
+  const AttentionSummary* a = nullptr;
+  if (doc_.model)
+    for (const auto& att : doc_.model->attentions)
+      if (att.stack != core::Stack::Cross) a = &att;  // the main stack: the decoder's, else the encoder's
+  if (!a) throw std::runtime_error("no model");
+  if (c.layer < 0 || c.layer >= a->layers || c.head < 0 || c.head >= a->output_heads)
+    throw std::runtime_error("take_from_counterfactual: layer " + std::to_string(c.layer) + ", head " +
+                             std::to_string(c.head) + " is not in the model (" + std::to_string(a->layers) +
+                             " layers of " + std::to_string(a->output_heads) + " heads)");
+  if (doc_.session.patching.settings.counterfactual.empty())
+    throw std::runtime_error("take_from_counterfactual: set a counterfactual text first (the Patching view)");
+  if (take.size() <= size_t(c.layer)) take.resize(size_t(c.layer) + 1);
+  auto& row = take[size_t(c.layer)];
+  if (row.size() <= size_t(c.head)) row.resize(size_t(c.head) + 1, 0.0f);
+  row[size_t(c.head)] = std::clamp(c.weight, 0.0f, 1.0f);
+  // Trailing zeros go, so that "nothing taken" is an empty list.
+  while (!take.empty() && std::all_of(take.back().begin(), take.back().end(), [](float w) { return w == 0; }))
+    take.pop_back();
+  request_run();
+}
+
+void Controller::poll_patching(bool& changed) {
+  const uint64_t serial = patching_->result_serial();
+  if (take_status(doc_.patching_job, patching_->status())) changed = true;
+  if (serial == patching_serial_) return;
+  patching_serial_ = serial;
+  doc_.patching = patching_->result();
+  changed = true;
 }
 
 void Controller::on(const cmd::ConvertModel& c) {
@@ -245,7 +324,8 @@ void Controller::poll_convert(bool& changed) {
 // Nothing of the window runs or waits: the live model, its run, and every job (the Syntax view's
 // sentence counts as waiting while the session asks for another one).
 bool Controller::idle() const {
-  if (doc_.syntax_job.running || doc_.generation_job.running || doc_.convert.running) return false;
+  if (doc_.syntax_job.running || doc_.generation_job.running || doc_.patching_job.running || doc_.convert.running)
+    return false;
   const auto wanted = syntax_request();
   if (wanted && (!syntax_requested_ || !same_request(*wanted, *syntax_requested_))) return false;
   return worker_.idle() && !doc_.dataset.running && doc_.model && doc_.snapshot && !pending_model_run_;

@@ -49,12 +49,16 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   expected_hash_ = doc_.session.model_hash;
   loading_session_ = true;
   doc_.generation.reset();
+  doc_.patching.reset();
   if (doc_.session.model_folder.empty()) {
     open_random_model();
   } else {
     open_model(doc_.session.model_folder);
     // The session's generation, written again: the same settings and seed write the same tokens.
     if (!doc_.session.generation.generated.empty()) start_generation(doc_.session.generation.generated);
+    // Its patching, measured again on its text.
+    if (doc_.session.patching.ran && !doc_.session.patching.settings.counterfactual.empty())
+      start_patching(doc_.session.model_folder, {});
   }
 }
 

@@ -7,6 +7,7 @@
 #include "app/work/convert_job.h"
 #include "app/work/dataset_job.h"
 #include "app/work/generation_job.h"
+#include "app/work/patching_job.h"
 #include "app/work/syntax_job.h"
 #include "app/work/workbench_engine.h"
 #include "app/document/session.h"
@@ -48,6 +49,10 @@ struct Document {
   // The Generate view's run: every step made so far (null before any and after a failure).
   std::shared_ptr<const GenerationResult> generation;
   JobStatus generation_job;  // running, and why the last run failed
+  // The Patching view's run: exact patching filling in, attribution at once, DLA (null before any
+  // and after a failure; a previous model's result is dropped when another model opens).
+  std::shared_ptr<const PatchingResult> patching;
+  JobStatus patching_job;
   // The Model view's conversion (app/work/convert_job.h): its progress, summary and error.
   ConvertJobStatus convert;
   std::string banner;                 // "random weights — no trained model found"

@@ -17,6 +17,8 @@ RunInput make_run_input(const SessionState& session) {
   in.weight_spectra = session.view.workspace == "Analyse";  // the Spectra view's
   const auto& a = session.analysis;
   in.relevance = {a.lrp_enabled, a.lrp_position, a.lrp_token, a.lrp_shading == "flow"};
+  in.counterfactual = session.patching.settings.counterfactual;
+  in.take = session.patching.take;
   return in;
 }
 

@@ -206,6 +206,16 @@ void session_fields(Io& io, S& s) {
     gen.field("seed", g.settings.seed);
     gen.field("generated", g.generated);
   });
+  io.section("patching", [&](auto& pat) {
+    auto& p = s.patching;
+    pat.field("counterfactual", p.settings.counterfactual);
+    pat.field("answer", p.settings.answer);
+    pat.field("wrong", p.settings.wrong);
+    pat.field("metric", p.settings.metric);
+    pat.field("site", p.settings.site);
+    pat.field("take", p.take);
+    pat.field("ran", p.ran);
+  });
   io.section("layout", [&](auto& layout) { layout.field("imgui_ini", s.imgui_ini); });
 }
 

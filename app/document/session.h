@@ -3,6 +3,7 @@
 #pragma once
 
 #include "app/work/generation_job.h"
+#include "app/work/patching_job.h"
 #include "app/work/workbench_engine.h"
 #include "core/atomic_file.h"
 #include "core/controls.h"
@@ -80,6 +81,15 @@ struct GenerationChoices {
   std::vector<int64_t> generated;  // ids written; empty = nothing generated
 };
 
+// The Patching view and the Mixer's "take from counterfactual".
+struct PatchingChoices {
+  PatchingSettings settings;  // app/work/patching_job.h
+  // [layer][head] of the main stack: how much of each head's output comes from the counterfactual
+  // (0 = its own, 1 = the counterfactual's); empty = none taken.
+  std::vector<std::vector<float>> take;
+  bool ran = false;  // Patch was run: a loaded session runs it again
+};
+
 struct SessionState {
   std::string model_folder;      // "" = the random-weight fallback model
   std::string model_hash;        // weights hash when saved
@@ -91,6 +101,7 @@ struct SessionState {
   ViewSettings view;
   AnalysisChoices analysis;
   GenerationChoices generation;
+  PatchingChoices patching;
   std::string imgui_ini;         // window layout (ImGui::SaveIniSettingsToMemory)
   // Not written to session files: kept across sessions in recent.json (see below).
   std::vector<std::string> recent_folders;

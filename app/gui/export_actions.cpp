@@ -37,6 +37,8 @@ const char* analysis_view_of(const std::string& figure) {
   if (figure == "spectra") return "Spectra";
   if (figure == "relevance") return "Relevance";
   if (figure == "syntax") return "Syntax";
+  if (figure == "patching") return "Patching";
+  if (figure == "circuits") return "Circuits";
   return nullptr;
 }
 

@@ -41,6 +41,43 @@ bool MixerView::drawMatrix(Workbench& wb, const AttentionSummary& att, int layer
   return changed;
 }
 
+void MixerView::drawTake(Workbench& wb, const AttentionSummary& att, int layer) {
+  const auto& model = *wb.doc().model;
+  // The main stack only (a decoder-only or encoder-only model's one self-attention).
+  if (att.stack == core::Stack::Cross || model.attentions.size() != 1) return;
+  const auto& p = wb.doc().session.patching;
+  ImGui::Separator();
+  ImGui::TextDisabled("take from the counterfactual");
+  if (p.settings.counterfactual.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(set one in the Patching view)");
+    return;
+  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("each head's output from the counterfactual '%s', like a gate: 0 = its own", p.settings.counterfactual.c_str());
+  const auto& snapshot = wb.doc().snapshot;
+  if (snapshot && !snapshot->counterfactual_note.empty())
+    ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s", snapshot->counterfactual_note.c_str());
+  const int columns = ImGui::GetContentRegionAvail().x > ImGui::GetFontSize() * 30 ? 2 : 1;
+  if (ImGui::BeginTable("take", columns)) {
+    for (int h = 0; h < att.output_heads; ++h) {
+      ImGui::TableNextColumn();
+      ImGui::PushID(1000 + h);
+      float w = size_t(layer) < p.take.size() && size_t(h) < p.take[size_t(layer)].size() ? p.take[size_t(layer)][size_t(h)] : 0.0f;
+      ImGui::SetNextItemWidth(-1);
+      const std::string format = "H" + std::to_string(h) + " from cf %.2f";
+      if (ImGui::SliderFloat("##take", &w, 0.0f, 1.0f, format.c_str())) wb.apply(cmd::TakeFromCounterfactual{layer, h, w});
+      ImGui::PopID();
+    }
+    ImGui::EndTable();
+  }
+  if (!p.take.empty() && ImGui::Button("Own outputs for every head")) {
+    cmd::TakeFromCounterfactual reset;
+    reset.reset = true;
+    wb.apply(reset);
+  }
+}
+
 void MixerView::drawContent(Workbench& wb) {
   if (!wb.doc().model) return;
   const auto& sel = wb.doc().session.selection;
@@ -110,6 +147,8 @@ void MixerView::drawContent(Workbench& wb) {
     }
     ImGui::EndTable();
   }
+
+  drawTake(wb, *att, layer);
 
   ImGui::Separator();
   ImGui::TextDisabled("mixing presets");

@@ -1,5 +1,6 @@
-// Mixer: per layer, a toggle and gate slider per head, the ablation mode, and the h×h mixing
-// matrices before and after the softmax with presets. Every change re-runs live.
+// Mixer: per layer, a toggle and gate slider per head, the ablation mode, each head's share taken
+// from the Patching view's counterfactual, and the h×h mixing matrices before and after the softmax
+// with presets. Every change re-runs live.
 #pragma once
 
 #include "app/gui/view.h"
@@ -19,6 +20,8 @@ class MixerView : public View {
 
  private:
   bool drawMatrix(Workbench& wb, const AttentionSummary& att, int layer, const char* which, int heads);
+  // "take from the counterfactual" sliders (activation patching live, like a gate).
+  void drawTake(Workbench& wb, const AttentionSummary& att, int layer);
   // Preset parameters: UI-only until applied (the applied matrix is in the session).
   int preset_ = 2;
   int a_ = 0, b_ = 1;

@@ -1,6 +1,7 @@
 #include "app/gui/views.h"
 
 #include "app/gui/attention_map_view.h"
+#include "app/gui/circuits_view.h"
 #include "app/gui/dataset_view.h"
 #include "app/gui/generate_view.h"
 #include "app/gui/head_detail_view.h"
@@ -13,6 +14,7 @@
 #include "app/gui/mixer_view.h"
 #include "app/gui/model_view.h"
 #include "app/gui/output_view.h"
+#include "app/gui/patching_view.h"
 #include "app/gui/status_bar.h"
 #include "app/gui/syntax_view.h"
 
@@ -28,10 +30,12 @@ std::vector<std::unique_ptr<View>> make_views() {
   views.push_back(std::make_unique<MixerView>());
   views.push_back(std::make_unique<HeadView>());
   views.push_back(std::make_unique<GenerateView>());
+  views.push_back(std::make_unique<PatchingView>());
   views.push_back(std::make_unique<DatasetView>());
   views.push_back(std::make_unique<HeadTableView>());
   views.push_back(std::make_unique<HeadDetailView>());
   views.push_back(std::make_unique<SpectraView>());
+  views.push_back(std::make_unique<CircuitsView>());
   views.push_back(std::make_unique<RelevanceView>());
   views.push_back(std::make_unique<SyntaxView>());
   views.push_back(std::make_unique<StatusBar>());

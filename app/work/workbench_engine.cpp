@@ -89,14 +89,77 @@ struct WorkbenchEngine::Impl {
   uint64_t generation = 0, layer_version = 0;
   std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;  // of this model, once asked for
   bool weight_spectra_tried = false;
+  std::shared_ptr<const analysis::Composition> circuits;  // with the weight spectra
+  std::string circuits_error;
+  // "Take from counterfactual": the counterfactual's run (head outputs) and, per layer, the weights
+  // tensor [H, 1, 1] of the take values it was made from — kept while unchanged, so that an
+  // incremental run sees the same patches (core::same_patch) and recomputes nothing.
+  std::vector<int64_t> cf_ids;
+  std::shared_ptr<const core::Trace> cf_trace;
+  std::map<int, std::pair<std::vector<float>, torch::Tensor>> take_weights;
+
+  // `counterfactual_ids` tokenizes the counterfactual as the text is tokenized (called only when
+  // some head takes from it).
+  std::vector<core::ActivationPatch> take_patches(const RunInput& input, const std::vector<int64_t>& ids,
+                                                  const std::function<std::vector<int64_t>()>& counterfactual_ids,
+                                                  std::string& note) {
+    bool any = false;
+    for (const auto& layer : input.take)
+      for (float w : layer) any = any || w != 0;
+    if (!any) return {};
+    const auto& c = model->config;
+    if (c.kind == core::StackKind::EncoderDecoder) {
+      note = "taking heads from a counterfactual runs on decoder-only and encoder-only models";
+      return {};
+    }
+    const core::Stack stack = c.decoder ? core::Stack::Decoder : core::Stack::Encoder;
+    const auto cf_ids_now = counterfactual_ids();
+    if (cf_ids_now.size() != ids.size()) {
+      note = "the counterfactual has " + std::to_string(cf_ids_now.size()) + " tokens and the text " +
+             std::to_string(ids.size()) + "; heads are taken from it only when both have the same length";
+      return {};
+    }
+    if (!cf_trace || cf_ids != cf_ids_now) {
+      core::RunRequest run;
+      run.ids = cf_ids_now;
+      run.capture = core::kCaptureHeadOutputs;
+      run.logit_positions = {static_cast<int64_t>(ids.size()) - 1};
+      cf_trace = core::run(*model, run);
+      cf_ids = cf_ids_now;
+      take_weights.clear();
+    }
+    std::vector<core::ActivationPatch> patches;
+    const auto& layers = cf_trace->main_stack().layers;
+    for (size_t l = 0; l < input.take.size() && l < layers.size(); ++l) {
+      const auto& values = layers[l].self.head_outputs;  // [h_v, T, d_v]
+      std::vector<float> w = input.take[l];
+      w.resize(static_cast<size_t>(values.size(0)), 0.0f);
+      if (std::all_of(w.begin(), w.end(), [](float x) { return x == 0; })) continue;
+      auto& cached = take_weights[static_cast<int>(l)];
+      if (!cached.second.defined() || cached.first != w) cached = {w, torch::tensor(w).view({-1, 1, 1})};
+      core::ActivationPatch patch;
+      patch.stack = stack;
+      patch.layer = static_cast<int>(l);
+      patch.site = core::Site::Z;
+      patch.value = values;
+      patch.weight = cached.second;
+      patches.push_back(patch);
+    }
+    return patches;
+  }
 
   void reset(std::shared_ptr<core::Model> m, const std::string& folder, bool random) {
     model = std::move(m);
     weight_spectra.reset();
     weight_spectra_tried = false;
+    circuits.reset();
+    circuits_error.clear();
     last_trace.reset();
     base_trace.reset();
     base_logp = torch::Tensor();
+    cf_trace.reset();
+    cf_ids.clear();
+    take_weights.clear();
     cache.clear();
     const auto& c = model->config;
     ModelSummary s;
@@ -380,10 +443,13 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     m.base_outputs_k = 0;
   }
   std::shared_ptr<const core::Trace> trace;
-  if (input.controls.is_default()) {
+  auto patches = m.take_patches(
+      input, request.ids, [&] { return tokenize(input.counterfactual).ids; }, snap->counterfactual_note);
+  if (input.controls.is_default() && patches.empty()) {
     trace = m.base_trace;
   } else {
     request.controls = input.controls;
+    request.patches = std::move(patches);
     request.previous = compatible(m.last_trace) ? m.last_trace : m.base_trace;
     trace = core::run(*m.model, request);
   }
@@ -457,8 +523,18 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     } catch (const std::exception&) {
       m.weight_spectra.reset();  // the Spectra view says so; the run itself is fine
     }
+    try {
+      torch::NoGradGuard no_grad;
+      m.circuits = std::make_shared<const analysis::Composition>(analysis::composition_scores(*m.model));
+    } catch (const std::exception& e) {
+      m.circuits_error = e.what();  // the Circuits view says so
+    }
   }
-  if (input.weight_spectra) snap->weight_spectra = m.weight_spectra;
+  if (input.weight_spectra) {
+    snap->weight_spectra = m.weight_spectra;
+    snap->circuits = m.circuits;
+    snap->circuits_error = m.circuits_error;
+  }
   if (input.logit_spectra) {
     auto spectra = std::make_shared<std::map<core::Stack, std::vector<std::vector<analysis::Spectrum>>>>();
     for (const auto& att : m.summary.attentions) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "core/asset_paths.h"
+#include "analysis/composition.h"
 #include "analysis/spectra.h"
 #include "core/controls.h"
 
@@ -189,10 +190,17 @@ struct RunInput {
   // The singular values of each head's T×S logit matrix for this input (Bhojanapalli et al. 2020:
   // rank ≤ key size); captures the logits.
   bool logit_spectra = false;
-  // The key-query spectra of every attention layer from the weights (Cordonnier et al. 2020):
-  // computed once per model on the first run that asks (~0.1 s for the default model, ~3 s for
-  // BERT-base), then shared by every snapshot.
+  // The key-query spectra of every attention layer from the weights (Cordonnier et al. 2020), and
+  // the weight circuits (composition scores, OV eigenvalues, copying; analysis/composition.h):
+  // computed once per model on the first run that asks (~0.1 s for the default model, a few seconds
+  // for a 12 × 12 model), then shared by every snapshot.
   bool weight_spectra = false;
+  // "Take from counterfactual" (the Mixer; activation patching live, core/model/patch.h): head h of
+  // layer l of the main stack outputs own + take[l][h]·(z_cf − own), z_cf its output O (before the
+  // gates) on `counterfactual`, run by the model without controls. Like a gate: 0 = its own, 1 = the
+  // counterfactual's. The counterfactual must have as many tokens as the text.
+  std::string counterfactual;
+  std::vector<std::vector<float>> take;
 };
 
 // One immutable result. Layer buffers not recomputed are shared with the previous snapshot.
@@ -200,6 +208,8 @@ struct RunSnapshot {
   uint64_t generation = 0;
   RunInput input;        // as run: a trimmed text is the part that was kept
   std::string trimmed;   // "kept tokens 0–509 of 3,131" when the input was cut; "" otherwise
+  // Why the counterfactual's heads were not taken ("" when they were, or none was asked for).
+  std::string counterfactual_note;
   TokenizedText tokens;          // encoder (or the only stack)
   TokenizedText decoder_tokens;  // encoder-decoder only
   std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
@@ -213,6 +223,10 @@ struct RunSnapshot {
   std::shared_ptr<const RelevanceResult> relevance;  // when input.relevance.enabled
   // When input.weight_spectra: every attention layer's spectra (null when they could not be computed).
   std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;
+  // When input.weight_spectra: the main stack's composition scores, OV eigenvalues and copying
+  // scores (null when they could not be computed; circuits_error says why).
+  std::shared_ptr<const analysis::Composition> circuits;
+  std::string circuits_error;
   // When input.logit_spectra: by stack, [layers][softmax heads].
   std::shared_ptr<const std::map<core::Stack, std::vector<std::vector<analysis::Spectrum>>>> logit_spectra;
   const AttentionMaps* find(core::Stack stack) const;

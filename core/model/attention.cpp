@@ -206,8 +206,15 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       if (k_new.defined()) k_new = apply_rope(k_new, call.rope, offset);
     }
   }
+  const bool patched = call.patches && !call.patches->empty();
+  if (patched && cache) throw std::invalid_argument("activation patches need the whole sequence, not a cache");
+  if (patched) {
+    q_heads = apply_patches(q_heads, Site::Q, *call.patches);
+    k_new = apply_patches(k_new, Site::K, *call.patches);
+  }
   if (!cached_memory) {
     v_new = v(y).view({B, y.size(1), c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
+    if (patched) v_new = apply_patches(v_new, Site::V, *call.patches);
     // Collaborative content bias r_iᵀ x_s, per key.
     if (content_bias.defined()) bias_new = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]
   }
@@ -273,11 +280,13 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (call.key_padding.defined()) blocked = blocked.logical_or(call.key_padding.view({B, 1, 1, S}));
   // The lowest finite value, not -inf: a fully blocked row gives a uniform row instead of NaN.
   auto W = torch::softmax(L.masked_fill(blocked, std::numeric_limits<float>::lowest()), -1);  // [B, h, T, S]
+  if (patched) W = apply_patches(W, Site::Pattern, *call.patches);
   auto W_used = call.lrp ? W.detach() : W;  // analysis/LRP.md rule 1
 
   auto U = c.talking_heads ? mix_heads(W_used, post_mix) : W_used;  // [B, h_v, T, S]
   if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix").to(U.dtype()));
   auto O = torch::matmul(U, v_heads);  // [B, h_v, T, d_v] — the paper's O = einsum(U, V)
+  if (patched) O = apply_patches(O, Site::Z, *call.patches);
 
   auto gated = O;
   if (controls && !controls->gates.empty()) {
@@ -325,6 +334,11 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     if (cap & kCaptureHeadOutputs) {
       stages->head_outputs = O;
       stages->gated_outputs = gated;
+    }
+    if (cap & kCapturePatchSites) {
+      stages->queries = q_heads;
+      stages->keys = k_new;
+      stages->values = v_new;
     }
   }
   return out;

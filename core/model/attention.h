@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/controls.h"
 #include "core/model/kv_cache.h"
+#include "core/model/patch.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -26,6 +27,11 @@ struct AttentionStages {
   // controls set no gates). Captured with kCaptureHeadOutputs; analysis/lrp.cpp differentiates the
   // loss with respect to it to get ∂L/∂g_i exactly, even at g_i = 0.
   torch::Tensor gated_outputs;
+  // kCapturePatchSites: the queries and keys as the scores read them (after the q/k norms and RoPE;
+  // collaborative: after the mixing vectors), and the values, before GQA's repeat.
+  torch::Tensor queries;  // [B, h_k, T, d_k]
+  torch::Tensor keys;     // [B, kv, S, d_k]
+  torch::Tensor values;   // [B, kv, S, d_v]
 };
 
 // Rotary position tables for the query and key positions (Hugging Face rotate-half layout).
@@ -57,6 +63,9 @@ struct AttentionCall {
   // and values are computed from key_input on the first call and read from `cache` after.
   LayerCache* cache = nullptr;
   int64_t position = 0;
+  // Activation patches of this layer's q, k, v, pattern and z (core/model/patch.h); self-attention
+  // of a whole sequence only (not with a cache).
+  const LayerPatches* patches = nullptr;
 };
 
 // [T, S] bool, true where query t may attend to key s.

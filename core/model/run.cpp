@@ -13,16 +13,33 @@ torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
 
 AttentionStages squeeze_batch(const AttentionStages& s) {
   auto squeeze = [](const torch::Tensor& t) { return t.defined() ? t.squeeze(0) : t; };
-  return {squeeze(s.logits), squeeze(s.mixed_logits), squeeze(s.weights), squeeze(s.mixed_weights),
-          squeeze(s.head_outputs), squeeze(s.gated_outputs)};
+  return {squeeze(s.logits),       squeeze(s.mixed_logits),  squeeze(s.weights), squeeze(s.mixed_weights),
+          squeeze(s.head_outputs), squeeze(s.gated_outputs), squeeze(s.queries), squeeze(s.keys),
+          squeeze(s.values)};
 }
 
-// First layer of `stack` whose controls differ between two control sets; `layers` if none.
-int first_changed_layer(const ModelControls& a, const ModelControls& b, Stack stack, int layers,
-                        bool with_cross) {
+// The patches of (stack, layer) in `patches`.
+LayerPatches patches_of(const std::vector<ActivationPatch>& patches, Stack stack, int layer) {
+  LayerPatches out;
+  for (const auto& p : patches)
+    if (p.stack == stack && p.layer == layer) out.push_back(&p);
+  return out;
+}
+
+bool same_patches(const LayerPatches& a, const LayerPatches& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!same_patch(*a[i], *b[i])) return false;
+  return true;
+}
+
+// First layer of `stack` whose controls or patches differ between a previous trace and a request;
+// `layers` if none.
+int first_changed_layer(const Trace& a, const RunRequest& b, Stack stack, int layers, bool with_cross) {
   for (int l = 0; l < layers; ++l) {
-    if (a.get(stack, l) != b.get(stack, l)) return l;
-    if (with_cross && a.get(Stack::Cross, l) != b.get(Stack::Cross, l)) return l;
+    if (a.controls.get(stack, l) != b.controls.get(stack, l)) return l;
+    if (with_cross && a.controls.get(Stack::Cross, l) != b.controls.get(Stack::Cross, l)) return l;
+    if (!same_patches(patches_of(a.patches, stack, l), patches_of(b.patches, stack, l))) return l;
   }
   return layers;
 }
@@ -53,13 +70,21 @@ torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input
   if (request.capture & kCaptureResidual) out.hidden.resize(layers + 1);
   torch::Tensor h = input;
   for (int l = from; l < layers; ++l) {
+    // hidden[l] keeps the input before this layer's resid patch, so that a later run with other
+    // patches can start here.
     if (request.capture & kCaptureResidual) out.hidden[l] = h.squeeze(0);
+    const LayerPatches patches = patches_of(request.patches, stack, l);
+    if (!patches.empty()) h = apply_patches(h, Site::Resid, patches);
+    call.patches = &patches;
     call.self_controls = &request.controls.get(stack, l);
     call.cross_controls = &request.controls.get(Stack::Cross, l);
     AttentionStages self, cross;
+    torch::Tensor mlp_out;
+    call.mlp_capture = request.capture & kCapturePatchSites ? &mlp_out : nullptr;
     h = module->block(stack, l)->forward(h, call, &self, &cross);
     out.layers[l].self = squeeze_batch(self);
     out.layers[l].cross = squeeze_batch(cross);
+    out.layers[l].mlp_out = mlp_out.defined() ? mlp_out.squeeze(0) : mlp_out;
     progress.step();
   }
   if (request.capture & kCaptureResidual) out.hidden[layers] = h.squeeze(0);
@@ -82,7 +107,8 @@ bool reusable(const Trace& previous, const RunRequest& request) {
 }  // namespace
 
 std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
-  c10::InferenceMode inference;  // thread-local: set here, in whatever thread runs the model
+  // Thread-local: set here, in whatever thread runs the model (not for a differentiable run).
+  c10::InferenceMode inference(!request.differentiable);
   auto& module = model.module;
   const auto& config = model.config;
   if (request.ids.empty()) throw std::invalid_argument("run: no input ids");
@@ -108,8 +134,8 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   if (previous && !reusable(*previous, request)) previous = nullptr;
   auto trace = std::make_shared<Trace>();
   if (previous) {
-    enc_from = first_changed_layer(previous->controls, request.controls, Stack::Encoder, enc_layers, false);
-    dec_from = first_changed_layer(previous->controls, request.controls, Stack::Decoder, dec_layers, enc_dec);
+    enc_from = first_changed_layer(*previous, request, Stack::Encoder, enc_layers, false);
+    dec_from = first_changed_layer(*previous, request, Stack::Decoder, dec_layers, enc_dec);
     if (enc_dec && enc_from < enc_layers) dec_from = 0;  // a new encoder output changes every decoder layer
     if (!enc_dec && config.kind == StackKind::Encoder) dec_from = 0;
     if (enc_from == enc_layers && dec_from == dec_layers) {
@@ -134,6 +160,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   trace->decoder_ids = request.decoder_ids;
   trace->token_types = request.token_types;
   trace->controls = request.controls;
+  trace->patches = request.patches;
   trace->capture = request.capture;
   trace->logit_positions = request.logit_positions;
 

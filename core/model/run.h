@@ -7,6 +7,7 @@
 #include "core/cancelled.h"
 #include "core/controls.h"
 #include "core/model/model.h"
+#include "core/model/patch.h"
 
 #include <atomic>
 #include <cstdint>
@@ -26,10 +27,11 @@ namespace headlab::core {
 struct LayerTrace {
   AttentionStages self;   // [heads, T, S] / O [h_v, T, d_v]
   AttentionStages cross;  // decoder of an encoder-decoder only
+  torch::Tensor mlp_out;  // kCapturePatchSites: the FFN's output as it joins the residual [T, D]
 };
 
 struct StackTrace {
-  std::vector<torch::Tensor> hidden;  // [layers + 1] × [T, D]: hidden[l] is layer l's input
+  std::vector<torch::Tensor> hidden;  // [layers + 1] × [T, D]: hidden[l] is layer l's input (before a resid patch)
   std::vector<LayerTrace> layers;
   bool empty() const { return layers.empty(); }
 };
@@ -39,6 +41,7 @@ struct Trace {
   std::vector<int64_t> decoder_ids;  // encoder-decoder only
   std::vector<int64_t> token_types;
   ModelControls controls;
+  std::vector<ActivationPatch> patches;
   unsigned capture = kCaptureNone;
   torch::Tensor logits;  // [P, V]: one row per logit position (decoder positions for an encoder-decoder)
   std::vector<int64_t> logit_positions;  // the P positions of `logits`; empty = every position (P = T)
@@ -60,6 +63,12 @@ struct RunRequest {
   std::vector<int64_t> decoder_ids;  // encoder-decoder: the decoder's input ids
   std::vector<int64_t> token_types;  // optional, BERT-style segments
   ModelControls controls;
+  // Activations taken from another run of the same length (core/model/patch.h). With `previous`,
+  // a layer whose patches differ counts as changed, like one whose controls differ.
+  std::vector<ActivationPatch> patches;
+  // Keep the autograd graph (no inference mode): the logits and captured stages can be
+  // differentiated, e.g. with respect to a patch's weight (attribution patching).
+  bool differentiable = false;
   unsigned capture = kCaptureWeights | kCaptureMixedWeights | kCaptureResidual;
   // Positions whose logits to compute (the LM head is per position); empty = every position. A
   // live view that shows one position skips the rest of the [T, V] head.

@@ -79,6 +79,7 @@ BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool ro
     cross_norm = register_module("cross_norm", norm());
     if (out_norms) cross_out_norm = register_module("cross_out_norm", norm());
   }
+  if (model.ffn.kind == FfnKind::None) return;  // attention only
   ffn = register_module("ffn", FeedForward(model.ffn, model.hidden_size));
   ffn_norm = register_module("ffn_norm", norm());
   if (out_norms) ffn_out_norm = register_module("ffn_out_norm", norm());
@@ -108,7 +109,14 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     a.lrp = call.lrp;
     a.cache = self ? call.self_cache : call.cross_cache;
     a.position = call.position;
+    a.patches = self ? call.patches : nullptr;
     return module->forward(a, stages);
+  };
+  // The FFN's output as it joins the residual stream, with its activation patches.
+  auto mlp_out = [&](const torch::Tensor& y) {
+    auto out = call.patches && !call.patches->empty() ? apply_patches(y, Site::Mlp, *call.patches) : y;
+    if (call.mlp_capture) *call.mlp_capture = out;
+    return out;
   };
   torch::Tensor h = x;
   if (pre_norm_) {
@@ -117,12 +125,13 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     h = h + out(attn_out_norm, attend(attn, attn_norm(h, call.lrp), {}, true, self_stages));
     if (cross_attn)
       h = h + out(cross_out_norm, attend(cross_attn, cross_norm(h, call.lrp), call.memory, false, cross_stages));
-    return h + out(ffn_out_norm, ffn(ffn_norm(h, call.lrp), call.lrp));
+    if (!ffn) return h;
+    return h + mlp_out(out(ffn_out_norm, ffn(ffn_norm(h, call.lrp), call.lrp)));
   }
   // Post-LN (BERT): norm(x + sublayer(x)).
   h = attn_norm(h + attend(attn, h, {}, true, self_stages), call.lrp);
   if (cross_attn) h = cross_norm(h + attend(cross_attn, h, call.memory, false, cross_stages), call.lrp);
-  return ffn_norm(h + ffn(h, call.lrp), call.lrp);
+  return ffn ? ffn_norm(h + mlp_out(ffn(h, call.lrp)), call.lrp) : h;
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {

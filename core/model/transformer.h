@@ -64,6 +64,10 @@ struct BlockCall {
   LayerCache* self_cache = nullptr;
   LayerCache* cross_cache = nullptr;
   int64_t position = 0;
+  // Activation patches of this layer (core/model/patch.h): self-attention sites and the FFN's output.
+  const LayerPatches* patches = nullptr;
+  // Set: receives the FFN's output as it joins the residual stream [B, T, D] (after its patches).
+  torch::Tensor* mlp_capture = nullptr;
 };
 
 class BlockImpl : public torch::nn::Module {

@@ -1,20 +1,26 @@
-// OV circuits and copying scores (Elhage et al. 2021; analysis/circuits.h): against the full
-// vocabulary × vocabulary circuit computed independently in float64 from the named weights, against
-// closed forms (a head whose OV circuit is positive semi-definite copies, score 1; its negation
-// suppresses, score −1), and `headlab analyze --metrics copying` without a dataset.
+// OV circuits, copying scores and composition scores (Elhage et al. 2021; analysis/circuits.h,
+// analysis/composition.h): against the full vocabulary × vocabulary circuit and the dense D × D QK
+// and OV matrices computed independently in float64 from the named weights, against closed forms (a
+// head whose OV circuit is positive semi-definite copies, score 1; its negation suppresses, score
+// −1), `headlab analyze --metrics copying` without a dataset, and `headlab circuits`.
 #include "test_common.h"
 
+#include "random_weights.h"
 #include "small_models.h"
 
 #include "analysis/analyze.h"
 #include "analysis/circuits.h"
+#include "analysis/composition.h"
 #include "analysis/head_report.h"
 #include "core/model/model.h"
 #include "core/model/transformer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <fstream>
 #include <string>
 
 using namespace headlab;
@@ -23,16 +29,7 @@ namespace {
 
 // Random weights with norm gains away from 1, so the folding matters.
 std::shared_ptr<core::Model> random_model(const core::ModelConfig& config, uint64_t seed) {
-  auto model = core::make_random_model(config, seed);
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(seed);
-  for (auto& item : model->module->named_parameters()) {
-    auto& p = item.value();
-    const std::string& name = item.key();
-    if (name.find("norm.weight") != std::string::npos) p.copy_(1 + 0.5 * torch::rand(p.sizes()));
-    else if (p.dim() >= 2) p.copy_(torch::randn(p.sizes()) / std::sqrt(double(p.size(-1))));
-  }
-  return model;
+  return test::unit_scale_model(config, seed);
 }
 
 // The full circuit W_E W_V W_O W_U [V, V] of one head, from the named parameters in float64:
@@ -138,4 +135,166 @@ TEST_CASE("headlab analyze --metrics copying scores the shipped default without 
   CHECK(std::any_of(r.notes.begin(), r.notes.end(),
                     [](const std::string& n) { return n.find("its transform (dense, activation, norm) is left out") != std::string::npos; }));
   INFO(copying << " copying heads");
+}
+
+namespace {
+
+// The dense QK and OV matrices [D, D] of one head from the named parameters, in float64, each
+// variant by its own definition: W_Q^h W_K^hᵀ (GQA: the group's key head), Σ_i P_l[i, h] W_Q^i W_K^iᵀ
+// (talking heads), W̃_Q diag(m_h) W̃_Kᵀ (collaborative); W_V^h W_O^h. Reading matrices fold the
+// γ of the norm before attention, centred after a LayerNorm.
+struct Dense {
+  core::Model& model;
+  const core::AttentionConfig& a;
+  std::string stack;
+
+  torch::Tensor param(const std::string& name) const {
+    return model.module->named_parameters()[name].detach().to(torch::kFloat64);
+  }
+  torch::Tensor fold(torch::Tensor W, int layer) const {  // W [D, n]
+    W = torch::diag(param(stack + "." + std::to_string(layer) + ".attn_norm.weight")).mm(W);
+    return model.config.norm == core::NormKind::LayerNorm ? W - W.mean(0, true) : W;
+  }
+  torch::Tensor rows(const std::string& name, int64_t from, int64_t count, int layer) const {
+    return fold(param(stack + "." + std::to_string(layer) + ".attn." + name).narrow(0, from, count).t(), layer);
+  }
+  torch::Tensor qk(int layer, int head) const {
+    const int64_t dk = a.key_size;
+    const std::string p = stack + "." + std::to_string(layer) + ".attn.";
+    if (a.collaborative) {
+      const int64_t s = a.collaborative->shared_key_size;
+      return rows("q.weight", 0, s, layer).mm(torch::diag(param(p + "mix")[head])).mm(rows("k.weight", 0, s, layer).t());
+    }
+    if (a.talking_heads) {
+      auto sum = torch::zeros({model.config.hidden_size, model.config.hidden_size}, torch::kFloat64);
+      for (int i = 0; i < a.talking_heads->key_heads; ++i)
+        sum += param(p + "pre_mix")[i][head].item<double>() *
+               rows("q.weight", i * dk, dk, layer).mm(rows("k.weight", i * dk, dk, layer).t());
+      return sum;
+    }
+    const int group = a.heads / a.kv_heads;
+    return rows("q.weight", head * dk, dk, layer).mm(rows("k.weight", (head / group) * dk, dk, layer).t());
+  }
+  torch::Tensor ov(int layer, int head) const {
+    const int64_t dv = a.value_size;
+    const int group = a.output_heads() / a.value_heads_stored();
+    const auto WO = param(stack + "." + std::to_string(layer) + ".attn.o.weight").narrow(1, head * dv, dv).t();
+    return rows("v.weight", (head / group) * dv, dv, layer).mm(WO);
+  }
+};
+
+double score(const torch::Tensor& A, const torch::Tensor& B) {
+  return A.mm(B).norm().item<double>() / (A.norm().item<double>() * B.norm().item<double>());
+}
+
+}  // namespace
+
+TEST_CASE("composition scores equal the dense circuits' for every variant", "[analysis][circuits]") {
+  using K = core::StackKind;
+  struct Case {
+    std::string name;
+    core::ModelConfig config;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"MHA decoder, LayerNorm", test::small_model(K::Decoder, test::attention(4, 4, 4, 4), 3, 40)});
+  cases.push_back({"GQA, RMSNorm, d_k 6 / d_v 3", test::llama_like(test::small_model(K::Decoder, test::attention(4, 2, 6, 3), 3, 40))});
+  auto talking = test::small_model(K::Encoder, test::attention(3, 3, 4, 4), 3, 40);
+  talking.encoder->attention.talking_heads = core::TalkingHeads{3, 4, 2};
+  cases.push_back({"talking heads 3/4/2", talking});
+  auto collab = test::small_model(K::Decoder, test::attention(4, 4, 4, 4), 3, 40);
+  collab.decoder->attention.collaborative = core::Collaborative{10};
+  cases.push_back({"collaborative", collab});
+  for (auto& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      auto model = random_model(c.config, 21);
+      const std::string stack = c.config.decoder ? "decoder" : "encoder";
+      const auto& a = c.config.decoder ? c.config.decoder->attention : c.config.encoder->attention;
+      const Dense dense{*model, a, stack};
+      const auto comp = analysis::composition_scores(*model);
+      const int L = 3, Hv = a.output_heads(), Hs = a.softmax_heads();
+      REQUIRE(comp.v.size() == size_t(L));
+      REQUIRE(comp.q.size() == size_t(L));
+      double largest = 0;
+      for (int l1 = 0; l1 < L; ++l1)
+        for (int h1 = 0; h1 < Hv; ++h1) {
+          const auto OV1 = dense.ov(l1, h1);
+          for (int l2 = 0; l2 < L; ++l2) {
+            REQUIRE(comp.q[l1][h1][l2].size() == size_t(Hs));
+            REQUIRE(comp.v[l1][h1][l2].size() == size_t(Hv));
+            for (int h2 = 0; h2 < Hs; ++h2) {
+              const double q = l2 > l1 ? score(OV1, dense.qk(l2, h2)) : 0.0;
+              const double k = l2 > l1 ? score(OV1, dense.qk(l2, h2).t()) : 0.0;
+              INFO("L" << l1 << " H" << h1 << " → L" << l2 << " H" << h2);
+              CHECK(comp.q[l1][h1][l2][h2] == Approx(q).margin(1e-12));
+              CHECK(comp.k[l1][h1][l2][h2] == Approx(k).margin(1e-12));
+              largest = std::max(largest, q);
+            }
+            for (int h2 = 0; h2 < Hv; ++h2) {
+              const double v = l2 > l1 ? score(OV1, dense.ov(l2, h2)) : 0.0;
+              CHECK(comp.v[l1][h1][l2][h2] == Approx(v).margin(1e-12));
+            }
+          }
+        }
+      CHECK(largest > 0.05);  // the scores are not all zero
+    }
+  }
+}
+
+TEST_CASE("composition scores: additive heads have no QK circuit, and the scores are scale-free", "[analysis][circuits]") {
+  using K = core::StackKind;
+  auto additive = test::small_model(K::Encoder, test::attention(4, 4, 4, 4), 2, 40);
+  additive.encoder->attention.scoring = core::Scoring::Additive;
+  auto model = random_model(additive, 5);
+  const auto comp = analysis::composition_scores(*model);
+  CHECK(comp.q.empty());
+  CHECK(comp.k.empty());
+  CHECK(comp.v.size() == 2);
+  CHECK(std::any_of(comp.notes.begin(), comp.notes.end(),
+                    [](const std::string& n) { return n.find("not bilinear") != std::string::npos; }));
+  // Scaling a receiver's W_K (or a sender's W_O) leaves every score as it was.
+  auto mha = random_model(test::small_model(K::Decoder, test::attention(4, 4, 4, 4), 2, 40), 6);
+  const auto before = analysis::composition_scores(*mha);
+  {
+    torch::NoGradGuard no_grad;
+    mha->module->named_parameters()["decoder.1.attn.k.weight"].mul_(8.0);  // a power of two: the float32 weights scale exactly
+    mha->module->named_parameters()["decoder.0.attn.o.weight"].mul_(0.25);
+  }
+  const auto after = analysis::composition_scores(*mha);
+  for (int h1 = 0; h1 < 4; ++h1)
+    for (int h2 = 0; h2 < 4; ++h2) {
+      CHECK(after.k[0][h1][1][h2] == Approx(before.k[0][h1][1][h2]).epsilon(1e-12));
+      CHECK(after.q[0][h1][1][h2] == Approx(before.q[0][h1][1][h2]).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("headlab circuits writes circuits.json and the composition heatmaps", "[analysis][circuits][cli]") {
+  test::TempDir dir("circuits-cli");
+  auto model = random_model(test::small_model(core::StackKind::Decoder, test::attention(4, 2, 4, 4), 3, 40), 8);
+  core::save_model(*model, dir.str("model"));
+  std::string output;
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " circuits --model " + dir.str("model") + " --out " +
+                                dir.str("out") + " 2>&1",
+                            output) == 0);
+  INFO(output);
+  std::ifstream in(dir.str("out/circuits.json"));
+  const auto j = nlohmann::json::parse(in);
+  const auto comp = analysis::composition_scores(*model);
+  for (const char* kind : {"q", "k", "v"}) {
+    const auto& table = std::string(kind) == "q" ? comp.q : std::string(kind) == "k" ? comp.k : comp.v;
+    REQUIRE(j[kind].size() == 3);
+    for (int l1 = 0; l1 < 3; ++l1)
+      for (int h1 = 0; h1 < 4; ++h1)
+        for (int l2 = 0; l2 < 3; ++l2)
+          for (int h2 = 0; h2 < 4; ++h2) CHECK(j[kind][l1][h1][l2][h2].get<double>() == Approx(table[l1][h1][l2][h2]).margin(1e-12));
+  }
+  REQUIRE(j["copying"].size() == 3);
+  CHECK(j["copying"][2][3].get<double>() == Approx(*comp.ov.heads[11].copying).margin(1e-12));
+  CHECK(j["ov_eigenvalues"][0][0].size() == 4);
+  for (const char* f : {"composition_q.svg", "composition_k.png", "composition_v.svg"})
+    CHECK(std::filesystem::file_size(dir.str(std::string("out/") + f)) > 1000);
+  // A second run refuses to overwrite without --force.
+  CHECK(test::run_command(std::string(HEADLAB_BINARY) + " circuits --model " + dir.str("model") + " --out " +
+                              dir.str("out") + " 2>&1",
+                          output) != 0);
+  CHECK_THAT(output, Catch::Contains("--force"));
 }

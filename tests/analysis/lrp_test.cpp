@@ -86,6 +86,9 @@ std::vector<Variant> variants() {
   out.push_back({"additive scoring", additive, {}});
 
   out.push_back({"decoupled key size (d_k 6, d_v 3)", small_model(K::Encoder, attention(4, 4, 6, 3)), {}});
+  auto attention_only = small_model(K::Decoder, attention(4, 4, 4, 4));
+  attention_only.ffn.kind = core::FfnKind::None;
+  out.push_back({"attention-only decoder (no FFN)", attention_only, {}});
 
   auto llama = headlab::test::llama_like(small_model(K::Decoder, attention(4, 2, 4, 4)));
   llama.lm_head.bias = false;

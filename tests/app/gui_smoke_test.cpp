@@ -358,3 +358,42 @@ TEST_CASE("a script exports each analysis view as SVG and PDF", "[app][gui][expo
   CHECK(slurp(dir.str("Relevance.svg")).find("residual") != std::string::npos);
   CHECK(slurp(dir.str("Syntax.svg")).find("argmax: ") != std::string::npos);
 }
+
+TEST_CASE("a script patches heads from a counterfactual and exports the Patching and Circuits views", "[app][gui][patching]") {
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI patching test skipped");
+  TempDir dir("gui-patching");
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  std::ostringstream script;
+  script << R"({"actions": [
+    {"action": "open_model", "folder": ")" << model << R"("},
+    {"action": "set_text", "text": "she opened the [MASK] and looked out at the garden ."},
+    {"action": "set_patching", "counterfactual": "she closed the [MASK] and looked out at the street .", "answer": "door", "wrong": "window"},
+    {"action": "run_patching"},
+    {"action": "take_from_counterfactual", "layer": 4, "head": 2, "weight": 1.0},
+    {"action": "select_view", "view": "Patching"},
+    {"action": "wait_frames", "frames": 5},
+    {"action": "export", "view": "Patching", "path": ")" << dir.str("patching.svg") << R"("},
+    {"action": "screenshot", "path": ")" << dir.str("patching.png") << R"("},
+    {"action": "set_view", "workspace": "Analyse"},
+    {"action": "select_view", "view": "Circuits"},
+    {"action": "select_head", "layer": 3, "head": 2},
+    {"action": "wait_frames", "frames": 5},
+    {"action": "export", "view": "Circuits", "path": ")" << dir.str("circuits.pdf") << R"("},
+    {"action": "export", "view": "Circuits", "path": ")" << dir.str("circuits.svg") << R"("},
+    {"action": "save_session", "path": ")" << dir.str("session.json") << R"("},
+    {"action": "quit"}]})";
+  std::ofstream(dir.str("patching.json")) << script.str();
+  std::string out;
+  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("patching.json")), out) == 0);
+  INFO(out);
+  const std::string patching = slurp(dir.str("patching.svg"));
+  CHECK(patching.find("<title>Activation patching: z from the counterfactual</title>") != std::string::npos);
+  const std::string circuits = slurp(dir.str("circuits.svg"));
+  CHECK(circuits.find("<title>K-composition scores") != std::string::npos);
+  CHECK(slurp(dir.str("circuits.pdf")).rfind("%PDF-", 0) == 0);
+  // The window drew the heatmaps in colour (more than the theme's few greys).
+  CHECK(distinct_colours(dir.str("patching.png"), 0, 0, 1, 1) > 40);
+  const auto session = nlohmann::json::parse(slurp(dir.str("session.json")));
+  CHECK(session["patching"]["counterfactual"] == "she closed the [MASK] and looked out at the street .");
+  CHECK(session["patching"]["take"][4][2] == 1.0);
+}

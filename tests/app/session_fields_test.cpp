@@ -67,6 +67,9 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   g.top_p = 0.9f;
   g.seed = 12345;
   s.generation.generated = {5, 6, 7};
+  s.patching.settings = {"The dog sat", " cat", " dog", "prob", "k"};
+  s.patching.take = {{0.0f, 0.5f}, {1.0f}};
+  s.patching.ran = true;
   s.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
   s.recent_folders = {"/not/in/sessions"};
 
@@ -126,6 +129,9 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   CHECK(l.analysis.syntax_parse_file == a.syntax_parse_file);
   CHECK((l.generation.settings == g));
   CHECK(l.generation.generated == s.generation.generated);
+  CHECK((l.patching.settings == s.patching.settings));
+  CHECK(l.patching.take == s.patching.take);
+  CHECK(l.patching.ran);
   CHECK(l.imgui_ini == s.imgui_ini);
   CHECK(l.recent_folders.empty());  // recent.json's, never a session's
 }

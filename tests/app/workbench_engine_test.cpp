@@ -425,3 +425,60 @@ TEST_CASE("snapshots mark the keys each layer's pattern forbids, for views to sh
   const auto open = encoder.run(in, nullptr, {});
   for (const auto& layer : open->attentions.at(0).layers) CHECK(!layer.masked);
 }
+
+TEST_CASE("heads taken from a counterfactual equal core's patched run, live and incremental", "[app][engine][patching]") {
+  // The shipped default twice: the engine's copy and one run through core with the patch by hand.
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  WorkbenchEngine engine;
+  engine.load(folder);
+  const auto model = headlab::core::load_model(folder);
+  const int layers = model->config.encoder->layers;
+  RunInput in;
+  in.text = "She opened the [MASK] and looked out at the garden.";
+  in.counterfactual = "She closed the [MASK] and looked out at the street.";
+  const auto base = engine.run(in, nullptr, {});
+  // Half of head 3 and all of head 5 of the last layer from the counterfactual.
+  in.take.assign(size_t(layers), {});
+  in.take[size_t(layers - 1)] = {0, 0, 0, 0.5f, 0, 1.0f};
+  const auto taken = engine.run(in, nullptr, {});
+  CHECK(taken->counterfactual_note.empty());
+  CHECK(taken->recomputed_from == layers - 1);
+  REQUIRE(taken->outputs.size() == 1);
+
+  headlab::core::RunRequest cf;
+  cf.ids = engine.tokenize(in.counterfactual).ids;
+  cf.capture = headlab::core::kCaptureHeadOutputs;
+  const auto counterfactual = headlab::core::run(*model, cf);
+  headlab::core::RunRequest request;
+  request.ids = taken->tokens.ids;
+  request.capture = headlab::core::kCaptureNone;
+  headlab::core::ActivationPatch patch;
+  patch.stack = headlab::core::Stack::Encoder;
+  patch.layer = layers - 1;
+  patch.site = headlab::core::Site::Z;
+  patch.value = counterfactual->encoder.layers[size_t(layers - 1)].self.head_outputs;
+  patch.weight = torch::tensor({0.0f, 0.0f, 0.0f, 0.5f, 0.0f, 1.0f, 0.0f, 0.0f}).view({-1, 1, 1});
+  request.patches = {patch};
+  const auto patched = headlab::core::run(*model, request);
+  const auto p = torch::softmax(patched->logits[taken->outputs[0].position].to(torch::kFloat64), -1);
+  double moved = 0;
+  for (const auto& pr : taken->outputs[0].top) {
+    CHECK(pr.p == Approx(p[pr.id].item<double>()).epsilon(1e-4));
+    moved += std::abs(pr.p - pr.p_base);
+  }
+  CHECK(moved > 1e-4);  // the counterfactual's heads do change the prediction
+  // The same weights again: the same patches, nothing recomputed (the last layer's maps are kept).
+  const auto again = engine.run(in, nullptr, {});
+  CHECK(again->attentions[0].layers[size_t(layers - 1)].version == taken->attentions[0].layers[size_t(layers - 1)].version);
+  // Weights back to 0: the unmodified model.
+  in.take.clear();
+  const auto back = engine.run(in, nullptr, {});
+  for (const auto& pr : back->outputs[0].top) CHECK(pr.p == pr.p_base);
+  // A counterfactual of another length is refused with the reason, the run unpatched.
+  in.take.assign(size_t(layers), {1.0f});
+  in.counterfactual = "She closed it.";
+  const auto refused = engine.run(in, nullptr, {});
+  CHECK_THAT(refused->counterfactual_note, Catch::Contains("same length"));
+  for (const auto& pr : refused->outputs[0].top) CHECK(pr.p == pr.p_base);
+  (void)base;
+}

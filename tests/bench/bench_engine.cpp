@@ -7,6 +7,7 @@
 //    and with logits at one position (RunRequest::logit_positions, as the workbench asks)
 //    (a fixed cost: 128 × 768 × 50257 multiply-adds, as much as ~5 layers).
 // Run: build/tests/bench_engine [--threads N] [--repeats N]
+#include "bench_models.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
 #include "core/model/system_info.h"
@@ -39,23 +40,7 @@ double median_ms(int repeats, const std::function<void()>& work) {
   return times[times.size() / 2];
 }
 
-core::ModelConfig gpt2_small_config() {
-  core::ModelConfig c;
-  c.name = "gpt2-small-shaped";
-  c.kind = core::StackKind::Decoder;
-  c.vocab_size = 50257;
-  c.hidden_size = 768;
-  c.max_positions = 1024;
-  c.positions = core::PositionKind::Learned;
-  c.ffn = {core::FfnKind::Mlp, 3072, core::Activation::GeluTanh, true};
-  c.lm_head = {false, true, false};
-  core::StackConfig stack;
-  stack.layers = 12;
-  stack.attention.heads = stack.attention.kv_heads = 12;
-  stack.attention.key_size = stack.attention.value_size = 64;
-  c.decoder = stack;
-  return c;
-}
+using bench::gpt2_small_config;
 
 // Runs the Python reference and returns its median ms, or a negative number if unavailable.
 double python_reference_ms(int threads, int repeats) {

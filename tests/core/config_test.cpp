@@ -99,3 +99,27 @@ TEST_CASE("parameter_count matches the module's parameters", "[config]") {
     CHECK(config.parameter_count() == n);
   }
 }
+
+TEST_CASE("an attention-only model (ffn kind none) has no FFN and no norm before it", "[config]") {
+  for (const char* name : {"mha", "gqa"}) {
+    INFO(name);
+    auto j = to_json(example(name));
+    j["ffn"] = {{"kind", "none"}};
+    const auto config = model_config_from_json(j);
+    CHECK(config.ffn.kind == headlab::core::FfnKind::None);
+    CHECK(to_json(config)["ffn"]["kind"] == "none");
+    CHECK_THAT(config.summary(), Catch::Contains("FFN none (attention only)"));
+    headlab::core::Transformer module(config);
+    int64_t n = 0;
+    for (const auto& p : module->named_parameters()) {
+      n += p.value().numel();
+      CHECK(p.key().find("ffn") == std::string::npos);
+    }
+    CHECK(config.parameter_count() == n);
+    // The memory checks' estimate leaves out the FFN's 3·D·F a layer.
+    auto with_ffn = config;
+    with_ffn.ffn.kind = headlab::core::FfnKind::Mlp;
+    CHECK(with_ffn.parameter_estimate() - config.parameter_estimate() ==
+          Approx(3.0 * config.hidden_size * config.ffn.inner_size * config.encoder.value_or(*config.decoder).layers));
+  }
+}

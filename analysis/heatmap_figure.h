@@ -1,0 +1,35 @@
+// One labelled heatmap as SVG and PNG (cairo, analysis/figure_kit.h): the composition scores of
+// `headlab circuits` and the effects of `headlab patch`. Rows and columns may be grouped (layers),
+// with a rule between groups; a cell without a value is grey. The colour bar always shows the
+// scale: viridis over a fixed range, or a diverging blue–white–red scale centred on 0.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace headlab::analysis {
+
+struct Heatmap {
+  std::string title, subtitle, row_axis, col_axis;
+  std::vector<std::string> rows, cols;          // labels, one per row / column
+  std::vector<int> row_groups, col_groups;      // group of each row / column (empty: no rules)
+  std::vector<std::vector<double>> values;      // [row][col]; NaN = no value
+  bool diverging = false;  // blue–white–red centred on 0 over ±range (default ±max |value|)
+  std::optional<std::pair<double, double>> range;  // viridis: default [0, 1]
+};
+
+// The diverging scale's colour of t ∈ [−1, 1] (RdBu reversed: −1 blue, 0 white, 1 red) as 0–1 RGB.
+struct Rgb {
+  double r, g, b;
+};
+Rgb diverging_colour(double t);
+
+// Writes `folder`/`name`.svg and .png and adds both file names to `written`.
+void write_heatmap(const Heatmap& map, const std::string& folder, const std::string& name,
+                   std::vector<std::string>& written);
+// Writes one file, the format by its extension (.svg, .pdf or .png); throws naming the path.
+void write_heatmap_file(const Heatmap& map, const std::string& path);
+
+}  // namespace headlab::analysis

@@ -1,0 +1,107 @@
+// The Patching view's run through the Controller, headless: its tables are analysis::patch_activations'
+// normalised effects on the same input, counterfactual and controls; a script waits for it; the
+// session keeps its settings; heads taken from the counterfactual re-run the model live; errors name
+// what is wrong; a newly opened model drops the last model's result.
+#include "test_common.h"
+
+#include "settle.h"
+
+#include "analysis/patching.h"
+#include "app/document/controller.h"
+#include "core/model/model.h"
+#include "core/tokenizer/token_lookup.h"
+
+#include <cmath>
+#include <cstdlib>
+
+using namespace headlab::app;
+using headlab::test::settle;
+using headlab::test::TempDir;
+
+TEST_CASE("the Patching view's run equals patch_activations and fills in head by head", "[app][patching]") {
+  TempDir dir("patching_job");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  Controller c;
+  c.start(folder, "");
+  settle(c);
+  REQUIRE(c.doc().model);
+  c.execute(cmd::SetText{"she opened the [MASK] and looked out at the garden ."});
+  settle(c);
+  // Before a counterfactual is set, Patch says what is missing.
+  CHECK_THROWS_WITH(c.execute(cmd::RunPatching{}), Catch::Contains("counterfactual"));
+  cmd::SetPatching set;
+  set.counterfactual = "she closed the [MASK] and looked out at the street .";
+  set.answer = "door";
+  set.wrong = "window";
+  c.execute(set);
+  c.execute(cmd::RunPatching{});
+  settle(c);
+  const auto& r = c.doc().patching;
+  REQUIRE(r);
+  CHECK(c.doc().patching_job.error.empty());
+  CHECK(r->finished);
+  CHECK(r->done == r->total);
+  CHECK(r->total == 5 * 8);
+
+  // The same through analysis directly.
+  const auto model = headlab::core::load_model(folder);
+  headlab::analysis::PatchRequest direct;
+  direct.clean = c.doc().snapshot->tokens.ids;
+  direct.corrupt = model->tokenizer->encode(*set.counterfactual, true).ids;
+  direct.answer = headlab::core::token_id(model->tokenizer.get(), model->config.vocab_size, "door");
+  direct.wrong = headlab::core::token_id(model->tokenizer.get(), model->config.vocab_size, "window");
+  direct.position = 3;  // the [MASK]
+  const auto expected = headlab::analysis::patch_activations(*model, direct);
+  CHECK(r->position == 3);
+  CHECK(r->clean == Approx(expected.clean).margin(1e-6));
+  CHECK(r->corrupt == Approx(expected.corrupt).margin(1e-6));
+  const auto normalised = expected.normalised(expected.exact);
+  REQUIRE(r->exact.size() == normalised.size());
+  for (size_t l = 0; l < normalised.size(); ++l)
+    for (size_t h = 0; h < normalised[l].size(); ++h) {
+      INFO("L" << l << " H" << h);
+      CHECK(r->exact[l][h] == Approx(normalised[l][h][0]).margin(1e-4));
+      CHECK(std::isfinite(r->attribution[l][h]));
+    }
+  // The default's LM head has a transform: no DLA, and the view says why.
+  CHECK(r->dla.empty());
+  CHECK_THAT(r->dla_note, Catch::Contains("transform"));
+
+  // The session keeps the settings; a head taken from the counterfactual re-runs the model live.
+  CHECK(c.doc().session.patching.settings.counterfactual == *set.counterfactual);
+  const auto before = c.doc().snapshot;
+  c.execute(cmd::TakeFromCounterfactual{4, 2, 1.0f});
+  settle(c);
+  CHECK(c.doc().session.patching.take.size() == 5);
+  CHECK(c.doc().snapshot != before);
+  CHECK(c.doc().snapshot->recomputed_from == 4);
+  CHECK(c.doc().snapshot->outputs[0].kl > 0);
+  CHECK_THROWS_WITH(c.execute(cmd::TakeFromCounterfactual{7, 0, 1.0f}), Catch::Contains("not in the model"));
+  cmd::TakeFromCounterfactual reset;
+  reset.reset = true;
+  c.execute(reset);
+  settle(c);
+  CHECK(c.doc().session.patching.take.empty());
+  CHECK(c.doc().snapshot->outputs[0].kl == 0.0f);
+
+  // A saved session measures its patching again when it is opened.
+  c.execute(cmd::SaveSession{dir.str("patching.json")});
+  {
+    Controller d;
+    d.start("", dir.str("patching.json"));
+    settle(d);
+    REQUIRE(d.doc().patching);
+    CHECK(d.doc().patching->finished);
+    REQUIRE(d.doc().patching->exact.size() == r->exact.size());
+    for (size_t l = 0; l < r->exact.size(); ++l)
+      for (size_t h = 0; h < r->exact[l].size(); ++h) CHECK(d.doc().patching->exact[l][h] == Approx(r->exact[l][h]).margin(1e-5));
+  }
+
+  // A counterfactual of another length fails the run with the reason, and nothing else changes.
+  set.counterfactual = "she closed it .";
+  c.execute(set);
+  c.execute(cmd::RunPatching{});
+  settle(c);
+  CHECK_THAT(c.doc().patching_job.error, Catch::Contains("same length"));
+}
