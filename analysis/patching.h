@@ -66,7 +66,7 @@ struct PatchResult {
   std::optional<double> correlation;
   int64_t layers_run = 0;  // layers the exact re-runs computed (the cost of incremental re-runs)
   std::vector<std::string> notes;
-  // (patched − corrupt) / (clean − corrupt): 1 = the patch restores the clean metric; empty where
+  // (patched − corrupt) / (clean − corrupt): 1 = the clean metric kept, 0 = the corrupted one; empty where
   // clean == corrupt.
   PatchTable normalised(const PatchTable& table) const;
 };

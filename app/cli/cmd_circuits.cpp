@@ -5,6 +5,7 @@
 #include "analysis/composition.h"
 #include "analysis/composition_figures.h"
 #include "app/cli/cli.h"
+#include "core/asset_paths.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
@@ -75,9 +76,8 @@ int circuits_command(const CircuitsOptions& o) {
   }
   j["copying"] = copying;
   j["ov_eigenvalues"] = eigenvalues;
-  std::vector<std::string> notes = composition.notes;
-  for (const auto& note : composition.ov.notes)
-    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+  // The composition's notes name what was folded or left out for every circuit, the OV ones included.
+  const std::vector<std::string>& notes = composition.notes;
   j["notes"] = notes;
   j["figures"] = figures;
   core::write_file_atomic(o.out + "/circuits.json", j.dump(1) + "\n");
@@ -99,11 +99,16 @@ int circuits_command(const CircuitsOptions& o) {
 void add_circuits_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<CircuitsOptions>();
   auto* cmd = app.add_subcommand("circuits", command_description("circuits"));
-  cmd->add_option("--model", o->model, "Model folder")->required();
+  cmd->add_option("--model", o->model, "Model folder (default: the shipped default model)");
   cmd->add_option("--out", o->out, "Output folder (circuits.json, composition_{q,k,v}.svg/.png)")->required();
   cmd->add_option("--top", o->top, "How many of the largest scores of each kind to print")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--force", o->force, "Replace an existing circuits.json");
-  cmd->callback([&action, o] { action = [o] { return circuits_command(*o); }; });
+  cmd->callback([&action, o] {
+    action = [o] {
+      if (o->model.empty()) o->model = core::default_model_or_throw();
+      return circuits_command(*o);
+    };
+  });
 }
 
 }  // namespace headlab::app

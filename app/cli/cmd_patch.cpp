@@ -7,6 +7,7 @@
 #include "analysis/patching.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "core/asset_paths.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
@@ -181,7 +182,7 @@ int patch_command(const PatchOptions& o) {
     if (!normalised.empty())
       table_figure(normalised, heads, r.each_position, "Activation patching: " + what + " from the corrupted run",
                    std::string("(patched − corrupt) / (clean − corrupt) of ") + analysis::metric_name(r.metric) +
-                       "; 1 = the clean result restored",
+                       "; 1 = the clean result kept, 0 = the corrupted one",
                    o.out, "patch_exact", figures);
   }
   if (r.attribution) {
@@ -243,7 +244,7 @@ int patch_command(const PatchOptions& o) {
 void add_patch_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<PatchOptions>();
   auto* cmd = app.add_subcommand("patch", command_description("patch"));
-  cmd->add_option("--model", o->model, "Model folder")->required();
+  cmd->add_option("--model", o->model, "Model folder (default: the shipped default model)");
   cmd->add_option("--clean", o->clean, "The clean text");
   cmd->add_option("--corrupt", o->corrupt, "The corrupted (counterfactual) text, of the same length in tokens");
   cmd->add_option("--clean-ids", o->clean_ids, "The clean input as token ids, e.g. 1,2,3");
@@ -271,6 +272,7 @@ void add_patch_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       if (!o->path_sender.empty() && o->path_receivers.empty()) throw UsageError("--path needs --to");
+      if (o->model.empty()) o->model = core::default_model_or_throw();
       return patch_command(*o);
     };
   });

@@ -153,7 +153,9 @@ void CircuitsView::drawContent(Workbench& wb) {
     plot.add_line({}, magnitudes, IM_COL32(255, 210, 60, 255), "|λ_k|");
     plot.end();
   }
+  ImGui::PushTextWrapPos(0.0f);
   for (const auto& note : c.notes) ImGui::TextDisabled("note: %s", note.c_str());
+  ImGui::PopTextWrapPos();
 }
 
 bool CircuitsView::exportFile(Workbench& wb, const std::string& path) {

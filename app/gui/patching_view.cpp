@@ -20,8 +20,8 @@ ImU32 colour_of(double strength) {
 
 bool site_has_heads(const std::string& site) { return site != "resid" && site != "mlp"; }
 
-// The diverging scale's half-width: 1 (a patch that restores the clean result) unless some effect
-// goes beyond it.
+// The diverging scale's half-width: 1 (the distance between the clean and the counterfactual
+// result) unless some effect goes beyond it.
 float scale_of(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
   float most = 1.0f;
   for (const auto* t : {&a, &b})
@@ -131,8 +131,8 @@ void PatchingView::drawTable(Workbench& wb, const char* id, const std::vector<st
         wb.apply(cmd::SelectHead{std::nullopt, int(l), int(u)});
       if (ImGui::IsItemHovered()) {
         if (std::isfinite(v))
-          ImGui::SetTooltip(heads ? "layer %zu, head %zu: %.3f of the way back to the clean result"
-                                  : "layer %zu: %.3f of the way back to the clean result",
+          ImGui::SetTooltip(heads ? "layer %zu, head %zu: %.3f (1 = the clean result kept, 0 = the counterfactual's)"
+                                  : "layer %zu: %.3f (1 = the clean result kept, 0 = the counterfactual's)",
                             l, heads ? u : size_t(0), double(v));
         else
           ImGui::SetTooltip("not run yet");
@@ -187,7 +187,8 @@ void PatchingView::drawContent(Workbench& wb) {
   const auto& r = doc.patching;
   if (!r) {
     ImGui::TextWrapped("Patch takes each head's %s from the counterfactual into the clean run, one head at a time, and "
-                       "shows how far each moves the metric back: 1 = the clean result restored, 0 = no change.",
+                       "shows where the metric lands: 1 = the clean result kept, 0 = all the way to the "
+                       "counterfactual's. The heads that carry the difference fall below 1.",
                        edit_.site.c_str());
     return;
   }
@@ -221,7 +222,8 @@ void PatchingView::drawContent(Workbench& wb) {
   diverging_bar(ImVec2(ImGui::GetCursorScreenPos().x, top.y + ImGui::GetTextLineHeightWithSpacing()), bar_h, scale);
   markFigure(top, ImVec2(top.x + avail + ImGui::GetFontSize() * 4, top.y + bar_h + ImGui::GetTextLineHeightWithSpacing()));
   ImGui::SetCursorScreenPos(ImVec2(top.x, top.y + bar_h + ImGui::GetTextLineHeightWithSpacing() + 8));
-  ImGui::TextDisabled("(patched − counterfactual) / (clean − counterfactual); click a head to select it everywhere");
+  ImGui::TextDisabled("(patched − counterfactual) / (clean − counterfactual): 1 = the clean result kept, 0 = the "
+                      "counterfactual's; click a head to select it everywhere");
   ImGui::Separator();
   if (!r->dla.empty()) {
     ImGui::TextUnformatted("direct logit attribution of the clean run, per head (layers left to right)");
@@ -229,7 +231,9 @@ void PatchingView::drawContent(Workbench& wb) {
   } else if (!r->dla_note.empty()) {
     ImGui::TextDisabled("%s", r->dla_note.c_str());
   }
+  ImGui::PushTextWrapPos(0.0f);
   for (const auto& note : r->notes) ImGui::TextDisabled("note: %s", note.c_str());
+  ImGui::PopTextWrapPos();
   export_buttons(wb, "patching", title());
 }
 
@@ -240,7 +244,7 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
   analysis::Heatmap map;
   map.title = "Activation patching: " + r->settings.site + " from the counterfactual";
   map.subtitle = "(patched − counterfactual) / (clean − counterfactual) of " + r->settings.metric +
-                 "; 1 = the clean result restored";
+                 "; 1 = the clean result kept, 0 = the counterfactual's";
   map.diverging = true;
   map.row_axis = "layer";
   map.col_axis = site_has_heads(r->settings.site) ? "head" : "";
