@@ -34,11 +34,12 @@ Drawn draw_heatmap(const Heatmap& map) {
   if (map.range) {
     std::tie(lo, hi) = *map.range;
   } else if (map.diverging) {
-    double most = 0;
+    double most = map.min_half_width;
     for (const auto& row : map.values)
       for (double v : row)
-        if (std::isfinite(v)) most = std::max(most, std::abs(v));
-    lo = -(most > 0 ? most : 1), hi = -lo;
+        if (std::isfinite(v)) most = std::max(most, std::abs(v - map.centre));
+    if (most <= 0) most = 1;
+    lo = map.centre - most, hi = map.centre + most;
   }
   const Range range{lo, hi};
   const double cell = std::clamp(480.0 / std::max(R, C), 3.0, 28.0);
@@ -61,7 +62,7 @@ Drawn draw_heatmap(const Heatmap& map) {
     auto colour = [&](double v) -> Colour {
       if (!std::isfinite(v)) return kLightGray;
       if (!map.diverging) return viridis_colour(range.t(v));
-      const Rgb c = diverging_colour(hi > 0 ? v / hi : 0);
+      const Rgb c = diverging_colour(hi > map.centre ? (v - map.centre) / (hi - map.centre) : 0);
       return {c.r, c.g, c.b};
     };
     set(cr, kBlack);

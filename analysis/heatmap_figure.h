@@ -16,7 +16,10 @@ struct Heatmap {
   std::vector<std::string> rows, cols;          // labels, one per row / column
   std::vector<int> row_groups, col_groups;      // group of each row / column (empty: no rules)
   std::vector<std::vector<double>> values;      // [row][col]; NaN = no value
-  bool diverging = false;  // blue–white–red centred on 0 over ±range (default ±max |value|)
+  bool diverging = false;  // blue–white–red centred on `centre` over centre ± half-width
+  double centre = 0;        // the diverging scale's white
+  // The diverging scale's half-width at least (default: the largest |value − centre|).
+  double min_half_width = 0;
   std::optional<std::pair<double, double>> range;  // viridis: default [0, 1]
 };
 

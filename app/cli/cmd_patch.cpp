@@ -98,7 +98,11 @@ void table_figure(const analysis::PatchTable& t, bool heads, bool each, const st
   analysis::Heatmap map;
   map.title = title;
   map.subtitle = subtitle;
+  // White at 1 (the clean result kept), blue where a patch moves the metric toward the corrupted
+  // run's (0 at full strength), red beyond the clean result.
   map.diverging = true;
+  map.centre = 1;
+  map.min_half_width = 1;
   map.row_axis = "layer";
   const size_t units = t.empty() ? 0 : t[0].size();
   const size_t positions = t.empty() || t[0].empty() ? 0 : t[0][0].size();

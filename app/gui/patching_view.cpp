@@ -20,18 +20,20 @@ ImU32 colour_of(double strength) {
 
 bool site_has_heads(const std::string& site) { return site != "resid" && site != "mlp"; }
 
-// The diverging scale's half-width: 1 (the distance between the clean and the counterfactual
-// result) unless some effect goes beyond it.
+// The diverging scale is white at 1 (the clean result kept) and blue toward 0 (the counterfactual's):
+// its half-width is 1, the distance between the two results, unless some effect goes beyond it.
+constexpr float kCentre = 1.0f;
+
 float scale_of(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
   float most = 1.0f;
   for (const auto* t : {&a, &b})
     for (const auto& row : *t)
       for (float v : row)
-        if (std::isfinite(v)) most = std::max(most, std::abs(v));
+        if (std::isfinite(v)) most = std::max(most, std::abs(v - kCentre));
   return most;
 }
 
-// A vertical bar of the diverging scale from −scale to +scale, with its three labels.
+// A vertical bar of the diverging scale from centre − scale to centre + scale, with its three labels.
 void diverging_bar(ImVec2 at, float height, float scale) {
   auto* dl = ImGui::GetWindowDrawList();
   const float w = ImGui::GetFontSize() * 0.8f;
@@ -44,10 +46,11 @@ void diverging_bar(ImVec2 at, float height, float scale) {
   dl->AddRect(at, ImVec2(at.x + w, at.y + height), IM_COL32(140, 140, 140, 255));
   char text[32];
   const float x = at.x + w + 4, line = ImGui::GetTextLineHeight();
-  std::snprintf(text, sizeof text, "%+.2g", double(scale));
+  std::snprintf(text, sizeof text, "%.2g", double(kCentre + scale));
   dl->AddText(ImVec2(x, at.y), IM_COL32(220, 220, 220, 255), text);
-  dl->AddText(ImVec2(x, at.y + height / 2 - line / 2), IM_COL32(220, 220, 220, 255), "0");
-  std::snprintf(text, sizeof text, "%+.2g", -double(scale));
+  std::snprintf(text, sizeof text, "%.2g", double(kCentre));
+  dl->AddText(ImVec2(x, at.y + height / 2 - line / 2), IM_COL32(220, 220, 220, 255), text);
+  std::snprintf(text, sizeof text, "%.2g", double(kCentre - scale));
   dl->AddText(ImVec2(x, at.y + height - line), IM_COL32(220, 220, 220, 255), text);
 }
 
@@ -123,7 +126,7 @@ void PatchingView::drawTable(Workbench& wb, const char* id, const std::vector<st
     for (size_t u = 0; u < table[l].size(); ++u) {
       const float v = table[l][u];
       const ImVec2 p0(origin.x + label_w + u * cell, y), p1(p0.x + cell - 1, p0.y + cell - 1);
-      if (std::isfinite(v)) dl->AddRectFilled(p0, p1, colour_of(double(v) / scale));
+      if (std::isfinite(v)) dl->AddRectFilled(p0, p1, colour_of(double(v - kCentre) / scale));
       else dl->AddRect(p0, p1, IM_COL32(90, 90, 90, 255));  // not run yet
       ImGui::SetCursorScreenPos(p0);
       ImGui::PushID(int(l * 4096 + u));
@@ -246,6 +249,8 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
   map.subtitle = "(patched − counterfactual) / (clean − counterfactual) of " + r->settings.metric +
                  "; 1 = the clean result kept, 0 = the counterfactual's";
   map.diverging = true;
+  map.centre = 1;  // white: the clean result kept
+  map.min_half_width = 1;
   map.row_axis = "layer";
   map.col_axis = site_has_heads(r->settings.site) ? "head" : "";
   size_t units = 0;
