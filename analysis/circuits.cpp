@@ -9,8 +9,9 @@
 
 namespace headlab::analysis {
 
-OvCircuits ov_circuits(core::Model& model) {
-  const auto weights = circuit_weights(model);
+OvCircuits ov_circuits(core::Model& model) { return ov_circuits(circuit_weights(model)); }
+
+OvCircuits ov_circuits(const CircuitWeights& weights) {
   OvCircuits out;
   for (const auto& note : weights.notes) out.notes.push_back("OV circuits: " + note);
   if (!weights.WU.defined()) return out;

@@ -44,5 +44,8 @@ struct OvCircuits {
 // left out, and the notes say so; so is every head of a model whose W_U cannot follow its heads
 // (a transform into a narrower embedding space).
 OvCircuits ov_circuits(core::Model& model);
+// The same from weights already read (composition_scores reads them once for both).
+struct CircuitWeights;
+OvCircuits ov_circuits(const CircuitWeights& weights);
 
 }  // namespace headlab::analysis

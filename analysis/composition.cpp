@@ -44,7 +44,7 @@ Composition composition_scores(core::Model& model, const std::function<bool(int6
   const auto weights = circuit_weights(model);
   Composition out;
   out.stack = weights.stack;
-  out.ov = ov_circuits(model);
+  out.ov = ov_circuits(weights);
   for (const auto& note : weights.notes) out.notes.push_back("composition: " + note);
   for (const auto& note : weights.qk_notes) out.notes.push_back("composition: " + note);
   const auto& layers = weights.layers;

@@ -121,6 +121,26 @@ Drawn draw_heatmap(const Heatmap& map) {
 
 }  // namespace
 
+Heatmap effect_heatmap(const std::string& title, const std::string& subtitle, const std::string& col_axis,
+                       std::vector<std::string> cols, const std::vector<std::vector<double>>& rows) {
+  Heatmap map;
+  map.title = title;
+  map.subtitle = subtitle;
+  map.diverging = true;
+  map.centre = 1;
+  map.min_half_width = 1;
+  map.row_axis = "layer";
+  map.col_axis = col_axis;
+  map.cols = std::move(cols);
+  for (size_t l = 0; l < rows.size(); ++l) {
+    map.rows.push_back("L" + std::to_string(l));
+    auto row = rows[l];
+    row.resize(map.cols.size(), std::nan(""));
+    map.values.push_back(std::move(row));
+  }
+  return map;
+}
+
 void write_heatmap(const Heatmap& map, const std::string& folder, const std::string& name,
                    std::vector<std::string>& written) {
   if (map.rows.empty() || map.cols.empty()) return;

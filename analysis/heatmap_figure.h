@@ -23,6 +23,13 @@ struct Heatmap {
   std::optional<std::pair<double, double>> range;  // viridis: default [0, 1]
 };
 
+// A layer × column map of patching's normalised effects, (patched − corrupt) / (clean − corrupt),
+// for `headlab patch` and the Patching view: rows L0, L1 …; neutral at 1 (the clean result kept),
+// blue toward 0 (the corrupted run's), red beyond 1, the half-width at least 1. A row shorter than
+// `cols` is padded with NaN (no value).
+Heatmap effect_heatmap(const std::string& title, const std::string& subtitle, const std::string& col_axis,
+                       std::vector<std::string> cols, const std::vector<std::vector<double>>& rows);
+
 // The diverging scale's colour of t ∈ [−1, 1] (RdBu reversed: −1 blue, 0 white, 1 red) as 0–1 RGB.
 struct Rgb {
   double r, g, b;

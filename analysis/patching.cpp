@@ -89,7 +89,7 @@ void check_ids(const std::vector<int64_t>& ids, int64_t vocab, const char* which
                                   " is outside the vocabulary (size " + std::to_string(vocab) + ")");
 }
 
-Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_capture) {
+Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_capture, unsigned clean_capture = 0) {
   const auto& c = model.config;
   if (c.kind == core::StackKind::EncoderDecoder)
     throw std::invalid_argument("patching runs a decoder-only or encoder-only model; this one is an encoder-decoder");
@@ -119,6 +119,7 @@ Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_captur
                                 std::to_string(T - 1) + ")");
   s.score = Scorer{r.metric, r.answer, r.wrong, {}};
   auto run = base_request(r, s);
+  run.capture = kCleanCapture | clean_capture;
   s.clean = core::run(model, run);
   s.score.clean_log_probs = torch::log_softmax(s.clean->logits.reshape({-1}).to(torch::kFloat64), 0);
   run.ids = r.corrupt;
@@ -279,7 +280,7 @@ double path_patch(core::Model& model, const PatchRequest& request, HeadRef sende
     throw std::invalid_argument(std::string("path patching reaches a receiver's q, k or v, not its ") + core::site_name(site));
   PatchRequest r = request;
   r.site = core::Site::Z;
-  Setup s = prepare(model, r, core::kCaptureHeadOutputs);
+  Setup s = prepare(model, r, core::kCaptureHeadOutputs, core::kCaptureHeadOutputs);
   auto& m = *model.module;
   auto check_head = [&](const HeadRef& h, const char* what) {
     if (h.layer < 0 || h.layer >= s.layers)
@@ -301,10 +302,7 @@ double path_patch(core::Model& model, const PatchRequest& request, HeadRef sende
       throw std::invalid_argument("path patching: receiver L" + std::to_string(h.layer) + " H" + std::to_string(h.head) +
                                   " is not in a layer after the sender's (" + std::to_string(sender.layer) + ")");
   }
-  // The run that needs the clean trace's per-head outputs.
-  auto clean_request = base_request(r, s);
-  clean_request.capture = kCleanCapture | core::kCaptureHeadOutputs;
-  const auto clean = core::run(model, clean_request);
+  const auto& clean = s.clean;
   c10::InferenceMode inference;
   // The sender's change on its direct path: (O_corrupt − O_clean)[h] W_O^h, its bias cancelling [T, D].
   auto sender_block = m.block(s.stack, sender.layer);
@@ -340,6 +338,7 @@ double path_patch(core::Model& model, const PatchRequest& request, HeadRef sende
     patches.push_back(patch);
   }
   auto run = base_request(r, s);
+  run.capture = s.clean->capture;  // the clean run's, so that it re-runs from the first receiver only
   run.previous = s.clean;
   run.patches = patches;
   return s.score(core::run(model, run)->logits).item<double>();

@@ -95,39 +95,28 @@ nlohmann::json table_json(const analysis::PatchTable& t, bool heads, bool each) 
 // position (resid/mlp with --positions each) or one column (resid/mlp, every position at once).
 void table_figure(const analysis::PatchTable& t, bool heads, bool each, const std::string& title, const std::string& subtitle,
                   const std::string& folder, const std::string& name, std::vector<std::string>& written) {
-  analysis::Heatmap map;
-  map.title = title;
-  map.subtitle = subtitle;
-  // White at 1 (the clean result kept), blue where a patch moves the metric toward the corrupted
-  // run's (0 at full strength), red beyond the clean result.
-  map.diverging = true;
-  map.centre = 1;
-  map.min_half_width = 1;
-  map.row_axis = "layer";
   const size_t units = t.empty() ? 0 : t[0].size();
   const size_t positions = t.empty() || t[0].empty() ? 0 : t[0][0].size();
-  if (heads) {
-    map.col_axis = each ? "head (summed over positions)" : "head";
-    for (size_t h = 0; h < units; ++h) map.cols.push_back("H" + std::to_string(h));
-  } else {
-    map.col_axis = each ? "position" : "";
-    for (size_t p = 0; p < positions; ++p) map.cols.push_back(each ? std::to_string(p) : "all positions");
-  }
-  for (size_t l = 0; l < t.size(); ++l) {
-    map.rows.push_back("L" + std::to_string(l));
+  std::vector<std::string> cols;
+  if (heads)
+    for (size_t h = 0; h < units; ++h) cols.push_back("H" + std::to_string(h));
+  else
+    for (size_t p = 0; p < positions; ++p) cols.push_back(each ? std::to_string(p) : "all positions");
+  std::vector<std::vector<double>> rows;
+  for (const auto& layer : t) {
     std::vector<double> row;
     if (heads)
-      for (const auto& unit : t[l]) {
+      for (const auto& unit : layer) {
         double v = 0;
         for (double x : unit) v += x;
         row.push_back(v);
       }
     else
-      row = t[l][0];
-    row.resize(map.cols.size(), std::nan(""));
-    map.values.push_back(row);
+      row = layer[0];
+    rows.push_back(row);
   }
-  analysis::write_heatmap(map, folder, name, written);
+  const std::string axis = heads ? (each ? "head (summed over positions)" : "head") : (each ? "position" : "");
+  analysis::write_heatmap(analysis::effect_heatmap(title, subtitle, axis, cols, rows), folder, name, written);
 }
 
 int patch_command(const PatchOptions& o) {

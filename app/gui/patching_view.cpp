@@ -244,24 +244,18 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
   if (!is_vector_path(path)) return false;
   const auto& r = wb.doc().patching;
   if (!r) throw std::runtime_error("export " + path + ": nothing patched yet");
-  analysis::Heatmap map;
-  map.title = "Activation patching: " + r->settings.site + " from the counterfactual";
-  map.subtitle = "(patched − counterfactual) / (clean − counterfactual) of " + r->settings.metric +
-                 "; 1 = the clean result kept, 0 = the counterfactual's";
-  map.diverging = true;
-  map.centre = 1;  // white: the clean result kept
-  map.min_half_width = 1;
-  map.row_axis = "layer";
-  map.col_axis = site_has_heads(r->settings.site) ? "head" : "";
+  const bool heads = site_has_heads(r->settings.site);
   size_t units = 0;
   for (const auto& row : r->exact) units = std::max(units, row.size());
-  for (size_t u = 0; u < units; ++u) map.cols.push_back(site_has_heads(r->settings.site) ? "H" + std::to_string(u) : "layer");
-  for (size_t l = 0; l < r->exact.size(); ++l) {
-    map.rows.push_back("L" + std::to_string(l));
-    std::vector<double> row(r->exact[l].begin(), r->exact[l].end());
-    row.resize(units, std::nan(""));
-    map.values.push_back(row);
-  }
+  std::vector<std::string> cols;
+  for (size_t u = 0; u < units; ++u) cols.push_back(heads ? "H" + std::to_string(u) : "layer");
+  std::vector<std::vector<double>> rows;
+  for (const auto& row : r->exact) rows.emplace_back(row.begin(), row.end());
+  const auto map = analysis::effect_heatmap(
+      "Activation patching: " + r->settings.site + " from the counterfactual",
+      "(patched − counterfactual) / (clean − counterfactual) of " + r->settings.metric +
+          "; 1 = the clean result kept, 0 = the counterfactual's",
+      heads ? "head" : "", cols, rows);
   analysis::write_heatmap_file(map, path);
   return true;
 }
