@@ -89,7 +89,10 @@ void check_ids(const std::vector<int64_t>& ids, int64_t vocab, const char* which
                                   " is outside the vocabulary (size " + std::to_string(vocab) + ")");
 }
 
-Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_capture, unsigned clean_capture = 0) {
+// The clean and corrupted runs. Without `clean_run` (attribution patching alone) only the corrupted
+// run is made: the differentiable run with every weight at 0 is the clean run itself.
+Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_capture, unsigned clean_capture = 0,
+              bool clean_run = true) {
   const auto& c = model.config;
   if (c.kind == core::StackKind::EncoderDecoder)
     throw std::invalid_argument("patching runs a decoder-only or encoder-only model; this one is an encoder-decoder");
@@ -119,9 +122,11 @@ Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_captur
                                 std::to_string(T - 1) + ")");
   s.score = Scorer{r.metric, r.answer, r.wrong, {}};
   auto run = base_request(r, s);
-  run.capture = kCleanCapture | clean_capture;
-  s.clean = core::run(model, run);
-  s.score.clean_log_probs = torch::log_softmax(s.clean->logits.reshape({-1}).to(torch::kFloat64), 0);
+  if (clean_run) {
+    run.capture = kCleanCapture | clean_capture;
+    s.clean = core::run(model, run);
+    s.score.clean_log_probs = torch::log_softmax(s.clean->logits.reshape({-1}).to(torch::kFloat64), 0);
+  }
   run.ids = r.corrupt;
   run.capture = kCleanCapture | corrupt_capture;
   s.corrupt = core::run(model, run);
@@ -182,12 +187,13 @@ PatchTable PatchResult::normalised(const PatchTable& table) const {
 
 PatchResult patch_activations(core::Model& model, const PatchRequest& request) {
   const core::Site site = request.site;
-  Setup s = prepare(model, request, capture_for(site));
+  Setup s = prepare(model, request, capture_for(site), 0, /*clean_run=*/request.exact || !request.attribution);
   PatchResult result;
   result.stack = s.stack;
   result.position = s.position;
-  result.clean = s.score(s.clean->logits).item<double>();
-  result.corrupt = s.score(s.corrupt->logits).item<double>();
+  if (s.clean) result.clean = s.score(s.clean->logits).item<double>();
+  const bool kl_before_clean = request.metric == PatchMetric::KL && !s.clean;
+  if (!kl_before_clean) result.corrupt = s.score(s.corrupt->logits).item<double>();
   const bool heads = core::site_has_heads(site);
   std::vector<torch::Tensor> values(s.layers);
   for (int l = 0; l < s.layers; ++l) values[l] = site_value(*s.corrupt, site, l);
@@ -223,6 +229,12 @@ PatchResult patch_activations(core::Model& model, const PatchRequest& request) {
     {
       torch::AutoGradMode grad(true);
       const auto trace = core::run(model, run);
+      if (!s.clean) {  // every weight 0: this run's logits are the clean run's
+        const auto logits = trace->logits.detach();
+        s.score.clean_log_probs = torch::log_softmax(logits.reshape({-1}).to(torch::kFloat64), 0);
+        result.clean = s.score(logits).item<double>();
+        if (kl_before_clean) result.corrupt = s.score(s.corrupt->logits).item<double>();
+      }
       metric = s.score(trace->logits);
     }
     const auto grads = torch::autograd::grad({metric}, weights, {}, false, false, /*allow_unused=*/true);

@@ -40,6 +40,11 @@ constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
 constexpr EnumName<Scoring> kScorings[] = {{Scoring::Dot, "dot"}, {Scoring::Additive, "additive"}};
 constexpr EnumName<SinusoidLayout> kSinusoidLayouts[] = {{SinusoidLayout::Interleaved, "interleaved"},
                                                           {SinusoidLayout::Halves, "halves"}};
+constexpr EnumName<RopeScalingKind> kRopeScalings[] = {{RopeScalingKind::None, "default"},
+                                                       {RopeScalingKind::Linear, "linear"},
+                                                       {RopeScalingKind::Dynamic, "dynamic"},
+                                                       {RopeScalingKind::Llama3, "llama3"},
+                                                       {RopeScalingKind::Yarn, "yarn"}};
 
 template <typename Enum, size_t N>
 const char* enum_to_name(const EnumName<Enum> (&table)[N], Enum value) {
@@ -249,6 +254,70 @@ int64_t relative_bias_parameters(const AttentionConfig& a) {
   return a.relative_bias ? int64_t(a.relative_bias->buckets) * a.logit_heads() : 0;
 }
 
+// Only the keys of its kind, so that a config says what it runs.
+json rope_scaling_to_json(const RopeScaling& r) {
+  json j{{"type", enum_to_name(kRopeScalings, r.kind)}, {"factor", r.factor}};
+  if (r.kind == RopeScalingKind::Llama3 || r.kind == RopeScalingKind::Yarn)
+    j["original_max_positions"] = r.original_max_positions;
+  if (r.kind == RopeScalingKind::Llama3) {
+    j["low_freq_factor"] = r.low_freq_factor;
+    j["high_freq_factor"] = r.high_freq_factor;
+  }
+  if (r.kind == RopeScalingKind::Yarn) {
+    j["beta_fast"] = r.beta_fast;
+    j["beta_slow"] = r.beta_slow;
+    j["truncate"] = r.truncate;
+    j["attention_factor"] = r.attention_factor;
+  }
+  return j;
+}
+
+RopeScaling rope_scaling_from_json(const json& j, const std::string& where) {
+  require_object(j, where);
+  RopeScaling r;
+  read_enum(j, "type", kRopeScalings, r.kind, where);
+  switch (r.kind) {
+    case RopeScalingKind::None: check_known_keys(j, {"type"}, where); break;
+    case RopeScalingKind::Linear:
+    case RopeScalingKind::Dynamic: check_known_keys(j, {"type", "factor"}, where); break;
+    case RopeScalingKind::Llama3:
+      check_known_keys(j, {"type", "factor", "original_max_positions", "low_freq_factor", "high_freq_factor"}, where);
+      break;
+    case RopeScalingKind::Yarn:
+      check_known_keys(j, {"type", "factor", "original_max_positions", "beta_fast", "beta_slow", "truncate",
+                           "attention_factor"},
+                       where);
+      break;
+  }
+  read(j, "factor", r.factor, where);
+  read(j, "original_max_positions", r.original_max_positions, where);
+  read(j, "low_freq_factor", r.low_freq_factor, where);
+  read(j, "high_freq_factor", r.high_freq_factor, where);
+  read(j, "beta_fast", r.beta_fast, where);
+  read(j, "beta_slow", r.beta_slow, where);
+  read(j, "truncate", r.truncate, where);
+  read(j, "attention_factor", r.attention_factor, where);
+  return r;
+}
+
+void validate_rope_scaling(const RopeScaling& r, bool rotary, int max_positions, std::vector<std::string>& problems) {
+  if (r.kind == RopeScalingKind::None) return;
+  const std::string where = std::string("rope_scaling (") + enum_to_name(kRopeScalings, r.kind) + ")";
+  if (!rotary) problems.push_back(where + ": only meaningful with positions 'rope' or 'rope+learned'");
+  if (!(r.factor > 0) || !std::isfinite(r.factor)) problems.push_back(where + ".factor must be > 0");
+  if (r.kind == RopeScalingKind::Dynamic && max_positions < 1)
+    problems.push_back(where + ": dynamic scaling needs max_positions >= 1 (its base grows past it)");
+  if ((r.kind == RopeScalingKind::Llama3 || r.kind == RopeScalingKind::Yarn) && r.original_max_positions < 1)
+    problems.push_back(where + ".original_max_positions must be >= 1");
+  if (r.kind == RopeScalingKind::Llama3 && !(r.high_freq_factor > r.low_freq_factor && r.low_freq_factor > 0))
+    problems.push_back(where + ": high_freq_factor must exceed low_freq_factor > 0");
+  if (r.kind == RopeScalingKind::Yarn) {
+    if (!(r.beta_fast > 0) || !(r.beta_slow > 0)) problems.push_back(where + ": beta_fast and beta_slow must be > 0");
+    if (!(r.attention_factor > 0) || !std::isfinite(r.attention_factor))
+      problems.push_back(where + ".attention_factor must be > 0");
+  }
+}
+
 }  // namespace
 
 bool StackConfig::is_local(int layer) const {
@@ -322,6 +391,8 @@ void ModelConfig::validate() const {
   if (!(embedding_scale > 0) || !std::isfinite(embedding_scale)) problem("embedding_scale must be > 0");
   if (!(lm_head.softcap >= 0) || !std::isfinite(lm_head.softcap)) problem("lm_head.softcap must be >= 0 (0 = none)");
   if (!(lm_head.input_scale > 0) || !std::isfinite(lm_head.input_scale)) problem("lm_head.input_scale must be > 0");
+  validate_rope_scaling(rope_scaling, positions == PositionKind::Rope || positions == PositionKind::RopeLearned,
+                        max_positions, problems);
   if (stack_embeddings && kind != StackKind::EncoderDecoder)
     problem("stack_embeddings: only an encoder-decoder has a second stack to embed for");
   if (positions == PositionKind::Sinusoidal && embedding_width() % 2 != 0)
@@ -372,6 +443,9 @@ void ModelConfig::validate() const {
       const auto& a = stack->attention;
       const int dim = rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
       if (dim % 2 != 0) problem(std::string(name) + ": RoPE needs an even rotated size, got " + std::to_string(dim));
+      if (rope_scaling.kind == RopeScalingKind::Dynamic && dim <= 2)
+        problem(std::string(name) + ": dynamic RoPE scaling needs more than 2 rotated dims (its base grows as "
+                "^(rot/(rot-2))), got " + std::to_string(dim));
     }
   };
   check_stack(encoder, "encoder");
@@ -447,7 +521,11 @@ std::string ModelConfig::summary() const {
   out << to_string(kind) << ", hidden " << hidden_size;
   if (embedding_size > 0) out << " (embeddings " << embedding_size << ", projected)";
   out << ", vocab " << vocab_size
-      << ", positions " << to_string(positions) << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
+      << ", positions " << to_string(positions)
+      << (rope_scaling.kind == RopeScalingKind::None
+              ? std::string()
+              : std::string(" (") + to_string(rope_scaling.kind) + " scaling ×" + json(rope_scaling.factor).dump() + ")")
+      << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
       << (ffn.kind == FfnKind::None               ? std::string("none (attention only)")
           : ffn.kind == FfnKind::Mlp              ? std::string("MLP/") + to_string(ffn.activation)
@@ -603,6 +681,7 @@ json to_json(const ModelConfig& c) {
   if (c.sinusoid_layout != SinusoidLayout::Interleaved) j["sinusoid_layout"] = to_string(c.sinusoid_layout);
   if (c.stack_embeddings) j["stack_embeddings"] = true;
   if (c.decoder_start_id) j["decoder_start_id"] = *c.decoder_start_id;
+  if (c.rope_scaling.kind != RopeScalingKind::None) j["rope_scaling"] = rope_scaling_to_json(c.rope_scaling);
   if (c.encoder) j["encoder"] = stack_to_json(*c.encoder);
   if (c.decoder) j["decoder"] = stack_to_json(*c.decoder);
   return j;
@@ -615,7 +694,7 @@ ModelConfig model_config_from_json(const json& j) {
                        "embedding_size", "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
                        "norm_placement", "embedding_norm", "final_norm", "norm_weight_offset", "sublayer_output_norm",
                        "embedding_scale", "sinusoid_layout", "stack_embeddings", "decoder_start_id", "ffn", "lm_head",
-                       "encoder", "decoder"},
+                       "encoder", "decoder", "rope_scaling"},
                    where);
   if (j.contains("format") && j["format"] != "headlab-model")
     throw std::runtime_error("config.format: expected 'headlab-model' (is this a Hugging Face config? "
@@ -640,6 +719,8 @@ ModelConfig model_config_from_json(const json& j) {
   read_enum(j, "positions", kPositions, c.positions, where);
   read(j, "rope_theta", c.rope_theta, where);
   read(j, "rope_dim", c.rope_dim, where);
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    c.rope_scaling = rope_scaling_from_json(j["rope_scaling"], where + ".rope_scaling");
   read_enum(j, "norm", kNormKinds, c.norm, where);
   read(j, "norm_eps", c.norm_eps, where);
   read_enum(j, "norm_placement", kPlacements, c.norm_placement, where);
@@ -694,5 +775,14 @@ const char* to_string(StackKind kind) { return enum_to_name(kStackKinds, kind); 
 const char* to_string(PositionKind kind) { return enum_to_name(kPositions, kind); }
 const char* to_string(Activation activation) { return enum_to_name(kActivations, activation); }
 const char* to_string(SinusoidLayout layout) { return enum_to_name(kSinusoidLayouts, layout); }
+const char* to_string(RopeScalingKind kind) { return enum_to_name(kRopeScalings, kind); }
+
+RopeScalingKind rope_scaling_kind_from_name(const std::string& name) {
+  try {
+    return enum_from_json(kRopeScalings, json(name), "rope type");
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
 
 }  // namespace headlab::core

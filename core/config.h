@@ -28,6 +28,34 @@ enum class Scoring { Dot, Additive };
 // Marian's MarianSinusoidalPositionalEmbedding).
 enum class SinusoidLayout { Interleaved, Halves };
 
+// Scaled RoPE: the rope types transformers reads from rope_scaling / rope_parameters, each rescaling
+// plain RoPE's inverse frequencies θ^(−2i/rot) for a longer context (core/model/rope.h):
+//   Linear  (Chen et al. 2023, position interpolation): every frequency / factor.
+//   Dynamic (dynamic NTK): a run of T > max_positions tokens uses the base
+//           θ · (factor·T/max_positions − (factor − 1))^(rot/(rot−2)); shorter runs are plain RoPE.
+//   Llama3  (Llama 3.1): wavelengths above original_max_positions/low_freq_factor / factor, below
+//           original_max_positions/high_freq_factor kept, a linear blend in (original/λ) between.
+//   Yarn    (Peng et al. 2023): per frequency a ramp from extrapolation (kept) to interpolation
+//           (/ factor) between the dimensions that turn beta_fast and beta_slow times in
+//           original_max_positions tokens (rounded outward when `truncate`), and cos and sin × attention_factor.
+enum class RopeScalingKind { None, Linear, Dynamic, Llama3, Yarn };
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::None;
+  double factor = 1.0;
+  int original_max_positions = 0;                        // llama3, yarn
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+  bool truncate = true;                                  // yarn
+  double attention_factor = 1.0;                         // yarn (resolved when the folder is read)
+  bool operator==(const RopeScaling& o) const {
+    return kind == o.kind && factor == o.factor && original_max_positions == o.original_max_positions &&
+           low_freq_factor == o.low_freq_factor && high_freq_factor == o.high_freq_factor &&
+           beta_fast == o.beta_fast && beta_slow == o.beta_slow && truncate == o.truncate &&
+           attention_factor == o.attention_factor;
+  }
+  bool operator!=(const RopeScaling& o) const { return !(*this == o); }
+};
+
 // Talking-heads attention (Shazeer et al. 2020, arXiv 2003.02436): h_k key heads produce logits J,
 // mixed by P_l [h_k, h] into h softmax heads, whose weights W are mixed by P_w [h, h_v] into h_v
 // value heads: O = einsum(U, V) with U = einsum(W, P_w).
@@ -170,6 +198,9 @@ struct ModelConfig {
   bool stack_embeddings = false;
   float rope_theta = 10000.0f;
   int rope_dim = 0;  // rotated dims per head (0 = all of key_size)
+  // Scaled RoPE of the model's rope_theta (StackConfig::local layers with a base of their own stay
+  // plain, as Gemma 3's local layers do).
+  RopeScaling rope_scaling;
   NormKind norm = NormKind::LayerNorm;
   float norm_eps = 1e-5f;
   NormPlacement norm_placement = NormPlacement::Pre;
@@ -225,5 +256,8 @@ const char* to_string(StackKind kind);
 const char* to_string(PositionKind kind);
 const char* to_string(Activation activation);
 const char* to_string(SinusoidLayout layout);
+const char* to_string(RopeScalingKind kind);
+// "default" | "linear" | "dynamic" | "llama3" | "yarn"; throws std::invalid_argument naming the others.
+RopeScalingKind rope_scaling_kind_from_name(const std::string& name);
 
 }  // namespace headlab::core

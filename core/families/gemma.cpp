@@ -15,6 +15,7 @@
 // tests/data/hf/make_fixtures.py.
 #include "core/families/families.h"
 #include "core/families/family_parts.h"
+#include "core/families/rope_parameters.h"
 
 #include <cmath>
 #include <map>
@@ -76,34 +77,28 @@ std::vector<bool> sliding_layers(const HfConfig& c, int layers, bool gemma3) {
   return sliding;
 }
 
-// One plain-RoPE parameter object (rope_scaling, rope_parameters or one of its per-layer-type
-// entries): its type must be "default" and every key known; rope_theta, when given, goes to `theta`.
-void read_rope_object(const HfConfig& c, const json& object, const std::string& key, std::optional<double>& theta) {
-  if (!object.is_object()) c.fail("'" + key + "' must be an object, got " + object.dump());
-  for (const char* type_key : {"rope_type", "type"})  // the type first: it explains the other keys
-    if (object.contains(type_key) && object[type_key] != "default")
-      c.fail(key + " type " + object[type_key].dump() + " is not supported (HeadLab implements plain RoPE; " + key +
-             " " + object.dump() + ")");
-  for (const auto& [name, value] : object.items()) {
-    if (name == "rope_type" || name == "type") {
-      continue;
-    } else if (name == "rope_theta") {
-      if (!value.is_number() || !(value.get<double>() > 0))
-        c.fail("'" + key + ".rope_theta' must be a positive number, got " + value.dump());
-      theta = value.get<double>();
-    } else if (name == "partial_rotary_factor") {
-      if (value != 1.0) c.fail("'" + key + ".partial_rotary_factor' " + value.dump() + " is not supported");
-    } else {
-      c.fail("'" + key + "." + name + "' is not supported (plain RoPE reads only rope_type, rope_theta and "
-             "partial_rotary_factor; " + key + " " + object.dump() + ")");
-    }
-  }
-}
-
 struct GemmaRope {
   double global_theta = 10000.0;  // full_attention layers
   double local_theta = 10000.0;   // sliding_attention layers
+  RopeScaling global_scaling;     // Gemma 3's global layers (4B and larger: linear × 8); local layers stay plain
 };
+
+// One RoPE object of a Gemma config (core/families/rope_parameters.h): its θ, when given, goes to
+// `theta`; a scaled rope type is taken for Gemma 3's global layers only (transformers scales those
+// alone) and refused anywhere else; partial rotation is refused.
+void read_gemma_rope_object(const HfConfig& c, const json& object, const std::string& key, bool global_gemma3,
+                            std::optional<double>& theta, RopeScaling& scaling) {
+  const RopeObject read = read_rope_object(c, object, key, c.integer("max_position_embeddings", 131072));
+  if (read.rotary_fraction && *read.rotary_fraction != 1.0)
+    c.fail("'" + key + ".partial_rotary_factor' " + json(*read.rotary_fraction).dump() + " is not supported");
+  if (read.scaling.kind != RopeScalingKind::None) {
+    if (!global_gemma3)
+      c.fail(key + " type \"" + to_string(read.scaling.kind) + "\" is not supported here (HeadLab scales the RoPE of "
+             "Gemma 3's global layers only; " + key + " " + object.dump() + ")");
+    scaling = read.scaling;
+  }
+  theta = read.theta;
+}
 
 // transformers 4.x: rope_theta for every layer (Gemma 2) or for global layers with rope_local_base_freq
 // for local ones (Gemma 3), and rope_scaling (global layers only in Gemma 3). transformers 5:
@@ -126,7 +121,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
   const bool top_local = gemma3 ? c.find("rope_local_base_freq") != nullptr : top_global;
   if (const json* scaling = c.find("rope_scaling")) {
     std::optional<double> theta;
-    read_rope_object(c, *scaling, "rope_scaling", theta);
+    read_gemma_rope_object(c, *scaling, "rope_scaling", gemma3, theta, rope.global_scaling);
     agree(theta, rope.global_theta, "rope_theta", top_global, "rope_scaling");
     if (!gemma3) agree(theta, rope.local_theta, "rope_theta", top_local, "rope_scaling");
   }
@@ -138,7 +133,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
         if (type != kSliding && type != kFull)
           c.fail("'rope_parameters." + type + "' is not supported (layer types: " + kSliding + ", " + kFull + ")");
         std::optional<double> theta;
-        read_rope_object(c, object, "rope_parameters." + type, theta);
+        read_gemma_rope_object(c, object, "rope_parameters." + type, gemma3 && type == kFull, theta, rope.global_scaling);
         if (type == kFull)
           agree(theta, rope.global_theta, "rope_theta", top_global, "rope_parameters." + type);
         else
@@ -149,7 +144,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
       // One object: every layer's RoPE in Gemma 2; in Gemma 3 the global layers' (local layers keep
       // rope_local_base_freq, as 4.x's rope_scaling applies to global layers only).
       std::optional<double> theta;
-      read_rope_object(c, *parameters, "rope_parameters", theta);
+      read_gemma_rope_object(c, *parameters, "rope_parameters", gemma3, theta, rope.global_scaling);
       agree(theta, rope.global_theta, "rope_theta", top_global, "rope_parameters");
       if (!gemma3) agree(theta, rope.local_theta, "rope_theta", top_global, "rope_parameters");
     }
@@ -205,6 +200,7 @@ Layout gemma_layout(const FamilyInput& in) {
 
   Layout layout = rope_decoder_layout(c, family, gemma3 ? 131072 : 8192, rope.global_theta);
   ModelConfig& m = layout.config;
+  m.rope_scaling = rope.global_scaling;
   const int D = m.hidden_size;
   m.norm_weight_offset = 1.0f;      // Gemma2RMSNorm / Gemma3RMSNorm: x̂ · (1 + w)
   m.sublayer_output_norm = true;    // post_attention_layernorm, post_feedforward_layernorm
@@ -247,7 +243,9 @@ Layout gemma_layout(const FamilyInput& in) {
     const int window = c.integer("sliding_window", 4096);
     if (window < 2) c.fail("sliding_window must be >= 2, got " + std::to_string(window));
     local.pattern.window = window - 1;
-    if (rope.local_theta != rope.global_theta) local.rope_theta = static_cast<float>(rope.local_theta);
+    // Local layers read a table of their own when their base differs or the global one is scaled.
+    if (rope.local_theta != rope.global_theta || rope.global_scaling.kind != RopeScalingKind::None)
+      local.rope_theta = static_cast<float>(rope.local_theta);
     stack.local = local;
   }
   m.decoder = stack;

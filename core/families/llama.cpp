@@ -2,6 +2,7 @@
 // (modeling_mistral.py): RoPE decoders → ModelConfig + native parameter sources.
 #include "core/families/families.h"
 #include "core/families/family_parts.h"
+#include "core/families/rope_parameters.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,41 +17,14 @@ namespace {
 // RoPE settings as transformers writes them: 4.x puts `rope_theta` (and `rope_scaling`, `partial_rotary_factor`)
 // at the top level; 5.x puts everything into `rope_parameters` ({"rope_type", "rope_theta", …}), or one
 // such object per layer type. Every key that changes the rotation is read or refused, never ignored: a
-// folder whose θ went unread would run with θ = 10⁴ and give wrong maps without a word.
+// folder whose θ or scaling went unread would run with plain RoPE and give wrong maps without a word.
 struct RopeSettings {
   double theta = 10000.0;
   double rotary_fraction = 1.0;
+  RopeScaling scaling;
 };
 
-// One rope_parameters / rope_scaling object: its type must be plain RoPE and every key known.
-void read_rope_object(const HfConfig& c, const json& object, const std::string& key, RopeSettings& out,
-                      bool& theta_seen) {
-  if (!object.is_object()) c.fail("'" + key + "' must be an object, got " + object.dump());
-  std::string type = "default";
-  for (const char* type_key : {"rope_type", "type"}) {
-    if (!object.contains(type_key)) continue;
-    if (!object[type_key].is_string()) c.fail("'" + key + "." + type_key + "' must be a string, got " + object[type_key].dump());
-    type = object[type_key].get<std::string>();
-  }
-  if (type != "default")
-    c.fail(key + " type '" + type + "' is not supported (HeadLab implements plain RoPE; " + key + " " + object.dump() + ")");
-  for (const auto& [name, value] : object.items()) {
-    if (name == "rope_type" || name == "type") continue;
-    if (name == "rope_theta") {
-      if (!value.is_number()) c.fail("'" + key + ".rope_theta' must be a number, got " + value.dump());
-      out.theta = value.get<double>();
-      theta_seen = true;
-    } else if (name == "partial_rotary_factor") {
-      if (!value.is_number()) c.fail("'" + key + ".partial_rotary_factor' must be a number, got " + value.dump());
-      out.rotary_fraction = value.get<double>();
-    } else {
-      c.fail("'" + key + "." + name + "' is not supported (plain RoPE reads only rope_type, rope_theta and "
-             "partial_rotary_factor; " + key + " " + object.dump() + ")");
-    }
-  }
-}
-
-RopeSettings read_rope(const HfConfig& c) {
+RopeSettings read_rope(const HfConfig& c, int max_positions) {
   RopeSettings rope;
   rope.theta = c.number("rope_theta", 10000.0);
   rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
@@ -60,7 +34,7 @@ RopeSettings read_rope(const HfConfig& c) {
     if (!value) continue;
     if (!value->is_object()) c.fail(std::string("'") + key + "' must be an object, got " + value->dump());
     // transformers 5 keys the parameters by layer type when layers differ ({"full_attention": {…},
-    // "sliding_attention": {…}}); one plain-RoPE model has one set, so every entry must agree.
+    // "sliding_attention": {…}}); one RoPE for every layer means every entry must agree.
     const bool per_layer_type = !value->empty() && std::all_of(value->begin(), value->end(),
                                                                [](const json& v) { return v.is_object(); });
     std::vector<std::pair<std::string, json>> objects;
@@ -69,18 +43,22 @@ RopeSettings read_rope(const HfConfig& c) {
     } else {
       objects.emplace_back(key, *value);
     }
-    std::optional<double> first_theta;
+    std::optional<RopeSettings> first;
     for (const auto& [where, object] : objects) {
+      const RopeObject read = read_rope_object(c, object, where, max_positions);
       RopeSettings one = rope;
-      bool theta_seen = false;
-      read_rope_object(c, object, where, one, theta_seen);
+      const bool theta_seen = read.theta.has_value();
+      if (read.theta) one.theta = *read.theta;
+      if (read.rotary_fraction) one.rotary_fraction = *read.rotary_fraction;
+      one.scaling = read.scaling;
       if (theta_seen && top_level_theta && one.theta != c.number("rope_theta", 0.0))
         c.fail("rope_theta " + json(c.number("rope_theta", 0.0)).dump() + " and '" + where + ".rope_theta' " +
                json(one.theta).dump() + " disagree");
-      if (first_theta && (*first_theta != one.theta || rope.rotary_fraction != one.rotary_fraction))
-        c.fail("'" + std::string(key) + "' gives different rope_theta or partial_rotary_factor per layer type (" +
-               value->dump() + "); HeadLab runs one RoPE for every layer");
-      first_theta = one.theta;
+      if (first && (first->theta != one.theta || first->rotary_fraction != one.rotary_fraction ||
+                    first->scaling != one.scaling))
+        c.fail("'" + std::string(key) + "' gives a different RoPE per layer type (" + value->dump() +
+               "); HeadLab runs one RoPE for every layer of this family");
+      first = one;
       rope = one;
     }
   }
@@ -128,7 +106,7 @@ Layout llama_layout(const FamilyInput& in) {
   const HasTensor& has = in.has;
   const std::string& family = in.family;
   const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3";
-  const RopeSettings rope = read_rope(c);
+  const RopeSettings rope = read_rope(c, c.integer("max_position_embeddings", qwen2 ? 32768 : 2048));
   // Mistral's sliding_window (null = none): query i sees keys j with i − sliding_window < j ≤ i, i.e.
   // sliding_window keys counting itself; HeadLab's pattern.window w lets a causal query see its w
   // predecessors and itself, so w = sliding_window − 1.
@@ -147,6 +125,7 @@ Layout llama_layout(const FamilyInput& in) {
 
   Layout layout = rope_decoder_layout(c, family, qwen2 ? 32768 : 2048, rope.theta);
   ModelConfig& m = layout.config;
+  m.rope_scaling = rope.scaling;
   const int D = m.hidden_size;
   m.final_norm = true;
   const bool mlp_bias = c.boolean("mlp_bias", false);

@@ -1,10 +1,14 @@
 #include "core/model/transformer.h"
 
+#include "core/model/rope.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace headlab::core {
 
@@ -234,19 +238,17 @@ RopeTables TransformerImpl::rope_tables(int64_t T, Stack stack) const {
   const auto& a = s.attention;
   const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
   const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;
-  // Hugging Face: inv_freq = 1 / θ^(2i/rot); emb = cat(freqs, freqs) (rotate-half layout).
-  auto table = [&](double theta) {
-    auto inv_freq = 1.0 / torch::pow(theta, torch::arange(0, rot, 2, torch::kFloat64) / double(rot));
-    auto freqs = torch::outer(torch::arange(T, torch::kFloat64), inv_freq);  // [T, rot/2]
-    return torch::cat({freqs, freqs}, -1);                                    // [T, rot]
+  // Hugging Face: emb = cat(freqs, freqs) (rotate-half layout); cos and sin × the attention factor.
+  auto table = [&](const RopeFrequencies& f) {
+    auto freqs = torch::outer(torch::arange(T, torch::kFloat64), f.inv_freq);  // [T, rot/2]
+    auto emb = torch::cat({freqs, freqs}, -1);                                 // [T, rot]
+    return std::make_pair((emb.cos() * f.attention_factor).to(torch::kFloat32),
+                          (emb.sin() * f.attention_factor).to(torch::kFloat32));
   };
-  auto emb = table(c.rope_theta);
-  RopeTables tables{emb.cos().to(torch::kFloat32), emb.sin().to(torch::kFloat32), {}, {}};
-  if (s.local && s.local->rope_theta) {
-    auto local = table(*s.local->rope_theta);
-    tables.local_cos = local.cos().to(torch::kFloat32);
-    tables.local_sin = local.sin().to(torch::kFloat32);
-  }
+  RopeTables tables;
+  std::tie(tables.cos, tables.sin) = table(rope_frequencies(c.rope_theta, rot, c.rope_scaling, T, c.max_positions));
+  if (s.local && s.local->rope_theta)  // local layers with a base of their own: plain RoPE (Gemma 3)
+    std::tie(tables.local_cos, tables.local_sin) = table(rope_frequencies(*s.local->rope_theta, rot, {}, T, c.max_positions));
   return tables;
 }
 

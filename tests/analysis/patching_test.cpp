@@ -169,6 +169,21 @@ TEST_CASE("attribution patching agrees with exact patching to first order", "[an
   for (size_t l = 0; l < result.exact.size(); ++l)
     for (size_t h = 0; h < 4; ++h) largest = std::max(largest, std::abs(result.attribution[l][h][0] - result.clean));
   CHECK(largest > 1e-4);
+  // Attribution alone takes the clean metric from its own differentiable run (every weight 0) instead
+  // of a separate clean forward: the same numbers, for every metric.
+  for (const auto metric : {analysis::PatchMetric::LogitDiff, analysis::PatchMetric::Prob, analysis::PatchMetric::KL}) {
+    r.metric = metric;
+    r.exact = true;
+    const auto both = analysis::patch_activations(*model, r);
+    r.exact = false;
+    const auto alone = analysis::patch_activations(*model, r);
+    INFO(analysis::metric_name(metric));
+    CHECK(alone.clean == Approx(both.clean).margin(1e-12));
+    CHECK(alone.corrupt == Approx(both.corrupt).margin(1e-12));
+    CHECK(alone.exact.empty());
+    for (size_t l = 0; l < both.attribution.size(); ++l)
+      for (size_t h = 0; h < 4; ++h) CHECK(alone.attribution[l][h][0] == Approx(both.attribution[l][h][0]).margin(1e-12));
+  }
 }
 
 TEST_CASE("patching refuses inputs of different lengths and sites the model lacks", "[analysis][patching]") {

@@ -66,8 +66,8 @@ int main(int argc, char** argv) {
   r.wrong = 12;
   r.exact = false;
   const double attribution = seconds([&] { analysis::patch_activations(*model, r); });
-  std::printf("attribution patching, every head's z at once: %.1f ms = %.2f× one forward (target ≤ 3×; it also runs "
-              "the clean and corrupted forwards it needs)\n",
+  std::printf("attribution patching, every head's z at once: %.1f ms = %.2f× one forward (target ≤ 3×; the corrupted "
+              "forward, and one differentiable clean run with its backward that also gives the clean metric)\n",
               attribution * 1e3, attribution / one);
   r.exact = true;
   r.attribution = false;

@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <string>
+
 using namespace headlab::core;
 using nlohmann::json;
 
@@ -157,4 +160,48 @@ TEST_CASE("keys left out of a hand-written config.json take their documented def
   CHECK(!c.encoder->attention.scale);  // 1/√d_k at run time
   CHECK(c.encoder->attention.pattern.window == 0);
   CHECK(c.encoder->attention.pattern.dilation == 1);
+}
+
+TEST_CASE("rope_scaling is read key by key, written back, and refused where it cannot run", "[config][rope]") {
+  json j = json::parse(R"({
+    "vocab_size": 100, "hidden_size": 32, "kind": "decoder", "positions": "rope", "max_positions": 64,
+    "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_positions": 16, "beta_fast": 24.0,
+                     "beta_slow": 2.0, "truncate": false, "attention_factor": 1.25},
+    "decoder": {"layers": 1, "attention": {"heads": 2, "kv_heads": 2, "key_size": 8, "value_size": 8}}
+  })");
+  const ModelConfig c = model_config_from_json(j);
+  CHECK(c.rope_scaling.kind == RopeScalingKind::Yarn);
+  CHECK(c.rope_scaling.factor == 4.0);
+  CHECK(c.rope_scaling.original_max_positions == 16);
+  CHECK(c.rope_scaling.beta_fast == 24.0);
+  CHECK(c.rope_scaling.beta_slow == 2.0);
+  CHECK(!c.rope_scaling.truncate);
+  CHECK(c.rope_scaling.attention_factor == 1.25);
+  check_contains(to_json(c), j, "config");
+
+  auto error = [&](const std::function<void(json&)>& edit) {
+    json bad = j;
+    edit(bad);
+    try {
+      model_config_from_json(bad);
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  using Catch::Matchers::Contains;
+  CHECK_THAT(error([](json& b) { b["rope_scaling"]["type"] = "longrope"; }),
+             Contains("rope_scaling.type") && Contains("longrope") && Contains("llama3"));
+  CHECK_THAT(error([](json& b) { b["rope_scaling"]["low_freq_factor"] = 1.0; }),
+             Contains("unknown key 'low_freq_factor'"));  // a llama3 key on a yarn scaling
+  CHECK_THAT(error([](json& b) { b["rope_scaling"]["factor"] = 0.0; }), Contains("factor must be > 0"));
+  CHECK_THAT(error([](json& b) { b["positions"] = "learned"; }),
+             Contains("rope_scaling (yarn): only meaningful with positions 'rope'"));
+  CHECK_THAT(error([](json& b) { b["rope_scaling"] = {{"type", "llama3"}, {"factor", 8.0}}; }),
+             Contains("original_max_positions must be >= 1"));
+  CHECK_THAT(error([](json& b) {
+               b["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+               b["rope_dim"] = 2;
+             }),
+             Contains("dynamic RoPE scaling needs more than 2 rotated dims"));
 }

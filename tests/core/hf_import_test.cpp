@@ -324,7 +324,10 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"roberta", "roberta", "F32"}, Case{"distilbert", "distilbert", "F32"},
                         Case{"electra", "electra", "F32"}, Case{"electra-discriminator", "electra", "F32"},
                         Case{"albert", "albert", "F32"},
-                        Case{"gemma2", "gemma2", "F32"}, Case{"gemma3", "gemma3", "BF16"}}) {
+                        Case{"gemma2", "gemma2", "F32"}, Case{"gemma3", "gemma3", "BF16"},
+                        Case{"llama31", "llama", "F32"}, Case{"llama-linear", "llama", "F32"},
+                        Case{"llama-dynamic", "llama", "F32"}, Case{"qwen2-yarn", "qwen2", "F32"},
+                        Case{"gemma3-scaled", "gemma3", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -335,6 +338,50 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
       CHECK(errors.attention <= kAttentionTolerance);
       CHECK(errors.logits <= kLogitTolerance);
     }
+  }
+}
+
+TEST_CASE("hf import: scaled RoPE (linear, dynamic, llama3, yarn) is read, and each setting matters", "[hf_import][rope]") {
+  SECTION("the settings as read") {
+    const auto l31 = load_model(fixture("llama31"))->config;
+    CHECK(l31.rope_scaling.kind == RopeScalingKind::Llama3);
+    CHECK(l31.rope_scaling.factor == 8.0);
+    CHECK(l31.rope_scaling.original_max_positions == 64);
+    CHECK(l31.rope_scaling.low_freq_factor == 1.0);
+    CHECK(l31.rope_scaling.high_freq_factor == 4.0);
+    CHECK_THAT(l31.summary(), Contains("positions rope (llama3 scaling ×8.0)"));
+    const auto yarn = load_model(fixture("qwen2-yarn"))->config;
+    CHECK(yarn.rope_scaling.kind == RopeScalingKind::Yarn);
+    CHECK(yarn.rope_scaling.factor == 4.0);
+    // DeepSeek's mscale pair: (0.1·0.707·ln 4 + 1) / (0.1·ln 4 + 1).
+    CHECK(yarn.rope_scaling.attention_factor == Approx((0.1 * 0.707 * std::log(4.0) + 1) / (0.1 * std::log(4.0) + 1)));
+    CHECK(load_model(fixture("llama-linear"))->config.rope_scaling.kind == RopeScalingKind::Linear);
+    CHECK(load_model(fixture("llama-dynamic"))->config.rope_scaling.kind == RopeScalingKind::Dynamic);
+    const auto gemma = load_model(fixture("gemma3-scaled"))->config;
+    CHECK(gemma.rope_scaling.kind == RopeScalingKind::Linear);
+    REQUIRE(gemma.decoder->local.has_value());  // plain RoPE of its own, though θ is the same 10⁴
+    CHECK(gemma.decoder->local->rope_theta == std::optional<float>(10000.0f));
+    // A native config carries the scaling through config.json unchanged.
+    for (const auto& c : {l31, yarn}) CHECK(model_config_from_json(to_json(c)).rope_scaling == c.rope_scaling);
+  }
+  SECTION("one wrong setting moves the maps far past the tolerance") {
+    TempDir dir("rope-scaling");
+    auto errors_with = [&](const char* folder, const std::function<void(nlohmann::json&)>& edit) {
+      auto config = read_json(fixture(folder) + "/config.json");
+      edit(config);
+      write_variant(dir, config, read_all(fixture(folder) + "/model.safetensors"));
+      return compare(*load_model(dir.str()), read_expected(fixture(folder)));
+    };
+    CHECK(errors_with("llama31", [](auto& j) { j["rope_scaling"] = nullptr; }).attention > 1e-3);
+    CHECK(errors_with("llama31", [](auto& j) { j["rope_scaling"]["high_freq_factor"] = 2.0; }).attention > 1e-3);
+    CHECK(errors_with("llama-linear", [](auto& j) { j["rope_scaling"]["factor"] = 2.0; }).attention > 1e-3);
+    CHECK(errors_with("llama-dynamic", [](auto& j) { j["max_position_embeddings"] = 12; }).attention > 1e-3);
+    CHECK(errors_with("qwen2-yarn", [](auto& j) { j["rope_parameters"]["attention_factor"] = 1.0; }).attention > 1e-3);
+    CHECK(errors_with("qwen2-yarn", [](auto& j) { j["rope_parameters"]["beta_slow"] = 0.25; }).attention > 1e-3);
+    // Gemma 3 scales its global layers only: scaling none, or every layer, moves the maps.
+    CHECK(errors_with("gemma3-scaled", [](auto& j) { j["rope_scaling"] = nullptr; }).attention > 1e-3);
+    // And the folder as written still matches (the edits above are what moved it).
+    CHECK(errors_with("qwen2-yarn", [](auto&) {}).attention <= kAttentionTolerance);
   }
 }
 
@@ -464,11 +511,12 @@ TEST_CASE("hf import: transformers 5 config spellings are read or refused", "[hf
     write_variant(dir, typed, weights);
     CHECK(load_model(dir.str())->config.rope_theta == Approx(1e6));
   }
-  SECTION("refused: scaled RoPE, unknown keys, disagreeing θ, sliding layers") {
+  SECTION("refused: unknown rope types and keys, disagreeing θ, sliding layers") {
     auto scaled = v5;
-    scaled["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}};
+    scaled["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 1e6}, {"factor", 4.0}};
     write_variant(dir, scaled, weights);
-    CHECK_THAT(load_error(dir.str()), Contains("rope_parameters type 'yarn'") && Contains("not supported"));
+    CHECK_THAT(load_error(dir.str()), Contains("rope_parameters type 'longrope'") && Contains("not supported") &&
+                                          Contains("default, linear, dynamic, llama3 and yarn"));
 
     auto unknown = v5;
     unknown["rope_parameters"]["factor"] = 2.0;
@@ -484,7 +532,7 @@ TEST_CASE("hf import: transformers 5 config spellings are read or refused", "[hf
     per_type["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e6}}},
                                    {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
     write_variant(dir, per_type, weights);
-    CHECK_THAT(load_error(dir.str()), Contains("different rope_theta or partial_rotary_factor per layer type"));
+    CHECK_THAT(load_error(dir.str()), Contains("different RoPE per layer type"));
 
     auto sliding = v5;
     sliding["layer_types"] = {"full_attention", "sliding_attention"};
@@ -608,11 +656,11 @@ TEST_CASE("hf import: errors name the architecture, the tensor or the option", "
     write_variant(dir, gpt2_config, weights);
     CHECK_THAT(load_error(dir.str()), Contains("unexpected tensor 'h.2.ln_1.weight'"));
   }
-  SECTION("unsupported rope_scaling") {
+  SECTION("rope_scaling without a key its type needs") {
     auto config = read_json(fixture("llama/config.json"));
     config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
     write_variant(dir, config, read_all(fixture("llama/model.safetensors")));
-    CHECK_THAT(load_error(dir.str()), Contains("rope_scaling") && Contains("'llama3'"));
+    CHECK_THAT(load_error(dir.str()), Contains("rope_scaling") && Contains("llama3") && Contains("needs 'low_freq_factor'"));
   }
   SECTION("missing shard") {
     fs::copy_file(fixture("qwen2/config.json"), dir.str("config.json"));
@@ -912,9 +960,14 @@ TEST_CASE("hf import: Gemma config spellings are read or refused", "[hf_import][
     CHECK_THAT(refuse(multimodal, gemma3_weights),
                Contains("Gemma3ForConditionalGeneration") && Contains("not supported") && Contains("Gemma3ForCausalLM") &&
                    Contains("config.json"));
-    auto linear = gemma3;
+    // Scaled RoPE is Gemma 3's global layers' only: on Gemma 2, or on Gemma 3's sliding layers, refused.
+    auto linear = gemma2;
     linear["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
-    CHECK_THAT(refuse(linear, gemma3_weights), Contains("rope_scaling type \"linear\" is not supported"));
+    CHECK_THAT(refuse(linear, gemma2_weights), Contains("rope_scaling type \"linear\" is not supported here"));
+    auto local_scaled = gemma3;
+    local_scaled["rope_parameters"] = {{"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}}}};
+    CHECK_THAT(refuse(local_scaled, gemma3_weights),
+               Contains("rope_parameters.sliding_attention type \"linear\" is not supported here"));
     auto disagree = gemma3;
     disagree["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention",
                                "sliding_attention", "sliding_attention", "full_attention"};
@@ -941,7 +994,8 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
   // analysis/lrp.cpp runs a forward pass of its own (token embeddings as a leaf, constants
   // detached); the logit it explains must be the one core::run computes, in every family.
   for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
-                             "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1"}) {
+                             "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
+                             "qwen2-yarn"}) {
     DYNAMIC_SECTION(folder) {
       auto model = load_model(fixture(folder));
       const Expected expected = read_expected(fixture(folder));

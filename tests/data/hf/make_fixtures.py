@@ -405,7 +405,11 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def llama_reference(W, cfg, ids, qwen2):
+def default_rope_init(cfg, hd, T):  # _compute_default_rope_parameters: float32 inv_freq, no attention factor
+    return 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd)), 1.0
+
+
+def llama_reference(W, cfg, ids, qwen2, rope_init=default_rope_init):
     D, H = cfg["hidden_size"], cfg["num_attention_heads"]
     KV = cfg.get("num_key_value_heads") or H
     hd = cfg.get("head_dim") or D // H
@@ -413,11 +417,12 @@ def llama_reference(W, cfg, ids, qwen2):
     p = "model."
     q_bias = qwen2 or cfg.get("attention_bias", False)
     o_bias = (not qwen2) and cfg.get("attention_bias", False)
-    # LlamaRotaryEmbedding (default rope type): float32 inv_freq and angles, as transformers does.
-    inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    # LlamaRotaryEmbedding: float32 inv_freq and angles, as transformers does; a scaled rope type
+    # (fixtures_rope_scaling.py) gives its inv_freq and the attention factor cos and sin are scaled by.
+    inv_freq, attention_factor = rope_init(cfg, hd, T)
     freqs = torch.outer(torch.arange(T).float(), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos().double(), emb.sin().double()
+    cos, sin = (emb.cos() * attention_factor).double(), (emb.sin() * attention_factor).double()
     mask = torch.triu(torch.full((T, T), torch.finfo(torch.float64).min, dtype=torch.float64), diagonal=1)
     if cfg.get("sliding_window") and cfg.get("model_type") == "mistral":
         # modeling_mistral.py: query i sees keys j with i - sliding_window < j <= i.
@@ -574,16 +579,18 @@ def rope_cos_sin(theta, hd, T):  # the default rotary embedding: float32 inv_fre
     return emb.cos().double(), emb.sin().double()
 
 
-def gemma_reference(W, cfg, ids, embed_dtype, global_theta, local_theta):
+def gemma_reference(W, cfg, ids, embed_dtype, global_theta, local_theta, global_rope=None):
     """Gemma2ForCausalLM / Gemma3ForCausalLM, eager attention, no padding. `global_theta` and
-    `local_theta` are the RoPE bases of full_attention and sliding_attention layers."""
+    `local_theta` are the RoPE bases of full_attention and sliding_attention layers; `global_rope`
+    (cos, sin) replaces the global layers' tables (a scaled rope type)."""
     gemma3 = cfg["model_type"] == "gemma3_text"
     D, H, KV, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     eps, T, p = cfg["rms_norm_eps"], len(ids), "model."
     bias = cfg.get("attention_bias", False)
     scaling = cfg["query_pre_attn_scalar"] ** -0.5
     attn_cap, final_cap = cfg.get("attn_logit_softcapping"), cfg.get("final_logit_softcapping")
-    rope = {"full_attention": rope_cos_sin(global_theta, hd, T), "sliding_attention": rope_cos_sin(local_theta, hd, T)}
+    rope = {"full_attention": global_rope or rope_cos_sin(global_theta, hd, T),
+            "sliding_attention": rope_cos_sin(local_theta, hd, T)}
     min_value = torch.finfo(torch.float64).min
     causal = torch.triu(torch.full((T, T), min_value, dtype=torch.float64), diagonal=1)
     # Sliding layers also mask keys j <= i - sliding_window (tril(ones, diagonal=-sliding_window)).
@@ -697,6 +704,9 @@ def main():
     import fixtures_seq2seq  # BART, Marian, T5
     for i, make in enumerate(fixtures_seq2seq.MAKERS):
         make(torch.Generator().manual_seed(3000 + i))
+    import fixtures_rope_scaling  # Llama 3.1's and the other scaled rope types
+    for i, make in enumerate(fixtures_rope_scaling.MAKERS):
+        make(torch.Generator().manual_seed(4000 + i))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,116 @@
+#include "core/families/rope_parameters.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace headlab::core::hf {
+
+using nlohmann::json;
+
+namespace {
+
+// A number of a rope object, or `fallback` when absent or null.
+double rope_number(const HfConfig& c, const json& object, const std::string& key, const char* name, double fallback) {
+  if (!object.contains(name) || object[name].is_null()) return fallback;
+  if (!object[name].is_number()) c.fail("'" + key + "." + name + "' must be a number, got " + object[name].dump());
+  return object[name].get<double>();
+}
+
+double required_number(const HfConfig& c, const json& object, const std::string& key, const char* name) {
+  if (!object.contains(name) || object[name].is_null())
+    c.fail("'" + key + "' of type " + object.value("rope_type", object.value("type", std::string("?"))) + " needs '" +
+           name + "' (" + object.dump() + ")");
+  return rope_number(c, object, key, name, 0.0);
+}
+
+}  // namespace
+
+RopeObject read_rope_object(const HfConfig& c, const json& object, const std::string& key, int max_positions) {
+  RopeObject out;
+  if (!object.is_object()) c.fail("'" + key + "' must be an object, got " + object.dump());
+  std::string type = "default";
+  for (const char* type_key : {"rope_type", "type"}) {
+    if (!object.contains(type_key)) continue;
+    if (!object[type_key].is_string()) c.fail("'" + key + "." + type_key + "' must be a string, got " + object[type_key].dump());
+    type = object[type_key].get<std::string>();
+  }
+  RopeScaling& r = out.scaling;
+  r = RopeScaling{};
+  try {
+    r.kind = rope_scaling_kind_from_name(type);
+  } catch (const std::invalid_argument&) {
+    c.fail(key + " type '" + type + "' is not supported (HeadLab implements the rope types default, linear, dynamic, "
+           "llama3 and yarn; " + key + " " + object.dump() + ")");
+  }
+  std::vector<std::string> known = {"rope_type", "type", "rope_theta", "partial_rotary_factor"};
+  switch (r.kind) {
+    case RopeScalingKind::None: break;
+    case RopeScalingKind::Linear: known.insert(known.end(), {"factor"}); break;
+    // transformers' dynamic NTK grows the base past max_position_embeddings; it does not read
+    // original_max_position_embeddings, so neither does HeadLab.
+    case RopeScalingKind::Dynamic: known.insert(known.end(), {"factor", "original_max_position_embeddings"}); break;
+    case RopeScalingKind::Llama3:
+      known.insert(known.end(), {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"});
+      break;
+    case RopeScalingKind::Yarn:
+      known.insert(known.end(), {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
+                                 "beta_slow", "mscale", "mscale_all_dim", "truncate"});
+      break;
+  }
+  for (const auto& [name, value] : object.items())
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      c.fail("'" + key + "." + name + "' is not supported (rope type " + type + " reads only " + [&] {
+               std::string list;
+               for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+               return list;
+             }() + "; " + key + " " + object.dump() + ")");
+  if (object.contains("rope_theta")) {
+    if (!object["rope_theta"].is_number()) c.fail("'" + key + ".rope_theta' must be a number, got " + object["rope_theta"].dump());
+    out.theta = object["rope_theta"].get<double>();
+  }
+  if (object.contains("partial_rotary_factor") && !object["partial_rotary_factor"].is_null())
+    out.rotary_fraction = rope_number(c, object, key, "partial_rotary_factor", 1.0);
+  switch (r.kind) {
+    case RopeScalingKind::None: break;
+    case RopeScalingKind::Linear:
+    case RopeScalingKind::Dynamic: r.factor = required_number(c, object, key, "factor"); break;
+    case RopeScalingKind::Llama3:
+      r.factor = required_number(c, object, key, "factor");
+      r.low_freq_factor = required_number(c, object, key, "low_freq_factor");
+      r.high_freq_factor = required_number(c, object, key, "high_freq_factor");
+      r.original_max_positions = static_cast<int>(required_number(c, object, key, "original_max_position_embeddings"));
+      break;
+    case RopeScalingKind::Yarn: {
+      // As the current transformers reads it: original_max_position_embeddings defaults to
+      // max_position_embeddings, and the factor, when absent, is their ratio. (transformers 4.4x–4.5x
+      // replaced a given factor by that ratio whenever original_max_position_embeddings was given.)
+      r.original_max_positions = static_cast<int>(
+          rope_number(c, object, key, "original_max_position_embeddings", static_cast<double>(max_positions)));
+      r.factor = rope_number(c, object, key, "factor", double(max_positions) / std::max(1, r.original_max_positions));
+      // `or` in transformers: 0 or null means the paper's default.
+      const double fast = rope_number(c, object, key, "beta_fast", 0.0), slow = rope_number(c, object, key, "beta_slow", 0.0);
+      r.beta_fast = fast != 0 ? fast : 32.0;
+      r.beta_slow = slow != 0 ? slow : 1.0;
+      if (object.contains("truncate") && !object["truncate"].is_null()) {
+        if (!object["truncate"].is_boolean()) c.fail("'" + key + ".truncate' must be true or false, got " + object["truncate"].dump());
+        r.truncate = object["truncate"].get<bool>();
+      }
+      // The attention factor: given, or from DeepSeek's mscale pair, or YaRN's 0.1·ln(s) + 1.
+      auto get_mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+      const double mscale = rope_number(c, object, key, "mscale", 0.0);
+      const double mscale_all_dim = rope_number(c, object, key, "mscale_all_dim", 0.0);
+      if (object.contains("attention_factor") && !object["attention_factor"].is_null())
+        r.attention_factor = rope_number(c, object, key, "attention_factor", 1.0);
+      else if (mscale != 0 && mscale_all_dim != 0)
+        r.attention_factor = get_mscale(r.factor, mscale) / get_mscale(r.factor, mscale_all_dim);
+      else
+        r.attention_factor = get_mscale(r.factor, 1.0);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace headlab::core::hf

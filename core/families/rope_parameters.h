@@ -1,0 +1,29 @@
+// Internal to the families: one RoPE parameter object of a Hugging Face config (4.x `rope_scaling`,
+// 5.x `rope_parameters` or one of its per-layer-type entries), read as transformers'
+// modeling_rope_utils.py reads it. Llama, Qwen2/3, Mistral and Gemma read their RoPE through it.
+#pragma once
+
+#include "core/families/families.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+namespace headlab::core::hf {
+
+struct RopeObject {
+  std::optional<double> theta;            // rope_theta, when the object gives it
+  std::optional<double> rotary_fraction;  // partial_rotary_factor, when given
+  RopeScaling scaling;                    // the rope type and its keys (kind None: "default")
+};
+
+// The rope types default, linear, dynamic, llama3 and yarn with each one's keys; any other type or
+// key fails naming it, and a key a type needs fails when absent. `max_positions` is the folder's
+// max_position_embeddings (yarn's defaults). YaRN is read as the current transformers reads it:
+// original_max_position_embeddings defaults to max_position_embeddings, an absent factor is their
+// ratio, and the attention factor is attention_factor, else DeepSeek's mscale/mscale_all_dim ratio,
+// else 0.1·ln(factor) + 1.
+RopeObject read_rope_object(const HfConfig& c, const nlohmann::json& object, const std::string& key, int max_positions);
+
+}  // namespace headlab::core::hf
