@@ -25,6 +25,15 @@ double required_number(const HfConfig& c, const json& object, const std::string&
   return rope_number(c, object, key, name, 0.0);
 }
 
+// A count of positions: a whole number from 1 to 2³⁰ (checked before the cast, which would be
+// undefined for a value out of int's range).
+int positions_of(const HfConfig& c, const std::string& key, double value) {
+  if (!(value >= 1 && value <= double(1 << 30)) || value != std::floor(value))
+    c.fail("'" + key + ".original_max_position_embeddings' must be a whole number from 1 to 2^30, got " +
+           json(value).dump());
+  return static_cast<int>(value);
+}
+
 }  // namespace
 
 RopeObject read_rope_object(const HfConfig& c, const json& object, const std::string& key, int max_positions) {
@@ -80,14 +89,14 @@ RopeObject read_rope_object(const HfConfig& c, const json& object, const std::st
       r.factor = required_number(c, object, key, "factor");
       r.low_freq_factor = required_number(c, object, key, "low_freq_factor");
       r.high_freq_factor = required_number(c, object, key, "high_freq_factor");
-      r.original_max_positions = static_cast<int>(required_number(c, object, key, "original_max_position_embeddings"));
+      r.original_max_positions = positions_of(c, key, required_number(c, object, key, "original_max_position_embeddings"));
       break;
     case RopeScalingKind::Yarn: {
       // As the current transformers reads it: original_max_position_embeddings defaults to
       // max_position_embeddings, and the factor, when absent, is their ratio. (transformers 4.4x–4.5x
       // replaced a given factor by that ratio whenever original_max_position_embeddings was given.)
-      r.original_max_positions = static_cast<int>(
-          rope_number(c, object, key, "original_max_position_embeddings", static_cast<double>(max_positions)));
+      r.original_max_positions = positions_of(
+          c, key, rope_number(c, object, key, "original_max_position_embeddings", static_cast<double>(max_positions)));
       r.factor = rope_number(c, object, key, "factor", double(max_positions) / std::max(1, r.original_max_positions));
       // `or` in transformers: 0 or null means the paper's default.
       const double fast = rope_number(c, object, key, "beta_fast", 0.0), slow = rope_number(c, object, key, "beta_slow", 0.0);
