@@ -23,6 +23,7 @@ const std::vector<Family>& families() {
       {"qwen2", "modeling_qwen2.py", {"Qwen2Model", "Qwen2ForCausalLM"}, llama_layout},
       {"mistral", "modeling_mistral.py", {"MistralModel", "MistralForCausalLM"}, llama_layout},
       {"qwen3", "modeling_qwen3.py", {"Qwen3Model", "Qwen3ForCausalLM"}, llama_layout},
+      {"phi3", "modeling_phi3.py", {"Phi3Model", "Phi3ForCausalLM"}, llama_layout},
       {"electra", "modeling_electra.py", {"ElectraForMaskedLM", "ElectraForPreTraining", "ElectraModel"}, electra_layout},
       {"albert", "modeling_albert.py", {"AlbertForMaskedLM", "AlbertForPreTraining", "AlbertModel"}, albert_layout},
       {"gemma2", "modeling_gemma2.py", {"Gemma2Model", "Gemma2ForCausalLM"}, gemma_layout},

@@ -1,5 +1,6 @@
-// Llama (modeling_llama.py), Qwen2 (modeling_qwen2.py), Qwen3 (modeling_qwen3.py) and Mistral
-// (modeling_mistral.py): RoPE decoders → ModelConfig + native parameter sources.
+// Llama (modeling_llama.py), Qwen2 (modeling_qwen2.py), Qwen3 (modeling_qwen3.py), Mistral
+// (modeling_mistral.py) and Phi-3 (modeling_phi3.py): RoPE decoders → ModelConfig + native parameter
+// sources.
 #include "core/families/families.h"
 #include "core/families/family_parts.h"
 #include "core/families/rope_parameters.h"
@@ -81,6 +82,15 @@ void require_layer_types(const HfConfig& c, const std::string& allowed) {
   }
 }
 
+// modeling_phi3.py's Phi3DecoderLayer: Llama's norms and output projections; its fused qkv_proj and
+// gate_up_proj are split in llama_layout.
+const LayerTable kPhi3Layer = {
+    {"attn_norm", "input_layernorm", Piece::Norm},
+    {"attn.o", "self_attn.o_proj", Piece::Linear},
+    {"ffn_norm", "post_attention_layernorm", Piece::Norm},
+    {"ffn.down", "mlp.down_proj", Piece::Linear},
+};
+
 // modeling_llama.py's LlamaDecoderLayer; Qwen2, Qwen3 and Mistral name their layers the same.
 const LayerTable kLlamaLayer = {
     {"attn_norm", "input_layernorm", Piece::Norm},
@@ -99,31 +109,41 @@ const LayerTable kLlamaLayer = {
 // modeling_llama.py / modeling_qwen2.py / modeling_mistral.py: pre-RMSNorm decoder, RoPE in the
 // rotate-half layout (HeadLab's own, so no permutation), GQA, SwiGLU. Qwen2 adds q/k/v biases;
 // Mistral a sliding window over the keys; Qwen3 (modeling_qwen3.py) a per-head RMSNorm of queries
-// and keys before RoPE.
+// and keys before RoPE. Phi-3 (modeling_phi3.py): Llama's block with fused projections
+// (qkv_proj = [q | k | v], gate_up_proj = [gate | up] along the outputs, no biases), Mistral's
+// sliding window when `sliding_window` is set, and partial rotary embeddings
+// (partial_rotary_factor: the first int(head_dim · factor) dims of each head rotate, rotate-half, the
+// rest pass — the engine's rope_dim).
 Layout llama_layout(const FamilyInput& in) {
   const HfConfig& c = in.config;
   const std::string& arch = in.architecture;
   const HasTensor& has = in.has;
   const std::string& family = in.family;
-  const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3";
-  const RopeSettings rope = read_rope(c, c.integer("max_position_embeddings", qwen2 ? 32768 : 2048));
+  const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3",
+             phi3 = family == "phi3";
+  const int default_positions = qwen2 ? 32768 : phi3 ? 4096 : 2048;  // the configs' defaults
+  const RopeSettings rope = read_rope(c, c.integer("max_position_embeddings", default_positions));
   // Mistral's sliding_window (null = none): query i sees keys j with i − sliding_window < j ≤ i, i.e.
   // sliding_window keys counting itself; HeadLab's pattern.window w lets a causal query see its w
   // predecessors and itself, so w = sliding_window − 1.
   int sliding_window = 0;
-  if (mistral && c.find("sliding_window")) {
+  if ((mistral || phi3) && c.find("sliding_window")) {
     sliding_window = c.integer("sliding_window");
     if (sliding_window < 1) c.fail("sliding_window must be >= 1 (or null), got " + std::to_string(sliding_window));
   }
   require_layer_types(c, sliding_window > 0 ? "sliding_attention" : "full_attention");
   const double rotary_fraction = rope.rotary_fraction;
-  if (rotary_fraction != 1.0) c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported");
+  if (rotary_fraction != 1.0 && !phi3)
+    c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " is not supported (modeling_" + family +
+           ".py rotates the whole head)");
+  if (!(rotary_fraction > 0 && rotary_fraction <= 1))
+    c.fail("partial_rotary_factor must be in (0, 1], got " + std::to_string(rotary_fraction));
   const std::string act = c.string("hidden_act", "silu");
   if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
   if ((qwen2 || qwen3) && c.boolean("use_sliding_window", false))
     c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
 
-  Layout layout = rope_decoder_layout(c, family, qwen2 ? 32768 : 2048, rope.theta);
+  Layout layout = rope_decoder_layout(c, family, default_positions, rope.theta);
   ModelConfig& m = layout.config;
   m.rope_scaling = rope.scaling;
   const int D = m.hidden_size;
@@ -134,7 +154,7 @@ Layout llama_layout(const FamilyInput& in) {
   const int kv_heads = c.integer("num_key_value_heads", heads);
   const int head_dim = head_dim_of(c, D, heads, "hidden_size", "num_attention_heads", true);
   // Llama: attention_bias puts a bias on q, k, v and o; Qwen2: always on q, k, v and never on o.
-  const bool attention_bias = qwen2 ? false : c.boolean("attention_bias", false);
+  const bool attention_bias = qwen2 || phi3 ? false : c.boolean("attention_bias", false);
   StackConfig stack;
   stack.layers = c.integer("num_hidden_layers");
   stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
@@ -143,13 +163,37 @@ Layout llama_layout(const FamilyInput& in) {
     stack.attention.qk_norm = true;
     stack.attention.qk_norm_eps = m.norm_eps;  // Qwen3RMSNorm(head_dim, eps=rms_norm_eps)
   }
+  if (rotary_fraction != 1.0) {
+    m.rope_dim = static_cast<int>(head_dim * rotary_fraction);  // transformers: int(head_dim · factor)
+    if (m.rope_dim < 2 || m.rope_dim % 2 != 0)
+      c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " rotates " + std::to_string(m.rope_dim) +
+             " of " + std::to_string(head_dim) + " dims per head; RoPE needs an even number >= 2");
+  }
   m.decoder = stack;
 
   Sources s(has);
   const std::string p = has("model.embed_tokens.weight") ? "model." : "";  // *ForCausalLM vs *Model
   s.copy("tokens.weight", p + "embed_tokens.weight");
-  add_layers(s, "decoder", stack.layers, p + "layers.", kLlamaLayer,
-             {stack.attention.qkv_bias, stack.attention.out_bias, mlp_bias});
+  if (phi3) {
+    if (mlp_bias) c.fail("mlp_bias true is not supported (Phi-3's projections have no biases)");
+    add_layers(s, "decoder", stack.layers, p + "layers.", kPhi3Layer);
+    // The fused projections, split along their output rows: what a table row cannot say.
+    const int64_t q_rows = int64_t(heads) * head_dim, kv_rows = int64_t(kv_heads) * head_dim;
+    const int64_t inner = m.ffn.inner_size;
+    for (int l = 0; l < stack.layers; ++l) {
+      const std::string n = "decoder." + std::to_string(l) + ".";
+      const std::string h = p + "layers." + std::to_string(l) + ".";
+      const int64_t qkv_rows = q_rows + 2 * kv_rows;
+      s.add(n + "attn.q.weight", {h + "self_attn.qkv_proj.weight", {qkv_rows, D}, 0, 0, q_rows, false});
+      s.add(n + "attn.k.weight", {h + "self_attn.qkv_proj.weight", {qkv_rows, D}, 0, q_rows, kv_rows, false});
+      s.add(n + "attn.v.weight", {h + "self_attn.qkv_proj.weight", {qkv_rows, D}, 0, q_rows + kv_rows, kv_rows, false});
+      s.add(n + "ffn.gate.weight", {h + "mlp.gate_up_proj.weight", {2 * inner, D}, 0, 0, inner, false});
+      s.add(n + "ffn.up.weight", {h + "mlp.gate_up_proj.weight", {2 * inner, D}, 0, inner, inner, false});
+    }
+  } else {
+    add_layers(s, "decoder", stack.layers, p + "layers.", kLlamaLayer,
+               {stack.attention.qkv_bias, stack.attention.out_bias, mlp_bias});
+  }
   if (qwen3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
   s.norm("decoder_norm", p + "norm", false);
   bool tied = c.boolean("tie_word_embeddings", false);

@@ -327,7 +327,7 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"gemma2", "gemma2", "F32"}, Case{"gemma3", "gemma3", "BF16"},
                         Case{"llama31", "llama", "F32"}, Case{"llama-linear", "llama", "F32"},
                         Case{"llama-dynamic", "llama", "F32"}, Case{"qwen2-yarn", "qwen2", "F32"},
-                        Case{"gemma3-scaled", "gemma3", "F32"}}) {
+                        Case{"gemma3-scaled", "gemma3", "F32"}, Case{"phi3", "phi3", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -383,6 +383,43 @@ TEST_CASE("hf import: scaled RoPE (linear, dynamic, llama3, yarn) is read, and e
     // And the folder as written still matches (the edits above are what moved it).
     CHECK(errors_with("qwen2-yarn", [](auto&) {}).attention <= kAttentionTolerance);
   }
+}
+
+TEST_CASE("hf import: Phi-3's fused projections, partial rotary embeddings and sliding window", "[hf_import][phi3]") {
+  const auto c = load_model(fixture("phi3"))->config;
+  CHECK(c.family == "phi3");
+  CHECK(c.rope_dim == 4);  // int(8 · 0.5): half of each head rotates
+  CHECK(c.decoder->attention.pattern.window == 4);  // sliding_window 5 keys, the query among them
+  CHECK(c.decoder->attention.kv_heads == 2);
+  CHECK(!c.decoder->attention.qkv_bias);
+  CHECK(c.ffn.kind == FfnKind::SwiGLU);
+  TempDir dir("hf-phi3");
+  const Tensors weights = read_all(fixture("phi3/model.safetensors"));
+  const Expected expected = read_expected(fixture("phi3"));
+  auto errors_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto config = read_json(fixture("phi3/config.json"));
+    edit(config);
+    write_variant(dir, config, weights);
+    return compare(*load_model(dir.str()), expected);
+  };
+  // Each detail matters: the whole head rotating, or no window.
+  CHECK(errors_with([](auto& j) { j["partial_rotary_factor"] = 1.0; }).attention > 1e-3);
+  CHECK(errors_with([](auto& j) { j["sliding_window"] = nullptr; }).attention > 1e-3);
+  // Phi-3's long-context rope type is refused by name; so is a factor that leaves an odd rotated size.
+  auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto config = read_json(fixture("phi3/config.json"));
+    edit(config);
+    write_variant(dir, config, weights);
+    return load_error(dir.str());
+  };
+  CHECK_THAT(refused([](auto& j) {
+               j["rope_scaling"] = {{"type", "longrope"}, {"long_factor", {1, 1}}, {"short_factor", {1, 1}}};
+             }),
+             Contains("rope_scaling type 'longrope' is not supported"));
+  CHECK_THAT(refused([](auto& j) { j["partial_rotary_factor"] = 0.375; }), Contains("RoPE needs an even number"));
+  // A config that splits the fused rows otherwise (4 key/value heads) does not fit the stored qkv_proj.
+  CHECK_THAT(refused([](auto& j) { j["num_key_value_heads"] = 4; }),
+             Contains("self_attn.qkv_proj.weight") && Contains("[64, 32]") && Contains("[96, 32]"));
 }
 
 TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
@@ -995,7 +1032,7 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
   // detached); the logit it explains must be the one core::run computes, in every family.
   for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
                              "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
-                             "qwen2-yarn"}) {
+                             "qwen2-yarn", "phi3"}) {
     DYNAMIC_SECTION(folder) {
       auto model = load_model(fixture(folder));
       const Expected expected = read_expected(fixture(folder));

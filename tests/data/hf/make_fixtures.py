@@ -707,6 +707,9 @@ def main():
     import fixtures_rope_scaling  # Llama 3.1's and the other scaled rope types
     for i, make in enumerate(fixtures_rope_scaling.MAKERS):
         make(torch.Generator().manual_seed(4000 + i))
+    import fixtures_decoders  # Phi-3
+    for i, make in enumerate(fixtures_decoders.MAKERS):
+        make(torch.Generator().manual_seed(5000 + i))
 
 
 if __name__ == "__main__":
