@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace headlab::core {
 namespace {
@@ -521,10 +523,16 @@ std::string ModelConfig::summary() const {
   out << to_string(kind) << ", hidden " << hidden_size;
   if (embedding_size > 0) out << " (embeddings " << embedding_size << ", projected)";
   out << ", vocab " << vocab_size
-      << ", positions " << to_string(positions)
-      << (rope_scaling.kind == RopeScalingKind::None
-              ? std::string()
-              : std::string(" (") + to_string(rope_scaling.kind) + " scaling ×" + json(rope_scaling.factor).dump() + ")")
+      << ", positions " << to_string(positions) << [&] {
+           std::vector<std::string> notes;  // partial and scaled RoPE
+           if (rope_dim > 0 && (positions == PositionKind::Rope || positions == PositionKind::RopeLearned))
+             notes.push_back("first " + std::to_string(rope_dim) + " dims of each head rotated");
+           if (rope_scaling.kind != RopeScalingKind::None)
+             notes.push_back(std::string(to_string(rope_scaling.kind)) + " scaling ×" + json(rope_scaling.factor).dump());
+           std::string text;
+           for (const auto& n : notes) text += (text.empty() ? " (" : ", ") + n;
+           return text.empty() ? text : text + ")";
+         }()
       << ", " << (norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm") << " "
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
       << (ffn.kind == FfnKind::None               ? std::string("none (attention only)")

@@ -389,6 +389,7 @@ TEST_CASE("hf import: Phi-3's fused projections, partial rotary embeddings and s
   const auto c = load_model(fixture("phi3"))->config;
   CHECK(c.family == "phi3");
   CHECK(c.rope_dim == 4);  // int(8 · 0.5): half of each head rotates
+  CHECK_THAT(c.summary(), Contains("positions rope (first 4 dims of each head rotated)"));
   CHECK(c.decoder->attention.pattern.window == 4);  // sliding_window 5 keys, the query among them
   CHECK(c.decoder->attention.kv_heads == 2);
   CHECK(!c.decoder->attention.qkv_bias);
