@@ -62,8 +62,9 @@ void StatusBar::drawContent(Workbench& wb) {
     ImGui::SameLine(0, 20);
     const auto& s = *wb.doc().snapshot;
     if (s.layers_computed > 0)
-      ImGui::TextDisabled("run %.1f ms (%d layers from %s %d)", s.run_ms, s.layers_computed, s.recomputed_stack ? core::stack_name(*s.recomputed_stack) : "",
-                          s.recomputed_from);
+      ImGui::TextDisabled("run %.1f ms (%d layer%s from %s %d)", s.run_ms, s.layers_computed,
+                          s.layers_computed == 1 ? "" : "s",
+                          s.recomputed_stack ? core::stack_name(*s.recomputed_stack) : "", s.recomputed_from);
     else
       ImGui::TextDisabled("run %.1f ms (reused)", s.run_ms);
   }
