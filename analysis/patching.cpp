@@ -125,7 +125,7 @@ Setup prepare(core::Model& model, const PatchRequest& r, unsigned corrupt_captur
   if (clean_run) {
     run.capture = kCleanCapture | clean_capture;
     s.clean = core::run(model, run);
-    s.score.clean_log_probs = torch::log_softmax(s.clean->logits.reshape({-1}).to(torch::kFloat64), 0);
+    s.score.clean_log_probs = torch::log_softmax(s.clean->logits.reshape({-1}).to(torch::kFloat64), 0);  // path patching's
   }
   run.ids = r.corrupt;
   run.capture = kCleanCapture | corrupt_capture;
@@ -191,9 +191,12 @@ PatchResult patch_activations(core::Model& model, const PatchRequest& request) {
   PatchResult result;
   result.stack = s.stack;
   result.position = s.position;
-  if (s.clean) result.clean = s.score(s.clean->logits).item<double>();
-  const bool kl_before_clean = request.metric == PatchMetric::KL && !s.clean;
-  if (!kl_before_clean) result.corrupt = s.score(s.corrupt->logits).item<double>();
+  auto score_runs = [&](const torch::Tensor& clean_logits) {  // KL scores against the clean run's distribution
+    s.score.clean_log_probs = torch::log_softmax(clean_logits.reshape({-1}).to(torch::kFloat64), 0);
+    result.clean = s.score(clean_logits).item<double>();
+    result.corrupt = s.score(s.corrupt->logits).item<double>();
+  };
+  if (s.clean) score_runs(s.clean->logits);
   const bool heads = core::site_has_heads(site);
   std::vector<torch::Tensor> values(s.layers);
   for (int l = 0; l < s.layers; ++l) values[l] = site_value(*s.corrupt, site, l);
@@ -229,12 +232,7 @@ PatchResult patch_activations(core::Model& model, const PatchRequest& request) {
     {
       torch::AutoGradMode grad(true);
       const auto trace = core::run(model, run);
-      if (!s.clean) {  // every weight 0: this run's logits are the clean run's
-        const auto logits = trace->logits.detach();
-        s.score.clean_log_probs = torch::log_softmax(logits.reshape({-1}).to(torch::kFloat64), 0);
-        result.clean = s.score(logits).item<double>();
-        if (kl_before_clean) result.corrupt = s.score(s.corrupt->logits).item<double>();
-      }
+      if (!s.clean) score_runs(trace->logits.detach());  // every weight 0: this run's logits are the clean run's
       metric = s.score(trace->logits);
     }
     const auto grads = torch::autograd::grad({metric}, weights, {}, false, false, /*allow_unused=*/true);

@@ -86,9 +86,9 @@ struct GemmaRope {
 // One RoPE object of a Gemma config (core/families/rope_parameters.h): its θ, when given, goes to
 // `theta`; a scaled rope type is taken for Gemma 3's global layers only (transformers scales those
 // alone) and refused anywhere else; partial rotation is refused.
-void read_gemma_rope_object(const HfConfig& c, const json& object, const std::string& key, bool global_gemma3,
-                            std::optional<double>& theta, RopeScaling& scaling) {
-  const RopeObject read = read_rope_object(c, object, key, c.integer("max_position_embeddings", 131072));
+void read_gemma_rope_object(const HfConfig& c, const json& object, const std::string& key, int max_positions,
+                            bool global_gemma3, std::optional<double>& theta, RopeScaling& scaling) {
+  const RopeObject read = read_rope_object(c, object, key, max_positions);
   if (read.rotary_fraction && *read.rotary_fraction != 1.0)
     c.fail("'" + key + ".partial_rotary_factor' " + json(*read.rotary_fraction).dump() + " is not supported");
   if (read.scaling.kind != RopeScalingKind::None) {
@@ -103,7 +103,7 @@ void read_gemma_rope_object(const HfConfig& c, const json& object, const std::st
 // transformers 4.x: rope_theta for every layer (Gemma 2) or for global layers with rope_local_base_freq
 // for local ones (Gemma 3), and rope_scaling (global layers only in Gemma 3). transformers 5:
 // rope_parameters, one object for every layer or one per layer type. Values given twice must agree.
-GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
+GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, int max_positions) {
   GemmaRope rope;
   rope.global_theta = c.number("rope_theta", gemma3 ? 1000000.0 : 10000.0);
   rope.local_theta = gemma3 ? c.number("rope_local_base_freq", 10000.0) : rope.global_theta;
@@ -121,7 +121,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
   const bool top_local = gemma3 ? c.find("rope_local_base_freq") != nullptr : top_global;
   if (const json* scaling = c.find("rope_scaling")) {
     std::optional<double> theta;
-    read_gemma_rope_object(c, *scaling, "rope_scaling", gemma3, theta, rope.global_scaling);
+    read_gemma_rope_object(c, *scaling, "rope_scaling", max_positions, gemma3, theta, rope.global_scaling);
     agree(theta, rope.global_theta, "rope_theta", top_global, "rope_scaling");
     if (!gemma3) agree(theta, rope.local_theta, "rope_theta", top_local, "rope_scaling");
   }
@@ -133,7 +133,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
         if (type != kSliding && type != kFull)
           c.fail("'rope_parameters." + type + "' is not supported (layer types: " + kSliding + ", " + kFull + ")");
         std::optional<double> theta;
-        read_gemma_rope_object(c, object, "rope_parameters." + type, gemma3 && type == kFull, theta, rope.global_scaling);
+        read_gemma_rope_object(c, object, "rope_parameters." + type, max_positions, gemma3 && type == kFull, theta, rope.global_scaling);
         if (type == kFull)
           agree(theta, rope.global_theta, "rope_theta", top_global, "rope_parameters." + type);
         else
@@ -144,7 +144,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3) {
       // One object: every layer's RoPE in Gemma 2; in Gemma 3 the global layers' (local layers keep
       // rope_local_base_freq, as 4.x's rope_scaling applies to global layers only).
       std::optional<double> theta;
-      read_gemma_rope_object(c, *parameters, "rope_parameters", gemma3, theta, rope.global_scaling);
+      read_gemma_rope_object(c, *parameters, "rope_parameters", max_positions, gemma3, theta, rope.global_scaling);
       agree(theta, rope.global_theta, "rope_theta", top_global, "rope_parameters");
       if (!gemma3) agree(theta, rope.local_theta, "rope_theta", top_global, "rope_parameters");
     }
@@ -196,9 +196,10 @@ Layout gemma_layout(const FamilyInput& in) {
   const std::string act = c.string("hidden_activation", "gelu_pytorch_tanh");
   if (act != "gelu_pytorch_tanh" && act != "gelu_new" && act != "gelu_fast")
     c.fail("hidden_activation '" + act + "' is not supported (Gemma's GeGLU uses gelu_pytorch_tanh)");
-  const GemmaRope rope = read_gemma_rope(c, gemma3);
+  const int default_positions = gemma3 ? 131072 : 8192;  // the configs' defaults
+  const GemmaRope rope = read_gemma_rope(c, gemma3, c.integer("max_position_embeddings", default_positions));
 
-  Layout layout = rope_decoder_layout(c, family, gemma3 ? 131072 : 8192, rope.global_theta);
+  Layout layout = rope_decoder_layout(c, family, default_positions, rope.global_theta);
   ModelConfig& m = layout.config;
   m.rope_scaling = rope.global_scaling;
   const int D = m.hidden_size;

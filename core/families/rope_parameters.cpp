@@ -46,7 +46,6 @@ RopeObject read_rope_object(const HfConfig& c, const json& object, const std::st
     type = object[type_key].get<std::string>();
   }
   RopeScaling& r = out.scaling;
-  r = RopeScaling{};
   try {
     r.kind = rope_scaling_kind_from_name(type);
   } catch (const std::invalid_argument&) {
