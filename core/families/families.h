@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct TensorSource {
   int64_t slice_begin = 0;
   int64_t slice_count = 0;
   bool transpose = false;  // 2-D only, applied after the slice
+  // Set: the file holds no such tensor and the parameter is this constant (OLMo's LayerNorms have no
+  // weights: weight 1, bias 0); `name` is then only a label.
+  std::optional<float> fill;
 };
 
 // A family's answer for one folder: the config and a source for every native parameter.
@@ -102,8 +106,9 @@ Layout distilbert_layout(const FamilyInput& in);  // bert.cpp
 Layout electra_layout(const FamilyInput& in);     // electra_albert.cpp
 Layout albert_layout(const FamilyInput& in);      // electra_albert.cpp
 Layout gpt2_layout(const FamilyInput& in);        // gpt2.cpp
-Layout llama_layout(const FamilyInput& in);       // llama.cpp: Llama, Qwen2, Qwen3, Mistral
-Layout gemma_layout(const FamilyInput& in);       // gemma.cpp: Gemma 2, Gemma 3
+Layout llama_layout(const FamilyInput& in);       // llama.cpp: Llama, Qwen2, Qwen3, Mistral, Phi-3, SmolLM3
+Layout gemma_layout(const FamilyInput& in);       // gemma.cpp: Gemma, Gemma 2, Gemma 3
+Layout opt_layout(const FamilyInput& in);         // opt.cpp
 Layout bart_layout(const FamilyInput& in);        // seq2seq.cpp: BART, Marian, mBART
 Layout t5_layout(const FamilyInput& in);          // seq2seq.cpp
 

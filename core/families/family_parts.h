@@ -59,6 +59,13 @@ class Sources {
     if (bias) copy(native + ".bias", first_present({name + ".bias", name + ".beta"}));
   }
   void add(const std::string& native, TensorSource source) { map_[native] = std::move(source); }
+  // A parameter the file does not store: the constant `value` (`what` says why, for messages).
+  void constant(const std::string& native, float value, const std::string& what) {
+    TensorSource s;
+    s.name = what;
+    s.fill = value;
+    map_[native] = s;
+  }
   // The first name the checkpoint holds; the first one (for the error message) when none is.
   std::string first_present(std::initializer_list<std::string> names) const {
     for (const auto& n : names)

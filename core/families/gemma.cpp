@@ -1,5 +1,14 @@
-// Gemma 2 and Gemma 3 (text) → ModelConfig + native parameter sources, transcribed from transformers'
-// modeling_gemma2.py and modeling_gemma3.py (Gemma3ForCausalLM, config model_type "gemma3_text").
+// Gemma, Gemma 2 and Gemma 3 (text) → ModelConfig + native parameter sources, transcribed from
+// transformers' modeling_gemma.py, modeling_gemma2.py and modeling_gemma3.py (Gemma3ForCausalLM, config
+// model_type "gemma3_text").
+//
+// Gemma (Gemma Team 2024, "Gemma: Open Models Based on Gemini Research and Technology", arXiv
+// 2403.08295): Llama's pre-RMSNorm block with RMSNorm weights stored as offsets from 1, embeddings
+// multiplied by √hidden, a GeGLU MLP (gelu_pytorch_tanh), head_dim 256, MHA (7B) or MQA (2B), tied
+// embeddings, logit scale head_dim^-½. Its MLP reads `hidden_activation`; the first releases' config.json
+// also carries the legacy "hidden_act": "gelu", which transformers 4.38–4.47 ignored for
+// gelu_pytorch_tanh (the activation Gemma was trained with) and later versions read. HeadLab reads
+// hidden_activation and, without it, takes gelu_pytorch_tanh as 4.38–4.47 did.
 //
 // Gemma 2 (Gemma Team 2024, "Gemma 2: Improving Open Language Models at a Practical Size", arXiv
 // 2408.00118): a pre-RMSNorm decoder whose layers alternate a sliding window of `sliding_window` keys
@@ -43,10 +52,27 @@ double embedding_scale(int hidden, const std::string& dtype) {
   return std::ldexp(std::nearbyint(std::ldexp(mantissa, bits)), exponent - bits);
 }
 
-// Each layer's type, from `layer_types` (transformers ≥ 4.53 and 5) or the pattern it replaced: layer l
-// is global when (l + 1) is a multiple of sliding_window_pattern (Gemma 2: 2, so even layers slide;
-// Gemma 3: 6). Both spellings, when written, must agree.
+// Each layer's type, from `layer_types` (transformers ≥ 4.53 and 5) or, without it, the pattern it
+// replaced: layer l is global when (l + 1) is a multiple of sliding_window_pattern (Gemma 2: 2, so even
+// layers slide; Gemma 3: 6). As in transformers, a written `layer_types` decides and the pattern keys
+// beside it are not read (transformers 5 writes its private `_sliding_window_pattern` default, 6, into
+// every Gemma 3 config, whatever its layer_types say).
 std::vector<bool> sliding_layers(const HfConfig& c, int layers, bool gemma3) {
+  const json* types = c.find("layer_types");
+  if (types) {
+    if (!types->is_array() || static_cast<int>(types->size()) != layers)
+      c.fail("'layer_types' must be a list of num_hidden_layers (" + std::to_string(layers) + ") names, got " +
+             types->dump());
+    std::vector<bool> sliding(layers);
+    for (int l = 0; l < layers; ++l) {
+      const json& t = (*types)[l];
+      if (!t.is_string() || (t != kSliding && t != kFull))
+        c.fail("layer_types[" + std::to_string(l) + "] " + t.dump() + " is not supported ('" + kSliding + "' or '" +
+               kFull + "')");
+      sliding[l] = t == kSliding;
+    }
+    return sliding;
+  }
   std::optional<int> pattern;
   for (const char* key : {"sliding_window_pattern", "_sliding_window_pattern"})
     if (c.find(key)) {
@@ -58,22 +84,6 @@ std::vector<bool> sliding_layers(const HfConfig& c, int layers, bool gemma3) {
   std::vector<bool> sliding(layers);
   const int every = pattern.value_or(gemma3 ? 6 : 2);
   for (int l = 0; l < layers; ++l) sliding[l] = (l + 1) % every != 0;
-  const json* types = c.find("layer_types");
-  if (!types) return sliding;
-  if (!types->is_array() || static_cast<int>(types->size()) != layers)
-    c.fail("'layer_types' must be a list of num_hidden_layers (" + std::to_string(layers) + ") names, got " +
-           types->dump());
-  for (int l = 0; l < layers; ++l) {
-    const json& t = (*types)[l];
-    if (!t.is_string() || (t != kSliding && t != kFull))
-      c.fail("layer_types[" + std::to_string(l) + "] " + t.dump() + " is not supported ('" + kSliding + "' or '" +
-             kFull + "')");
-    const bool slides = t == kSliding;
-    if (pattern && slides != sliding[l])
-      c.fail("layer_types[" + std::to_string(l) + "] '" + t.get<std::string>() + "' disagrees with sliding_window_pattern " +
-             std::to_string(*pattern));
-    sliding[l] = slides;
-  }
   return sliding;
 }
 
@@ -87,23 +97,25 @@ struct GemmaRope {
 // `theta`; a scaled rope type is taken for Gemma 3's global layers only (transformers scales those
 // alone) and refused anywhere else; partial rotation is refused.
 void read_gemma_rope_object(const HfConfig& c, const json& object, const std::string& key, int max_positions,
-                            bool global_gemma3, std::optional<double>& theta, RopeScaling& scaling) {
+                            bool scalable, std::optional<double>& theta, RopeScaling& scaling) {
   const RopeObject read = read_rope_object(c, object, key, max_positions);
   if (read.rotary_fraction && *read.rotary_fraction != 1.0)
     c.fail("'" + key + ".partial_rotary_factor' " + json(*read.rotary_fraction).dump() + " is not supported");
   if (read.scaling.kind != RopeScalingKind::None) {
-    if (!global_gemma3)
+    if (!scalable)
       c.fail(key + " type \"" + to_string(read.scaling.kind) + "\" is not supported here (HeadLab scales the RoPE of "
-             "Gemma 3's global layers only; " + key + " " + object.dump() + ")");
+             "Gemma's layers and Gemma 3's global layers, not Gemma 2's or Gemma 3's local ones; " + key + " " +
+             object.dump() + ")");
     scaling = read.scaling;
   }
   theta = read.theta;
 }
 
-// transformers 4.x: rope_theta for every layer (Gemma 2) or for global layers with rope_local_base_freq
-// for local ones (Gemma 3), and rope_scaling (global layers only in Gemma 3). transformers 5:
-// rope_parameters, one object for every layer or one per layer type. Values given twice must agree.
-GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, int max_positions) {
+// transformers 4.x: rope_theta for every layer (Gemma, Gemma 2) or for global layers with
+// rope_local_base_freq for local ones (Gemma 3), and rope_scaling (every layer in Gemma, global layers
+// only in Gemma 3, none in Gemma 2). transformers 5: rope_parameters, one object for every layer or one
+// per layer type. Values given twice must agree.
+GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, bool gemma1, int max_positions) {
   GemmaRope rope;
   rope.global_theta = c.number("rope_theta", gemma3 ? 1000000.0 : 10000.0);
   rope.local_theta = gemma3 ? c.number("rope_local_base_freq", 10000.0) : rope.global_theta;
@@ -121,7 +133,7 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, int max_positions) {
   const bool top_local = gemma3 ? c.find("rope_local_base_freq") != nullptr : top_global;
   if (const json* scaling = c.find("rope_scaling")) {
     std::optional<double> theta;
-    read_gemma_rope_object(c, *scaling, "rope_scaling", max_positions, gemma3, theta, rope.global_scaling);
+    read_gemma_rope_object(c, *scaling, "rope_scaling", max_positions, gemma3 || gemma1, theta, rope.global_scaling);
     agree(theta, rope.global_theta, "rope_theta", top_global, "rope_scaling");
     if (!gemma3) agree(theta, rope.local_theta, "rope_theta", top_local, "rope_scaling");
   }
@@ -133,7 +145,8 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, int max_positions) {
         if (type != kSliding && type != kFull)
           c.fail("'rope_parameters." + type + "' is not supported (layer types: " + kSliding + ", " + kFull + ")");
         std::optional<double> theta;
-        read_gemma_rope_object(c, object, "rope_parameters." + type, max_positions, gemma3 && type == kFull, theta, rope.global_scaling);
+        read_gemma_rope_object(c, object, "rope_parameters." + type, max_positions, (gemma3 || gemma1) && type == kFull,
+                               theta, rope.global_scaling);
         if (type == kFull)
           agree(theta, rope.global_theta, "rope_theta", top_global, "rope_parameters." + type);
         else
@@ -144,7 +157,8 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, int max_positions) {
       // One object: every layer's RoPE in Gemma 2; in Gemma 3 the global layers' (local layers keep
       // rope_local_base_freq, as 4.x's rope_scaling applies to global layers only).
       std::optional<double> theta;
-      read_gemma_rope_object(c, *parameters, "rope_parameters", max_positions, gemma3, theta, rope.global_scaling);
+      read_gemma_rope_object(c, *parameters, "rope_parameters", max_positions, gemma3 || gemma1, theta,
+                             rope.global_scaling);
       agree(theta, rope.global_theta, "rope_theta", top_global, "rope_parameters");
       if (!gemma3) agree(theta, rope.local_theta, "rope_theta", top_global, "rope_parameters");
     }
@@ -163,6 +177,19 @@ float softcap(const HfConfig& c, const char* key, float fallback) {
   if (!(cap > 0) || !std::isfinite(cap)) c.fail(std::string("'") + key + "' must be a positive number or null");
   return static_cast<float>(cap);
 }
+
+// modeling_gemma.py's GemmaDecoderLayer: Llama's two norms per layer.
+const LayerTable kGemma1Layer = {
+    {"attn_norm", "input_layernorm", Piece::Norm},
+    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
+    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
+    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
+    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
+    {"ffn_norm", "post_attention_layernorm", Piece::Norm},
+    {"ffn.gate", "mlp.gate_proj", Piece::Linear},
+    {"ffn.up", "mlp.up_proj", Piece::Linear},
+    {"ffn.down", "mlp.down_proj", Piece::Linear},
+};
 
 // modeling_gemma2.py's Gemma2DecoderLayer (Gemma 3's adds kQkNormLayer): four norms per layer.
 const LayerTable kGemmaLayer = {
@@ -187,7 +214,7 @@ Layout gemma_layout(const FamilyInput& in) {
   const HasTensor& has = in.has;
   const TensorDType& dtype_of = in.dtype_of;
   const std::string& family = in.family;
-  const bool gemma3 = family == "gemma3";
+  const bool gemma3 = family == "gemma3", gemma1 = family == "gemma";
   if (arch == "Gemma3ForConditionalGeneration" || c.find("text_config") || c.find("vision_config"))
     c.fail(arch + " (Gemma 3 with its vision tower) is not supported: HeadLab imports the text-only "
            "Gemma3ForCausalLM (config model_type 'gemma3_text')");
@@ -197,14 +224,14 @@ Layout gemma_layout(const FamilyInput& in) {
   if (act != "gelu_pytorch_tanh" && act != "gelu_new" && act != "gelu_fast")
     c.fail("hidden_activation '" + act + "' is not supported (Gemma's GeGLU uses gelu_pytorch_tanh)");
   const int default_positions = gemma3 ? 131072 : 8192;  // the configs' defaults
-  const GemmaRope rope = read_gemma_rope(c, gemma3, c.integer("max_position_embeddings", default_positions));
+  const GemmaRope rope = read_gemma_rope(c, gemma3, gemma1, c.integer("max_position_embeddings", default_positions));
 
   Layout layout = rope_decoder_layout(c, family, default_positions, rope.global_theta);
   ModelConfig& m = layout.config;
   m.rope_scaling = rope.global_scaling;
   const int D = m.hidden_size;
   m.norm_weight_offset = 1.0f;      // Gemma2RMSNorm / Gemma3RMSNorm: x̂ · (1 + w)
-  m.sublayer_output_norm = true;    // post_attention_layernorm, post_feedforward_layernorm
+  m.sublayer_output_norm = !gemma1;  // Gemma 2/3: post_attention_layernorm, post_feedforward_layernorm
   m.final_norm = true;
   const std::string p = has("model.embed_tokens.weight") ? "model." : "";  // *ForCausalLM vs *Model
   m.embedding_scale = static_cast<float>(embedding_scale(D, dtype_of(p + "embed_tokens.weight")));
@@ -222,10 +249,12 @@ Layout gemma_layout(const FamilyInput& in) {
   a.kv_heads = kv_heads;
   a.key_size = a.value_size = head_dim;
   a.qkv_bias = a.out_bias = bias;
-  const double query_scalar = c.number("query_pre_attn_scalar", 256.0);
-  if (!(query_scalar > 0)) c.fail("query_pre_attn_scalar must be > 0");
-  a.scale = static_cast<float>(std::pow(query_scalar, -0.5));
-  a.logit_softcap = softcap(c, "attn_logit_softcapping", gemma3 ? 0.0f : 50.0f);
+  if (!gemma1) {  // Gemma: head_dim^-½, no soft-capping
+    const double query_scalar = c.number("query_pre_attn_scalar", 256.0);
+    if (!(query_scalar > 0)) c.fail("query_pre_attn_scalar must be > 0");
+    a.scale = static_cast<float>(std::pow(query_scalar, -0.5));
+    a.logit_softcap = softcap(c, "attn_logit_softcapping", gemma3 ? 0.0f : 50.0f);
+  }
   if (gemma3) {
     a.qk_norm = true;  // Gemma3RMSNorm(head_dim, eps=rms_norm_eps), offsets from 1 like every Gemma norm
     a.qk_norm_eps = m.norm_eps;
@@ -234,7 +263,8 @@ Layout gemma_layout(const FamilyInput& in) {
 
   // Local layers: query i sees keys j with i − sliding_window < j ≤ i (sliding_window keys counting
   // itself); HeadLab's causal pattern.window w sees w predecessors and itself, so w = sliding_window − 1.
-  const std::vector<bool> sliding = sliding_layers(c, stack.layers, gemma3);
+  // Gemma has no sliding layers (GemmaConfig has no sliding_window or layer_types).
+  const std::vector<bool> sliding = gemma1 ? std::vector<bool>(stack.layers) : sliding_layers(c, stack.layers, gemma3);
   LocalLayers local;
   for (int l = 0; l < stack.layers; ++l)
     if (sliding[l]) local.layers.push_back(l);
@@ -253,7 +283,7 @@ Layout gemma_layout(const FamilyInput& in) {
 
   Sources s(has);
   s.copy("tokens.weight", p + "embed_tokens.weight");
-  add_layers(s, "decoder", stack.layers, p + "layers.", kGemmaLayer, {bias, bias, false});
+  add_layers(s, "decoder", stack.layers, p + "layers.", gemma1 ? kGemma1Layer : kGemmaLayer, {bias, bias, false});
   if (gemma3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
   s.norm("decoder_norm", p + "norm", false);
   bool tied = c.boolean("tie_word_embeddings", true);
@@ -262,7 +292,7 @@ Layout gemma_layout(const FamilyInput& in) {
     layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";
   }
   m.lm_head = LmHeadConfig{false, tied, false};
-  m.lm_head.softcap = softcap(c, "final_logit_softcapping", gemma3 ? 0.0f : 30.0f);
+  m.lm_head.softcap = gemma1 ? 0.0f : softcap(c, "final_logit_softcapping", gemma3 ? 0.0f : 30.0f);
   if (!tied) s.copy("head_weight", "lm_head.weight");
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {

@@ -1,6 +1,6 @@
 // Llama (modeling_llama.py), Qwen2 (modeling_qwen2.py), Qwen3 (modeling_qwen3.py), Mistral
-// (modeling_mistral.py) and Phi-3 (modeling_phi3.py): RoPE decoders → ModelConfig + native parameter
-// sources.
+// (modeling_mistral.py), Phi-3 (modeling_phi3.py), SmolLM3 (modeling_smollm3.py) and OLMo
+// (modeling_olmo.py): RoPE decoders → ModelConfig + native parameter sources.
 #include "core/families/families.h"
 #include "core/families/family_parts.h"
 #include "core/families/rope_parameters.h"
@@ -25,9 +25,10 @@ struct RopeSettings {
   RopeScaling scaling;
 };
 
-RopeSettings read_rope(const HfConfig& c, int max_positions) {
+// `default_theta`: the base when no key gives one (SmolLM3Config.default_theta 2·10⁶, else 10⁴).
+RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta) {
   RopeSettings rope;
-  rope.theta = c.number("rope_theta", 10000.0);
+  rope.theta = c.number("rope_theta", default_theta);
   rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
   const bool top_level_theta = c.find("rope_theta") != nullptr;
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
@@ -82,6 +83,30 @@ void require_layer_types(const HfConfig& c, const std::string& allowed) {
   }
 }
 
+// SmolLM3's NoPE layers: `no_rope_layers` holds one entry per layer (at least), 1 where the layer
+// rotates and 0 where it does not; without it, every no_rope_layer_interval-th layer (4) is NoPE.
+std::vector<int> smollm3_nope_layers(const HfConfig& c, int layers) {
+  std::vector<int> nope;
+  const json* list = c.find("no_rope_layers");
+  if (!list) {
+    const int every = c.integer("no_rope_layer_interval", 4);
+    if (every < 1) c.fail("no_rope_layer_interval must be >= 1, got " + std::to_string(every));
+    for (int l = 0; l < layers; ++l)
+      if ((l + 1) % every == 0) nope.push_back(l);
+    return nope;
+  }
+  if (!list->is_array() || static_cast<int>(list->size()) < layers)
+    c.fail("'no_rope_layers' must list at least num_hidden_layers (" + std::to_string(layers) + ") entries, got " +
+           list->dump());
+  for (int l = 0; l < layers; ++l) {
+    const json& v = (*list)[l];
+    if (!v.is_number_integer() || (v != 0 && v != 1))
+      c.fail("no_rope_layers[" + std::to_string(l) + "] must be 0 (no RoPE) or 1 (RoPE), got " + v.dump());
+    if (v == 0) nope.push_back(l);
+  }
+  return nope;
+}
+
 // modeling_phi3.py's Phi3DecoderLayer: Llama's norms and output projections; its fused qkv_proj and
 // gate_up_proj are split in llama_layout.
 const LayerTable kPhi3Layer = {
@@ -113,16 +138,21 @@ const LayerTable kLlamaLayer = {
 // (qkv_proj = [q | k | v], gate_up_proj = [gate | up] along the outputs, no biases), Mistral's
 // sliding window when `sliding_window` is set, and partial rotary embeddings
 // (partial_rotary_factor: the first int(head_dim · factor) dims of each head rotate, rotate-half, the
-// rest pass — the engine's rope_dim).
+// rest pass — the engine's rope_dim). SmolLM3 (modeling_smollm3.py): Llama's block whose layers marked
+// 0 in no_rope_layers skip the rotary embedding (the engine's nope_layers), tied embeddings by default.
+// OLMo (modeling_olmo.py; Groeneveld et al. 2024, arXiv 2402.00838): Llama's block with LayerNorms that
+// have no weights (OlmoLayerNorm: F.layer_norm without weight or bias, eps 1e-5), imported as LayerNorms
+// of weight 1 and bias 0; its clip_qkv (a clamp of q, k and v) is refused.
 Layout llama_layout(const FamilyInput& in) {
   const HfConfig& c = in.config;
   const std::string& arch = in.architecture;
   const HasTensor& has = in.has;
   const std::string& family = in.family;
   const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3",
-             phi3 = family == "phi3";
-  const int default_positions = qwen2 ? 32768 : phi3 ? 4096 : 2048;  // the configs' defaults
-  const RopeSettings rope = read_rope(c, c.integer("max_position_embeddings", default_positions));
+             phi3 = family == "phi3", smollm3 = family == "smollm3", olmo = family == "olmo";
+  const int default_positions = qwen2 || smollm3 ? 32768 : phi3 ? 4096 : 2048;  // the configs' defaults
+  const RopeSettings rope =
+      read_rope(c, c.integer("max_position_embeddings", default_positions), smollm3 ? 2000000.0 : 10000.0);
   // Mistral's sliding_window (null = none): query i sees keys j with i − sliding_window < j ≤ i, i.e.
   // sliding_window keys counting itself; HeadLab's pattern.window w lets a causal query see its w
   // predecessors and itself, so w = sliding_window − 1.
@@ -140,7 +170,9 @@ Layout llama_layout(const FamilyInput& in) {
     c.fail("partial_rotary_factor must be in (0, 1], got " + std::to_string(rotary_fraction));
   const std::string act = c.string("hidden_act", "silu");
   if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
-  if ((qwen2 || qwen3) && c.boolean("use_sliding_window", false))
+  if (olmo && c.find("clip_qkv"))
+    c.fail("clip_qkv " + c.find("clip_qkv")->dump() + " is not supported (a clamp of the queries, keys and values)");
+  if ((qwen2 || qwen3 || smollm3) && c.boolean("use_sliding_window", false))
     c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
 
   Layout layout = rope_decoder_layout(c, family, default_positions, rope.theta);
@@ -148,6 +180,10 @@ Layout llama_layout(const FamilyInput& in) {
   m.rope_scaling = rope.scaling;
   const int D = m.hidden_size;
   m.final_norm = true;
+  if (olmo) {
+    m.norm = NormKind::LayerNorm;
+    m.norm_eps = 1e-5f;  // OlmoLayerNorm's, fixed
+  }
   const bool mlp_bias = c.boolean("mlp_bias", false);
   m.ffn = FfnConfig{FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::Silu, mlp_bias};
   const int heads = c.integer("num_attention_heads");
@@ -169,6 +205,7 @@ Layout llama_layout(const FamilyInput& in) {
       c.fail("partial_rotary_factor " + std::to_string(rotary_fraction) + " rotates " + std::to_string(m.rope_dim) +
              " of " + std::to_string(head_dim) + " dims per head; RoPE needs an even number >= 2");
   }
+  if (smollm3) stack.nope_layers = smollm3_nope_layers(c, stack.layers);
   m.decoder = stack;
 
   Sources s(has);
@@ -194,9 +231,18 @@ Layout llama_layout(const FamilyInput& in) {
     add_layers(s, "decoder", stack.layers, p + "layers.", kLlamaLayer,
                {stack.attention.qkv_bias, stack.attention.out_bias, mlp_bias});
   }
+  if (olmo) {  // weightless LayerNorms: weight 1, bias 0 in place of the table's norm rows
+    auto weightless = [&](const std::string& native) {
+      s.constant(native + ".weight", 1.0f, "(OlmoLayerNorm has no weight)");
+      s.constant(native + ".bias", 0.0f, "(OlmoLayerNorm has no bias)");
+    };
+    for (int l = 0; l < stack.layers; ++l)
+      for (const char* norm : {"attn_norm", "ffn_norm"}) weightless("decoder." + std::to_string(l) + "." + norm);
+    weightless("decoder_norm");
+  }
   if (qwen3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
-  s.norm("decoder_norm", p + "norm", false);
-  bool tied = c.boolean("tie_word_embeddings", false);
+  if (!olmo) s.norm("decoder_norm", p + "norm", false);
+  bool tied = c.boolean("tie_word_embeddings", smollm3);  // SmolLM3Config ties by default
   if (!tied && arch.size() > 5 && ends_with(arch, "Model") && !has("lm_head.weight")) {
     tied = true;  // LlamaModel / Qwen2Model files carry no head
     layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";

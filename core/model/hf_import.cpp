@@ -105,12 +105,16 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
     if (found == layout.sources.end())
       throw std::logic_error(folder + ": HeadLab's " + family + " mapping has no source for parameter '" + native + "'");
     const hf::TensorSource& source = found->second;
+    torch::Tensor& param = item.value();
+    if (source.fill) {  // not stored: a constant of the architecture
+      param.fill_(*source.fill);
+      continue;
+    }
     const WeightFiles::Entry* entry = checkpoint.find(source.name);
     if (!entry)
       throw std::runtime_error(folder + ": tensor '" + source.name + "' is missing from " + checkpoint.source() +
                                " (" + arch + " needs it for '" + native + "')");
     const TensorInfo& info = *entry->info;
-    torch::Tensor& param = item.value();
     std::vector<int64_t> expected = source.stored_shape;
     if (expected.empty()) {
       expected = param.sizes().vec();

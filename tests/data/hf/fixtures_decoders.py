@@ -1,16 +1,28 @@
-"""Phi-3 fixtures for tests/core/hf_import_test.cpp, written by make_fixtures.py.
+"""Phi-3, SmolLM3, Gemma (1) and OPT fixtures for tests/core/hf_import_test.cpp, written by
+make_fixtures.py.
 
-The reference forward pass is an independent float64 transcription of the eager code path of
-transformers' modeling_phi3.py (Phi3ForCausalLM): the fused qkv_proj split into query, key and value
-rows, partial rotary embeddings (the first int(head_dim · partial_rotary_factor) dims of each head
-rotate in the rotate-half layout, the rest pass), GQA's repeat_kv, the sliding-window causal mask
-(query i sees keys j with i − sliding_window < j ≤ i), and the MLP's fused gate_up_proj chunked into
-gate and up; written against the Hugging Face weight names, sharing nothing with HeadLab's C++.
+The reference forward passes are independent float64 transcriptions of the eager code paths of
+transformers' modeling files, written against the Hugging Face weight names, sharing nothing with
+HeadLab's C++:
+- modeling_phi3.py (Phi3ForCausalLM): the fused qkv_proj split into query, key and value rows,
+  partial rotary embeddings (the first int(head_dim · partial_rotary_factor) dims of each head rotate
+  in the rotate-half layout, the rest pass), GQA's repeat_kv, the sliding-window causal mask (query i
+  sees keys j with i − sliding_window < j ≤ i), and the MLP's fused gate_up_proj chunked into gate
+  and up;
+- modeling_smollm3.py (SmolLM3ForCausalLM): Llama's layer with no rotary embedding in the layers
+  whose no_rope_layers entry is 0 (make_fixtures.llama_reference);
+- modeling_gemma.py (GemmaForCausalLM): Llama's layer with RMSNorm weights stored as offsets from 1,
+  embeddings times sqrt(hidden_size) in the embeddings' dtype, and a GeGLU MLP (gelu_pytorch_tanh);
+- modeling_olmo.py (OlmoForCausalLM): Llama's layer with LayerNorms that have no weight or bias
+  (make_fixtures.llama_reference);
+- modeling_opt.py (OPTForCausalLM): learned positions read at position + 2, pre-LN layers with
+  biases everywhere, queries scaled by head_dim^-½, a ReLU MLP (fc1, fc2) and tied embeddings.
 """
 
 import torch
 
-from make_fixtures import IDS, as_f64, linear, rms_norm, rotate_half, silu, write_folder
+from make_fixtures import (IDS, LLAMA_BASE, as_f64, gelu_new, layer_norm, linear, llama_reference, llama_weights,
+                           rms_norm, rotate_half, silu, write_folder)
 
 
 def phi3_reference(W, cfg, ids):
@@ -85,7 +97,158 @@ def make_phi3(g):
     write_folder("phi3", cfg, w, phi3_reference(as_f64(w), cfg, IDS), IDS)
 
 
-MAKERS = [make_phi3]
+def make_smollm3(g):
+    # SmolLM3 as transformers 4.53 writes it: three layers, the last one without RoPE (no_rope_layers
+    # [1, 1, 0]), GQA, tied embeddings, RoPE base 2·10⁶.
+    cfg = dict(LLAMA_BASE, architectures=["SmolLM3ForCausalLM"], model_type="smollm3", num_hidden_layers=3,
+               no_rope_layers=[1, 1, 0], no_rope_layer_interval=4, rope_theta=2000000.0, rms_norm_eps=1e-06,
+               tie_word_embeddings=True, use_sliding_window=False, sliding_window=None,
+               layer_types=["full_attention"] * 3, pad_token_id=99, bos_token_id=None, eos_token_id=98,
+               transformers_version="4.53.0")
+    cfg.pop("pretraining_tp")
+    w = llama_weights(g, cfg, False)
+    write_folder("smollm3", cfg, w, llama_reference(as_f64(w), cfg, IDS, False), IDS)
+
+
+def gemma_rms_norm(x, w, eps):  # GemmaRMSNorm: output · (1 + w)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1.0 + w)
+
+
+def gemma_reference(W, cfg, ids):
+    D, H, KV, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    eps, T, p = cfg["rms_norm_eps"], len(ids), "model."
+    inv_freq = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.int64).float() / hd))
+    emb = torch.cat((torch.outer(torch.arange(T).float(), inv_freq),) * 2, dim=-1)
+    cos, sin = emb.cos().double(), emb.sin().double()
+    mask = torch.triu(torch.full((T, T), torch.finfo(torch.float64).min, dtype=torch.float64), diagonal=1)
+    # GemmaTextScaledWordEmbedding: sqrt(hidden_size) as a float32 tensor cast to the weights' dtype.
+    x = W[p + "embed_tokens.weight"][torch.tensor(ids)] * torch.tensor(D ** 0.5, dtype=torch.float32).double()
+    out = {}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%slayers.%d." % (p, l)
+        a = gemma_rms_norm(x, W[h + "input_layernorm.weight"], eps)
+        q = linear(a, W, h + "self_attn.q_proj", False).view(T, H, hd).transpose(0, 1)
+        k = linear(a, W, h + "self_attn.k_proj", False).view(T, KV, hd).transpose(0, 1)
+        v = linear(a, W, h + "self_attn.v_proj", False).view(T, KV, hd).transpose(0, 1)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k = k[:, None].expand(KV, H // KV, T, hd).reshape(H, T, hd)
+        v = v[:, None].expand(KV, H // KV, T, hd).reshape(H, T, hd)
+        w = torch.softmax(q @ k.transpose(-1, -2) * hd ** -0.5 + mask, dim=-1)
+        out["attentions.%d" % l] = w
+        x = x + linear((w @ v).transpose(0, 1).reshape(T, H * hd), W, h + "self_attn.o_proj", False)
+        m = gemma_rms_norm(x, W[h + "post_attention_layernorm.weight"], eps)
+        m = gelu_new(linear(m, W, h + "mlp.gate_proj", False)) * linear(m, W, h + "mlp.up_proj", False)
+        x = x + linear(m, W, h + "mlp.down_proj", False)  # gelu_pytorch_tanh is gelu_new's formula
+    x = gemma_rms_norm(x, W[p + "norm.weight"], eps)
+    out["logits"] = x @ W[p + "embed_tokens.weight"].T  # tied
+    return out
+
+
+def make_gemma(g):
+    # Gemma 1.1 as transformers 4.40 writes it: the legacy hidden_act "gelu" beside the
+    # hidden_activation that GemmaMLP reads, MQA (one kv head, as Gemma 2B), head_dim (12) unlike
+    # hidden/heads (8), tied embeddings.
+    cfg = {"architectures": ["GemmaForCausalLM"], "model_type": "gemma", "attention_bias": False,
+           "attention_dropout": 0.0, "bos_token_id": 2, "eos_token_id": 1, "head_dim": 12, "hidden_act": "gelu",
+           "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 32, "initializer_range": 0.02,
+           "intermediate_size": 64, "max_position_embeddings": 64, "num_attention_heads": 4,
+           "num_hidden_layers": 2, "num_key_value_heads": 1, "pad_token_id": 0, "rms_norm_eps": 1e-06,
+           "rope_scaling": None, "rope_theta": 10000.0, "torch_dtype": "float32",
+           "transformers_version": "4.40.0", "use_cache": True, "vocab_size": 100}
+    D, H, KV, hd, I, V = 32, 4, 1, 12, 64, 100
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+    w = {"model.embed_tokens.weight": rnd(V, D, std=0.3)}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "model.layers.%d." % l
+        w[h + "input_layernorm.weight"] = rnd(D, std=0.3)  # offsets from 1
+        w[h + "self_attn.q_proj.weight"] = rnd(H * hd, D, std=0.3)
+        w[h + "self_attn.k_proj.weight"] = rnd(KV * hd, D, std=0.3)
+        w[h + "self_attn.v_proj.weight"] = rnd(KV * hd, D)
+        w[h + "self_attn.o_proj.weight"] = rnd(D, H * hd)
+        w[h + "post_attention_layernorm.weight"] = rnd(D, std=0.3)
+        w[h + "mlp.gate_proj.weight"] = rnd(I, D)
+        w[h + "mlp.up_proj.weight"] = rnd(I, D)
+        w[h + "mlp.down_proj.weight"] = rnd(D, I)
+    w["model.norm.weight"] = rnd(D, std=0.3)
+    write_folder("gemma", cfg, w, gemma_reference(as_f64(w), cfg, IDS), IDS)
+
+
+def opt_reference(W, cfg, ids):
+    D, H, T, p = cfg["hidden_size"], cfg["num_attention_heads"], len(ids), "model.decoder."
+    hd = D // H
+    mask = torch.triu(torch.full((T, T), torch.finfo(torch.float64).min, dtype=torch.float64), diagonal=1)
+    # OPTLearnedPositionalEmbedding: positions cumsum(attention_mask) − 1, read at row position + 2.
+    x = W[p + "embed_tokens.weight"][torch.tensor(ids)] + W[p + "embed_positions.weight"][torch.arange(T) + 2]
+    ln = lambda x, name: layer_norm(x, W[name + ".weight"], W[name + ".bias"], 1e-5)
+    out = {}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%slayers.%d." % (p, l)
+        a = ln(x, h + "self_attn_layer_norm")
+        q = (linear(a, W, h + "self_attn.q_proj") * hd ** -0.5).view(T, H, hd).transpose(0, 1)
+        k = linear(a, W, h + "self_attn.k_proj").view(T, H, hd).transpose(0, 1)
+        v = linear(a, W, h + "self_attn.v_proj").view(T, H, hd).transpose(0, 1)
+        w = torch.softmax(q @ k.transpose(-1, -2) + mask, dim=-1)
+        out["attentions.%d" % l] = w
+        x = x + linear((w @ v).transpose(0, 1).reshape(T, D), W, h + "self_attn.out_proj")
+        m = ln(x, h + "final_layer_norm")
+        x = x + linear(torch.relu(linear(m, W, h + "fc1")), W, h + "fc2")
+    x = ln(x, p + "final_layer_norm")
+    out["logits"] = x @ W["lm_head.weight"].T  # tied: the same values as embed_tokens
+    return out
+
+
+def make_opt(g):
+    # OPT as transformers 4.44 writes OPT-125m's config (pre-LN, ReLU, biases), 18 position rows
+    # (16 + the offset of 2): the 12-token input reads rows 2 … 13.
+    cfg = {"_remove_final_layer_norm": False, "activation_dropout": 0.0, "activation_function": "relu",
+           "architectures": ["OPTForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 2,
+           "do_layer_norm_before": True, "dropout": 0.1, "enable_bias": True, "eos_token_id": 2, "ffn_dim": 64,
+           "hidden_size": 32, "init_std": 0.02, "layer_norm_elementwise_affine": True, "layerdrop": 0.0,
+           "max_position_embeddings": 16, "model_type": "opt", "num_attention_heads": 4, "num_hidden_layers": 2,
+           "pad_token_id": 1, "prefix": "</s>", "torch_dtype": "float32", "transformers_version": "4.44.0",
+           "use_cache": True, "vocab_size": 100, "word_embed_proj_dim": 32}
+    D, I, V, P = 32, 64, 100, 16 + 2
+    rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
+    p = "model.decoder."
+    w = {p + "embed_tokens.weight": rnd(V, D, std=0.5), p + "embed_positions.weight": rnd(P, D, std=0.5)}
+
+    def lin(name, n_out, n_in, std=0.15):
+        w[name + ".weight"] = rnd(n_out, n_in, std=std)
+        w[name + ".bias"] = rnd(n_out, std=0.2)
+
+    def norm(name):
+        w[name + ".weight"] = 1 + rnd(D, std=0.1)
+        w[name + ".bias"] = rnd(D, std=0.1)
+
+    for l in range(cfg["num_hidden_layers"]):
+        h = "%slayers.%d." % (p, l)
+        norm(h + "self_attn_layer_norm")
+        for part in ("q", "k"):
+            lin(h + "self_attn.%s_proj" % part, D, D, std=0.4)
+        lin(h + "self_attn.v_proj", D, D)
+        lin(h + "self_attn.out_proj", D, D)
+        norm(h + "final_layer_norm")
+        lin(h + "fc1", I, D)
+        lin(h + "fc2", D, I)
+    norm(p + "final_layer_norm")
+    w["lm_head.weight"] = w[p + "embed_tokens.weight"].clone()  # save_pretrained writes the tied head too
+    write_folder("opt", cfg, w, opt_reference(as_f64(w), cfg, IDS), IDS)
+
+
+def make_olmo(g):
+    # OLMo as transformers 4.40 writes OLMo-7B's config: weightless LayerNorms, no clip_qkv, MHA,
+    # untied head.
+    cfg = dict(LLAMA_BASE, architectures=["OlmoForCausalLM"], model_type="olmo", clip_qkv=None,
+               num_key_value_heads=4, rope_theta=10000.0, pad_token_id=1, eos_token_id=99, bos_token_id=None,
+               transformers_version="4.40.0")
+    for key in ("mlp_bias", "rms_norm_eps"):
+        cfg.pop(key)
+    cfg_ref = dict(cfg, rms_norm_eps=None)
+    w = llama_weights(g, cfg_ref, False)
+    write_folder("olmo", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
+
+
+MAKERS = [make_phi3, make_smollm3, make_gemma, make_opt, make_olmo]
 
 if __name__ == "__main__":  # only these folders: python3 fixtures_decoders.py
     for i, make in enumerate(MAKERS):

@@ -13,7 +13,8 @@ For each folder under tests/data/hf/ it writes
 The reference forward passes below are independent transcriptions of the eager code paths of
 transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, modeling_gpt2.py, modeling_llama.py,
 modeling_qwen2.py, modeling_mistral.py, modeling_qwen3.py, modeling_gemma2.py and modeling_gemma3.py
-(ELECTRA and ALBERT: fixtures_encoders.py; BART, Marian and T5: fixtures_seq2seq.py)
+(ELECTRA and ALBERT: fixtures_encoders.py; BART, Marian and T5: fixtures_seq2seq.py; the scaled rope
+types: fixtures_rope_scaling.py; Phi-3, SmolLM3, Gemma, OPT and OLMo: fixtures_decoders.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -428,18 +429,25 @@ def llama_reference(W, cfg, ids, qwen2, rope_init=default_rope_init):
         # modeling_mistral.py: query i sees keys j with i - sliding_window < j <= i.
         i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
         mask = mask.masked_fill(j <= i - cfg["sliding_window"], torch.finfo(torch.float64).min)
+
+    def norm(x, name):
+        if cfg.get("model_type") == "olmo":  # OlmoLayerNorm: no weight or bias, eps 1e-5
+            return layer_norm(x, 1.0, 0.0, 1e-5)
+        return rms_norm(x, W[name + ".weight"], eps)
+
     x = W[p + "embed_tokens.weight"][torch.tensor(ids)]
     out = {}
     for l in range(cfg["num_hidden_layers"]):
         h = "%slayers.%d." % (p, l)
-        a = rms_norm(x, W[h + "input_layernorm.weight"], eps)
+        a = norm(x, h + "input_layernorm")
         q = linear(a, W, h + "self_attn.q_proj", q_bias).view(T, H, hd).transpose(0, 1)
         k = linear(a, W, h + "self_attn.k_proj", q_bias).view(T, KV, hd).transpose(0, 1)
         v = linear(a, W, h + "self_attn.v_proj", q_bias).view(T, KV, hd).transpose(0, 1)
         if cfg.get("model_type") == "qwen3":  # modeling_qwen3.py: q_norm/k_norm over head_dim, before RoPE
             q = rms_norm(q, W[h + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, W[h + "self_attn.k_norm.weight"], eps)
-        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin  # apply_rotary_pos_emb
+        if cfg.get("no_rope_layers") is None or cfg["no_rope_layers"][l]:  # SmolLM3: 0 = a NoPE layer
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin  # apply_rotary_pos_emb
         n_rep = H // KV  # repeat_kv
         k = k[:, None].expand(KV, n_rep, T, hd).reshape(KV * n_rep, T, hd)
         v = v[:, None].expand(KV, n_rep, T, hd).reshape(KV * n_rep, T, hd)
@@ -448,12 +456,12 @@ def llama_reference(W, cfg, ids, qwen2, rope_init=default_rope_init):
         out["attentions.%d" % l] = w
         context = (w @ v).transpose(0, 1).reshape(T, H * hd)
         x = x + linear(context, W, h + "self_attn.o_proj", o_bias)
-        m = rms_norm(x, W[h + "post_attention_layernorm.weight"], eps)
+        m = norm(x, h + "post_attention_layernorm")
         mlp_bias = cfg.get("mlp_bias", False)
         m = linear(silu(linear(m, W, h + "mlp.gate_proj", mlp_bias)) * linear(m, W, h + "mlp.up_proj", mlp_bias),
                    W, h + "mlp.down_proj", mlp_bias)
         x = x + m
-    x = rms_norm(x, W[p + "norm.weight"], eps)
+    x = norm(x, p + "norm")
     head = W[p + "embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else W["lm_head.weight"]
     out["logits"] = x @ head.T
     return out
@@ -474,9 +482,11 @@ def llama_weights(g, cfg, qwen2, inv_freq_buffer=False):
         if bias:
             w[name + ".bias"] = rnd(n_out, std=0.2)
 
+    norms = cfg.get("model_type") != "olmo"  # OlmoLayerNorm has no weights
     for l in range(cfg["num_hidden_layers"]):
         h = "%slayers.%d." % (p, l)
-        w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
+        if norms:
+            w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
         lin(h + "self_attn.q_proj", H * hd, D, q_bias, 0.3)
         lin(h + "self_attn.k_proj", KV * hd, D, q_bias, 0.3)
         lin(h + "self_attn.v_proj", KV * hd, D, q_bias)
@@ -486,11 +496,13 @@ def llama_weights(g, cfg, qwen2, inv_freq_buffer=False):
             w[h + "self_attn.k_norm.weight"] = 1 + rnd(hd, std=0.3)
         if inv_freq_buffer:  # older Llama checkpoints saved the rotary buffer
             w[h + "self_attn.rotary_emb.inv_freq"] = 1.0 / (cfg["rope_theta"] ** (torch.arange(0, hd, 2).float() / hd))
-        w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
+        if norms:
+            w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
         lin(h + "mlp.gate_proj", I, D, False)
         lin(h + "mlp.up_proj", I, D, False)
         lin(h + "mlp.down_proj", D, I, False)
-    w[p + "norm.weight"] = 1 + rnd(D, std=0.1)
+    if norms:
+        w[p + "norm.weight"] = 1 + rnd(D, std=0.1)
     if not cfg.get("tie_word_embeddings", False):
         w["lm_head.weight"] = rnd(V, D, std=0.3)
     return w
@@ -707,7 +719,7 @@ def main():
     import fixtures_rope_scaling  # Llama 3.1's and the other scaled rope types
     for i, make in enumerate(fixtures_rope_scaling.MAKERS):
         make(torch.Generator().manual_seed(4000 + i))
-    import fixtures_decoders  # Phi-3
+    import fixtures_decoders  # Phi-3, SmolLM3, Gemma, OPT, OLMo
     for i, make in enumerate(fixtures_decoders.MAKERS):
         make(torch.Generator().manual_seed(5000 + i))
 
