@@ -146,6 +146,7 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   if (a.qk_norm && !(a.qk_norm_eps > 0)) problem("qk_norm_eps must be > 0");
   if (!std::isfinite(a.qk_norm_weight_offset)) problem("qk_norm_weight_offset must be finite");
   if (!(a.logit_softcap >= 0) || !std::isfinite(a.logit_softcap)) problem("logit_softcap must be >= 0 (0 = none)");
+  if (a.alibi && a.relative_bias) problem("alibi and relative_bias cannot be combined (two position biases)");
   if (a.relative_bias) {
     // A bidirectional stack's exact range is buckets / 4 offsets, which must be >= 1, and the
     // logarithmic buckets need max_distance beyond the exact range.
@@ -358,6 +359,7 @@ std::string AttentionConfig::variant_name() const {
   if (scoring == Scoring::Additive) out << " additive";
   if (qk_norm) out << " qk-norm";
   if (logit_softcap > 0) out << " softcap=" << logit_softcap;
+  if (alibi) out << " ALiBi";
   if (pattern.window > 0) {
     out << " window=" << pattern.window;
     if (pattern.dilation > 1) out << " dilation=" << pattern.dilation;
@@ -406,6 +408,14 @@ void ModelConfig::validate() const {
     problem("decoder_start_id: only an encoder-decoder's decoder starts from a token of its own");
   if (sublayer_output_norm && norm_placement != NormPlacement::Pre)
     problem("sublayer_output_norm needs norm_placement 'pre' (a post-LN block already normalises each sum)");
+  if (parallel_residual) {
+    if (norm_placement != NormPlacement::Pre) problem("parallel_residual needs norm_placement 'pre'");
+    if (ffn.kind == FfnKind::None) problem("parallel_residual needs an FFN to run beside attention");
+    if (sublayer_output_norm) problem("parallel_residual cannot be combined with sublayer_output_norm");
+    if (kind == StackKind::EncoderDecoder) problem("parallel_residual: not with cross attention (encoder-decoder)");
+  }
+  if (rope_interleaved && positions != PositionKind::Rope && positions != PositionKind::RopeLearned)
+    problem("rope_interleaved: only meaningful with positions 'rope' or 'rope+learned', not '" + std::string(to_string(positions)) + "'");
   const bool wants_encoder = kind != StackKind::Decoder;
   const bool wants_decoder = kind != StackKind::Encoder;
   if (wants_encoder != encoder.has_value())
@@ -418,6 +428,8 @@ void ModelConfig::validate() const {
     validate_attention(stack->attention, hidden_size, std::string(name) + ".attention", problems);
     if (stack->cross_attention)
       validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
+    if (stack->cross_attention && stack->cross_attention->alibi)
+      problem(std::string(name) + ".cross_attention.alibi: ALiBi biases a sequence's own tokens (self-attention only)");
     if (stack->cross_attention && stack->cross_attention->relative_bias)
       problem(std::string(name) + ".cross_attention.relative_bias: relative positions are between a sequence's own "
               "tokens (self-attention only)");
@@ -529,6 +541,8 @@ std::string ModelConfig::summary() const {
              notes.push_back("first " + std::to_string(rope_dim) + " dims of each head rotated");
            if (rope_scaling.kind != RopeScalingKind::None)
              notes.push_back(std::string(to_string(rope_scaling.kind)) + " scaling ×" + json(rope_scaling.factor).dump());
+           if (rope_interleaved && (positions == PositionKind::Rope || positions == PositionKind::RopeLearned))
+             notes.push_back("interleaved pairs");
            std::string text;
            for (const auto& n : notes) text += (text.empty() ? " (" : ", ") + n;
            return text.empty() ? text : text + ")";
@@ -539,7 +553,8 @@ std::string ModelConfig::summary() const {
           : ffn.kind == FfnKind::Mlp              ? std::string("MLP/") + to_string(ffn.activation)
           : ffn.activation == Activation::Silu ? std::string("SwiGLU")
                                                : std::string("GLU/") + to_string(ffn.activation))  // GeGLU: GLU/gelu_tanh
-      << (ffn.kind == FfnKind::None ? std::string() : " " + std::to_string(ffn.inner_size));
+      << (ffn.kind == FfnKind::None ? std::string() : " " + std::to_string(ffn.inner_size))
+      << (parallel_residual ? ", attention and FFN in parallel" : "");
   auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {
     if (!s) return;
     out << "\n  " << name << ": " << s->layers << " layers, " << s->attention.variant_name() << ", d_k "
@@ -582,6 +597,7 @@ json to_json(const AttentionConfig& a) {
     if (a.qk_norm_weight_offset != 0) j["qk_norm_weight_offset"] = a.qk_norm_weight_offset;
   }
   if (a.logit_softcap > 0) j["logit_softcap"] = a.logit_softcap;
+  if (a.alibi) j["alibi"] = true;
   if (a.talking_heads)
     j["talking_heads"] = {{"key_heads", a.talking_heads->key_heads},
                           {"softmax_heads", a.talking_heads->softmax_heads},
@@ -595,7 +611,7 @@ json to_json(const AttentionConfig& a) {
 AttentionConfig attention_config_from_json(const json& j, const std::string& where) {
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
-                       "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "logit_softcap", "talking_heads",
+                       "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "logit_softcap", "alibi", "talking_heads",
                        "collaborative", "relative_bias", "pattern"},
                    where);
   AttentionConfig a;
@@ -617,6 +633,7 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   read(j, "qk_norm_eps", a.qk_norm_eps, where);
   read(j, "qk_norm_weight_offset", a.qk_norm_weight_offset, where);
   read(j, "logit_softcap", a.logit_softcap, where);
+  read(j, "alibi", a.alibi, where);
   if (j.contains("talking_heads") && !j["talking_heads"].is_null()) {
     const std::string w = where + ".talking_heads";
     const json& t = j["talking_heads"];
@@ -683,6 +700,8 @@ json to_json(const ModelConfig& c) {
   // Written only when set, so configs without them read in any HeadLab.
   if (c.norm_weight_offset != 0) j["norm_weight_offset"] = c.norm_weight_offset;
   if (c.sublayer_output_norm) j["sublayer_output_norm"] = true;
+  if (c.parallel_residual) j["parallel_residual"] = true;
+  if (c.rope_interleaved) j["rope_interleaved"] = true;
   if (c.embedding_scale != 1) j["embedding_scale"] = c.embedding_scale;
   if (c.lm_head.softcap > 0) j["lm_head"]["softcap"] = c.lm_head.softcap;
   if (c.lm_head.input_scale != 1) j["lm_head"]["input_scale"] = c.lm_head.input_scale;
@@ -702,7 +721,7 @@ ModelConfig model_config_from_json(const json& j) {
                        "embedding_size", "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
                        "norm_placement", "embedding_norm", "final_norm", "norm_weight_offset", "sublayer_output_norm",
                        "embedding_scale", "sinusoid_layout", "stack_embeddings", "decoder_start_id", "ffn", "lm_head",
-                       "encoder", "decoder", "rope_scaling"},
+                       "encoder", "decoder", "rope_scaling", "parallel_residual", "rope_interleaved"},
                    where);
   if (j.contains("format") && j["format"] != "headlab-model")
     throw std::runtime_error("config.format: expected 'headlab-model' (is this a Hugging Face config? "
@@ -736,6 +755,8 @@ ModelConfig model_config_from_json(const json& j) {
   read(j, "final_norm", c.final_norm, where);
   read(j, "norm_weight_offset", c.norm_weight_offset, where);
   read(j, "sublayer_output_norm", c.sublayer_output_norm, where);
+  read(j, "parallel_residual", c.parallel_residual, where);
+  read(j, "rope_interleaved", c.rope_interleaved, where);
   read(j, "embedding_scale", c.embedding_scale, where);
   read_enum(j, "sinusoid_layout", kSinusoidLayouts, c.sinusoid_layout, where);
   read(j, "stack_embeddings", c.stack_embeddings, where);

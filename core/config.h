@@ -116,6 +116,10 @@ struct AttentionConfig {
   // > 0: logit soft-capping J ← cap · tanh(J / cap) after the scale, before the mask and softmax
   // (Gemma 2's attn_logit_softcapping; Gemma Team 2024, arXiv 2408.00118 § 2). 0 = none.
   float logit_softcap = 0.0f;
+  // ALiBi (Press et al. 2022, arXiv 2108.12409; BLOOM, MPT): each logit head h adds −m_h·|i − j| for query
+  // i and key j after the scale, with the standard slopes m_h (alibi_slopes in core/model/attention.h).
+  // Self-attention only; nothing is learned.
+  bool alibi = false;
   std::optional<TalkingHeads> talking_heads;
   std::optional<Collaborative> collaborative;
   std::optional<RelativeBias> relative_bias;  // self-attention only
@@ -178,7 +182,7 @@ struct LmHeadConfig {
 struct ModelConfig {
   std::string name = "model";
   std::string description;  // free text shown by `headlab info`
-  std::string family = "native";  // native | bert | roberta | distilbert | gpt2 | llama | qwen2 | mistral | qwen3 | electra | albert | gemma2 | gemma3 | bart | marian | mbart | t5 (imported folders)
+  std::string family = "native";  // "native", or the imported folder's family (core/families/families.cpp's table)
   StackKind kind = StackKind::Encoder;
   int vocab_size = 0;
   int hidden_size = 256;
@@ -201,6 +205,9 @@ struct ModelConfig {
   // Scaled RoPE of the model's rope_theta (StackConfig::local layers with a base of their own stay
   // plain, as Gemma 3's local layers do).
   RopeScaling rope_scaling;
+  // The rotated dims pair up as (x_{2i}, x_{2i+1}) (GPT-J's rotate_every_two: "interleaved") instead of
+  // (x_i, x_{i+rot/2}) (rotate-half: Llama, GPT-NeoX): the same rotation in another order of the dims.
+  bool rope_interleaved = false;
   NormKind norm = NormKind::LayerNorm;
   float norm_eps = 1e-5f;
   NormPlacement norm_placement = NormPlacement::Pre;
@@ -213,6 +220,10 @@ struct ModelConfig {
   // h ← h + norm_out(sublayer(norm_in(h))) (Gemma 2/3's post_attention_layernorm and
   // post_feedforward_layernorm around pre_feedforward_layernorm).
   bool sublayer_output_norm = false;
+  // Pre-LN blocks run attention and FFN side by side on the same input, h ← h + attn(attn_norm(h)) +
+  // ffn(ffn_norm(h)) (GPT-NeoX's use_parallel_residual; GPT-J, Falcon and Phi-2 with one norm, imported
+  // as the same weights in both).
+  bool parallel_residual = false;
   // Token embeddings are multiplied by this before positions are added (Gemma: √hidden).
   float embedding_scale = 1.0f;
   FfnConfig ffn;

@@ -321,6 +321,11 @@ class Reference {
         O = a.outputs(w_, kv, true);
         return a.project(w_, a.gated(O, true), true);
       };
+      if (c_.parallel_residual) {  // h + attn(N_a(h)) + ffn(N_f(h)): both read the block's input
+        auto a = attend(L.self, L.self_O, L.attn_norm.forward(w_, h));
+        h = h + a + L.ffn.forward(w_, L.ffn_norm.forward(w_, h));
+        continue;
+      }
       auto n = pre() ? L.attn_norm.forward(w_, h) : h;
       h = after_sublayer(L.attn_out, L.attn_norm, h, attend(L.self, L.self_O, n), true);
       if (L.has_cross) {  // the cross norm of a pre-LN layer reads the queries only: not on the value path
@@ -377,6 +382,14 @@ class Reference {
     auto& layers = layers_[stack];
     for (int l = from; l < int(layers.size()); ++l) {
       auto& L = layers[l];
+      if (c_.parallel_residual) {
+        // A source entering after this layer's attention joins the stream beside the FFN, which read
+        // the layer's input without it.
+        if (l > from || part == 0)
+          h = h + L.self.project(w_, L.self.gated(L.self.outputs(w_, L.attn_norm.linear(w_, h), false), false), false) +
+              L.ffn.linear(w_, L.ffn_norm.linear(w_, h));
+        continue;
+      }
       if (l > from || part == 0) {
         auto n = pre() ? L.attn_norm.linear(w_, h) : h;
         h = after_sublayer(L.attn_out, L.attn_norm, h, L.self.project(w_, L.self.gated(L.self.outputs(w_, n, false), false), false));

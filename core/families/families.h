@@ -49,9 +49,13 @@ struct TensorSource {
   int64_t slice_begin = 0;
   int64_t slice_count = 0;
   bool transpose = false;  // 2-D only, applied after the slice
+  // > 0: the slice is taken within each of this many equal groups along slice_dim and the pieces are
+  // joined (a fused projection laid out per head: GPT-NeoX's and BLOOM's query_key_value, each head's
+  // q, k, v side by side).
+  int64_t slice_groups = 0;
   // Set: the file holds no such tensor and the parameter is this constant (OLMo's LayerNorms have no
   // weights: weight 1, bias 0); `name` is then only a label.
-  std::optional<float> fill;
+  std::optional<float> fill = std::nullopt;
 };
 
 // A family's answer for one folder: the config and a source for every native parameter.
@@ -109,6 +113,9 @@ Layout gpt2_layout(const FamilyInput& in);        // gpt2.cpp
 Layout llama_layout(const FamilyInput& in);       // llama.cpp: Llama, Qwen2, Qwen3, Mistral, Phi-3, SmolLM3
 Layout gemma_layout(const FamilyInput& in);       // gemma.cpp: Gemma, Gemma 2, Gemma 3
 Layout opt_layout(const FamilyInput& in);         // opt.cpp
+Layout gpt_neox_layout(const FamilyInput& in);    // gpt_neox.cpp: GPT-NeoX, Pythia
+Layout gptj_layout(const FamilyInput& in);        // gptj.cpp
+Layout bloom_layout(const FamilyInput& in);       // bloom.cpp
 Layout bart_layout(const FamilyInput& in);        // seq2seq.cpp: BART, Marian, mBART
 Layout t5_layout(const FamilyInput& in);          // seq2seq.cpp
 

@@ -83,6 +83,19 @@ torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp) {
   return x * ratio;
 }
 
+torch::Tensor alibi_slopes(int64_t heads) {
+  const int64_t closest = int64_t(1) << static_cast<int64_t>(std::floor(std::log2(static_cast<double>(heads))));
+  auto base_of = [](int64_t n) {  // 2^(−2^−(log₂ n − 3)) = 2^(−8/n), rounded to float32 as BLOOM's tensor is
+    return torch::tensor(static_cast<float>(std::pow(2.0, -std::pow(2.0, -(std::log2(double(n)) - 3)))), torch::kFloat32);
+  };
+  auto slopes = torch::pow(base_of(closest), torch::arange(1, 1 + closest, torch::kInt32));
+  if (closest != heads) {
+    const int64_t remaining = std::min(closest, heads - closest);
+    slopes = torch::cat({slopes, torch::pow(base_of(2 * closest), torch::arange(1, 1 + 2 * remaining, 2, torch::kInt32))});
+  }
+  return slopes;  // [heads]
+}
+
 torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables, int64_t offset) {
   const int64_t rot = tables.cos.size(1);
   const int64_t T = x.size(2);
@@ -92,10 +105,17 @@ torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables, int64
   auto cos = tables.cos.slice(0, offset, offset + T);  // [T, rot]
   auto sin = tables.sin.slice(0, offset, offset + T);
   auto rotated = x.narrow(-1, 0, rot);
-  auto half1 = rotated.narrow(-1, 0, rot / 2);
-  auto half2 = rotated.narrow(-1, rot / 2, rot / 2);
-  auto rotate_half = torch::cat({-half2, half1}, -1);
-  auto out = rotated * cos + rotate_half * sin;
+  torch::Tensor turned;  // x rotated a quarter turn within each pair
+  if (tables.interleaved) {
+    // GPT-J's rotate_every_two: (x₀, x₁, x₂, x₃, …) → (−x₁, x₀, −x₃, x₂, …)
+    auto even = rotated.slice(-1, 0, rot, 2), odd = rotated.slice(-1, 1, rot, 2);
+    turned = torch::stack({-odd, even}, -1).flatten(-2);
+  } else {
+    auto half1 = rotated.narrow(-1, 0, rot / 2);
+    auto half2 = rotated.narrow(-1, rot / 2, rot / 2);
+    turned = torch::cat({-half2, half1}, -1);
+  }
+  auto out = rotated * cos + turned * sin;
   if (rot == x.size(-1)) return out;
   return torch::cat({out, x.narrow(-1, rot, x.size(-1) - rot)}, -1);
 }
@@ -253,6 +273,14 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   auto J = scores(q_heads, k_heads);  // [B, h_k, T, S]
   // Collaborative content bias r_iᵀ x_s, added before the scale as in the authors' code.
   if (key_bias.defined()) J = J + key_bias * c.logit_scale();
+  if (self && c.alibi) {
+    // Press et al. 2022: −m_h · |i − j| after the scale (BLOOM adds m_h · j, equal within each query's row).
+    const auto query_positions = torch::arange(offset, offset + T, torch::kLong);
+    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, torch::kLong);
+    const auto distance = (query_positions.unsqueeze(1) - keys_at.unsqueeze(0)).abs().to(J.scalar_type());  // [T, S]
+    const auto slopes = alibi_slopes(J.size(1)).to(J.scalar_type()).view({1, -1, 1, 1});
+    J = J - slopes * distance;
+  }
   if (self && c.relative_bias) {
     // T5: one learned scalar per head and bucket of the key's offset, after the (unit) scale; an
     // encoder's buckets see both directions, a causal decoder's only the past.

@@ -40,8 +40,17 @@ struct RopeTables {
   torch::Tensor sin;  // [T, rot]
   // The tables of StackConfig::local layers when they have a RoPE base of their own, else undefined.
   torch::Tensor local_cos, local_sin;  // [T, rot]
+  // ModelConfig::rope_interleaved: the tables repeat each angle twice side by side and pairs
+  // (x_{2i}, x_{2i+1}) rotate; else the tables are [angles | angles] and (x_i, x_{i+rot/2}) rotate.
+  bool interleaved = false;
   bool defined() const { return cos.defined(); }
 };
+
+// ALiBi's slopes m_h for `heads` logit heads, float32 [heads], as BLOOM's build_alibi_tensor computes
+// them: for n = 2^k heads, m_h = (2^(−8/n))^(h+1); otherwise the n' = 2^⌊log₂ heads⌋ slopes of n', then
+// the odd powers of 2^(−4/n') (every other slope of 2n' heads). Press et al. 2022 define the same
+// sequence; MPT orders the extra slopes of a non-power-of-two head count otherwise.
+torch::Tensor alibi_slopes(int64_t heads);
 
 struct AttentionCall {
   torch::Tensor query_input;  // [B, T, D]

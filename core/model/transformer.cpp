@@ -66,6 +66,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
 
 BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary, int layer)
     : pre_norm_(model.norm_placement == NormPlacement::Pre),
+      parallel_(model.parallel_residual),
       rotary_(rotary),
       local_rope_(stack.is_local(layer) && stack.local->rope_theta.has_value()) {
   auto norm = [&] { return Norm(model.norm, model.hidden_size, model.norm_eps, model.norm_weight_offset); };
@@ -107,7 +108,7 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
       if (local_rope_ && call.rope.defined()) {
         if (!call.rope.local_cos.defined())
           throw std::logic_error("a local layer with its own RoPE base was called without local rotary tables");
-        a.rope = RopeTables{call.rope.local_cos, call.rope.local_sin, {}, {}};
+        a.rope = RopeTables{call.rope.local_cos, call.rope.local_sin, {}, {}, call.rope.interleaved};
       }
     }
     a.lrp = call.lrp;
@@ -123,6 +124,10 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     return out;
   };
   torch::Tensor h = x;
+  if (parallel_) {  // h + attn(norm_a(h)) + ffn(norm_f(h)): both sublayers read the block's input
+    auto attended = attend(attn, attn_norm(h, call.lrp), {}, true, self_stages);
+    return h + attended + mlp_out(ffn(ffn_norm(h, call.lrp), call.lrp));
+  }
   if (pre_norm_) {
     // Sandwich norms when present: h + out_norm(sublayer(norm(h))).
     auto out = [&](Norm& norm, const torch::Tensor& y) { return norm ? norm(y, call.lrp) : y; };
@@ -238,14 +243,16 @@ RopeTables TransformerImpl::rope_tables(int64_t T, Stack stack) const {
   const auto& a = s.attention;
   const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
   const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;
-  // Hugging Face: emb = cat(freqs, freqs) (rotate-half layout); cos and sin × the attention factor.
+  // Hugging Face: emb = cat(freqs, freqs) (rotate-half layout), or each angle twice side by side
+  // (interleaved: GPT-J's repeat_interleave); cos and sin × the attention factor.
   auto table = [&](const RopeFrequencies& f) {
     auto freqs = torch::outer(torch::arange(T, torch::kFloat64), f.inv_freq);  // [T, rot/2]
-    auto emb = torch::cat({freqs, freqs}, -1);                                 // [T, rot]
+    auto emb = c.rope_interleaved ? freqs.repeat_interleave(2, -1) : torch::cat({freqs, freqs}, -1);  // [T, rot]
     return std::make_pair((emb.cos() * f.attention_factor).to(torch::kFloat32),
                           (emb.sin() * f.attention_factor).to(torch::kFloat32));
   };
   RopeTables tables;
+  tables.interleaved = c.rope_interleaved;
   std::tie(tables.cos, tables.sin) = table(rope_frequencies(c.rope_theta, rot, c.rope_scaling, T, c.max_positions));
   if (s.local && s.local->rope_theta)  // local layers with a base of their own: plain RoPE (Gemma 3)
     std::tie(tables.local_cos, tables.local_sin) = table(rope_frequencies(*s.local->rope_theta, rot, {}, T, c.max_positions));

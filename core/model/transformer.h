@@ -88,6 +88,7 @@ class BlockImpl : public torch::nn::Module {
 
  private:
   bool pre_norm_;
+  bool parallel_;    // ModelConfig::parallel_residual
   bool rotary_;      // false in a NoPE layer: self-attention ignores BlockCall::rope
   bool local_rope_;  // a StackConfig::local layer with its own RoPE base: reads rope.local_cos/sin
 };

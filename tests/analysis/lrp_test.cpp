@@ -117,6 +117,24 @@ std::vector<Variant> variants() {
   dilated.ffn.activation = core::Activation::Relu;
   out.push_back({"dilated window, causal, ReLU", dilated, {}});
 
+  auto neox = small_model(K::Decoder, attention(4, 4, 4, 4));
+  neox.positions = core::PositionKind::Rope;
+  neox.rope_dim = 2;
+  neox.parallel_residual = true;
+  out.push_back({"parallel attention and FFN, partial RoPE (GPT-NeoX)", neox, {}});
+  auto gptj = neox;
+  gptj.rope_interleaved = true;
+  out.push_back({"parallel, interleaved partial RoPE (GPT-J)", gptj, {}});
+  auto alibi = small_model(K::Decoder, attention(4, 4, 4, 4));
+  alibi.positions = core::PositionKind::None;
+  alibi.embedding_norm = true;
+  alibi.decoder->attention.alibi = true;
+  out.push_back({"ALiBi decoder, no position embeddings (BLOOM)", alibi, {}});
+  auto alibi_encoder = small_model(K::Encoder, attention(3, 3, 4, 4));
+  alibi_encoder.positions = core::PositionKind::None;
+  alibi_encoder.encoder->attention.alibi = true;
+  out.push_back({"ALiBi encoder (symmetric distances)", alibi_encoder, {}});
+
   auto t5 = small_model(K::EncoderDecoder, attention(4, 4, 4, 4));
   t5.positions = core::PositionKind::Sinusoidal;
   out.push_back({"encoder-decoder, pre-LN with final norms, sinusoidal", t5, {}});

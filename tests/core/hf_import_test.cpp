@@ -329,7 +329,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"llama-dynamic", "llama", "F32"}, Case{"qwen2-yarn", "qwen2", "F32"},
                         Case{"gemma3-scaled", "gemma3", "F32"}, Case{"phi3", "phi3", "F32"},
                         Case{"smollm3", "smollm3", "F32"}, Case{"gemma", "gemma", "F32"}, Case{"opt", "opt", "F32"},
-                        Case{"olmo", "olmo", "F32"}}) {
+                        Case{"olmo", "olmo", "F32"}, Case{"pythia", "gpt_neox", "F16"}, Case{"gptj", "gptj", "F32"},
+                        Case{"bloom", "bloom", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -494,7 +495,7 @@ TEST_CASE("hf import: Gemma (1): offset norms, √hidden, GeGLU, head_dim^-½, n
   CHECK(load_model(v.dir.str())->config.rope_scaling.kind == RopeScalingKind::Linear);
 }
 
-TEST_CASE("hf import: OPT's offset positions, ReLU MLP and biases; OPT-350m's layout is refused", "[hf_import][opt]") {
+TEST_CASE("hf import: OPT's offset positions, ReLU MLP and biases, OPT-350m's layout is refused", "[hf_import][opt]") {
   const auto c = load_model(fixture("opt"))->config;
   CHECK(c.family == "opt");
   CHECK(c.positions == PositionKind::Learned);
@@ -510,7 +511,7 @@ TEST_CASE("hf import: OPT's offset positions, ReLU MLP and biases; OPT-350m's la
   CHECK_THAT(v.refused([](auto& j) { j["max_position_embeddings"] = 32; }), Contains("embed_positions.weight"));
 }
 
-TEST_CASE("hf import: OLMo's weightless LayerNorms; clip_qkv is refused", "[hf_import][olmo]") {
+TEST_CASE("hf import: OLMo's weightless LayerNorms, and clip_qkv refused", "[hf_import][olmo]") {
   auto model = load_model(fixture("olmo"));
   const auto& c = model->config;
   CHECK(c.family == "olmo");
@@ -527,6 +528,63 @@ TEST_CASE("hf import: OLMo's weightless LayerNorms; clip_qkv is refused", "[hf_i
   weights.emplace_back("model.norm.weight", torch::ones({32}));
   write_variant(dir, read_json(fixture("olmo/config.json")), weights);
   CHECK_THAT(load_error(dir.str()), Contains("unexpected tensor 'model.norm.weight'"));
+}
+
+TEST_CASE("hf import: GPT-NeoX (Pythia): per-head fused qkv, a quarter of each head rotating, parallel residual",
+          "[hf_import][gpt_neox]") {
+  const auto c = load_model(fixture("pythia"))->config;
+  CHECK(c.family == "gpt_neox");
+  CHECK(c.rope_dim == 4);  // rotary_pct 0.25 of head size 16
+  CHECK_FALSE(c.rope_interleaved);
+  CHECK(c.parallel_residual);
+  CHECK((c.norm == NormKind::LayerNorm && c.ffn.activation == Activation::Gelu && !c.lm_head.tied));
+  CHECK_THAT(c.summary(), Contains("attention and FFN in parallel"));
+  const FixtureVariants v("pythia");
+  // Each detail matters: the FFN after attention, the whole head rotating, another base.
+  CHECK(v.errors_with([](auto& j) { j["use_parallel_residual"] = false; }).logits > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["rotary_pct"] = 1.0; }).attention > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["rotary_emb_base"] = 100; }).attention > 1e-3);
+  // transformers 5 spells the same settings inside rope_parameters.
+  CHECK(v.errors_with([](auto& j) {
+           j.erase("rotary_emb_base");
+           j.erase("rotary_pct");
+           j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000}, {"partial_rotary_factor", 0.25}};
+         }).attention <= kAttentionTolerance);
+  CHECK_THAT(v.refused([](auto& j) { j["rotary_pct"] = 0.1; }), Contains("RoPE needs an even number"));
+}
+
+TEST_CASE("hf import: GPT-J: interleaved partial rotary, one LayerNorm for attention and MLP side by side",
+          "[hf_import][gptj]") {
+  const auto c = load_model(fixture("gptj"))->config;
+  CHECK(c.family == "gptj");
+  CHECK((c.rope_interleaved && c.rope_dim == 8 && c.parallel_residual));
+  CHECK((c.lm_head.bias && !c.lm_head.tied));
+  CHECK_FALSE(c.decoder->attention.qkv_bias);
+  CHECK_THAT(c.summary(), Contains("interleaved pairs"));
+  const FixtureVariants v("gptj");
+  CHECK(v.errors_with([](auto& j) { j["rotary_dim"] = 16; }).attention > 1e-3);  // the whole head
+  CHECK(v.errors_with([](auto& j) { j["rotary_dim"] = nullptr; }).attention > 1e-3);
+  CHECK_THAT(v.refused([](auto& j) { j["rotary_dim"] = 7; }), Contains("rotary_dim 7 must be even"));
+}
+
+TEST_CASE("hf import: BLOOM: ALiBi with the extra slopes of 6 heads, the embedding LayerNorm, per-head fused qkv",
+          "[hf_import][bloom]") {
+  const auto c = load_model(fixture("bloom"))->config;
+  CHECK(c.family == "bloom");
+  CHECK(c.positions == PositionKind::None);
+  CHECK(c.decoder->attention.alibi);
+  CHECK(c.embedding_norm);
+  CHECK_THAT(c.summary(), Contains("ALiBi"));
+  const FixtureVariants v("bloom");
+  // The released configs spell hidden_size n_embed; the other aliases read alike.
+  CHECK(v.errors_with([](auto& j) {
+           j["n_embed"] = j["hidden_size"];
+           j.erase("hidden_size");
+           j["num_hidden_layers"] = j["n_layer"];
+           j.erase("n_layer");
+         }).logits <= kLogitTolerance);
+  CHECK_THAT(v.refused([](auto& j) { j["apply_residual_connection_post_layernorm"] = true; }),
+             Contains("apply_residual_connection_post_layernorm true is not supported"));
 }
 
 TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {
@@ -1146,7 +1204,8 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
   // detached); the logit it explains must be the one core::run computes, in every family.
   for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
                              "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
-                             "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo"}) {
+                             "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj",
+                             "bloom"}) {
     DYNAMIC_SECTION(folder) {
       auto model = load_model(fixture(folder));
       const Expected expected = read_expected(fixture(folder));

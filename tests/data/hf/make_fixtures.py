@@ -14,7 +14,8 @@ The reference forward passes below are independent transcriptions of the eager c
 transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, modeling_gpt2.py, modeling_llama.py,
 modeling_qwen2.py, modeling_mistral.py, modeling_qwen3.py, modeling_gemma2.py and modeling_gemma3.py
 (ELECTRA and ALBERT: fixtures_encoders.py; BART, Marian and T5: fixtures_seq2seq.py; the scaled rope
-types: fixtures_rope_scaling.py; Phi-3, SmolLM3, Gemma, OPT and OLMo: fixtures_decoders.py)
+types: fixtures_rope_scaling.py; Phi-3, SmolLM3, Gemma, OPT and OLMo: fixtures_decoders.py; GPT-NeoX,
+GPT-J and BLOOM: fixtures_parallel.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -722,6 +723,9 @@ def main():
     import fixtures_decoders  # Phi-3, SmolLM3, Gemma, OPT, OLMo
     for i, make in enumerate(fixtures_decoders.MAKERS):
         make(torch.Generator().manual_seed(5000 + i))
+    import fixtures_parallel  # GPT-NeoX (Pythia), GPT-J, BLOOM
+    for i, make in enumerate(fixtures_parallel.MAKERS):
+        make(torch.Generator().manual_seed(6000 + i))
 
 
 if __name__ == "__main__":
