@@ -120,7 +120,6 @@ GemmaRope read_gemma_rope(const HfConfig& c, bool gemma3, bool gemma1, int max_p
   rope.global_theta = c.number("rope_theta", gemma3 ? 1000000.0 : 10000.0);
   rope.local_theta = gemma3 ? c.number("rope_local_base_freq", 10000.0) : rope.global_theta;
   if (c.number("partial_rotary_factor", 1.0) != 1.0) c.fail("partial_rotary_factor is not supported");
-  std::optional<double> global_theta, local_theta;
   auto agree = [&](const std::optional<double>& read, double& target, const char* top_key, bool top_given,
                    const std::string& where) {
     if (!read) return;
