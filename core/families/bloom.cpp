@@ -61,21 +61,7 @@ Layout bloom_layout(const FamilyInput& in) {
   s.copy("tokens.weight", p + "word_embeddings.weight");
   s.norm("embed_norm", p + "word_embeddings_layernorm", true);
   add_layers(s, "decoder", stack.layers, p + "h.", kBloomLayer);
-  // query_key_value [heads · 3 · head_dim, D]: view(heads, 3, head_dim), q, k, v per head.
-  const int64_t rows = 3 * int64_t(D);
-  for (int l = 0; l < stack.layers; ++l) {
-    const std::string n = "decoder." + std::to_string(l) + ".attn.";
-    const std::string h = p + "h." + std::to_string(l) + ".self_attention.query_key_value.";
-    const char* parts[] = {"q", "k", "v"};
-    for (int i = 0; i < 3; ++i) {
-      TensorSource w{h + "weight", {rows, D}, 0, int64_t(i) * head_dim, head_dim, false};
-      w.slice_groups = heads;
-      s.add(n + parts[i] + ".weight", w);
-      TensorSource b{h + "bias", {rows}, 0, int64_t(i) * head_dim, head_dim, false};
-      b.slice_groups = heads;
-      s.add(n + parts[i] + ".bias", b);
-    }
-  }
+  add_per_head_qkv(s, "decoder", stack.layers, p + "h.", "self_attention.query_key_value", heads, head_dim, D, true);
   s.norm("decoder_norm", p + "ln_f", true);
   m.lm_head = LmHeadConfig{false, true, false};  // BloomForCausalLM ties lm_head to word_embeddings
   layout.sources = s.take();

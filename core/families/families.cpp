@@ -122,6 +122,29 @@ void add_layers(Sources& s, const std::string& stack, int layers, const std::str
   }
 }
 
+void add_per_head_qkv(Sources& s, const std::string& stack, int layers, const std::string& prefix,
+                      const std::string& infix, int heads, int head_dim, int hidden, bool bias) {
+  const int64_t rows = 3 * int64_t(heads) * head_dim;
+  const char* parts[] = {"q", "k", "v"};
+  for (int l = 0; l < layers; ++l) {
+    const std::string n = stack + "." + std::to_string(l) + ".attn.";
+    const std::string h = prefix + std::to_string(l) + "." + infix;
+    for (int i = 0; i < 3; ++i) {
+      for (const bool is_bias : {false, true}) {
+        if (is_bias && !bias) continue;
+        TensorSource t;
+        t.name = h + (is_bias ? ".bias" : ".weight");
+        t.stored_shape = is_bias ? std::vector<int64_t>{rows} : std::vector<int64_t>{rows, hidden};
+        t.slice_dim = 0;
+        t.slice_begin = int64_t(i) * head_dim;
+        t.slice_count = head_dim;
+        t.slice_groups = heads;
+        s.add(n + parts[i] + (is_bias ? ".bias" : ".weight"), t);
+      }
+    }
+  }
+}
+
 // modeling_bert.py's BertLayer; RoBERTa and ELECTRA name their layers the same.
 const LayerTable kBertLayer = {
     {"attn.q", "attention.self.query", Piece::Linear, Bias::Always},
@@ -132,6 +155,19 @@ const LayerTable kBertLayer = {
     {"ffn.up", "intermediate.dense", Piece::Linear, Bias::Always},
     {"ffn.down", "output.dense", Piece::Linear, Bias::Always},
     {"ffn_norm", "output.LayerNorm", Piece::Norm, Bias::Always},
+};
+
+// modeling_llama.py's LlamaDecoderLayer; Qwen2, Qwen3, Mistral, SmolLM3, OLMo and Gemma name their layers the same.
+const LayerTable kLlamaLayer = {
+    {"attn_norm", "input_layernorm", Piece::Norm},
+    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
+    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
+    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
+    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
+    {"ffn_norm", "post_attention_layernorm", Piece::Norm},
+    {"ffn.gate", "mlp.gate_proj", Piece::Linear, Bias::Ffn},
+    {"ffn.up", "mlp.up_proj", Piece::Linear, Bias::Ffn},
+    {"ffn.down", "mlp.down_proj", Piece::Linear, Bias::Ffn},
 };
 
 const LayerTable kQkNormLayer = {

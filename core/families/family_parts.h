@@ -108,8 +108,17 @@ struct LayerBiases {
 void add_layers(Sources& s, const std::string& stack, int layers, const std::string& prefix, const LayerTable& table,
                 const LayerBiases& biases = {}, const std::string& infix = "");
 
+// A fused query_key_value laid out per head (GPT-NeoX, BLOOM): [heads · 3 · head_dim(, D)] whose rows
+// of head h are that head's q, k, v in that order. Maps every layer's `stack`.{l}.attn.{q,k,v}.weight
+// (+ .bias) ← `prefix`{l}.`infix`.weight / .bias with grouped slices.
+void add_per_head_qkv(Sources& s, const std::string& stack, int layers, const std::string& prefix,
+                      const std::string& infix, int heads, int head_dim, int hidden, bool bias);
+
 // BERT's post-LN encoder layer (BERT, RoBERTa, ELECTRA): every piece with a bias.
 extern const LayerTable kBertLayer;
+// Llama's pre-norm decoder layer (input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm,
+// mlp.{gate,up,down}_proj), which Qwen2/3, Mistral, SmolLM3, OLMo and Gemma share.
+extern const LayerTable kLlamaLayer;
 // The per-head RMSNorm of queries and keys before RoPE (Qwen3, Gemma 3): self_attn.{q,k}_norm.weight.
 extern const LayerTable kQkNormLayer;
 

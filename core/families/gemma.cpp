@@ -177,19 +177,6 @@ float softcap(const HfConfig& c, const char* key, float fallback) {
   return static_cast<float>(cap);
 }
 
-// modeling_gemma.py's GemmaDecoderLayer: Llama's two norms per layer.
-const LayerTable kGemma1Layer = {
-    {"attn_norm", "input_layernorm", Piece::Norm},
-    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
-    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
-    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
-    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
-    {"ffn_norm", "post_attention_layernorm", Piece::Norm},
-    {"ffn.gate", "mlp.gate_proj", Piece::Linear},
-    {"ffn.up", "mlp.up_proj", Piece::Linear},
-    {"ffn.down", "mlp.down_proj", Piece::Linear},
-};
-
 // modeling_gemma2.py's Gemma2DecoderLayer (Gemma 3's adds kQkNormLayer): four norms per layer.
 const LayerTable kGemmaLayer = {
     {"attn_norm", "input_layernorm", Piece::Norm},
@@ -282,7 +269,7 @@ Layout gemma_layout(const FamilyInput& in) {
 
   Sources s(has);
   s.copy("tokens.weight", p + "embed_tokens.weight");
-  add_layers(s, "decoder", stack.layers, p + "layers.", gemma1 ? kGemma1Layer : kGemmaLayer, {bias, bias, false});
+  add_layers(s, "decoder", stack.layers, p + "layers.", gemma1 ? kLlamaLayer : kGemmaLayer, {bias, bias, false});
   if (gemma3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
   s.norm("decoder_norm", p + "norm", false);
   bool tied = c.boolean("tie_word_embeddings", true);

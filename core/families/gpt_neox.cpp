@@ -85,22 +85,7 @@ Layout gpt_neox_layout(const FamilyInput& in) {
   const std::string p = has("gpt_neox.embed_in.weight") ? "gpt_neox." : "";  // ForCausalLM vs GPTNeoXModel
   s.copy("tokens.weight", p + "embed_in.weight");
   add_layers(s, "decoder", stack.layers, p + "layers.", kGptNeoXLayer, {bias, bias, true});
-  // query_key_value [heads · 3 · head_dim, D]: rows of head h are q, k, v of that head, in that order.
-  const int64_t rows = 3 * int64_t(D);
-  for (int l = 0; l < stack.layers; ++l) {
-    const std::string n = "decoder." + std::to_string(l) + ".attn.";
-    const std::string h = p + "layers." + std::to_string(l) + ".attention.query_key_value.";
-    const char* parts[] = {"q", "k", "v"};
-    for (int i = 0; i < 3; ++i) {
-      TensorSource w{h + "weight", {rows, D}, 0, int64_t(i) * head_dim, head_dim, false};
-      w.slice_groups = heads;
-      s.add(n + parts[i] + ".weight", w);
-      if (!bias) continue;
-      TensorSource b{h + "bias", {rows}, 0, int64_t(i) * head_dim, head_dim, false};
-      b.slice_groups = heads;
-      s.add(n + parts[i] + ".bias", b);
-    }
-  }
+  add_per_head_qkv(s, "decoder", stack.layers, p + "layers.", "attention.query_key_value", heads, head_dim, D, bias);
   s.norm("decoder_norm", p + "final_layer_norm", true);
   bool tied = c.boolean("tie_word_embeddings", false);
   if (!tied && p.empty() && !has("embed_out.weight")) {

@@ -116,18 +116,6 @@ const LayerTable kPhi3Layer = {
     {"ffn.down", "mlp.down_proj", Piece::Linear},
 };
 
-// modeling_llama.py's LlamaDecoderLayer; Qwen2, Qwen3 and Mistral name their layers the same.
-const LayerTable kLlamaLayer = {
-    {"attn_norm", "input_layernorm", Piece::Norm},
-    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
-    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
-    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
-    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
-    {"ffn_norm", "post_attention_layernorm", Piece::Norm},
-    {"ffn.gate", "mlp.gate_proj", Piece::Linear, Bias::Ffn},
-    {"ffn.up", "mlp.up_proj", Piece::Linear, Bias::Ffn},
-    {"ffn.down", "mlp.down_proj", Piece::Linear, Bias::Ffn},
-};
 
 }  // namespace
 
