@@ -103,11 +103,13 @@ CircuitWeights circuit_weights(core::Model& model) {
         const int64_t hk = a.logit_heads();
         auto Q = reading(per_head(attn.q->weight, hk, dk));             // [h_k, D, d_k]
         auto K = reading(per_head(attn.k->weight, a.kv_heads, dk));     // [kv, D, d_k]
-        if (a.kv_heads != hk) K = K.repeat_interleave(hk / a.kv_heads, 0);
-        if (a.qk_norm) {
-          Q = Q * (f64(attn.q_norm) + double(a.qk_norm_weight_offset));
-          K = K * (f64(attn.k_norm) + double(a.qk_norm_weight_offset));
+        if (a.qk_norm) {  // the norms' weights: per head [d_k], or each head's slice of the whole projection's
+          const auto wq = f64(attn.q_norm) + double(a.qk_norm_weight_offset);
+          const auto wk = f64(attn.k_norm) + double(a.qk_norm_weight_offset);
+          Q = Q * (a.qk_norm_whole ? wq.view({hk, 1, dk}) : wq);
+          K = K * (a.qk_norm_whole ? wk.view({a.kv_heads, 1, dk}) : wk);
         }
+        if (a.kv_heads != hk) K = K.repeat_interleave(hk / a.kv_heads, 0);
         if (!a.talking_heads) {
           layer.qk = Factored{Q, {}, K};
         } else {

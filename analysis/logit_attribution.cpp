@@ -74,7 +74,7 @@ LogitAttribution logit_attribution(core::Model& model, const core::Trace& trace,
     out.heads.emplace_back(heads.data_ptr<double>(), heads.data_ptr<double>() + hv);
     sum += heads.sum().item<double>();
     if (block->attn->o->bias.defined()) out.biases += share(f64(block->attn->o->bias)).item<double>();
-    if (block->ffn) {
+    if (block->has_ffn()) {
       const auto& mlp = stack.layers[l].mlp_out;
       if (!mlp.defined()) throw std::logic_error("logit_attribution: the run did not capture the FFN outputs");
       out.mlps.push_back(share(f64(mlp[position])).item<double>());

@@ -48,7 +48,12 @@ std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int
   torch::Tensor WQ_scaled = WQ;
   if (c.qk_norm) {
     const double offset = c.qk_norm_weight_offset;
-    WQ_scaled = WQ * ((f64(a.q_norm) + offset) * (f64(a.k_norm) + offset)).repeat({c.heads}).unsqueeze(0);
+    const auto wq = f64(a.q_norm) + offset, wk = f64(a.k_norm) + offset;
+    // Per head: the same [d_k] weights in every head; whole projections (OLMo 2): each query head's
+    // slice times its key head's slice.
+    const auto per_query = c.qk_norm_whole ? wq * wk.view({c.kv_heads, dk}).repeat_interleave(c.heads / c.kv_heads, 0).reshape({-1})
+                                           : (wq * wk).repeat({c.heads});
+    WQ_scaled = WQ * per_query.unsqueeze(0);
   }
   if (c.talking_heads) {
     // Shazeer et al. 2020: L_h = Σ_k P_l[k, h] J_k, so B_h = Σ_k P_l[k, h] W_Q^k W_K^kᵀ = (W_Q · diag(P_l[:, h] ⊗ 1_{d_k})) W_Kᵀ.

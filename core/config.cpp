@@ -1,14 +1,11 @@
+// ModelConfig's checks (validate), sizes (parameter_count) and one-paragraph summary; the JSON
+// reading and writing is core/config_json.cpp.
 #include "core/config.h"
-
-#include "core/json_file.h"
-
-#include "core/json_integer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -18,90 +15,6 @@ namespace headlab::core {
 namespace {
 
 using nlohmann::json;
-
-template <typename Enum>
-struct EnumName {
-  Enum value;
-  const char* name;
-};
-
-constexpr EnumName<StackKind> kStackKinds[] = {
-    {StackKind::Encoder, "encoder"}, {StackKind::Decoder, "decoder"}, {StackKind::EncoderDecoder, "encoder-decoder"}};
-constexpr EnumName<NormKind> kNormKinds[] = {{NormKind::LayerNorm, "layernorm"}, {NormKind::RMSNorm, "rmsnorm"}};
-constexpr EnumName<NormPlacement> kPlacements[] = {{NormPlacement::Pre, "pre"}, {NormPlacement::Post, "post"}};
-constexpr EnumName<PositionKind> kPositions[] = {{PositionKind::None, "none"},
-                                                 {PositionKind::Learned, "learned"},
-                                                 {PositionKind::Sinusoidal, "sinusoidal"},
-                                                 {PositionKind::Rope, "rope"},
-                                                 {PositionKind::RopeLearned, "rope+learned"}};
-constexpr EnumName<FfnKind> kFfnKinds[] = {{FfnKind::Mlp, "mlp"}, {FfnKind::SwiGLU, "swiglu"}, {FfnKind::None, "none"}};
-constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
-                                                 {Activation::GeluTanh, "gelu_tanh"},
-                                                 {Activation::Relu, "relu"},
-                                                 {Activation::Silu, "silu"}};
-constexpr EnumName<Scoring> kScorings[] = {{Scoring::Dot, "dot"}, {Scoring::Additive, "additive"}};
-constexpr EnumName<SinusoidLayout> kSinusoidLayouts[] = {{SinusoidLayout::Interleaved, "interleaved"},
-                                                          {SinusoidLayout::Halves, "halves"}};
-constexpr EnumName<RopeScalingKind> kRopeScalings[] = {{RopeScalingKind::None, "default"},
-                                                       {RopeScalingKind::Linear, "linear"},
-                                                       {RopeScalingKind::Dynamic, "dynamic"},
-                                                       {RopeScalingKind::Llama3, "llama3"},
-                                                       {RopeScalingKind::Yarn, "yarn"}};
-
-template <typename Enum, size_t N>
-const char* enum_to_name(const EnumName<Enum> (&table)[N], Enum value) {
-  for (const auto& entry : table)
-    if (entry.value == value) return entry.name;
-  return "?";
-}
-
-template <typename Enum, size_t N>
-Enum enum_from_json(const EnumName<Enum> (&table)[N], const json& j, const std::string& where) {
-  if (!j.is_string()) throw std::runtime_error(where + ": expected a string");
-  const std::string text = j.get<std::string>();
-  std::string allowed;
-  for (const auto& entry : table) {
-    if (text == entry.name) return entry.value;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(entry.name);
-  }
-  throw std::runtime_error(where + ": unknown value '" + text + "' (expected one of: " + allowed + ")");
-}
-
-// Reads `key` from `object` if present; a value of the wrong type names the key path.
-template <typename T>
-void read(const json& object, const char* key, T& out, const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return;
-  try {
-    out = get_value<T>(*it);
-  } catch (const json::out_of_range&) {
-    throw std::runtime_error(where + "." + key + ": " + it->dump() + " is out of range");
-  } catch (const json::exception&) {
-    throw std::runtime_error(where + "." + key + ": wrong type (" + (it->is_number() ? it->dump() : it->type_name()) +
-                             ")");
-  }
-}
-
-template <typename Enum, size_t N>
-void read_enum(const json& object, const char* key, const EnumName<Enum> (&table)[N], Enum& out,
-               const std::string& where) {
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return;
-  out = enum_from_json(table, *it, where + "." + key);
-}
-
-void check_known_keys(const json& object, std::initializer_list<const char*> keys, const std::string& where) {
-  for (auto it = object.begin(); it != object.end(); ++it) {
-    bool known = false;
-    for (const char* key : keys) known = known || it.key() == key;
-    if (!known) throw std::runtime_error(where + ": unknown key '" + it.key() + "'");
-  }
-}
-
-void require_object(const json& j, const std::string& where) {
-  if (!j.is_object()) throw std::runtime_error(where + ": expected an object, got " + std::string(j.type_name()));
-}
-
 void validate_pattern(const AttentionPattern& p, const std::string& where, std::vector<std::string>& problems) {
   if (p.window < 0) problems.push_back(where + ".window must be >= 0");
   if (p.dilation < 1) problems.push_back(where + ".dilation must be >= 1");
@@ -112,7 +25,8 @@ void validate_pattern(const AttentionPattern& p, const std::string& where, std::
 // Size limits far above any published model (the largest have hidden 16,384, 126 layers, 128 heads,
 // a 262k vocabulary and ~1M positions).
 constexpr int64_t kMaxHidden = 1 << 16, kMaxLayers = 1024, kMaxHeads = 1024, kMaxHeadSize = 1 << 14,
-                  kMaxVocab = 1 << 22, kMaxInner = 1 << 19, kMaxPositions = 1 << 21;
+                  kMaxVocab = 1 << 22, kMaxInner = 1 << 19, kMaxPositions = 1 << 21,
+                  kMaxExperts = 1024;
 constexpr double kMaxParameters = 1ull << 40;
 
 void validate_attention(const AttentionConfig& a, int hidden, const std::string& where,
@@ -144,6 +58,7 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   if (a.scoring == Scoring::Additive && a.collaborative) problem("additive scoring cannot be collaborative");
   if (a.qk_norm && a.collaborative) problem("qk_norm cannot be combined with collaborative heads (no per-head keys)");
   if (a.qk_norm && !(a.qk_norm_eps > 0)) problem("qk_norm_eps must be > 0");
+  if (a.qk_norm_whole && !a.qk_norm) problem("qk_norm_whole needs qk_norm");
   if (!std::isfinite(a.qk_norm_weight_offset)) problem("qk_norm_weight_offset must be finite");
   if (!(a.logit_softcap >= 0) || !std::isfinite(a.logit_softcap)) problem("logit_softcap must be >= 0 (0 = none)");
   if (a.alibi && a.relative_bias) problem("alibi and relative_bias cannot be combined (two position biases)");
@@ -158,41 +73,6 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   (void)hidden;
 }
 
-json pattern_to_json(const AttentionPattern& p) {
-  return json{{"window", p.window}, {"dilation", p.dilation}, {"global_tokens", p.global_tokens}};
-}
-
-AttentionPattern pattern_from_json(const json& p, const std::string& where) {
-  require_object(p, where);
-  check_known_keys(p, {"window", "dilation", "global_tokens"}, where);
-  AttentionPattern pattern;
-  read(p, "window", pattern.window, where);
-  read(p, "dilation", pattern.dilation, where);
-  read(p, "global_tokens", pattern.global_tokens, where);
-  return pattern;
-}
-
-LocalLayers local_from_json(const json& j, const std::string& where) {
-  require_object(j, where);
-  check_known_keys(j, {"layers", "pattern", "rope_theta"}, where);
-  LocalLayers local;
-  read(j, "layers", local.layers, where);
-  if (j.contains("pattern") && !j["pattern"].is_null()) local.pattern = pattern_from_json(j["pattern"], where + ".pattern");
-  if (j.contains("rope_theta") && !j["rope_theta"].is_null()) {
-    float theta = 0;
-    read(j, "rope_theta", theta, where);
-    local.rope_theta = theta;
-  }
-  return local;
-}
-
-json local_to_json(const LocalLayers& local) {
-  json j{{"layers", local.layers}, {"pattern", pattern_to_json(local.pattern)}};
-  if (local.rope_theta) j["rope_theta"] = *local.rope_theta;
-  return j;
-}
-
-// A list of layer indices in 0..layers-1, each at most once.
 void validate_layer_list(const std::vector<int>& list, int layers, const std::string& where,
                          std::vector<std::string>& problems) {
   for (size_t i = 0; i < list.size(); ++i) {
@@ -203,32 +83,6 @@ void validate_layer_list(const std::vector<int>& list, int layers, const std::st
     else if (std::count(list.begin(), list.begin() + i, l))
       problems.push_back(where + ": layer " + std::to_string(l) + " is listed twice");
   }
-}
-
-StackConfig stack_from_json(const json& j, const std::string& where, bool allow_cross) {
-  require_object(j, where);
-  check_known_keys(j, {"layers", "attention", "cross_attention", "nope_layers", "shared_layers", "local"}, where);
-  StackConfig stack;
-  read(j, "layers", stack.layers, where);
-  read(j, "nope_layers", stack.nope_layers, where);
-  read(j, "shared_layers", stack.shared_layers, where);
-  if (j.contains("local") && !j["local"].is_null()) stack.local = local_from_json(j["local"], where + ".local");
-  if (!j.contains("attention")) throw std::runtime_error(where + ".attention: missing");
-  stack.attention = attention_config_from_json(j["attention"], where + ".attention");
-  if (j.contains("cross_attention") && !j["cross_attention"].is_null()) {
-    if (!allow_cross) throw std::runtime_error(where + ".cross_attention: only the decoder of an encoder-decoder has one");
-    stack.cross_attention = attention_config_from_json(j["cross_attention"], where + ".cross_attention");
-  }
-  return stack;
-}
-
-json stack_to_json(const StackConfig& s) {
-  json j{{"layers", s.layers}, {"attention", to_json(s.attention)}};
-  if (!s.nope_layers.empty()) j["nope_layers"] = s.nope_layers;
-  if (s.shared_layers) j["shared_layers"] = true;
-  if (s.local) j["local"] = local_to_json(*s.local);
-  if (s.cross_attention) j["cross_attention"] = to_json(*s.cross_attention);
-  return j;
 }
 
 int64_t attention_parameters(const AttentionConfig& a, int hidden) {
@@ -242,13 +96,15 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
   } else {
     n += D * a.heads * a.key_size + D * a.kv_heads * a.key_size;
     if (a.qkv_bias) n += int64_t(a.heads + a.kv_heads) * a.key_size;
-    if (a.qk_norm) n += 2 * int64_t(a.key_size);  // q_norm, k_norm weights
+    if (a.qk_norm)  // q_norm, k_norm weights: per head [d_k] each, or over the whole projections
+      n += a.qk_norm_whole ? int64_t(a.heads + a.kv_heads) * a.key_size : 2 * int64_t(a.key_size);
   }
   n += D * a.value_heads_stored() * a.value_size + (a.qkv_bias ? int64_t(a.value_heads_stored()) * a.value_size : 0);
   n += int64_t(a.output_heads()) * a.value_size * D + (a.out_bias ? D : 0);
   if (a.talking_heads)
     n += int64_t(a.logit_heads()) * a.softmax_heads() + int64_t(a.softmax_heads()) * a.output_heads();
   if (a.scoring == Scoring::Additive) n += int64_t(a.heads) * a.key_size;
+  if (a.sinks) n += a.softmax_heads();
   return n;
 }
 
@@ -258,54 +114,9 @@ int64_t relative_bias_parameters(const AttentionConfig& a) {
 }
 
 // Only the keys of its kind, so that a config says what it runs.
-json rope_scaling_to_json(const RopeScaling& r) {
-  json j{{"type", enum_to_name(kRopeScalings, r.kind)}, {"factor", r.factor}};
-  if (r.kind == RopeScalingKind::Llama3 || r.kind == RopeScalingKind::Yarn)
-    j["original_max_positions"] = r.original_max_positions;
-  if (r.kind == RopeScalingKind::Llama3) {
-    j["low_freq_factor"] = r.low_freq_factor;
-    j["high_freq_factor"] = r.high_freq_factor;
-  }
-  if (r.kind == RopeScalingKind::Yarn) {
-    j["beta_fast"] = r.beta_fast;
-    j["beta_slow"] = r.beta_slow;
-    j["truncate"] = r.truncate;
-    j["attention_factor"] = r.attention_factor;
-  }
-  return j;
-}
-
-RopeScaling rope_scaling_from_json(const json& j, const std::string& where) {
-  require_object(j, where);
-  RopeScaling r;
-  read_enum(j, "type", kRopeScalings, r.kind, where);
-  switch (r.kind) {
-    case RopeScalingKind::None: check_known_keys(j, {"type"}, where); break;
-    case RopeScalingKind::Linear:
-    case RopeScalingKind::Dynamic: check_known_keys(j, {"type", "factor"}, where); break;
-    case RopeScalingKind::Llama3:
-      check_known_keys(j, {"type", "factor", "original_max_positions", "low_freq_factor", "high_freq_factor"}, where);
-      break;
-    case RopeScalingKind::Yarn:
-      check_known_keys(j, {"type", "factor", "original_max_positions", "beta_fast", "beta_slow", "truncate",
-                           "attention_factor"},
-                       where);
-      break;
-  }
-  read(j, "factor", r.factor, where);
-  read(j, "original_max_positions", r.original_max_positions, where);
-  read(j, "low_freq_factor", r.low_freq_factor, where);
-  read(j, "high_freq_factor", r.high_freq_factor, where);
-  read(j, "beta_fast", r.beta_fast, where);
-  read(j, "beta_slow", r.beta_slow, where);
-  read(j, "truncate", r.truncate, where);
-  read(j, "attention_factor", r.attention_factor, where);
-  return r;
-}
-
 void validate_rope_scaling(const RopeScaling& r, bool rotary, int max_positions, std::vector<std::string>& problems) {
   if (r.kind == RopeScalingKind::None) return;
-  const std::string where = std::string("rope_scaling (") + enum_to_name(kRopeScalings, r.kind) + ")";
+  const std::string where = std::string("rope_scaling (") + to_string(r.kind) + ")";
   if (!rotary) problems.push_back(where + ": only meaningful with positions 'rope' or 'rope+learned'");
   if (!(r.factor > 0) || !std::isfinite(r.factor)) problems.push_back(where + ".factor must be > 0");
   if (r.kind == RopeScalingKind::Dynamic && max_positions < 1)
@@ -357,9 +168,10 @@ std::string AttentionConfig::variant_name() const {
     out << "GQA(" << heads << "q/" << kv_heads << "kv)";
   }
   if (scoring == Scoring::Additive) out << " additive";
-  if (qk_norm) out << " qk-norm";
+  if (qk_norm) out << (qk_norm_whole ? " qk-norm(whole)" : " qk-norm");
   if (logit_softcap > 0) out << " softcap=" << logit_softcap;
   if (alibi) out << " ALiBi";
+  if (sinks) out << " sinks";
   if (pattern.window > 0) {
     out << " window=" << pattern.window;
     if (pattern.dilation > 1) out << " dilation=" << pattern.dilation;
@@ -386,6 +198,18 @@ void ModelConfig::validate() const {
   limit(vocab_size, kMaxVocab, "vocab_size");
   limit(type_vocab_size, kMaxVocab, "type_vocab_size");
   limit(ffn.inner_size, kMaxInner, "ffn.inner_size");
+  if (ffn.kind == FfnKind::ClampedSwiGLU && !(ffn.limit > 0 && std::isfinite(ffn.limit)))
+    problem("ffn.limit must be > 0 (the clamp of gpt-oss's GLU)");
+  if (ffn.moe) {
+    const MoeConfig& e = *ffn.moe;
+    if (ffn.kind == FfnKind::None) problem("ffn.moe needs an FFN kind for its experts");
+    if (e.experts < 1 || e.experts > kMaxExperts)
+      problem("ffn.moe.experts must be in 1.." + std::to_string(kMaxExperts) + ", got " + std::to_string(e.experts));
+    if (e.top_k < 1 || e.top_k > e.experts)
+      problem("ffn.moe.top_k must be in 1..experts (" + std::to_string(e.experts) + "), got " + std::to_string(e.top_k));
+    if (e.shared_inner_size < 0) problem("ffn.moe.shared_inner_size must be >= 0 (0 = no shared expert)");
+    limit(e.shared_inner_size, kMaxInner, "ffn.moe.shared_inner_size");
+  }
   // Only position tables allocate max_positions rows (a RoPE model may declare 10M positions).
   limit(max_positions, has_position_table() ? kMaxPositions : int64_t(1) << 30, "max_positions");
   for (const auto* stack : {&encoder, &decoder})
@@ -408,6 +232,19 @@ void ModelConfig::validate() const {
     problem("decoder_start_id: only an encoder-decoder's decoder starts from a token of its own");
   if (sublayer_output_norm && norm_placement != NormPlacement::Pre)
     problem("sublayer_output_norm needs norm_placement 'pre' (a post-LN block already normalises each sum)");
+  if (!sublayer_input_norm) {
+    if (norm_placement != NormPlacement::Pre || !sublayer_output_norm)
+      problem("sublayer_input_norm false needs norm_placement 'pre' and sublayer_output_norm (each sublayer's "
+              "output is then what is normalised)");
+    if (parallel_residual || kind == StackKind::EncoderDecoder)
+      problem("sublayer_input_norm false: not with parallel_residual or cross attention");
+  }
+  if (!first_attention_norm) {
+    if (norm_placement != NormPlacement::Pre) problem("first_attention_norm false needs norm_placement 'pre'");
+    for (const auto* stack : {&encoder, &decoder})
+      if (*stack && (*stack)->shared_layers)
+        problem("first_attention_norm false: not with shared_layers (layer 0's weights run in every layer)");
+  }
   if (parallel_residual) {
     if (norm_placement != NormPlacement::Pre) problem("parallel_residual needs norm_placement 'pre'");
     if (ffn.kind == FfnKind::None) problem("parallel_residual needs an FFN to run beside attention");
@@ -430,6 +267,8 @@ void ModelConfig::validate() const {
       validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
     if (stack->cross_attention && stack->cross_attention->alibi)
       problem(std::string(name) + ".cross_attention.alibi: ALiBi biases a sequence's own tokens (self-attention only)");
+    if (stack->cross_attention && stack->cross_attention->sinks)
+      problem(std::string(name) + ".cross_attention.sinks: learned sinks are a self-attention option");
     if (stack->cross_attention && stack->cross_attention->relative_bias)
       problem(std::string(name) + ".cross_attention.relative_bias: relative positions are between a sequence's own "
               "tokens (self-attention only)");
@@ -489,7 +328,8 @@ double ModelConfig::parameter_estimate() const {
     const auto& a = s->attention;
     const double attention = D * (double(a.heads) * a.key_size + double(a.kv_heads) * (a.key_size + a.value_size) +
                                   double(a.heads) * a.value_size);
-    return (s->shared_layers ? 1.0 : double(s->layers)) * (attention * (s->cross_attention ? 2 : 1) + 3 * D * F);
+    const double ffn_units = ffn.moe ? double(ffn.moe->experts) * F + double(ffn.moe->shared_inner_size) + 1 : F;
+    return (s->shared_layers ? 1.0 : double(s->layers)) * (attention * (s->cross_attention ? 2 : 1) + 3 * D * ffn_units);
   };
   return n + stack(encoder) + stack(decoder);
 }
@@ -507,17 +347,24 @@ int64_t ModelConfig::parameter_count() const {
   if (embedding_norm) n += (stack_embeddings ? 2 : 1) * embedding_norm_params;
   if (embedding_size > 0) n += E * D + D;  // projection E → D
   const bool has_ffn = ffn.kind != FfnKind::None;
-  const int64_t ffn_params = !has_ffn ? 0
-                                      : (ffn.kind == FfnKind::SwiGLU ? 3 : 2) * D * ffn.inner_size +
-                                            (ffn.bias ? ffn.inner_size * (ffn.kind == FfnKind::SwiGLU ? 2 : 1) + D : 0);
+  const bool gated = ffn.kind == FfnKind::SwiGLU || ffn.kind == FfnKind::ClampedSwiGLU;
+  auto one_ffn = [&](int64_t inner) { return (gated ? 3 : 2) * D * inner + (ffn.bias ? inner * (gated ? 2 : 1) + D : 0); };
+  int64_t ffn_params = !has_ffn ? 0 : one_ffn(ffn.inner_size);
+  if (has_ffn && ffn.moe) {
+    const MoeConfig& e = *ffn.moe;
+    ffn_params = e.experts * ffn_params + e.experts * D + (e.router_bias ? e.experts : 0) +
+                 (e.shared_inner_size > 0 ? one_ffn(e.shared_inner_size) : 0);
+  }
   auto stack_params = [&](const std::optional<StackConfig>& s) -> int64_t {
     if (!s) return 0;
-    const int64_t norms_per_sublayer = sublayer_output_norm ? 2 : 1;
+    const int64_t norms_per_sublayer = (sublayer_output_norm ? 1 : 0) + (sublayer_input_norm ? 1 : 0);
     int64_t per_layer = attention_parameters(s->attention, hidden_size) + ffn_params +
                         (has_ffn ? 2 : 1) * norms_per_sublayer * norm_params;
+    // Layer 0 without its attention norm (first_attention_norm false).
+    const int64_t missing = !first_attention_norm && sublayer_input_norm ? norm_params : 0;
     if (s->cross_attention)
       per_layer += attention_parameters(*s->cross_attention, hidden_size) + norms_per_sublayer * norm_params;
-    return per_layer * (s->shared_layers ? 1 : s->layers) + relative_bias_parameters(s->attention) +
+    return per_layer * (s->shared_layers ? 1 : s->layers) - missing + relative_bias_parameters(s->attention) +
            (final_norm ? norm_params : 0);
   };
   n += stack_params(encoder) + stack_params(decoder);
@@ -551,9 +398,14 @@ std::string ModelConfig::summary() const {
       << (norm_placement == NormPlacement::Pre ? "pre" : "post") << ", FFN "
       << (ffn.kind == FfnKind::None               ? std::string("none (attention only)")
           : ffn.kind == FfnKind::Mlp              ? std::string("MLP/") + to_string(ffn.activation)
+          : ffn.kind == FfnKind::ClampedSwiGLU    ? "clamped SwiGLU (limit " + json(ffn.limit).dump() + ")"
           : ffn.activation == Activation::Silu ? std::string("SwiGLU")
                                                : std::string("GLU/") + to_string(ffn.activation))  // GeGLU: GLU/gelu_tanh
       << (ffn.kind == FfnKind::None ? std::string() : " " + std::to_string(ffn.inner_size))
+      << (ffn.moe ? " × " + std::to_string(ffn.moe->experts) + " experts, top " + std::to_string(ffn.moe->top_k) +
+                        (ffn.moe->normalize ? "" : " (weights not renormalised)") +
+                        (ffn.moe->shared_inner_size > 0 ? ", a shared expert of " + std::to_string(ffn.moe->shared_inner_size) : "")
+                  : std::string())
       << (parallel_residual ? ", attention and FFN in parallel" : "");
   auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {
     if (!s) return;
@@ -579,239 +431,6 @@ std::string ModelConfig::summary() const {
   stack_line(decoder, "decoder");
   out << "\n  parameters: " << parameter_count();
   return out.str();
-}
-
-json to_json(const AttentionConfig& a) {
-  json j{{"heads", a.heads},
-         {"kv_heads", a.kv_heads},
-         {"key_size", a.key_size},
-         {"value_size", a.value_size},
-         {"scoring", enum_to_name(kScorings, a.scoring)},
-         {"qkv_bias", a.qkv_bias},
-         {"out_bias", a.out_bias},
-         {"pattern", pattern_to_json(a.pattern)}};
-  if (a.scale) j["scale"] = *a.scale;
-  if (a.qk_norm) {
-    j["qk_norm"] = true;
-    j["qk_norm_eps"] = a.qk_norm_eps;
-    if (a.qk_norm_weight_offset != 0) j["qk_norm_weight_offset"] = a.qk_norm_weight_offset;
-  }
-  if (a.logit_softcap > 0) j["logit_softcap"] = a.logit_softcap;
-  if (a.alibi) j["alibi"] = true;
-  if (a.talking_heads)
-    j["talking_heads"] = {{"key_heads", a.talking_heads->key_heads},
-                          {"softmax_heads", a.talking_heads->softmax_heads},
-                          {"value_heads", a.talking_heads->value_heads}};
-  if (a.collaborative) j["collaborative"] = {{"shared_key_size", a.collaborative->shared_key_size}};
-  if (a.relative_bias)
-    j["relative_bias"] = {{"buckets", a.relative_bias->buckets}, {"max_distance", a.relative_bias->max_distance}};
-  return j;
-}
-
-AttentionConfig attention_config_from_json(const json& j, const std::string& where) {
-  require_object(j, where);
-  check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
-                       "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "logit_softcap", "alibi", "talking_heads",
-                       "collaborative", "relative_bias", "pattern"},
-                   where);
-  AttentionConfig a;
-  read(j, "heads", a.heads, where);
-  a.kv_heads = a.heads;
-  read(j, "kv_heads", a.kv_heads, where);
-  read(j, "key_size", a.key_size, where);
-  a.value_size = a.key_size;
-  read(j, "value_size", a.value_size, where);
-  read_enum(j, "scoring", kScorings, a.scoring, where);
-  if (j.contains("scale") && !j["scale"].is_null()) {
-    float scale = 0;
-    read(j, "scale", scale, where);
-    a.scale = scale;
-  }
-  read(j, "qkv_bias", a.qkv_bias, where);
-  read(j, "out_bias", a.out_bias, where);
-  read(j, "qk_norm", a.qk_norm, where);
-  read(j, "qk_norm_eps", a.qk_norm_eps, where);
-  read(j, "qk_norm_weight_offset", a.qk_norm_weight_offset, where);
-  read(j, "logit_softcap", a.logit_softcap, where);
-  read(j, "alibi", a.alibi, where);
-  if (j.contains("talking_heads") && !j["talking_heads"].is_null()) {
-    const std::string w = where + ".talking_heads";
-    const json& t = j["talking_heads"];
-    require_object(t, w);
-    check_known_keys(t, {"key_heads", "softmax_heads", "value_heads"}, w);
-    TalkingHeads th{a.heads, a.heads, a.heads};
-    read(t, "key_heads", th.key_heads, w);
-    read(t, "softmax_heads", th.softmax_heads, w);
-    read(t, "value_heads", th.value_heads, w);
-    a.talking_heads = th;
-    if (!j.contains("heads")) a.heads = th.key_heads;
-    if (!j.contains("kv_heads")) a.kv_heads = th.key_heads;
-  }
-  if (j.contains("collaborative") && !j["collaborative"].is_null()) {
-    const std::string w = where + ".collaborative";
-    const json& c = j["collaborative"];
-    require_object(c, w);
-    check_known_keys(c, {"shared_key_size"}, w);
-    Collaborative co;
-    read(c, "shared_key_size", co.shared_key_size, w);
-    a.collaborative = co;
-  }
-  if (j.contains("relative_bias") && !j["relative_bias"].is_null()) {
-    const std::string w = where + ".relative_bias";
-    const json& r = j["relative_bias"];
-    require_object(r, w);
-    check_known_keys(r, {"buckets", "max_distance"}, w);
-    RelativeBias rb;
-    read(r, "buckets", rb.buckets, w);
-    read(r, "max_distance", rb.max_distance, w);
-    a.relative_bias = rb;
-  }
-  if (j.contains("pattern") && !j["pattern"].is_null()) a.pattern = pattern_from_json(j["pattern"], where + ".pattern");
-  return a;
-}
-
-json to_json(const ModelConfig& c) {
-  json j{{"format", "headlab-model"},
-         {"format_version", kConfigFormatVersion},
-         {"name", c.name},
-         {"description", c.description},
-         {"family", c.family},
-         {"kind", to_string(c.kind)},
-         {"objective", c.objective},
-         {"vocab_size", c.vocab_size},
-         {"hidden_size", c.hidden_size},
-         {"max_positions", c.max_positions},
-         {"type_vocab_size", c.type_vocab_size},
-         {"positions", to_string(c.positions)},
-         {"rope_theta", c.rope_theta},
-         {"rope_dim", c.rope_dim},
-         {"norm", enum_to_name(kNormKinds, c.norm)},
-         {"norm_eps", c.norm_eps},
-         {"norm_placement", enum_to_name(kPlacements, c.norm_placement)},
-         {"embedding_norm", c.embedding_norm},
-         {"final_norm", c.final_norm},
-         {"ffn",
-          {{"kind", enum_to_name(kFfnKinds, c.ffn.kind)},
-           {"inner_size", c.ffn.inner_size},
-           {"activation", to_string(c.ffn.activation)},
-           {"bias", c.ffn.bias}}},
-         {"lm_head", {{"transform", c.lm_head.transform}, {"tied", c.lm_head.tied}, {"bias", c.lm_head.bias}}}};
-  if (c.embedding_size > 0) j["embedding_size"] = c.embedding_size;
-  // Written only when set, so configs without them read in any HeadLab.
-  if (c.norm_weight_offset != 0) j["norm_weight_offset"] = c.norm_weight_offset;
-  if (c.sublayer_output_norm) j["sublayer_output_norm"] = true;
-  if (c.parallel_residual) j["parallel_residual"] = true;
-  if (c.rope_interleaved) j["rope_interleaved"] = true;
-  if (c.embedding_scale != 1) j["embedding_scale"] = c.embedding_scale;
-  if (c.lm_head.softcap > 0) j["lm_head"]["softcap"] = c.lm_head.softcap;
-  if (c.lm_head.input_scale != 1) j["lm_head"]["input_scale"] = c.lm_head.input_scale;
-  if (c.sinusoid_layout != SinusoidLayout::Interleaved) j["sinusoid_layout"] = to_string(c.sinusoid_layout);
-  if (c.stack_embeddings) j["stack_embeddings"] = true;
-  if (c.decoder_start_id) j["decoder_start_id"] = *c.decoder_start_id;
-  if (c.rope_scaling.kind != RopeScalingKind::None) j["rope_scaling"] = rope_scaling_to_json(c.rope_scaling);
-  if (c.encoder) j["encoder"] = stack_to_json(*c.encoder);
-  if (c.decoder) j["decoder"] = stack_to_json(*c.decoder);
-  return j;
-}
-
-ModelConfig model_config_from_json(const json& j) {
-  const std::string where = "config";
-  require_object(j, where);
-  check_known_keys(j, {"format", "format_version", "name", "description", "family", "kind", "objective", "vocab_size", "hidden_size",
-                       "embedding_size", "max_positions", "type_vocab_size", "positions", "rope_theta", "rope_dim", "norm", "norm_eps",
-                       "norm_placement", "embedding_norm", "final_norm", "norm_weight_offset", "sublayer_output_norm",
-                       "embedding_scale", "sinusoid_layout", "stack_embeddings", "decoder_start_id", "ffn", "lm_head",
-                       "encoder", "decoder", "rope_scaling", "parallel_residual", "rope_interleaved"},
-                   where);
-  if (j.contains("format") && j["format"] != "headlab-model")
-    throw std::runtime_error("config.format: expected 'headlab-model' (is this a Hugging Face config? "
-                             "HeadLab imports those through their 'architectures' field)");
-  int version = kConfigFormatVersion;
-  read(j, "format_version", version, where);
-  if (version > kConfigFormatVersion)
-    throw std::runtime_error("config.format_version " + std::to_string(version) +
-                             " is newer than this HeadLab understands (" + std::to_string(kConfigFormatVersion) +
-                             "): update HeadLab");
-  ModelConfig c;
-  read(j, "name", c.name, where);
-  read(j, "description", c.description, where);
-  read(j, "family", c.family, where);
-  read_enum(j, "kind", kStackKinds, c.kind, where);
-  read(j, "objective", c.objective, where);
-  read(j, "vocab_size", c.vocab_size, where);
-  read(j, "hidden_size", c.hidden_size, where);
-  read(j, "embedding_size", c.embedding_size, where);
-  read(j, "max_positions", c.max_positions, where);
-  read(j, "type_vocab_size", c.type_vocab_size, where);
-  read_enum(j, "positions", kPositions, c.positions, where);
-  read(j, "rope_theta", c.rope_theta, where);
-  read(j, "rope_dim", c.rope_dim, where);
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    c.rope_scaling = rope_scaling_from_json(j["rope_scaling"], where + ".rope_scaling");
-  read_enum(j, "norm", kNormKinds, c.norm, where);
-  read(j, "norm_eps", c.norm_eps, where);
-  read_enum(j, "norm_placement", kPlacements, c.norm_placement, where);
-  read(j, "embedding_norm", c.embedding_norm, where);
-  read(j, "final_norm", c.final_norm, where);
-  read(j, "norm_weight_offset", c.norm_weight_offset, where);
-  read(j, "sublayer_output_norm", c.sublayer_output_norm, where);
-  read(j, "parallel_residual", c.parallel_residual, where);
-  read(j, "rope_interleaved", c.rope_interleaved, where);
-  read(j, "embedding_scale", c.embedding_scale, where);
-  read_enum(j, "sinusoid_layout", kSinusoidLayouts, c.sinusoid_layout, where);
-  read(j, "stack_embeddings", c.stack_embeddings, where);
-  if (j.contains("decoder_start_id") && !j["decoder_start_id"].is_null()) {
-    int64_t start = 0;
-    read(j, "decoder_start_id", start, where);
-    c.decoder_start_id = start;
-  }
-  if (j.contains("ffn")) {
-    const json& f = j["ffn"];
-    require_object(f, "config.ffn");
-    check_known_keys(f, {"kind", "inner_size", "activation", "bias"}, "config.ffn");
-    read_enum(f, "kind", kFfnKinds, c.ffn.kind, "config.ffn");
-    read(f, "inner_size", c.ffn.inner_size, "config.ffn");
-    read_enum(f, "activation", kActivations, c.ffn.activation, "config.ffn");
-    read(f, "bias", c.ffn.bias, "config.ffn");
-  }
-  if (j.contains("lm_head")) {
-    const json& h = j["lm_head"];
-    require_object(h, "config.lm_head");
-    check_known_keys(h, {"transform", "tied", "bias", "softcap", "input_scale"}, "config.lm_head");
-    read(h, "transform", c.lm_head.transform, "config.lm_head");
-    read(h, "tied", c.lm_head.tied, "config.lm_head");
-    read(h, "bias", c.lm_head.bias, "config.lm_head");
-    read(h, "softcap", c.lm_head.softcap, "config.lm_head");
-    read(h, "input_scale", c.lm_head.input_scale, "config.lm_head");
-  }
-  if (j.contains("encoder") && !j["encoder"].is_null()) c.encoder = stack_from_json(j["encoder"], "config.encoder", false);
-  if (j.contains("decoder") && !j["decoder"].is_null())
-    c.decoder = stack_from_json(j["decoder"], "config.decoder", c.kind == StackKind::EncoderDecoder);
-  c.validate();
-  return c;
-}
-
-ModelConfig load_model_config(const std::string& path) {
-  const json j = read_json_file(path);
-  try {
-    return model_config_from_json(j);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(path + ": " + e.what());
-  }
-}
-
-const char* to_string(StackKind kind) { return enum_to_name(kStackKinds, kind); }
-const char* to_string(PositionKind kind) { return enum_to_name(kPositions, kind); }
-const char* to_string(Activation activation) { return enum_to_name(kActivations, activation); }
-const char* to_string(SinusoidLayout layout) { return enum_to_name(kSinusoidLayouts, layout); }
-const char* to_string(RopeScalingKind kind) { return enum_to_name(kRopeScalings, kind); }
-
-RopeScalingKind rope_scaling_kind_from_name(const std::string& name) {
-  try {
-    return enum_from_json(kRopeScalings, json(name), "rope type");
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(e.what());
-  }
 }
 
 }  // namespace headlab::core

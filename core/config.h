@@ -19,8 +19,8 @@ enum class NormPlacement { Pre, Post };
 // RopeLearned: RoPE in every attention plus a learned absolute table added to the embeddings.
 enum class PositionKind { None, Learned, Sinusoidal, Rope, RopeLearned };
 // None: an attention-only model (Elhage et al. 2021's two-layer models): blocks have no FFN and no
-// norm before it.
-enum class FfnKind { Mlp, SwiGLU, None };
+// norm before it. ClampedSwiGLU: gpt-oss's GLU (FfnConfig::limit).
+enum class FfnKind { Mlp, SwiGLU, None, ClampedSwiGLU };
 enum class Activation { Gelu, GeluTanh, Relu, Silu };
 enum class Scoring { Dot, Additive };
 // Sinusoidal position tables (Vaswani et al. 2017) with each frequency's sine and cosine side by
@@ -113,6 +113,9 @@ struct AttentionConfig {
   // The q/k norms scale by (qk_norm_weight_offset + w): 1 for Gemma 3, whose weights are stored as
   // offsets from 1 (Gemma3RMSNorm), 0 for Qwen3.
   float qk_norm_weight_offset = 0.0f;
+  // The q/k norms run over each projection whole — every head's queries [heads · d_k] and keys
+  // [kv_heads · d_k] at once, with weights of those sizes — instead of per head (OLMo 2's q_norm/k_norm).
+  bool qk_norm_whole = false;
   // > 0: logit soft-capping J ← cap · tanh(J / cap) after the scale, before the mask and softmax
   // (Gemma 2's attn_logit_softcapping; Gemma Team 2024, arXiv 2408.00118 § 2). 0 = none.
   float logit_softcap = 0.0f;
@@ -120,6 +123,11 @@ struct AttentionConfig {
   // i and key j after the scale, with the standard slopes m_h (alibi_slopes in core/model/attention.h).
   // Self-attention only; nothing is learned.
   bool alibi = false;
+  // Learned attention sinks (gpt-oss; OpenAI 2025, the gpt-oss model card): each softmax head h has a
+  // logit s_h (parameter "attn.sinks" [h]) that joins every row's softmax as one more key with no value,
+  // W_ts = exp(L_ts) / (Σ_s' exp(L_ts') + exp(s_h)). A row of W then sums to 1 − the sink's share
+  // exp(s_h) / (…) (AttentionStages::sink_share). Self-attention only.
+  bool sinks = false;
   std::optional<TalkingHeads> talking_heads;
   std::optional<Collaborative> collaborative;
   std::optional<RelativeBias> relative_bias;  // self-attention only
@@ -160,11 +168,30 @@ struct StackConfig {
   bool is_local(int layer) const;
 };
 
+// A mixture-of-experts FFN (Shazeer et al. 2017, arXiv 1701.06538; Mixtral, Jiang et al. 2024, arXiv
+// 2401.04088; gpt-oss): a router (a Linear D → experts, "ffn.router") scores each token; its top_k
+// experts run, each an FFN of the FfnConfig's kind and inner_size ("ffn.experts.{e}.*"), and their
+// outputs add up with weights softmax(router logits) of those experts, renormalised over the k
+// (`normalize`: Mixtral; gpt-oss's softmax over the k logits is the same) or not (OLMoE, Qwen2-MoE
+// without norm_topk_prob). shared_inner_size > 0 adds an always-on expert of that inner size
+// ("ffn.shared.*", DeepSeek's shared experts).
+struct MoeConfig {
+  int experts = 8;
+  int top_k = 2;
+  bool normalize = true;
+  bool router_bias = false;
+  int shared_inner_size = 0;
+};
+
 struct FfnConfig {
   FfnKind kind = FfnKind::Mlp;
-  int inner_size = 1024;  // ignored for FfnKind::None
-  Activation activation = Activation::Gelu;
+  int inner_size = 1024;  // ignored for FfnKind::None; an expert's with `moe`
+  Activation activation = Activation::Gelu;  // Mlp and SwiGLU
   bool bias = true;
+  // ClampedSwiGLU (gpt-oss's GptOssExperts): down((clamp(up, −limit, limit) + 1) ⊙ g·σ(1.702·g)) with
+  // g = min(gate, limit).
+  float limit = 7.0f;
+  std::optional<MoeConfig> moe;  // set: the FFN is a mixture of experts of this shape
 };
 
 struct LmHeadConfig {
@@ -220,6 +247,12 @@ struct ModelConfig {
   // h ← h + norm_out(sublayer(norm_in(h))) (Gemma 2/3's post_attention_layernorm and
   // post_feedforward_layernorm around pre_feedforward_layernorm).
   bool sublayer_output_norm = false;
+  // false: pre-LN blocks feed each sublayer the stream itself, with no norm before it (no attn_norm,
+  // ffn_norm); with sublayer_output_norm, OLMo 2's h ← h + norm(sublayer(h)).
+  bool sublayer_input_norm = true;
+  // false: layer 0's attention reads its input without a norm (ModernBERT, whose embeddings end in one;
+  // its first attn_norm is the identity). Pre-LN only.
+  bool first_attention_norm = true;
   // Pre-LN blocks run attention and FFN side by side on the same input, h ← h + attn(attn_norm(h)) +
   // ffn(ffn_norm(h)) (GPT-NeoX's use_parallel_residual; GPT-J, Falcon and Phi-2 with one norm, imported
   // as the same weights in both).

@@ -67,7 +67,8 @@ class Weights {
   std::map<std::string, Tensor> params_;
 };
 
-// A LayerNorm or RMSNorm named `prefix` with its denominator recorded in the forward pass.
+// A LayerNorm or RMSNorm named `prefix` with its denominator recorded in the forward pass; an empty
+// prefix is a norm the block does not have (the identity).
 struct Norm {
   std::string prefix;
   bool layer_norm = true;
@@ -75,6 +76,7 @@ struct Norm {
   Tensor sigma;  // [rows, 1]
 
   Tensor forward(const Weights& w, const Tensor& x) {
+    if (prefix.empty()) return x;
     auto centred = layer_norm ? x - x.mean(-1, true) : x;
     sigma = (centred.pow(2).mean(-1, true) + eps).sqrt();
     auto y = centred / sigma * (w(prefix + ".weight") + offset);
@@ -82,6 +84,7 @@ struct Norm {
   }
   // The linear part with σ held (analysis/LRP.md rule 2), bias left out.
   Tensor linear(const Weights& w, const Tensor& x) const {
+    if (prefix.empty()) return x;
     auto centred = layer_norm ? x - x.mean(-1, true) : x;
     return centred / sigma * (w(prefix + ".weight") + offset);
   }
@@ -150,26 +153,90 @@ struct Ffn {
   std::string prefix;  // "encoder.0.ffn"
   core::FfnConfig config;
   Tensor ratio, act, up;  // rule 3's ratio of the activated branch; a gated FFN's branch values
+  Tensor up_ratio, sigma;  // the clamped GLU: the up clamp's ratio, σ(1.702·g)
+  // A mixture of experts: each expert (an Ffn of its own), the router's weights [rows, experts] held
+  // constant (0 where an expert was not chosen), the shared expert.
+  std::vector<Ffn> experts;
+  Tensor routing;
+  std::vector<Ffn> shared;
+
+  static Ffn make(const std::string& prefix, const core::FfnConfig& config) {
+    Ffn f;
+    f.prefix = prefix;
+    f.config = config;
+    return f;
+  }
 
   Tensor forward(const Weights& w, const Tensor& x) {
+    if (config.moe) return mixture_forward(w, x);
+    const bool bias = true;
     if (config.kind == core::FfnKind::Mlp) {
-      auto z = w.linear(x, prefix + ".up", true);
+      auto z = w.linear(x, prefix + ".up", bias);
       ratio = ratio_of(z, config.activation);
-      return w.linear(activation(z, config.activation), prefix + ".down", true);
+      return w.linear(activation(z, config.activation), prefix + ".down", bias);
     }
-    auto z = w.linear(x, prefix + ".gate", true);
+    auto z = w.linear(x, prefix + ".gate", bias);
+    up = w.linear(x, prefix + ".up", bias);
+    if (config.kind == core::FfnKind::ClampedSwiGLU) {
+      // gpt-oss: g = min(z, limit), a = g·σ(1.702 g), b = clamp(up, ±limit), out = a ⊙ (b + 1).
+      const double limit = config.limit;
+      auto g = z.clamp_max(limit);
+      ratio = torch::where(z.eq(0), torch::ones_like(z), g / z);
+      sigma = torch::sigmoid(1.702 * g);
+      act = g * sigma;
+      auto b = up.clamp(-limit, limit);
+      up_ratio = torch::where(up.eq(0), torch::ones_like(up), b / up);
+      up = b;
+      return w.linear(act * (up + 1), prefix + ".down", bias);
+    }
     ratio = ratio_of(z, config.activation);
     act = activation(z, config.activation);
-    up = w.linear(x, prefix + ".up", true);
-    return w.linear(act * up, prefix + ".down", true);
+    return w.linear(act * up, prefix + ".down", bias);
   }
   Tensor linear(const Weights& w, const Tensor& x) const {
+    if (config.moe) {
+      auto y = torch::zeros_like(x);
+      for (size_t e = 0; e < experts.size(); ++e) y = y + routing.select(1, int64_t(e)).unsqueeze(1) * experts[e].linear(w, x);
+      for (const auto& s : shared) y = y + s.linear(w, x);
+      return y;
+    }
     if (config.kind == core::FfnKind::Mlp)
       return w.linear(w.linear(x, prefix + ".up", false) * ratio, prefix + ".down", false);
     // Rule 4: half of the product's share through each branch, the other branch held.
+    if (config.kind == core::FfnKind::ClampedSwiGLU) {
+      auto a = w.linear(x, prefix + ".gate", false) * ratio * sigma;
+      auto b = w.linear(x, prefix + ".up", false) * up_ratio;
+      return w.linear(0.5 * act * b + 0.5 * a * up + a, prefix + ".down", false);  // a ⊙ (b + 1): a passes whole
+    }
     auto a = w.linear(x, prefix + ".gate", false) * ratio;
     auto b = w.linear(x, prefix + ".up", false);
     return w.linear(0.5 * act * b + 0.5 * a * up, prefix + ".down", false);
+  }
+
+ private:
+  // softmax over the router's logits, the top k kept (renormalised when `normalize`); every expert
+  // runs on every row, weighted by its share (0 where not chosen).
+  Tensor mixture_forward(const Weights& w, const Tensor& x) {
+    const core::MoeConfig& m = *config.moe;
+    auto probs = torch::softmax(w.linear(x, prefix + ".router", m.router_bias), -1);  // [rows, E]
+    auto [top_p, top_e] = probs.topk(m.top_k, -1);
+    if (m.normalize) top_p = top_p / top_p.sum(-1, true);
+    routing = torch::zeros_like(probs).scatter(1, top_e, top_p);
+    core::FfnConfig one = config;
+    one.moe.reset();
+    experts.clear();
+    shared.clear();
+    auto y = torch::zeros_like(x);
+    for (int e = 0; e < m.experts; ++e) {
+      experts.push_back(make(prefix + ".experts." + std::to_string(e), one));
+      y = y + routing.select(1, e).unsqueeze(1) * experts.back().forward(w, x);
+    }
+    if (m.shared_inner_size > 0) {
+      one.inner_size = m.shared_inner_size;
+      shared.push_back(make(prefix + ".shared", one));
+      y = y + shared.back().forward(w, x);
+    }
+    return y;
   }
 };
 
@@ -246,11 +313,13 @@ class Reference {
       const std::string p = name + "." + std::to_string(s.shared_layers ? 0 : l) + ".";
       Layer L;
       L.self = Attention{p + "attn", s.layer_attention(l), controls.get(stack, l), core::value_weights(trace.layers[l].self)};
-      L.attn_norm = norm(p + "attn_norm");
+      // Norms a block may leave out (sublayer_input_norm false, ModernBERT's layer 0): the identity.
+      auto present = [&](const std::string& name) { return w_.has(name + ".weight") ? norm(name) : Norm{}; };
+      L.attn_norm = present(p + "attn_norm");
       L.has_ffn = c_.ffn.kind != core::FfnKind::None;
       if (L.has_ffn) {
-        L.ffn_norm = norm(p + "ffn_norm");
-        L.ffn = Ffn{p + "ffn", c_.ffn, {}, {}, {}};
+        L.ffn_norm = present(p + "ffn_norm");
+        L.ffn = Ffn::make(p + "ffn", c_.ffn);
       }
       if (c_.sublayer_output_norm) {
         L.attn_out = norm(p + "attn_out_norm");

@@ -77,6 +77,8 @@ void dump_stages(std::vector<std::pair<std::string, torch::Tensor>>& out, const 
                  const core::AttentionStages& s, bool all) {
   const std::string l = "." + std::to_string(layer);
   out.emplace_back(prefix + "attentions" + l, core::value_weights(s).contiguous());
+  // Learned sinks: `attentions` rows sum to 1 − this share [h, T], as transformers returns them.
+  if (s.sink_share.defined()) out.emplace_back(prefix + "sink_share" + l, s.sink_share.contiguous());
   if (!all) return;
   out.emplace_back(prefix + "attention_logits" + l, s.logits);
   out.emplace_back(prefix + "attention_mixed_logits" + l, s.mixed_logits);
@@ -172,6 +174,8 @@ int run_command(const RunOptions& options) {
     for (size_t l = 0; l < stack.layers.size(); ++l) {
       dump_stages(dump, prefix, static_cast<int>(l), stack.layers[l].self, all);
       if (cross) dump_stages(dump, "cross_", static_cast<int>(l), stack.layers[l].cross, all);
+      if (stack.layers[l].experts.defined())  // a mixture of experts: each token's experts [T, k]
+        dump.emplace_back(prefix + "experts." + std::to_string(l), stack.layers[l].experts.contiguous());
     }
     if (all)
       for (size_t l = 0; l < stack.hidden.size(); ++l)

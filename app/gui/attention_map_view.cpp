@@ -49,7 +49,8 @@ void AttentionMapView::drawContent(Workbench& wb) {
   const auto& sel = wb.doc().session.selection;
   const AttentionMaps* maps = wb.doc().snapshot->find(sel.stack);
   if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) return;
-  const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(sel.stage)];
+  const LayerMaps& lm = maps->layers[sel.layer];
+  const StageMaps& sm = lm.stages[static_cast<int>(sel.stage)];
   if (sm.empty() || sel.head >= sm.heads) {
     ImGui::TextDisabled("capturing stage %s…", stage_name(sel.stage));
     return;
@@ -115,7 +116,12 @@ void AttentionMapView::drawContent(Workbench& wb) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 p0(origin.x + left, origin.y + topw);
-  const MapArea area{to - from + 1, sm.cols, std::max(8.0f, avail.x - left - 4), std::max(8.0f, avail.y - topw - legend_h)};
+  // Learned sinks (gpt-oss): each query's share of the sink in a column of its own right of the keys,
+  // so that a row reads to 1 with it (the weights alone sum to 1 − the share).
+  const bool sink_column = !logits && !lm.sink.empty() && sel.head < lm.sink.heads;
+  const float sink_w = sink_column ? font * 1.6f : 0.0f;
+  const MapArea area{to - from + 1, sm.cols, std::max(8.0f, avail.x - left - 4 - sink_w),
+                     std::max(8.0f, avail.y - topw - legend_h)};
   const float max_zoom = map_max_zoom(area, font * 4);
   // A new input length starts from the whole map (or HEADLAB_MAP_ZOOM) around the selection.
   if (shown_rows_ != sm.rows || shown_cols_ != sm.cols) {
@@ -235,6 +241,25 @@ void AttentionMapView::drawContent(Workbench& wb) {
     }
   }
   dl->PopClipRect();
+  if (sink_column) {
+    const float x0 = p1.x + font * 0.4f, x1 = p1.x + sink_w;
+    const MapRange range = wb.textures.range(sel.layer, sel.head);
+    const Colormap colours = colormap_from_name(wb.doc().session.view.colormap);
+    text_vertical(dl, ImVec2((x0 + x1) / 2 - font / 2, p0.y - 4), IM_COL32(255, 200, 120, 255), "sink");
+    dl->PushClipRect(ImVec2(x0, p0.y), ImVec2(x1, p1.y), true);
+    for (int row = vis.row_begin; row < vis.row_end; ++row) {
+      const float share = lm.sink.at(sel.head, from + row, 0);
+      const Rgb c = colormap_rgb(colours, range.normalize(share));
+      const float y = p0.y + map_y_of(viewport_, area, static_cast<float>(row));
+      dl->AddRectFilled(ImVec2(x0, y), ImVec2(x1, y + cell), IM_COL32(c.r, c.g, c.b, 255));
+      if (window_hovered && mouse.x >= x0 && mouse.x < x1 && mouse.y >= y && mouse.y < y + cell && mouse.y < p1.y) {
+        dl->AddRect(ImVec2(x0, y), ImVec2(x1, y + cell), IM_COL32(255, 255, 255, 255));
+        ImGui::SetTooltip("query %d: the learned sink's share = %.5f\n(this row's weights on the tokens sum to %.5f)",
+                          from + row, share, 1.0f - share);
+      }
+    }
+    dl->PopClipRect();
+  }
 
   // Minimap in the corner between the labels while zoomed: the whole map (query range) with the
   // visible rectangle outlined; click or drag on it to move the view.
@@ -265,8 +290,8 @@ void AttentionMapView::drawContent(Workbench& wb) {
   dl->AddText(ImVec2(bar0.x + bar_w + font * 2.2f, bar0.y - 2), ImGui::GetColorU32(ImGuiCol_TextDisabled), scale);
   const float legend_right = bar0.x + bar_w + font * 2.2f + ImGui::CalcTextSize(scale).x;
   ImGui::SetCursorScreenPos(origin);
-  ImGui::Dummy(ImVec2(p0.x + area.width - origin.x, p0.y + area.height - origin.y + legend_h));
-  markFigure(ImVec2(figure0.x - 2, figure0.y - 2), ImVec2(std::max(p1.x, legend_right) + 2, p1.y + legend_h));
+  ImGui::Dummy(ImVec2(p0.x + area.width + sink_w - origin.x, p0.y + area.height - origin.y + legend_h));
+  markFigure(ImVec2(figure0.x - 2, figure0.y - 2), ImVec2(std::max(p1.x + sink_w, legend_right) + 2, p1.y + legend_h));
 }
 
 bool AttentionMapView::exportFile(Workbench& wb, const std::string& path) {

@@ -35,7 +35,19 @@ void token_chips(Workbench& wb, const TokenizedText& t, bool query_side) {
     dl->AddRectFilled(p, ImVec2(p.x + w, p.y + h), ImGui::IsItemHovered() ? IM_COL32(70, 100, 150, 255) : bg, 3);
     dl->AddText(ImVec2(p.x + 4, p.y + 1), ImGui::GetColorU32(ImGuiCol_Text), label.c_str());
     dl->AddText(ImVec2(p.x + 4, p.y + 2 + ImGui::GetTextLineHeight()), IM_COL32(150, 170, 190, 255), id.c_str());
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("position %zu, id %s, %s", i, id.c_str(), t.tokens[i].c_str());
+    if (ImGui::IsItemHovered()) {
+      // A mixture-of-experts model: the experts this token ran in each layer (best first).
+      std::string routed;
+      const auto& snap = wb.doc().snapshot;
+      if (query_side && snap)
+        for (size_t l = 0; l < snap->experts.size(); ++l) {
+          if (i >= snap->experts[l].size()) break;
+          routed += (l % 4 == 0 ? "\n" : "   ") + std::string("L") + std::to_string(l) + ":";
+          for (int e : snap->experts[l][i]) routed += " " + std::to_string(e);
+        }
+      ImGui::SetTooltip("position %zu, id %s, %s%s%s", i, id.c_str(), t.tokens[i].c_str(),
+                        routed.empty() ? "" : "\nexperts by layer (best first):", routed.c_str());
+    }
     ImGui::PopID();
   }
 }

@@ -221,6 +221,7 @@ struct WorkbenchEngine::Impl {
       c.source[i] = src[i];
     }
     maps.masked = masked_cells(a, l, src);
+    if (s.sink_share.defined()) maps.sink = to_maps(s.sink_share.unsqueeze(-1));  // [h, T] → [h, T, 1]
     c.maps = maps;
     return maps;
   }
@@ -464,6 +465,14 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     for (size_t l = 0; l < st.layers.size(); ++l)
       maps.layers.push_back(m.layer_maps(a, l, core::stages_of(*trace, att.stack, static_cast<int>(l))));
     snap->attentions.push_back(std::move(maps));
+  }
+  for (const auto& layer : trace->main_stack().layers) {
+    if (!layer.experts.defined()) break;
+    const auto e = layer.experts.to(torch::kLong).contiguous();  // [T, k]
+    std::vector<std::vector<int>> tokens(static_cast<size_t>(e.size(0)));
+    for (int64_t t = 0; t < e.size(0); ++t)
+      for (int64_t j = 0; j < e.size(1); ++j) tokens[size_t(t)].push_back(static_cast<int>(e[t][j].item<int64_t>()));
+    snap->experts.push_back(std::move(tokens));
   }
 
   // Predictions at the chosen positions, against the unmodified model, in one pass over the raw

@@ -75,6 +75,8 @@ struct StageMaps {
 
 struct LayerMaps {
   StageMaps stages[kStageCount];  // J, L, W, U (a stage not captured is empty)
+  // AttentionConfig::sinks: each query's share of the learned sink [heads, rows, 1]; empty otherwise.
+  StageMaps sink;
   uint64_t version = 0;           // changes whenever this layer was recomputed
   // [rows, cols]: 1 where the layer's attention pattern forbids the key (causal, sliding window,
   // dilation, global tokens), so a view can shade it apart from a weight that is merely small;
@@ -213,6 +215,9 @@ struct RunSnapshot {
   TokenizedText tokens;          // encoder (or the only stack)
   TokenizedText decoder_tokens;  // encoder-decoder only
   std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
+  // A mixture-of-experts model: the experts each token of the main stack ran, [layer][token] → the
+  // top_k expert ids, highest router weight first; empty for a dense model.
+  std::vector<std::vector<std::vector<int>>> experts;
   std::vector<PositionOutput> outputs;    // one per predicted position (input.output_positions or the defaults)
   std::vector<int> default_positions;     // [MASK] positions (masked LM) or the last position
   std::optional<core::Stack> recomputed_stack;  // empty: nothing was recomputed

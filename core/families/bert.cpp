@@ -55,7 +55,7 @@ Layout bert_layout(const FamilyInput& in) {
   m.norm_placement = NormPlacement::Post;
   m.embedding_norm = true;
   m.final_norm = false;
-  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("intermediate_size"), activation_from(c, "hidden_act", "gelu"), true};
+  m.ffn = ffn_config(FfnKind::Mlp, c.integer("intermediate_size"), activation_from(c, "hidden_act", "gelu"), true);
   const int heads = c.integer("num_attention_heads");
   StackConfig stack;
   stack.layers = c.integer("num_hidden_layers");
@@ -128,7 +128,7 @@ Layout distilbert_layout(const FamilyInput& in) {
   m.norm_placement = NormPlacement::Post;
   m.embedding_norm = true;
   m.final_norm = false;
-  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("hidden_dim", 3072), activation_from(c, "activation", "gelu"), true};
+  m.ffn = ffn_config(FfnKind::Mlp, c.integer("hidden_dim", 3072), activation_from(c, "activation", "gelu"), true);
   const int heads = c.integer("n_heads", 12);
   StackConfig stack;
   stack.layers = c.integer("n_layers", 6);

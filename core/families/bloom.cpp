@@ -46,7 +46,7 @@ Layout bloom_layout(const FamilyInput& in) {
   m.norm_placement = NormPlacement::Pre;
   m.embedding_norm = true;  // word_embeddings_layernorm
   m.final_norm = true;
-  m.ffn = FfnConfig{FfnKind::Mlp, 4 * D, Activation::GeluTanh, true};
+  m.ffn = ffn_config(FfnKind::Mlp, 4 * D, Activation::GeluTanh, true);
   const int heads = c.integer("n_head", c.integer("num_attention_heads", 8));
   const int head_dim = head_dim_of(c, D, heads, "hidden_size", "n_head");
   StackConfig stack;

@@ -39,8 +39,8 @@ ModelConfig bert_like_encoder(const HfConfig& c, const char* family, int default
   m.norm_placement = NormPlacement::Post;
   m.embedding_norm = true;
   m.final_norm = false;
-  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("intermediate_size", default_inner), activation_from(c, "hidden_act", default_act),
-                    true};
+  m.ffn = ffn_config(FfnKind::Mlp, c.integer("intermediate_size", default_inner), activation_from(c, "hidden_act", default_act),
+                    true);
   const int heads = c.integer("num_attention_heads", default_heads);
   StackConfig stack;
   stack.layers = c.integer("num_hidden_layers", 12);

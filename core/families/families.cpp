@@ -26,11 +26,17 @@ const std::vector<Family>& families() {
       {"phi3", "modeling_phi3.py", {"Phi3Model", "Phi3ForCausalLM"}, llama_layout},
       {"smollm3", "modeling_smollm3.py", {"SmolLM3Model", "SmolLM3ForCausalLM"}, llama_layout},
       {"olmo", "modeling_olmo.py", {"OlmoModel", "OlmoForCausalLM"}, llama_layout},
+      {"olmo2", "modeling_olmo2.py", {"Olmo2Model", "Olmo2ForCausalLM"}, llama_layout},
+      {"phi", "modeling_phi.py", {"PhiModel", "PhiForCausalLM"}, phi_layout},
+      {"falcon", "modeling_falcon.py", {"FalconModel", "FalconForCausalLM"}, falcon_layout},
       {"opt", "modeling_opt.py", {"OPTModel", "OPTForCausalLM"}, opt_layout},
       {"gpt_neox", "modeling_gpt_neox.py", {"GPTNeoXModel", "GPTNeoXForCausalLM"}, gpt_neox_layout},
       {"gptj", "modeling_gptj.py", {"GPTJModel", "GPTJForCausalLM"}, gptj_layout},
       {"bloom", "modeling_bloom.py", {"BloomModel", "BloomForCausalLM"}, bloom_layout},
+      {"mixtral", "modeling_mixtral.py", {"MixtralModel", "MixtralForCausalLM"}, mixtral_layout},
+      {"gpt_oss", "modeling_gpt_oss.py", {"GptOssModel", "GptOssForCausalLM"}, gpt_oss_layout},
       {"electra", "modeling_electra.py", {"ElectraForMaskedLM", "ElectraForPreTraining", "ElectraModel"}, electra_layout},
+      {"modernbert", "modeling_modernbert.py", {"ModernBertModel", "ModernBertForMaskedLM"}, modernbert_layout},
       {"albert", "modeling_albert.py", {"AlbertForMaskedLM", "AlbertForPreTraining", "AlbertModel"}, albert_layout},
       {"gemma", "modeling_gemma.py", {"GemmaModel", "GemmaForCausalLM"}, gemma_layout},
       {"gemma2", "modeling_gemma2.py", {"Gemma2Model", "Gemma2ForCausalLM"}, gemma_layout},
@@ -184,6 +190,21 @@ void add_mlm_head(Layout& layout, Sources& s, bool tied, const std::string& dens
   s.norm("head_norm", norm, true);
   s.copy("head_bias", bias);
   if (!tied) s.copy("head_weight", decoder_weight);
+}
+
+bool add_decoder_head(Layout& layout, Sources& s, const FamilyInput& in, bool tied_default, const std::string& head,
+                      bool bias) {
+  bool tied = in.config.boolean("tie_word_embeddings", tied_default);
+  if (!tied && ends_with(in.architecture, "Model") && !in.has(head + ".weight")) {
+    tied = true;  // LlamaModel, GPTNeoXModel, … files carry no head
+    layout.note = "no " + head + " in the file: logits = final hidden · token embeddingsᵀ";
+  }
+  layout.config.lm_head = LmHeadConfig{false, tied, bias && !tied};
+  if (!tied) {
+    s.copy("head_weight", head + ".weight");
+    if (bias) s.copy("head_bias", head + ".bias");
+  }
+  return tied;
 }
 
 // A bare encoder file has no MLM head. Rather than inventing one, the logits are the final hidden

@@ -56,6 +56,9 @@ struct TensorSource {
   // Set: the file holds no such tensor and the parameter is this constant (OLMo's LayerNorms have no
   // weights: weight 1, bias 0); `name` is then only a label.
   std::optional<float> fill = std::nullopt;
+  // ≥ 0: first take this index along dim 0 (one expert of a stacked [experts, …] tensor, gpt-oss's);
+  // slice_dim and transpose then apply to what remains. stored_shape must be given.
+  int64_t select_index = -1;
 };
 
 // A family's answer for one folder: the config and a source for every native parameter.
@@ -116,6 +119,11 @@ Layout opt_layout(const FamilyInput& in);         // opt.cpp
 Layout gpt_neox_layout(const FamilyInput& in);    // gpt_neox.cpp: GPT-NeoX, Pythia
 Layout gptj_layout(const FamilyInput& in);        // gptj.cpp
 Layout bloom_layout(const FamilyInput& in);       // bloom.cpp
+Layout mixtral_layout(const FamilyInput& in);     // moe.cpp
+Layout gpt_oss_layout(const FamilyInput& in);     // moe.cpp
+Layout falcon_layout(const FamilyInput& in);      // falcon.cpp
+Layout phi_layout(const FamilyInput& in);         // phi.cpp: Phi-1, Phi-1.5, Phi-2
+Layout modernbert_layout(const FamilyInput& in);  // modernbert.cpp
 Layout bart_layout(const FamilyInput& in);        // seq2seq.cpp: BART, Marian, mBART
 Layout t5_layout(const FamilyInput& in);          // seq2seq.cpp
 

@@ -19,6 +19,13 @@ bool starts_with(const std::string& text, const std::string& prefix);
 // an unknown name fails naming the key.
 Activation activation_from(const HfConfig& c, const char* key, const std::string& fallback);
 
+// An FFN of `kind` with `inner` units, `act` and biases or not (not a mixture of experts).
+inline FfnConfig ffn_config(FfnKind kind, int inner, Activation act, bool bias) {
+  FfnConfig f;
+  f.kind = kind, f.inner_size = inner, f.activation = act, f.bias = bias;
+  return f;
+}
+
 // One attention config: `heads` query heads, `kv_heads` key/value heads of `head_dim`.
 AttentionConfig attention(int heads, int kv_heads, int head_dim, bool qkv_bias, bool out_bias);
 
@@ -126,6 +133,13 @@ extern const LayerTable kQkNormLayer;
 // embeddings unless `tied` is false — from its Hugging Face names.
 void add_mlm_head(Layout& layout, Sources& s, bool tied, const std::string& dense, const std::string& norm,
                   const std::string& bias, const std::string& decoder_weight);
+
+// The LM head of a causal decoder from `head` ("lm_head", GPT-NeoX's "embed_out"): its own weight
+// (and `head`.bias when `bias`) unless tie_word_embeddings (default `tied_default`) ties it to the
+// token embeddings; a bare *Model file without the head is scored against the embeddings, and the
+// model's note says so. Returns whether the head is tied.
+bool add_decoder_head(Layout& layout, Sources& s, const FamilyInput& in, bool tied_default,
+                      const std::string& head = "lm_head", bool bias = false);
 
 // A bare encoder file has no MLM head: the logits are the final hidden states scored against the
 // (tied) token embeddings with no transform and no bias, and the model's note says so.

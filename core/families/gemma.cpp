@@ -221,7 +221,7 @@ Layout gemma_layout(const FamilyInput& in) {
   m.final_norm = true;
   const std::string p = has("model.embed_tokens.weight") ? "model." : "";  // *ForCausalLM vs *Model
   m.embedding_scale = static_cast<float>(embedding_scale(D, dtype_of(p + "embed_tokens.weight")));
-  m.ffn = FfnConfig{FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::GeluTanh, false};
+  m.ffn = ffn_config(FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::GeluTanh, false);
 
   const int heads = c.integer("num_attention_heads");
   const int kv_heads = c.integer("num_key_value_heads");

@@ -40,7 +40,7 @@ Layout gpt2_layout(const FamilyInput& in) {
   m.norm_placement = NormPlacement::Pre;
   m.final_norm = true;
   const int inner = c.integer("n_inner", 4 * D);  // null → 4·n_embd
-  m.ffn = FfnConfig{FfnKind::Mlp, inner, activation_from(c, "activation_function", "gelu_new"), true};
+  m.ffn = ffn_config(FfnKind::Mlp, inner, activation_from(c, "activation_function", "gelu_new"), true);
   const int heads = c.integer("n_head", 12);
   StackConfig stack;
   stack.layers = c.integer("n_layer", 12);

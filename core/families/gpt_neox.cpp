@@ -66,7 +66,7 @@ Layout gpt_neox_layout(const FamilyInput& in) {
   m.norm_placement = NormPlacement::Pre;
   m.final_norm = true;
   m.parallel_residual = c.boolean("use_parallel_residual", true);
-  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("intermediate_size"), activation_from(c, "hidden_act", "gelu"), true};
+  m.ffn = ffn_config(FfnKind::Mlp, c.integer("intermediate_size"), activation_from(c, "hidden_act", "gelu"), true);
   const int heads = c.integer("num_attention_heads");
   const int head_dim = head_dim_of(c, D, heads, "hidden_size", "num_attention_heads");
   const bool bias = c.boolean("attention_bias", true);
@@ -87,13 +87,7 @@ Layout gpt_neox_layout(const FamilyInput& in) {
   add_layers(s, "decoder", stack.layers, p + "layers.", kGptNeoXLayer, {bias, bias, true});
   add_per_head_qkv(s, "decoder", stack.layers, p + "layers.", "attention.query_key_value", heads, head_dim, D, bias);
   s.norm("decoder_norm", p + "final_layer_norm", true);
-  bool tied = c.boolean("tie_word_embeddings", false);
-  if (!tied && p.empty() && !has("embed_out.weight")) {
-    tied = true;  // GPTNeoXModel files carry no head
-    layout.note = "no embed_out in the file: logits = final hidden · token embeddingsᵀ";
-  }
-  m.lm_head = LmHeadConfig{false, tied, false};
-  if (!tied) s.copy("head_weight", "embed_out.weight");
+  const bool tied = add_decoder_head(layout, s, in, false, "embed_out");
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
     // attention.bias / masked_bias / rotary_emb.inv_freq: buffers older checkpoints saved.

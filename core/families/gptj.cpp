@@ -48,8 +48,8 @@ Layout gptj_layout(const FamilyInput& in) {
   m.norm_placement = NormPlacement::Pre;
   m.final_norm = true;
   m.parallel_residual = true;
-  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("n_inner", 4 * D), activation_from(c, "activation_function", "gelu_new"),
-                    true};
+  m.ffn = ffn_config(FfnKind::Mlp, c.integer("n_inner", 4 * D), activation_from(c, "activation_function", "gelu_new"),
+                    true);
   const int heads = c.integer("n_head", 16);
   const int head_dim = head_dim_of(c, D, heads, "n_embd", "n_head");
   StackConfig stack;
@@ -69,16 +69,7 @@ Layout gptj_layout(const FamilyInput& in) {
   s.copy("tokens.weight", p + "wte.weight");
   add_layers(s, "decoder", stack.layers, p + "h.", kGptJLayer);
   s.norm("decoder_norm", p + "ln_f", true);
-  bool tied = c.boolean("tie_word_embeddings", false);
-  if (!tied && p.empty() && !has("lm_head.weight")) {
-    tied = true;  // GPTJModel files carry no head
-    layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";
-  }
-  m.lm_head = LmHeadConfig{false, tied, !tied};  // GPTJForCausalLM's lm_head has a bias
-  if (!tied) {
-    s.copy("head_weight", "lm_head.weight");
-    s.copy("head_bias", "lm_head.bias");
-  }
+  add_decoder_head(layout, s, in, false, "lm_head", /*bias=*/true);  // GPTJForCausalLM's lm_head has a bias
   layout.sources = s.take();
   layout.ignorable = [](const std::string& name) {
     return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias");  // mask buffers

@@ -1,6 +1,6 @@
 // Llama (modeling_llama.py), Qwen2 (modeling_qwen2.py), Qwen3 (modeling_qwen3.py), Mistral
 // (modeling_mistral.py), Phi-3 (modeling_phi3.py), SmolLM3 (modeling_smollm3.py) and OLMo
-// (modeling_olmo.py): RoPE decoders → ModelConfig + native parameter sources.
+// (modeling_olmo.py) and OLMo 2 (modeling_olmo2.py): RoPE decoders → ModelConfig + native parameter sources.
 #include "core/families/families.h"
 #include "core/families/family_parts.h"
 #include "core/families/rope_parameters.h"
@@ -14,59 +14,6 @@ namespace headlab::core::hf {
 using nlohmann::json;
 
 namespace {
-
-// RoPE settings as transformers writes them: 4.x puts `rope_theta` (and `rope_scaling`, `partial_rotary_factor`)
-// at the top level; 5.x puts everything into `rope_parameters` ({"rope_type", "rope_theta", …}), or one
-// such object per layer type. Every key that changes the rotation is read or refused, never ignored: a
-// folder whose θ or scaling went unread would run with plain RoPE and give wrong maps without a word.
-struct RopeSettings {
-  double theta = 10000.0;
-  double rotary_fraction = 1.0;
-  RopeScaling scaling;
-};
-
-// `default_theta`: the base when no key gives one (SmolLM3Config.default_theta 2·10⁶, else 10⁴).
-RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta) {
-  RopeSettings rope;
-  rope.theta = c.number("rope_theta", default_theta);
-  rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
-  const bool top_level_theta = c.find("rope_theta") != nullptr;
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const json* value = c.find(key);
-    if (!value) continue;
-    if (!value->is_object()) c.fail(std::string("'") + key + "' must be an object, got " + value->dump());
-    // transformers 5 keys the parameters by layer type when layers differ ({"full_attention": {…},
-    // "sliding_attention": {…}}); one RoPE for every layer means every entry must agree.
-    const bool per_layer_type = !value->empty() && std::all_of(value->begin(), value->end(),
-                                                               [](const json& v) { return v.is_object(); });
-    std::vector<std::pair<std::string, json>> objects;
-    if (per_layer_type) {
-      for (const auto& [type, object] : value->items()) objects.emplace_back(std::string(key) + "." + type, object);
-    } else {
-      objects.emplace_back(key, *value);
-    }
-    std::optional<RopeSettings> first;
-    for (const auto& [where, object] : objects) {
-      const RopeObject read = read_rope_object(c, object, where, max_positions);
-      RopeSettings one = rope;
-      const bool theta_seen = read.theta.has_value();
-      if (read.theta) one.theta = *read.theta;
-      if (read.rotary_fraction) one.rotary_fraction = *read.rotary_fraction;
-      one.scaling = read.scaling;
-      if (theta_seen && top_level_theta && one.theta != c.number("rope_theta", 0.0))
-        c.fail("rope_theta " + json(c.number("rope_theta", 0.0)).dump() + " and '" + where + ".rope_theta' " +
-               json(one.theta).dump() + " disagree");
-      if (first && (first->theta != one.theta || first->rotary_fraction != one.rotary_fraction ||
-                    first->scaling != one.scaling))
-        c.fail("'" + std::string(key) + "' gives a different RoPE per layer type (" + value->dump() +
-               "); HeadLab runs one RoPE for every layer of this family");
-      first = one;
-      rope = one;
-    }
-  }
-  if (!(rope.theta > 0) || !std::isfinite(rope.theta)) c.fail("rope_theta must be a positive number, got " + json(rope.theta).dump());
-  return rope;
-}
 
 // transformers 5 lists every layer's attention type; HeadLab runs one attention pattern in every
 // layer, so a layer of another type is refused rather than run with the wrong mask.
@@ -117,6 +64,23 @@ const LayerTable kPhi3Layer = {
 };
 
 
+// modeling_olmo2.py's Olmo2DecoderLayer: no norm before attention or the MLP, an RMSNorm after each
+// (post_attention_layernorm, post_feedforward_layernorm), and RMSNorms of the whole query and key
+// projections.
+const LayerTable kOlmo2Layer = {
+    {"attn.q", "self_attn.q_proj", Piece::Linear, Bias::Qkv},
+    {"attn.k", "self_attn.k_proj", Piece::Linear, Bias::Qkv},
+    {"attn.v", "self_attn.v_proj", Piece::Linear, Bias::Qkv},
+    {"attn.o", "self_attn.o_proj", Piece::Linear, Bias::Out},
+    {"attn.q_norm", "self_attn.q_norm.weight", Piece::Tensor},
+    {"attn.k_norm", "self_attn.k_norm.weight", Piece::Tensor},
+    {"attn_out_norm", "post_attention_layernorm", Piece::Norm},
+    {"ffn.gate", "mlp.gate_proj", Piece::Linear},
+    {"ffn.up", "mlp.up_proj", Piece::Linear},
+    {"ffn.down", "mlp.down_proj", Piece::Linear},
+    {"ffn_out_norm", "post_feedforward_layernorm", Piece::Norm},
+};
+
 }  // namespace
 
 // modeling_llama.py / modeling_qwen2.py / modeling_mistral.py: pre-RMSNorm decoder, RoPE in the
@@ -130,14 +94,17 @@ const LayerTable kPhi3Layer = {
 // 0 in no_rope_layers skip the rotary embedding (the engine's nope_layers), tied embeddings by default.
 // OLMo (modeling_olmo.py; Groeneveld et al. 2024, arXiv 2402.00838): Llama's block with LayerNorms that
 // have no weights (OlmoLayerNorm: F.layer_norm without weight or bias, eps 1e-5), imported as LayerNorms
-// of weight 1 and bias 0; its clip_qkv (a clamp of q, k and v) is refused.
+// of weight 1 and bias 0; its clip_qkv (a clamp of q, k and v) is refused. OLMo 2 (modeling_olmo2.py;
+// OLMo et al. 2024, arXiv 2501.00656): Llama's projections with RMSNorms of the whole query and key
+// projections before RoPE (the engine's qk_norm_whole) and a norm after each sublayer instead of before
+// it, h ← h + norm(sublayer(h)) (sublayer_output_norm without sublayer_input_norm).
 Layout llama_layout(const FamilyInput& in) {
   const HfConfig& c = in.config;
-  const std::string& arch = in.architecture;
   const HasTensor& has = in.has;
   const std::string& family = in.family;
   const bool qwen2 = family == "qwen2", mistral = family == "mistral", qwen3 = family == "qwen3",
-             phi3 = family == "phi3", smollm3 = family == "smollm3", olmo = family == "olmo";
+             phi3 = family == "phi3", smollm3 = family == "smollm3", olmo = family == "olmo",
+             olmo2 = family == "olmo2";
   const int default_positions = qwen2 || smollm3 ? 32768 : phi3 ? 4096 : 2048;  // the configs' defaults
   const RopeSettings rope =
       read_rope(c, c.integer("max_position_embeddings", default_positions), smollm3 ? 2000000.0 : 10000.0);
@@ -172,8 +139,13 @@ Layout llama_layout(const FamilyInput& in) {
     m.norm = NormKind::LayerNorm;
     m.norm_eps = 1e-5f;  // OlmoLayerNorm's, fixed
   }
+  if (olmo2) {
+    m.norm_eps = static_cast<float>(c.number("rms_norm_eps", 1e-5));  // Olmo2Config's default
+    m.sublayer_input_norm = false;
+    m.sublayer_output_norm = true;
+  }
   const bool mlp_bias = c.boolean("mlp_bias", false);
-  m.ffn = FfnConfig{FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::Silu, mlp_bias};
+  m.ffn = ffn_config(FfnKind::SwiGLU, c.integer("intermediate_size"), Activation::Silu, mlp_bias);
   const int heads = c.integer("num_attention_heads");
   const int kv_heads = c.integer("num_key_value_heads", heads);
   const int head_dim = head_dim_of(c, D, heads, "hidden_size", "num_attention_heads", true);
@@ -183,9 +155,10 @@ Layout llama_layout(const FamilyInput& in) {
   stack.layers = c.integer("num_hidden_layers");
   stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
   if (sliding_window > 0) stack.attention.pattern.window = sliding_window - 1;
-  if (qwen3) {
+  if (qwen3 || olmo2) {
     stack.attention.qk_norm = true;
-    stack.attention.qk_norm_eps = m.norm_eps;  // Qwen3RMSNorm(head_dim, eps=rms_norm_eps)
+    stack.attention.qk_norm_eps = m.norm_eps;  // Qwen3RMSNorm(head_dim, eps=rms_norm_eps); OLMo 2's alike
+    stack.attention.qk_norm_whole = olmo2;     // Olmo2RMSNorm(heads · head_dim) and (kv_heads · head_dim)
   }
   if (rotary_fraction != 1.0) {
     m.rope_dim = static_cast<int>(head_dim * rotary_fraction);  // transformers: int(head_dim · factor)
@@ -215,6 +188,10 @@ Layout llama_layout(const FamilyInput& in) {
       s.add(n + "ffn.gate.weight", {h + "mlp.gate_up_proj.weight", {2 * inner, D}, 0, 0, inner, false});
       s.add(n + "ffn.up.weight", {h + "mlp.gate_up_proj.weight", {2 * inner, D}, 0, inner, inner, false});
     }
+  } else if (olmo2) {
+    if (mlp_bias) c.fail("mlp_bias true is not supported (OLMo 2's MLP has no biases)");
+    add_layers(s, "decoder", stack.layers, p + "layers.", kOlmo2Layer,
+               {stack.attention.qkv_bias, stack.attention.out_bias, false});
   } else {
     add_layers(s, "decoder", stack.layers, p + "layers.", kLlamaLayer,
                {stack.attention.qkv_bias, stack.attention.out_bias, mlp_bias});
@@ -230,13 +207,7 @@ Layout llama_layout(const FamilyInput& in) {
   }
   if (qwen3) add_layers(s, "decoder", stack.layers, p + "layers.", kQkNormLayer);
   if (!olmo) s.norm("decoder_norm", p + "norm", false);
-  bool tied = c.boolean("tie_word_embeddings", smollm3);  // SmolLM3Config ties by default
-  if (!tied && arch.size() > 5 && ends_with(arch, "Model") && !has("lm_head.weight")) {
-    tied = true;  // LlamaModel / Qwen2Model files carry no head
-    layout.note = "no lm_head in the file: logits = final hidden · token embeddingsᵀ";
-  }
-  m.lm_head = LmHeadConfig{false, tied, false};
-  if (!tied) s.copy("head_weight", "lm_head.weight");
+  const bool tied = add_decoder_head(layout, s, in, smollm3);  // SmolLM3Config ties by default
   layout.sources = s.take();
   layout.ignorable = [tied](const std::string& name) {
     return ends_with(name, "rotary_emb.inv_freq") || (tied && name == "lm_head.weight");

@@ -57,7 +57,7 @@ Layout opt_layout(const FamilyInput& in) {
   // OPTDecoder drops its final LayerNorm only for the checkpoints converted with _remove_final_layer_norm.
   m.final_norm = !c.boolean("_remove_final_layer_norm", false);
   const bool bias = c.boolean("enable_bias", true);
-  m.ffn = FfnConfig{FfnKind::Mlp, c.integer("ffn_dim"), activation_from(c, "activation_function", "relu"), bias};
+  m.ffn = ffn_config(FfnKind::Mlp, c.integer("ffn_dim"), activation_from(c, "activation_function", "relu"), bias);
   const int heads = c.integer("num_attention_heads");
   StackConfig stack;
   stack.layers = c.integer("num_hidden_layers");

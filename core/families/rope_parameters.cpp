@@ -121,4 +121,46 @@ RopeObject read_rope_object(const HfConfig& c, const json& object, const std::st
   return out;
 }
 
+RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta) {
+  RopeSettings rope;
+  rope.theta = c.number("rope_theta", default_theta);
+  rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
+  const bool top_level_theta = c.find("rope_theta") != nullptr;
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const json* value = c.find(key);
+    if (!value) continue;
+    if (!value->is_object()) c.fail(std::string("'") + key + "' must be an object, got " + value->dump());
+    // transformers 5 keys the parameters by layer type when layers differ ({"full_attention": {…},
+    // "sliding_attention": {…}}); one RoPE for every layer means every entry must agree.
+    const bool per_layer_type = !value->empty() && std::all_of(value->begin(), value->end(),
+                                                               [](const json& v) { return v.is_object(); });
+    std::vector<std::pair<std::string, json>> objects;
+    if (per_layer_type) {
+      for (const auto& [type, object] : value->items()) objects.emplace_back(std::string(key) + "." + type, object);
+    } else {
+      objects.emplace_back(key, *value);
+    }
+    std::optional<RopeSettings> first;
+    for (const auto& [where, object] : objects) {
+      const RopeObject read = read_rope_object(c, object, where, max_positions);
+      RopeSettings one = rope;
+      const bool theta_seen = read.theta.has_value();
+      if (read.theta) one.theta = *read.theta;
+      if (read.rotary_fraction) one.rotary_fraction = *read.rotary_fraction;
+      one.scaling = read.scaling;
+      if (theta_seen && top_level_theta && one.theta != c.number("rope_theta", 0.0))
+        c.fail("rope_theta " + json(c.number("rope_theta", 0.0)).dump() + " and '" + where + ".rope_theta' " +
+               json(one.theta).dump() + " disagree");
+      if (first && (first->theta != one.theta || first->rotary_fraction != one.rotary_fraction ||
+                    first->scaling != one.scaling))
+        c.fail("'" + std::string(key) + "' gives a different RoPE per layer type (" + value->dump() +
+               "); HeadLab runs one RoPE for every layer of this family");
+      first = one;
+      rope = one;
+    }
+  }
+  if (!(rope.theta > 0) || !std::isfinite(rope.theta)) c.fail("rope_theta must be a positive number, got " + json(rope.theta).dump());
+  return rope;
+}
+
 }  // namespace headlab::core::hf

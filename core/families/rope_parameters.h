@@ -1,6 +1,6 @@
 // Internal to the families: one RoPE parameter object of a Hugging Face config (4.x `rope_scaling`,
 // 5.x `rope_parameters` or one of its per-layer-type entries), read as transformers'
-// modeling_rope_utils.py reads it. Llama, Qwen2/3, Mistral and Gemma read their RoPE through it.
+// modeling_rope_utils.py reads it. Llama, Qwen2/3, Mistral, Gemma, Mixtral and gpt-oss read their RoPE through it.
 #pragma once
 
 #include "core/families/families.h"
@@ -25,5 +25,17 @@ struct RopeObject {
 // ratio, and the attention factor is attention_factor, else DeepSeek's mscale/mscale_all_dim ratio,
 // else 0.1·ln(factor) + 1.
 RopeObject read_rope_object(const HfConfig& c, const nlohmann::json& object, const std::string& key, int max_positions);
+
+// RoPE settings as transformers writes them: 4.x puts `rope_theta` (and `rope_scaling`, `partial_rotary_factor`)
+// at the top level; 5.x puts everything into `rope_parameters` ({"rope_type", "rope_theta", …}), or one
+// such object per layer type, which must then agree. Every key that changes the rotation is read or
+// refused, never ignored: a folder whose θ or scaling went unread would run with plain RoPE and give
+// wrong maps without a word. `default_theta`: the base when no key gives one (SmolLM3's 2·10⁶, else 10⁴).
+struct RopeSettings {
+  double theta = 10000.0;
+  double rotary_fraction = 1.0;
+  RopeScaling scaling;
+};
+RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta);
 
 }  // namespace headlab::core::hf

@@ -122,7 +122,7 @@ Layout bart_layout(const FamilyInput& in) {
   if (encoder_ffn != decoder_ffn)
     c.fail("encoder_ffn_dim " + std::to_string(encoder_ffn) + " ≠ decoder_ffn_dim " + std::to_string(decoder_ffn) +
            " is not supported (HeadLab's stacks share one feed-forward size)");
-  m.ffn = FfnConfig{FfnKind::Mlp, encoder_ffn, act, true};
+  m.ffn = ffn_config(FfnKind::Mlp, encoder_ffn, act, true);
   auto stack = [&](const char* layers_key, const char* heads_key) {
     StackConfig st;
     st.layers = c.integer(layers_key);
@@ -222,7 +222,7 @@ Layout t5_layout(const FamilyInput& in) {
   else if (act_name == "silu" || act_name == "swish") act = Activation::Silu;
   else c.fail("activation '" + act_name + "' (feed_forward_proj '" + proj +
               "', dense_act_fn) is not supported (relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu)");
-  m.ffn = FfnConfig{gated ? FfnKind::SwiGLU : FfnKind::Mlp, c.integer("d_ff"), act, false};
+  m.ffn = ffn_config(gated ? FfnKind::SwiGLU : FfnKind::Mlp, c.integer("d_ff"), act, false);
   const int heads = c.integer("num_heads");
   const int d_kv = c.integer("d_kv");
   RelativeBias bias;

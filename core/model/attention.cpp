@@ -144,9 +144,10 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
     post_mix = register_parameter("post_mix", torch::eye(c.softmax_heads(), c.output_heads()));
   }
   if (c.scoring == Scoring::Additive) score_v = register_parameter("score_v", torch::ones({c.heads, c.key_size}));
-  if (c.qk_norm) {
-    q_norm = register_parameter("q_norm", torch::ones({c.key_size}));
-    k_norm = register_parameter("k_norm", torch::ones({c.key_size}));
+  if (c.sinks) sinks = register_parameter("sinks", torch::zeros({c.softmax_heads()}));
+  if (c.qk_norm) {  // per head [d_k], or over the whole projections [heads · d_k], [kv_heads · d_k]
+    q_norm = register_parameter("q_norm", torch::ones({c.qk_norm_whole ? int64_t(c.heads) * c.key_size : c.key_size}));
+    k_norm = register_parameter("k_norm", torch::ones({c.qk_norm_whole ? int64_t(c.kv_heads) * c.key_size : c.key_size}));
   }
 }
 
@@ -209,15 +210,22 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       if (call.rope.defined()) k_new = apply_rope(k_new, call.rope, offset);
     }
   } else {
-    q_heads = q(x).view({B, T, c.heads, c.key_size}).transpose(1, 2);
-    if (!cached_memory) k_new = k(y).view({B, y.size(1), c.kv_heads, c.key_size}).transpose(1, 2);
-    if (c.qk_norm) {
-      // Per-head RMSNorm over d_k before RoPE (Qwen3); with LRP the root-mean-square is a constant
-      // (analysis/LRP.md rule 2).
-      auto rms_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
-        auto rms = (t.pow(2).mean(-1, true) + c.qk_norm_eps).sqrt();
-        return t / (call.lrp ? rms.detach() : rms) * (c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w);
-      };
+    // RMSNorm of the queries and keys before RoPE, per head over d_k (Qwen3) or over the whole
+    // projection (OLMo 2); with LRP the root-mean-square is a constant (analysis/LRP.md rule 2).
+    auto rms_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
+      auto rms = (t.pow(2).mean(-1, true) + c.qk_norm_eps).sqrt();
+      return t / (call.lrp ? rms.detach() : rms) * (c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w);
+    };
+    const bool whole = c.qk_norm && c.qk_norm_whole;
+    auto qx = q(x);  // [B, T, heads · d_k]
+    if (whole) qx = rms_norm(qx, q_norm);
+    q_heads = qx.view({B, T, c.heads, c.key_size}).transpose(1, 2);
+    if (!cached_memory) {
+      auto ky = k(y);  // [B, S, kv_heads · d_k]
+      if (whole) ky = rms_norm(ky, k_norm);
+      k_new = ky.view({B, y.size(1), c.kv_heads, c.key_size}).transpose(1, 2);
+    }
+    if (c.qk_norm && !whole) {
       q_heads = rms_norm(q_heads, q_norm);
       if (k_new.defined()) k_new = rms_norm(k_new, k_norm);
     }
@@ -307,7 +315,17 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   auto blocked = allowed.logical_not().view({1, 1, T, S});
   if (call.key_padding.defined()) blocked = blocked.logical_or(call.key_padding.view({B, 1, 1, S}));
   // The lowest finite value, not -inf: a fully blocked row gives a uniform row instead of NaN.
-  auto W = torch::softmax(L.masked_fill(blocked, std::numeric_limits<float>::lowest()), -1);  // [B, h, T, S]
+  auto masked = L.masked_fill(blocked, std::numeric_limits<float>::lowest());  // [B, h, T, S]
+  torch::Tensor W, sink_share;  // [B, h, T, S], [B, h, T]
+  if (self && c.sinks) {
+    // gpt-oss: the sink logit s_h joins each row's softmax as one more key and is dropped after it.
+    auto sink = sinks.to(L.dtype()).view({1, h, 1, 1}).expand({B, h, T, 1});
+    auto P = torch::softmax(torch::cat({masked, sink}, -1), -1);  // [B, h, T, S + 1]
+    W = P.narrow(-1, 0, S);
+    sink_share = P.select(-1, S);
+  } else {
+    W = torch::softmax(masked, -1);
+  }
   if (patched) W = apply_patches(W, Site::Pattern, *call.patches);
   auto W_used = call.lrp ? W.detach() : W;  // analysis/LRP.md rule 1
 
@@ -357,7 +375,10 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     const unsigned cap = call.capture;
     if (cap & kCaptureLogits) stages->logits = J;
     if (cap & kCaptureMixedLogits) stages->mixed_logits = L;
-    if (cap & kCaptureWeights) stages->weights = W;
+    if (cap & kCaptureWeights) {
+      stages->weights = W;
+      stages->sink_share = sink_share;
+    }
     if (cap & kCaptureMixedWeights) stages->mixed_weights = U;
     if (cap & kCaptureHeadOutputs) {
       stages->head_outputs = O;

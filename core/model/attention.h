@@ -21,6 +21,9 @@ struct AttentionStages {
   torch::Tensor logits;         // J [B, h_k, T, S] — scaled scores per key head (soft-capped when logit_softcap > 0)
   torch::Tensor mixed_logits;   // L [B, h, T, S]   — after P_l and the user's pre-softmax mix, before the mask
   torch::Tensor weights;        // W [B, h, T, S]   — softmax over keys
+  // AttentionConfig::sinks: each row's share of the learned sink [B, h, T]; a row of W sums to 1 minus
+  // it. Captured with W; undefined in a model without sinks.
+  torch::Tensor sink_share;
   torch::Tensor mixed_weights;  // U [B, h_v, T, S] — after P_w and the user's post-softmax mix (== W when none)
   torch::Tensor head_outputs;   // O [B, h_v, T, d_v] — U·V per head, before gates and W_O
   // What W_O reads [B, h_v, T, d_v]: O after the gates and ablation (the same tensor as O when the
@@ -114,6 +117,7 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor post_mix;   // talking-heads P_w: [h, h_v]
   torch::Tensor score_v;    // additive scoring v: [h, d_k]
   torch::Tensor q_norm, k_norm;  // qk_norm RMSNorm weights: [d_k] each
+  torch::Tensor sinks;           // AttentionConfig::sinks: the learned sink logit per softmax head [h]
   // RelativeBias table [buckets, h_k]: a parameter of layer 0's module, the same tensor in the
   // stack's other layers (core/model/transformer.cpp shares it).
   torch::Tensor relative_bias;

@@ -60,20 +60,21 @@ void copy_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::
   // In its stored dtype: a zero-copy view of the mapping (copy_ converts as it copies).
   torch::Tensor raw = load_tensor(file, info.name, to_scalar_type(info.dtype));
   const uint64_t bytes = info.end - info.begin;
+  if (source.select_index >= 0) raw = raw.select(0, source.select_index);
   if (source.slice_dim >= 0 && source.slice_groups > 0) {
     // [..., groups · g, ...] → [..., groups, g, ...], the slice within each group, joined again below.
     std::vector<int64_t> grouped = raw.sizes().vec();
     const int64_t d = source.slice_dim;
     grouped[d] /= source.slice_groups;
     grouped.insert(grouped.begin() + d, source.slice_groups);
-    raw = raw.reshape(grouped).narrow(d + 1, source.slice_begin, source.slice_count);
+    raw = raw.reshape(grouped).narrow(d + 1, source.slice_begin, source.slice_count).flatten(d, d + 1);
   } else if (source.slice_dim >= 0) {
     raw = raw.narrow(source.slice_dim, source.slice_begin, source.slice_count);
   }
   if (source.transpose) raw = raw.t();
   // A stored shape with extra unit dims (BART's final_logits_bias [1, V] for a [V] bias).
   if (raw.sizes() != param.sizes()) raw = raw.reshape(param.sizes());
-  if (source.slice_dim < 0 && !source.transpose && raw.dim() >= 1 && raw.size(0) > 0) {
+  if (source.slice_dim < 0 && source.select_index < 0 && !source.transpose && raw.dim() >= 1 && raw.size(0) > 0) {
     // Row slices, so a large embedding never has all its pages mapped at once.
     const int64_t rows = raw.size(0);
     const int64_t row_bytes = static_cast<int64_t>(bytes) / rows;

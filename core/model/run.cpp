@@ -13,9 +13,11 @@ torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
 
 AttentionStages squeeze_batch(const AttentionStages& s) {
   auto squeeze = [](const torch::Tensor& t) { return t.defined() ? t.squeeze(0) : t; };
-  return {squeeze(s.logits),       squeeze(s.mixed_logits),  squeeze(s.weights), squeeze(s.mixed_weights),
-          squeeze(s.head_outputs), squeeze(s.gated_outputs), squeeze(s.queries), squeeze(s.keys),
-          squeeze(s.values)};
+  AttentionStages out = s;
+  for (torch::Tensor* t : {&out.logits, &out.mixed_logits, &out.weights, &out.sink_share, &out.mixed_weights,
+                           &out.head_outputs, &out.gated_outputs, &out.queries, &out.keys, &out.values})
+    *t = squeeze(*t);
+  return out;
 }
 
 // The patches of (stack, layer) in `patches`.
@@ -79,9 +81,11 @@ torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input
     call.self_controls = &request.controls.get(stack, l);
     call.cross_controls = &request.controls.get(Stack::Cross, l);
     AttentionStages self, cross;
-    torch::Tensor mlp_out;
+    torch::Tensor mlp_out, experts;
     call.mlp_capture = request.capture & kCapturePatchSites ? &mlp_out : nullptr;
+    call.routing_capture = &experts;  // a mixture-of-experts block's routing: [1, T, k] int64, small
     h = module->block(stack, l)->forward(h, call, &self, &cross);
+    out.layers[l].experts = experts.defined() ? experts.squeeze(0) : experts;
     out.layers[l].self = squeeze_batch(self);
     out.layers[l].cross = squeeze_batch(cross);
     out.layers[l].mlp_out = mlp_out.defined() ? mlp_out.squeeze(0) : mlp_out;

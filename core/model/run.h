@@ -28,6 +28,7 @@ struct LayerTrace {
   AttentionStages self;   // [heads, T, S] / O [h_v, T, d_v]
   AttentionStages cross;  // decoder of an encoder-decoder only
   torch::Tensor mlp_out;  // kCapturePatchSites: the FFN's output as it joins the residual [T, D]
+  torch::Tensor experts;  // a mixture-of-experts block: each token's experts [T, top_k] (int64, best first)
 };
 
 struct StackTrace {

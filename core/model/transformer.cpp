@@ -50,18 +50,65 @@ torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp) 
 FeedForwardImpl::FeedForwardImpl(const FfnConfig& config, int64_t hidden_size) : config_(config) {
   const int64_t inner = config.inner_size;
   up = register_module("up", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, inner).bias(config.bias)));
-  if (config.kind == FfnKind::SwiGLU)
+  if (config.kind == FfnKind::SwiGLU || config.kind == FfnKind::ClampedSwiGLU)
     gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, inner).bias(config.bias)));
   down = register_module("down", torch::nn::Linear(torch::nn::LinearOptions(inner, hidden_size).bias(config.bias)));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
   if (config_.kind == FfnKind::Mlp) return down(activate(up(x), config_.activation, lrp));
-  auto a = activate(gate(x), config_.activation, lrp);
-  auto b = up(x);
   // analysis/LRP.md rule 4: a product of two branches splits relevance equally.
-  auto product = lrp ? 0.5 * (a * b.detach()) + 0.5 * (a.detach() * b) : a * b;
-  return down(product);
+  auto split = [&](const torch::Tensor& a, const torch::Tensor& b) {
+    return lrp ? 0.5 * (a * b.detach()) + 0.5 * (a.detach() * b) : a * b;
+  };
+  if (config_.kind == FfnKind::SwiGLU) return down(split(activate(gate(x), config_.activation, lrp), up(x)));
+  // ClampedSwiGLU (gpt-oss): g = min(gate, limit), a = g·σ(1.702·g), b = clamp(up, ±limit), out =
+  // a ⊙ (b + 1). Under LRP each clamp and the σ are ratios held constant (rule 3), and a ⊙ (b + 1) =
+  // a ⊙ b + a: the product splits in halves and the a term passes whole, so nothing is lost to the 1.
+  const double limit = config_.limit;
+  auto pass = [&](const torch::Tensor& z, const torch::Tensor& f) {
+    return lrp ? z * torch::where(z.eq(0), torch::ones_like(z), f / z).detach() : f;
+  };
+  auto gz = gate(x), uz = up(x);
+  auto g = pass(gz, gz.clamp_max(limit));
+  auto sigma = torch::sigmoid(1.702 * g);
+  auto a = g * (lrp ? sigma.detach() : sigma);
+  auto b = pass(uz, uz.clamp(-limit, limit));
+  return down(split(a, b) + a);
+}
+
+MixtureImpl::MixtureImpl(const FfnConfig& config, int64_t hidden_size) : moe_(*config.moe) {
+  router = register_module("router", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, moe_.experts).bias(moe_.router_bias)));
+  FfnConfig expert = config;
+  expert.moe.reset();
+  experts = register_module("experts", torch::nn::ModuleList());
+  for (int e = 0; e < moe_.experts; ++e) experts->push_back(FeedForward(expert, hidden_size));
+  if (moe_.shared_inner_size > 0) {
+    FfnConfig one = expert;
+    one.inner_size = moe_.shared_inner_size;
+    shared = register_module("shared", FeedForward(one, hidden_size));
+  }
+}
+
+torch::Tensor MixtureImpl::forward(const torch::Tensor& x, bool lrp, torch::Tensor* routing) {
+  const int64_t D = x.size(-1);
+  auto flat = x.reshape({-1, D});                                 // [N, D]
+  auto probs = torch::softmax(router(flat), -1);                  // [N, E]
+  auto [top_p, top_e] = probs.topk(moe_.top_k, -1);               // [N, k] each, best first
+  if (moe_.normalize) top_p = top_p / top_p.sum(-1, /*keepdim=*/true);
+  if (lrp) top_p = top_p.detach();
+  auto out = torch::zeros_like(flat);
+  for (int64_t e = 0; e < moe_.experts; ++e) {
+    auto hit = top_e.eq(e);                                       // [N, k]
+    auto rows = hit.any(-1).nonzero().view(-1);                   // the tokens routed to e
+    if (rows.numel() == 0) continue;
+    auto weight = (top_p * hit.to(top_p.dtype())).sum(-1).index_select(0, rows).unsqueeze(1);  // [n, 1]
+    auto y = experts[e]->as<FeedForward>()->forward(flat.index_select(0, rows), lrp) * weight;
+    out = out.index_add(0, rows, y);
+  }
+  if (shared) out = out + shared(flat, lrp);
+  if (routing) *routing = top_e.view({x.size(0), x.size(1), moe_.top_k});
+  return out.view(x.sizes());
 }
 
 BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool rotary, int layer)
@@ -77,7 +124,10 @@ BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool ro
   if (const auto& rb = stack.attention.relative_bias; rb && layer <= 0)
     attn->relative_bias =
         attn->register_parameter("relative_bias", torch::zeros({rb->buckets, stack.attention.logit_heads()}));
-  attn_norm = register_module("attn_norm", norm());
+  // Pre-LN blocks without input norms (sublayer_input_norm false), and ModernBERT's layer 0, feed
+  // attention the stream itself.
+  const bool input_norms = model.sublayer_input_norm;
+  if (input_norms && !(layer == 0 && !model.first_attention_norm)) attn_norm = register_module("attn_norm", norm());
   if (out_norms) attn_out_norm = register_module("attn_out_norm", norm());
   if (stack.cross_attention) {
     cross_attn = register_module("cross_attn", Attention(*stack.cross_attention, model.hidden_size));
@@ -85,9 +135,17 @@ BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool ro
     if (out_norms) cross_out_norm = register_module("cross_out_norm", norm());
   }
   if (model.ffn.kind == FfnKind::None) return;  // attention only
-  ffn = register_module("ffn", FeedForward(model.ffn, model.hidden_size));
-  ffn_norm = register_module("ffn_norm", norm());
+  if (model.ffn.moe)
+    moe = register_module("ffn", Mixture(model.ffn, model.hidden_size));
+  else
+    ffn = register_module("ffn", FeedForward(model.ffn, model.hidden_size));
+  if (input_norms) ffn_norm = register_module("ffn_norm", norm());
   if (out_norms) ffn_out_norm = register_module("ffn_out_norm", norm());
+}
+
+torch::Tensor BlockImpl::feed_forward(const torch::Tensor& x, bool lrp, torch::Tensor* routing) {
+  if (moe) return moe->forward(x, lrp, routing);
+  return ffn->forward(x, lrp);
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
@@ -123,24 +181,26 @@ torch::Tensor BlockImpl::forward(const torch::Tensor& x, const BlockCall& call, 
     if (call.mlp_capture) *call.mlp_capture = out;
     return out;
   };
+  auto feed = [&](const torch::Tensor& y) { return feed_forward(y, call.lrp, call.routing_capture); };
+  // A norm the block has, or the identity where it has none (input or output norms left out).
+  auto norm_or_same = [&](Norm& norm, const torch::Tensor& y) { return norm ? norm(y, call.lrp) : y; };
   torch::Tensor h = x;
   if (parallel_) {  // h + attn(norm_a(h)) + ffn(norm_f(h)): both sublayers read the block's input
-    auto attended = attend(attn, attn_norm(h, call.lrp), {}, true, self_stages);
-    return h + attended + mlp_out(ffn(ffn_norm(h, call.lrp), call.lrp));
+    auto attended = attend(attn, norm_or_same(attn_norm, h), {}, true, self_stages);
+    return h + attended + mlp_out(feed(norm_or_same(ffn_norm, h)));
   }
   if (pre_norm_) {
     // Sandwich norms when present: h + out_norm(sublayer(norm(h))).
-    auto out = [&](Norm& norm, const torch::Tensor& y) { return norm ? norm(y, call.lrp) : y; };
-    h = h + out(attn_out_norm, attend(attn, attn_norm(h, call.lrp), {}, true, self_stages));
+    h = h + norm_or_same(attn_out_norm, attend(attn, norm_or_same(attn_norm, h), {}, true, self_stages));
     if (cross_attn)
-      h = h + out(cross_out_norm, attend(cross_attn, cross_norm(h, call.lrp), call.memory, false, cross_stages));
-    if (!ffn) return h;
-    return h + mlp_out(out(ffn_out_norm, ffn(ffn_norm(h, call.lrp), call.lrp)));
+      h = h + norm_or_same(cross_out_norm, attend(cross_attn, cross_norm(h, call.lrp), call.memory, false, cross_stages));
+    if (!has_ffn()) return h;
+    return h + mlp_out(norm_or_same(ffn_out_norm, feed(norm_or_same(ffn_norm, h))));
   }
   // Post-LN (BERT): norm(x + sublayer(x)).
   h = attn_norm(h + attend(attn, h, {}, true, self_stages), call.lrp);
   if (cross_attn) h = cross_norm(h + attend(cross_attn, h, call.memory, false, cross_stages), call.lrp);
-  return ffn ? ffn_norm(h + mlp_out(ffn(h, call.lrp)), call.lrp) : h;
+  return has_ffn() ? ffn_norm(h + mlp_out(feed(h)), call.lrp) : h;
 }
 
 TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {

@@ -35,7 +35,8 @@ TORCH_MODULE(Norm);
 // Element-wise activation; with `lrp` it passes relevance unchanged (analysis/LRP.md rule 3).
 torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp);
 
-// GELU/ReLU MLP or SwiGLU (Shazeer 2020): down(act(gate(x)) ⊙ up(x)).
+// GELU/ReLU MLP, SwiGLU (Shazeer 2020): down(act(gate(x)) ⊙ up(x)), or gpt-oss's clamped SwiGLU
+// (FfnConfig::limit).
 class FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const FfnConfig& config, int64_t hidden_size);
@@ -46,6 +47,23 @@ class FeedForwardImpl : public torch::nn::Module {
   FfnConfig config_;
 };
 TORCH_MODULE(FeedForward);
+
+// A mixture-of-experts FFN (MoeConfig): "router", "experts.{e}" and, when configured, "shared".
+class MixtureImpl : public torch::nn::Module {
+ public:
+  MixtureImpl(const FfnConfig& config, int64_t hidden_size);
+  // x [B, T, D] → [B, T, D]. `routing`, when given, receives each token's experts [B, T, top_k]
+  // (int64, highest router weight first). With `lrp` the router's weights are constants (analysis/LRP.md
+  // rule 1, as attention weights).
+  torch::Tensor forward(const torch::Tensor& x, bool lrp = false, torch::Tensor* routing = nullptr);
+  torch::nn::Linear router{nullptr};
+  torch::nn::ModuleList experts{nullptr};
+  FeedForward shared{nullptr};
+
+ private:
+  MoeConfig moe_;
+};
+TORCH_MODULE(Mixture);
 
 // Everything one block needs besides its input.
 struct BlockCall {
@@ -68,6 +86,8 @@ struct BlockCall {
   const LayerPatches* patches = nullptr;
   // Set: receives the FFN's output as it joins the residual stream [B, T, D] (after its patches).
   torch::Tensor* mlp_capture = nullptr;
+  // Set, in a mixture-of-experts block: receives each token's experts [B, T, top_k].
+  torch::Tensor* routing_capture = nullptr;
 };
 
 class BlockImpl : public torch::nn::Module {
@@ -79,9 +99,14 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const BlockCall& call, AttentionStages* self_stages,
                         AttentionStages* cross_stages);
 
+  // The FFN sublayer without its norms (the dense FFN or the mixture of experts); x [B, T, D].
+  torch::Tensor feed_forward(const torch::Tensor& x, bool lrp = false, torch::Tensor* routing = nullptr);
+  bool has_ffn() const { return ffn || moe; }
+
   Attention attn{nullptr};
   Attention cross_attn{nullptr};
-  FeedForward ffn{nullptr};
+  FeedForward ffn{nullptr};  // a dense FFN ("ffn"), or
+  Mixture moe{nullptr};      // a mixture of experts (also "ffn": FfnConfig::moe)
   Norm attn_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
   // ModelConfig::sublayer_output_norm: norms of each sublayer's output, before the residual sum.
   Norm attn_out_norm{nullptr}, cross_out_norm{nullptr}, ffn_out_norm{nullptr};

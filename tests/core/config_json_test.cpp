@@ -205,3 +205,48 @@ TEST_CASE("rope_scaling is read key by key, written back, and refused where it c
              }),
              Contains("dynamic RoPE scaling needs more than 2 rotated dims"));
 }
+
+TEST_CASE("sinks, a mixture of experts and the clamped GLU are read, written back and validated", "[config][moe]") {
+  using Catch::Matchers::Contains;
+  json j = json::parse(R"({
+    "vocab_size": 100, "hidden_size": 32, "kind": "decoder", "positions": "rope", "max_positions": 64,
+    "norm": "rmsnorm",
+    "ffn": {"kind": "swiglu_clamped", "inner_size": 24, "activation": "silu", "bias": true, "limit": 7.0,
+            "moe": {"experts": 8, "top_k": 2, "normalize": false, "router_bias": true, "shared_inner_size": 16}},
+    "decoder": {"layers": 2, "attention": {"heads": 4, "kv_heads": 2, "key_size": 8, "value_size": 8, "sinks": true}}
+  })");
+  const ModelConfig c = model_config_from_json(j);
+  CHECK(c.decoder->attention.sinks);
+  CHECK(c.ffn.kind == FfnKind::ClampedSwiGLU);
+  CHECK(c.ffn.limit == 7.0f);
+  REQUIRE(c.ffn.moe);
+  CHECK(c.ffn.moe->experts == 8);
+  CHECK(c.ffn.moe->top_k == 2);
+  CHECK_FALSE(c.ffn.moe->normalize);
+  CHECK(c.ffn.moe->router_bias);
+  CHECK(c.ffn.moe->shared_inner_size == 16);
+  check_contains(to_json(c), j, "config");
+  // Per layer: 4 sinks; router 8·32 + 8; 8 experts and a shared one of (3·32·inner + 2·inner + 32) each.
+  const int64_t attention = 32 * 32 + 2 * (32 * 16) + 32 * 32 + (32 + 2 * 16) + 32;
+  const int64_t experts = 8 * (3 * 32 * 24 + 2 * 24 + 32) + (3 * 32 * 16 + 2 * 16 + 32);
+  const int64_t layer = attention + 4 + 8 * 32 + 8 + experts + 2 * 32;
+  CHECK(c.parameter_count() == 100 * 32 + 2 * layer + 32);
+  CHECK_THAT(c.summary(), Contains("× 8 experts, top 2 (weights not renormalised), a shared expert of 16") &&
+                              Contains("clamped SwiGLU (limit 7.0)") && Contains("sinks"));
+
+  auto error = [&](const std::function<void(json&)>& edit) {
+    json bad = j;
+    edit(bad);
+    try {
+      model_config_from_json(bad).validate();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["top_k"] = 9; }), Contains("ffn.moe.top_k must be in 1..experts (8)"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["experts"] = 0; }), Contains("ffn.moe.experts must be in 1..1024"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["gate"] = "sigmoid"; }), Contains("unknown key 'gate'"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["limit"] = 0.0; }), Contains("ffn.limit must be > 0"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["kind"] = "none"; }), Contains("ffn.moe needs an FFN kind"));
+}

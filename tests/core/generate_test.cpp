@@ -111,7 +111,8 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
   // nothing within max_positions, the most generation runs to.
   for (const char* family : {"gpt2", "llama", "llama-bf16", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "llama31",
                              "llama-linear", "qwen2-yarn", "gemma3-scaled", "phi3", "smollm3", "gemma", "opt", "olmo",
-                             "pythia", "gptj", "bloom"}) {
+                             "pythia", "gptj", "bloom", "mixtral", "gpt-oss", "phi", "falcon", "falcon-40b",
+                             "falcon-sequential", "olmo2"}) {
     DYNAMIC_SECTION(family) {
       auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + family);
       GenerateRequest request;

@@ -1,5 +1,6 @@
 #include "test_common.h"
 
+#include "hf_fixtures.h"
 #include "lrp_reference.h"
 #include "relevance_checks.h"
 
@@ -21,146 +22,8 @@
 using namespace headlab::core;
 using headlab::test::TempDir;
 using Catch::Matchers::Contains;
+using namespace headlab::test::hf;
 namespace fs = std::filesystem;
-
-// Fixtures: tests/data/hf/<family>/ written by tests/data/hf/make_fixtures.py, an independent
-// float64 transcription of the transformers modeling code; expected.safetensors holds its logits
-// and attention probabilities for the ids in its metadata.
-namespace {
-
-// HeadLab's float32 run against the float64 transcriptions: measured at most ~1e-6 on every fixture
-// (F32 and BF16 weights alike); a few times that leaves room for BLAS summation order, and is
-// 40–200× tighter than a bug that changes one formula gives.
-constexpr double kAttentionTolerance = 5e-6;  // max |Δ| of the attention weights
-constexpr double kLogitTolerance = 5e-6;      // max |Δ logit| / max |logit|
-
-using Tensors = std::vector<std::pair<std::string, torch::Tensor>>;
-
-std::string fixture(const std::string& name) { return std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + name; }
-
-std::vector<int64_t> parse_list(const std::string& text) {
-  std::vector<int64_t> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(std::stoll(item));
-  return out;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
-
-void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  out << j.dump(2);
-}
-
-// All tensors of a file in their stored dtype, detached from the mapping.
-Tensors read_all(const std::string& path) {
-  auto file = SafetensorsFile::open(path);
-  Tensors out;
-  for (const auto& info : file.tensors()) out.emplace_back(info.name, load_tensor(file, info.name, to_scalar_type(info.dtype)).clone());
-  return out;
-}
-
-torch::Tensor get(const Tensors& tensors, const std::string& name) {
-  for (const auto& [n, t] : tensors)
-    if (n == name) return t;
-  FAIL("no tensor " << name);
-  return {};
-}
-
-// A copy of a fixture folder's config with edited weights, in `dir`.
-void write_variant(const TempDir& dir, const nlohmann::json& config, const Tensors& weights,
-                   DType store_as = DType::F32) {
-  write_json(dir.str("config.json"), config);
-  save_safetensors(dir.str("model.safetensors"), weights, store_as);
-}
-
-std::string load_error(const std::string& folder) {
-  try {
-    load_model(folder);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-struct Expected {
-  std::vector<int64_t> ids, token_types;
-  torch::Tensor logits;                  // [T, V]
-  std::vector<torch::Tensor> attentions;  // [layers] × [heads, T, T]
-  // Encoder-decoders: the decoder's ids and each stack's maps ("encoder", "decoder", "cross").
-  std::vector<int64_t> decoder_ids;
-  std::map<std::string, std::vector<torch::Tensor>> stack_attentions;
-};
-
-Expected read_expected(const std::string& folder) {
-  auto file = SafetensorsFile::open(folder + "/expected.safetensors");
-  Expected e;
-  e.ids = parse_list(file.metadata().at("ids"));
-  if (file.metadata().count("token_types")) e.token_types = parse_list(file.metadata().at("token_types"));
-  e.logits = load_tensor(file, "logits").clone();
-  for (int l = 0; file.contains("attentions." + std::to_string(l)); ++l)
-    e.attentions.push_back(load_tensor(file, "attentions." + std::to_string(l)).clone());
-  if (file.metadata().count("decoder_ids")) e.decoder_ids = parse_list(file.metadata().at("decoder_ids"));
-  for (const char* stack : {"encoder", "decoder", "cross"}) {
-    const std::string prefix = std::string(stack) + "_attentions.";
-    for (int l = 0; file.contains(prefix + std::to_string(l)); ++l)
-      e.stack_attentions[stack].push_back(load_tensor(file, prefix + std::to_string(l)).clone());
-  }
-  return e;
-}
-
-struct Errors {
-  double attention = 0;  // max abs difference over every layer's [heads, T, T]
-  double logits = 0;     // max abs difference / max |expected logit|
-};
-
-Errors compare(Model& model, const Expected& expected) {
-  RunRequest request;
-  request.ids = expected.ids;
-  request.token_types = expected.token_types;
-  auto trace = run(model, request);
-  const auto& stack = trace->main_stack();
-  REQUIRE(stack.layers.size() == expected.attentions.size());
-  Errors errors;
-  for (size_t l = 0; l < stack.layers.size(); ++l)
-    errors.attention =
-        std::max(errors.attention, headlab::test::max_abs_diff(value_weights(stack.layers[l].self), expected.attentions[l]));
-  errors.logits = headlab::test::max_abs_diff(trace->logits, expected.logits) / expected.logits.abs().max().item<double>();
-  return errors;
-}
-
-// An encoder-decoder against its reference: encoder, decoder and cross maps of every layer, and the
-// decoder's logits.
-Errors compare_seq2seq(Model& model, const Expected& expected) {
-  RunRequest request;
-  request.ids = expected.ids;
-  request.decoder_ids = expected.decoder_ids;
-  auto trace = run(model, request);
-  const auto& enc = expected.stack_attentions.at("encoder");
-  const auto& dec = expected.stack_attentions.at("decoder");
-  const auto& cross = expected.stack_attentions.at("cross");
-  REQUIRE(trace->encoder.layers.size() == enc.size());
-  REQUIRE(trace->decoder.layers.size() == dec.size());
-  REQUIRE(cross.size() == dec.size());
-  Errors errors;
-  auto worst = [&](const AttentionStages& stages, const torch::Tensor& reference) {
-    errors.attention = std::max(errors.attention, headlab::test::max_abs_diff(value_weights(stages), reference));
-  };
-  for (size_t l = 0; l < enc.size(); ++l) worst(trace->encoder.layers[l].self, enc[l]);
-  for (size_t l = 0; l < dec.size(); ++l) {
-    worst(trace->decoder.layers[l].self, dec[l]);
-    worst(trace->decoder.layers[l].cross, cross[l]);
-  }
-  REQUIRE(trace->logits.sizes() == expected.logits.sizes());
-  errors.logits = headlab::test::max_abs_diff(trace->logits, expected.logits) / expected.logits.abs().max().item<double>();
-  return errors;
-}
-
-}  // namespace
 
 TEST_CASE("hf import: BART, mBART, Marian and T5 match the reference encoder, decoder and cross maps and logits",
           "[hf_import][seq2seq]") {
@@ -330,7 +193,10 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"gemma3-scaled", "gemma3", "F32"}, Case{"phi3", "phi3", "F32"},
                         Case{"smollm3", "smollm3", "F32"}, Case{"gemma", "gemma", "F32"}, Case{"opt", "opt", "F32"},
                         Case{"olmo", "olmo", "F32"}, Case{"pythia", "gpt_neox", "F16"}, Case{"gptj", "gptj", "F32"},
-                        Case{"bloom", "bloom", "F32"}}) {
+                        Case{"bloom", "bloom", "F32"}, Case{"mixtral", "mixtral", "F32"},
+                        Case{"gpt-oss", "gpt_oss", "F32"}, Case{"phi", "phi", "F32"}, Case{"falcon", "falcon", "F32"},
+                        Case{"falcon-40b", "falcon", "F32"}, Case{"falcon-sequential", "falcon", "F32"},
+                        Case{"olmo2", "olmo2", "F32"}, Case{"modernbert", "modernbert", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -426,30 +292,6 @@ TEST_CASE("hf import: Phi-3's fused projections, partial rotary embeddings and s
              Contains("self_attn.qkv_proj.weight") && Contains("[64, 32]") && Contains("[96, 32]"));
 }
 
-// An edited copy of a fixture folder's config with its own weights: the maps' and logits' errors
-// against the folder's reference, or the load's error.
-struct FixtureVariants {
-  explicit FixtureVariants(const std::string& folder)
-      : folder(folder), dir("hf-variant-" + folder), weights(read_all(fixture(folder + "/model.safetensors"))),
-        expected(read_expected(fixture(folder))) {}
-  void write(const std::function<void(nlohmann::json&)>& edit) const {
-    auto config = read_json(fixture(folder + "/config.json"));
-    edit(config);
-    write_variant(dir, config, weights);
-  }
-  Errors errors_with(const std::function<void(nlohmann::json&)>& edit) const {
-    write(edit);
-    return compare(*load_model(dir.str()), expected);
-  }
-  std::string refused(const std::function<void(nlohmann::json&)>& edit) const {
-    write(edit);
-    return load_error(dir.str());
-  }
-  std::string folder;
-  TempDir dir;
-  Tensors weights;
-  Expected expected;
-};
 
 TEST_CASE("hf import: SmolLM3's NoPE layers, as listed or by their interval", "[hf_import][smollm3]") {
   const auto c = load_model(fixture("smollm3"))->config;
@@ -1205,7 +1047,8 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
   for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
                              "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
                              "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj",
-                             "bloom"}) {
+                             "bloom", "mixtral", "gpt-oss", "phi", "falcon", "falcon-40b", "falcon-sequential",
+                             "olmo2", "modernbert"}) {
     DYNAMIC_SECTION(folder) {
       auto model = load_model(fixture(folder));
       const Expected expected = read_expected(fixture(folder));

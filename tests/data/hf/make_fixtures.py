@@ -15,7 +15,8 @@ transformers' modeling_bert.py, modeling_roberta.py, modeling_distilbert.py, mod
 modeling_qwen2.py, modeling_mistral.py, modeling_qwen3.py, modeling_gemma2.py and modeling_gemma3.py
 (ELECTRA and ALBERT: fixtures_encoders.py; BART, Marian and T5: fixtures_seq2seq.py; the scaled rope
 types: fixtures_rope_scaling.py; Phi-3, SmolLM3, Gemma, OPT and OLMo: fixtures_decoders.py; GPT-NeoX,
-GPT-J and BLOOM: fixtures_parallel.py)
+GPT-J and BLOOM: fixtures_parallel.py; Mixtral and gpt-oss: fixtures_moe.py; Phi-2 and Falcon:
+fixtures_phi_falcon.py; OLMo 2 and ModernBERT: fixtures_olmo2_modernbert.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -726,6 +727,15 @@ def main():
     import fixtures_parallel  # GPT-NeoX (Pythia), GPT-J, BLOOM
     for i, make in enumerate(fixtures_parallel.MAKERS):
         make(torch.Generator().manual_seed(6000 + i))
+    import fixtures_moe  # Mixtral, gpt-oss
+    for i, make in enumerate(fixtures_moe.MAKERS):
+        make(torch.Generator().manual_seed(7000 + i))
+    import fixtures_phi_falcon  # Phi-2, Falcon's three layouts
+    for i, make in enumerate(fixtures_phi_falcon.MAKERS):
+        make(torch.Generator().manual_seed(8000 + i))
+    import fixtures_olmo2_modernbert  # OLMo 2, ModernBERT
+    for i, make in enumerate(fixtures_olmo2_modernbert.MAKERS):
+        make(torch.Generator().manual_seed(9000 + i))
 
 
 if __name__ == "__main__":

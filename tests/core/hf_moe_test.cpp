@@ -1,0 +1,128 @@
+#include "test_common.h"
+
+#include "hf_fixtures.h"
+
+#include "core/model/model.h"
+#include "core/model/run.h"
+#include "core/model/safetensors_torch.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+// Mixtral and gpt-oss against their float64 references (tests/data/hf/fixtures_moe.py): the
+// mixture-of-experts FFN, learned attention sinks and gpt-oss's alternating sliding layers.
+using namespace headlab::core;
+using namespace headlab::test::hf;
+using Catch::Matchers::Contains;
+using headlab::test::max_abs_diff;
+using headlab::test::TempDir;
+
+namespace {
+
+// The reference's tensor `name` (expected.safetensors beside the fixture's weights).
+torch::Tensor reference(const std::string& folder, const std::string& name) {
+  auto file = SafetensorsFile::open(fixture(folder) + "/expected.safetensors");
+  return load_tensor(file, name).clone();
+}
+
+}  // namespace
+
+TEST_CASE("hf import: gpt-oss: learned sinks, alternating sliding layers, YaRN, a clamped-GLU mixture of experts",
+          "[hf_import][moe]") {
+  auto model = load_model(fixture("gpt-oss"));
+  const ModelConfig& c = model->config;
+  CHECK(c.family == "gpt_oss");
+  CHECK(c.decoder->attention.sinks);
+  CHECK(c.decoder->attention.qkv_bias);
+  REQUIRE(c.decoder->local);
+  CHECK(c.decoder->local->layers == std::vector<int>{0, 2});
+  CHECK(c.decoder->local->pattern.window == 3);  // sliding_window 4 keys, the query's own counted
+  CHECK(c.rope_scaling.kind == RopeScalingKind::Yarn);
+  CHECK_FALSE(c.rope_scaling.truncate);
+  CHECK(c.ffn.kind == FfnKind::ClampedSwiGLU);
+  CHECK(c.ffn.limit == 1.5f);
+  REQUIRE(c.ffn.moe);
+  CHECK(c.ffn.moe->experts == 4);
+  CHECK(c.ffn.moe->top_k == 2);
+  CHECK(c.ffn.moe->router_bias);
+  CHECK_THAT(c.summary(), Contains("4 experts, top 2") && Contains("sinks"));
+  int64_t stored = 0;  // sinks, router biases and the experts' biases counted as the module holds them
+  for (const auto& p : model->module->parameters()) stored += p.numel();
+  CHECK(c.parameter_count() == stored);
+
+  // The maps as transformers returns them (rows summing to 1 − the sink's share), the share itself and
+  // each token's experts, layer by layer.
+  const Expected expected = read_expected(fixture("gpt-oss"));
+  RunRequest request;
+  request.ids = expected.ids;
+  const auto trace = run(*model, request);
+  for (int l = 0; l < 3; ++l) {
+    const auto& layer = trace->decoder.layers[size_t(l)];
+    const std::string n = "." + std::to_string(l);
+    REQUIRE(layer.self.sink_share.defined());
+    CHECK(max_abs_diff(layer.self.sink_share, reference("gpt-oss", "sink_share" + n)) <= kAttentionTolerance);
+    CHECK(max_abs_diff(layer.self.weights.sum(-1) + layer.self.sink_share, torch::ones_like(layer.self.sink_share)) < 1e-6);
+    REQUIRE(layer.experts.defined());
+    CHECK(torch::equal(layer.experts.to(torch::kFloat32), reference("gpt-oss", "experts" + n)));
+  }
+  const Errors errors = compare(*model, expected);
+  CHECK(errors.attention <= kAttentionTolerance);
+  CHECK(errors.logits <= kLogitTolerance);
+
+  // Each detail matters: the clamp, the sliding layers, the number of experts, YaRN.
+  const FixtureVariants v("gpt-oss");
+  CHECK(v.errors_with([](auto& j) { j["swiglu_limit"] = 7.0; }).logits > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["layer_types"] = {"full_attention", "full_attention", "full_attention"}; })
+            .attention > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["num_experts_per_tok"] = 1; }).logits > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["rope_scaling"]["factor"] = 16.0; }).attention > 1e-3);
+  // …and the sinks: with sink logits of −10⁹ the softmax is the plain one.
+  Tensors no_sinks = v.weights;
+  for (auto& [name, t] : no_sinks)
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".sinks") == 0) t = torch::full_like(t, -1e9);
+  write_variant(v.dir, read_json(fixture("gpt-oss/config.json")), no_sinks);
+  CHECK(compare(*load_model(v.dir.str()), expected).attention > 1e-3);
+
+  SECTION("refused by name: MXFP4 experts, an unknown layer type, more experts per token than there are") {
+    Tensors packed = v.weights;
+    packed.emplace_back("model.layers.0.mlp.experts.gate_up_proj_blocks", torch::zeros({4, 48, 1, 16}, torch::kUInt8));
+    write_variant(v.dir, read_json(fixture("gpt-oss/config.json")), packed);
+    CHECK_THAT(load_error(v.dir.str()), Contains("MXFP4") && Contains("gate_up_proj_blocks"));
+    CHECK_THAT(v.refused([](auto& j) { j["layer_types"][1] = "chunked_attention"; }),
+               Contains("layer_types[1] \"chunked_attention\" is not supported"));
+    CHECK_THAT(v.refused([](auto& j) { j["num_experts_per_tok"] = 5; }), Contains("must be in 1..num_local_experts (4)"));
+  }
+}
+
+TEST_CASE("hf import: Mixtral: softmax routing to the top 2 of 4 SwiGLU experts, renormalised", "[hf_import][moe]") {
+  auto model = load_model(fixture("mixtral"));
+  const ModelConfig& c = model->config;
+  CHECK(c.family == "mixtral");
+  CHECK(c.ffn.kind == FfnKind::SwiGLU);
+  REQUIRE(c.ffn.moe);
+  CHECK(c.ffn.moe->experts == 4);
+  CHECK(c.ffn.moe->top_k == 2);
+  CHECK(c.ffn.moe->normalize);
+  CHECK_FALSE(c.ffn.moe->router_bias);
+  CHECK(c.decoder->attention.pattern.window == 0);  // sliding_window null
+  int64_t stored = 0;  // the config's count is what the module holds: experts, router and all
+  for (const auto& p : model->module->parameters()) stored += p.numel();
+  CHECK(c.parameter_count() == stored);
+
+  const Expected expected = read_expected(fixture("mixtral"));
+  RunRequest request;
+  request.ids = expected.ids;
+  const auto trace = run(*model, request);
+  for (int l = 0; l < 2; ++l)
+    CHECK(torch::equal(trace->decoder.layers[size_t(l)].experts.to(torch::kFloat32),
+                       reference("mixtral", "experts." + std::to_string(l))));
+  CHECK_FALSE(trace->decoder.layers[0].self.sink_share.defined());  // no sinks, no share
+
+  const FixtureVariants v("mixtral");
+  CHECK(v.errors_with([](auto& j) { j["num_experts_per_tok"] = 1; }).logits > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["sliding_window"] = 4; }).attention > 1e-3);
+  CHECK_THAT(v.refused([](auto& j) { j["num_local_experts"] = 3; }),  // the file holds a fourth expert
+             Contains("block_sparse_moe.gate.weight") && Contains("[4, 32]"));
+}
