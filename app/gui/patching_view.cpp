@@ -120,7 +120,7 @@ void PatchingView::drawTable(Workbench& wb, const char* id, const std::vector<st
   ImGui::PushID(id);
   for (size_t l = 0; l < table.size(); ++l) {
     const float y = origin.y + l * cell;
-    char label[16];
+    char label[24];
     std::snprintf(label, sizeof label, "L%zu", l);
     dl->AddText(ImVec2(origin.x, y + cell / 2 - ImGui::GetTextLineHeight() / 2), IM_COL32(200, 200, 200, 255), label);
     for (size_t u = 0; u < table[l].size(); ++u) {
@@ -133,10 +133,11 @@ void PatchingView::drawTable(Workbench& wb, const char* id, const std::vector<st
       if (ImGui::InvisibleButton("cell", ImVec2(cell, cell)) && heads)
         wb.apply(cmd::SelectHead{std::nullopt, int(l), int(u)});
       if (ImGui::IsItemHovered()) {
-        if (std::isfinite(v))
-          ImGui::SetTooltip(heads ? "layer %zu, head %zu: %.3f (1 = the clean result kept, 0 = the counterfactual's)"
-                                  : "layer %zu: %.3f (1 = the clean result kept, 0 = the counterfactual's)",
-                            l, heads ? u : size_t(0), double(v));
+        if (std::isfinite(v) && heads)
+          ImGui::SetTooltip("layer %zu, head %zu: %.3f (1 = the clean result kept, 0 = the counterfactual's)", l, u,
+                            double(v));
+        else if (std::isfinite(v))
+          ImGui::SetTooltip("layer %zu: %.3f (1 = the clean result kept, 0 = the counterfactual's)", l, double(v));
         else
           ImGui::SetTooltip("not run yet");
       }

@@ -16,7 +16,10 @@ inline core::ModelConfig gpt2_small_config() {
   c.hidden_size = 768;
   c.max_positions = 1024;
   c.positions = core::PositionKind::Learned;
-  c.ffn = {core::FfnKind::Mlp, 3072, core::Activation::GeluTanh, true};
+  c.ffn.kind = core::FfnKind::Mlp;
+  c.ffn.inner_size = 3072;
+  c.ffn.activation = core::Activation::GeluTanh;
+  c.ffn.bias = true;
   c.lm_head = {false, true, false};
   core::StackConfig stack;
   stack.layers = 12;
