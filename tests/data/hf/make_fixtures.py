@@ -712,31 +712,18 @@ def main():
     for i, make in enumerate([make_bert, make_gpt2, make_llama, make_llama_bf16, make_qwen2, make_mistral,
                               make_qwen3, make_roberta, make_distilbert, make_gemma2, make_gemma3]):
         make(torch.Generator().manual_seed(1000 + i))
-    import fixtures_encoders  # ELECTRA, ALBERT
-    for i, make in enumerate(fixtures_encoders.MAKERS):
-        make(torch.Generator().manual_seed(2000 + i))
-    import fixtures_seq2seq  # BART, Marian, T5
-    for i, make in enumerate(fixtures_seq2seq.MAKERS):
-        make(torch.Generator().manual_seed(3000 + i))
-    import fixtures_rope_scaling  # Llama 3.1's and the other scaled rope types
-    for i, make in enumerate(fixtures_rope_scaling.MAKERS):
-        make(torch.Generator().manual_seed(4000 + i))
-    import fixtures_decoders  # Phi-3, SmolLM3, Gemma, OPT, OLMo
-    for i, make in enumerate(fixtures_decoders.MAKERS):
-        make(torch.Generator().manual_seed(5000 + i))
-    import fixtures_parallel  # GPT-NeoX (Pythia), GPT-J, BLOOM
-    for i, make in enumerate(fixtures_parallel.MAKERS):
-        make(torch.Generator().manual_seed(6000 + i))
-    import fixtures_moe  # Mixtral, gpt-oss
-    for i, make in enumerate(fixtures_moe.MAKERS):
-        make(torch.Generator().manual_seed(7000 + i))
-    import fixtures_phi_falcon  # Phi-2, Falcon's three layouts
-    for i, make in enumerate(fixtures_phi_falcon.MAKERS):
-        make(torch.Generator().manual_seed(8000 + i))
-    import fixtures_olmo2_modernbert  # OLMo 2, ModernBERT
-    for i, make in enumerate(fixtures_olmo2_modernbert.MAKERS):
-        make(torch.Generator().manual_seed(9000 + i))
-
+    # The other files' folders, each file's makers seeded from its own base.
+    import importlib
+    for name, seed in (("fixtures_encoders", 2000),  # ELECTRA, ALBERT
+                       ("fixtures_seq2seq", 3000),  # BART, Marian, T5
+                       ("fixtures_rope_scaling", 4000),  # Llama 3.1's and the other scaled rope types
+                       ("fixtures_decoders", 5000),  # Phi-3, SmolLM3, Gemma, OPT, OLMo
+                       ("fixtures_parallel", 6000),  # GPT-NeoX (Pythia), GPT-J, BLOOM
+                       ("fixtures_moe", 7000),  # Mixtral, gpt-oss
+                       ("fixtures_phi_falcon", 8000),  # Phi-2, Falcon's three layouts
+                       ("fixtures_olmo2_modernbert", 9000)):  # OLMo 2, ModernBERT
+        for i, make in enumerate(importlib.import_module(name).MAKERS):
+            make(torch.Generator().manual_seed(seed + i))
 
 if __name__ == "__main__":
     main()
