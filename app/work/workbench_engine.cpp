@@ -469,9 +469,10 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   for (const auto& layer : trace->main_stack().layers) {
     if (!layer.experts.defined()) break;
     const auto e = layer.experts.to(torch::kLong).contiguous();  // [T, k]
-    std::vector<std::vector<int>> tokens(static_cast<size_t>(e.size(0)));
-    for (int64_t t = 0; t < e.size(0); ++t)
-      for (int64_t j = 0; j < e.size(1); ++j) tokens[size_t(t)].push_back(static_cast<int>(e[t][j].item<int64_t>()));
+    const int64_t* ids = e.data_ptr<int64_t>();                  // read once, not one item() per cell
+    const int64_t T = e.size(0), k = e.size(1);
+    std::vector<std::vector<int>> tokens(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) tokens[size_t(t)].assign(ids + t * k, ids + (t + 1) * k);
     snap->experts.push_back(std::move(tokens));
   }
 

@@ -21,7 +21,7 @@ HeadLab's C++:
 
 import torch
 
-from make_fixtures import (IDS, LLAMA_BASE, as_f64, gelu_new, layer_norm, linear, llama_reference, llama_weights,
+from make_fixtures import (IDS, weight_makers, LLAMA_BASE, as_f64, gelu_new, layer_norm, linear, llama_reference, llama_weights,
                            rms_norm, rotate_half, silu, write_folder)
 
 
@@ -211,14 +211,7 @@ def make_opt(g):
     rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
     p = "model.decoder."
     w = {p + "embed_tokens.weight": rnd(V, D, std=0.5), p + "embed_positions.weight": rnd(P, D, std=0.5)}
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.2)
-
-    def norm(name):
-        w[name + ".weight"] = 1 + rnd(D, std=0.1)
-        w[name + ".bias"] = rnd(D, std=0.1)
+    _, norm, lin = weight_makers(g, w, D, bias_std=0.2)
 
     for l in range(cfg["num_hidden_layers"]):
         h = "%slayers.%d." % (p, l)

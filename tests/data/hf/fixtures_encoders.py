@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from make_fixtures import IDS, as_f64, bert_encoder, bert_layer_weights, encoder_weight_makers, gelu_erf, gelu_new, \
+from make_fixtures import IDS, as_f64, bert_encoder, bert_layer_weights, weight_makers, gelu_erf, gelu_new, \
     layer_norm, linear, write_folder
 
 TYPES = [0] * 6 + [1] * 6
@@ -79,7 +79,7 @@ def make_electra_generator(g):
     cfg = dict(ELECTRA_BASE, architectures=["ElectraForMaskedLM"])
     E, D, I, V = cfg["embedding_size"], cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     w = {}
-    rnd, norm, lin = encoder_weight_makers(g, w, D)
+    rnd, norm, lin = weight_makers(g, w, D)
     p = "electra."
     embedding_weights(rnd, norm_maker(rnd, w, E), w, p, cfg)
     lin(p + "embeddings_project", D, E, 0.3)
@@ -97,7 +97,7 @@ def make_electra_discriminator(g):
     cfg = dict(ELECTRA_BASE, architectures=["ElectraForPreTraining"], embedding_size=32)
     D, I = cfg["hidden_size"], cfg["intermediate_size"]
     w = {}
-    rnd, norm, lin = encoder_weight_makers(g, w, D)
+    rnd, norm, lin = weight_makers(g, w, D)
     p = "electra."
     embedding_weights(rnd, norm, w, p, cfg)
     bert_layer_weights(lin, norm, p, cfg["num_hidden_layers"], D, I)
@@ -152,7 +152,7 @@ def make_albert(g):
            "type_vocab_size": 2, "vocab_size": 100}
     E, D, I, V = cfg["embedding_size"], cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     w = {}
-    rnd, norm, lin = encoder_weight_makers(g, w, D)
+    rnd, norm, lin = weight_makers(g, w, D)
     p = "albert."
     embedding_weights(rnd, norm_maker(rnd, w, E), w, p, cfg)
     lin(p + "encoder.embedding_hidden_mapping_in", D, E, 0.3)

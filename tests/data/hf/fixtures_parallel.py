@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from make_fixtures import IDS, as_f64, gelu_erf, gelu_new, layer_norm, linear, rotate_half, write_folder
+from make_fixtures import IDS, as_f64, weight_makers, gelu_erf, gelu_new, layer_norm, linear, rotate_half, write_folder
 
 
 def causal_mask(T):
@@ -82,14 +82,7 @@ def make_pythia(g):
     rnd = rnd_maker(g)
     p = "gpt_neox."
     w = {p + "embed_in.weight": rnd(V, D, std=0.5)}
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.2)
-
-    def norm(name):
-        w[name + ".weight"] = 1 + rnd(D, std=0.1)
-        w[name + ".bias"] = rnd(D, std=0.1)
+    _, norm, lin = weight_makers(g, w, D, bias_std=0.2)
 
     for l in range(cfg["num_hidden_layers"]):
         h = "%slayers.%d." % (p, l)
@@ -238,14 +231,7 @@ def make_bloom(g):
     rnd = rnd_maker(g)
     p = "transformer."
     w = {p + "word_embeddings.weight": rnd(V, D, std=0.5)}
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.2)
-
-    def norm(name):
-        w[name + ".weight"] = 1 + rnd(D, std=0.1)
-        w[name + ".bias"] = rnd(D, std=0.1)
+    _, norm, lin = weight_makers(g, w, D, bias_std=0.2)
 
     norm(p + "word_embeddings_layernorm")
     for l in range(cfg["n_layer"]):

@@ -16,7 +16,7 @@ HeadLab's C++:
 
 import torch
 
-from make_fixtures import IDS, as_f64, gelu_erf, gelu_new, layer_norm, linear, rotate_half, write_folder
+from make_fixtures import IDS, as_f64, weight_makers, gelu_erf, gelu_new, layer_norm, linear, rotate_half, write_folder
 
 
 def rnd_maker(g):
@@ -81,10 +81,7 @@ def make_phi(g):
     D, I, V = 40, 80, 100
     rnd = rnd_maker(g)
     w = {"model.embed_tokens.weight": rnd(V, D, std=0.5)}
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.2)
+    _, _, lin = weight_makers(g, w, D, bias_std=0.2)
 
     for l in range(cfg["num_hidden_layers"]):
         h = "model.layers.%d." % l
@@ -162,15 +159,7 @@ def falcon_weights(g, cfg):
     rnd = rnd_maker(g)
     p = "transformer."
     w = {p + "word_embeddings.weight": rnd(V, D, std=0.5)}
-
-    def lin(name, n_out, n_in, std=0.15):
-        w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        if bias:
-            w[name + ".bias"] = rnd(n_out, std=0.2)
-
-    def norm(name):
-        w[name + ".weight"] = 1 + rnd(D, std=0.1)
-        w[name + ".bias"] = rnd(D, std=0.1)
+    _, norm, lin = weight_makers(g, w, D, bias_std=0.2, bias=bias)
 
     for l in range(cfg["num_hidden_layers"]):
         h = "%sh.%d." % (p, l)

@@ -159,9 +159,9 @@ def bert_encoder(W, cfg, x, p, ln, out):
     return x
 
 
-def encoder_weight_makers(g, w, D, norm_names=(".weight", ".bias")):
+def weight_makers(g, w, D, norm_names=(".weight", ".bias"), bias_std=0.1, bias=True):
     """Random-weight makers that fill `w`: rnd(*shape, std), norm(name) (a LayerNorm of width D) and
-    lin(name, n_out, n_in, std) (an nn.Linear with bias)."""
+    lin(name, n_out, n_in, std) (an nn.Linear, with a bias of std `bias_std` when `bias`)."""
     rnd = lambda *shape, std=0.15: torch.randn(*shape, generator=g) * std
 
     def norm(name):
@@ -170,7 +170,8 @@ def encoder_weight_makers(g, w, D, norm_names=(".weight", ".bias")):
 
     def lin(name, n_out, n_in, std=0.15):
         w[name + ".weight"] = rnd(n_out, n_in, std=std)
-        w[name + ".bias"] = rnd(n_out, std=0.1)
+        if bias:
+            w[name + ".bias"] = rnd(n_out, std=bias_std)
 
     return rnd, norm, lin
 
@@ -216,7 +217,7 @@ def make_bert(g):
            "type_vocab_size": 2, "use_cache": True, "vocab_size": 100}
     D, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     w = {}
-    rnd, norm, lin = encoder_weight_makers(g, w, D, (".gamma", ".beta"))  # gamma/beta, like bert-base-uncased
+    rnd, norm, lin = weight_makers(g, w, D, (".gamma", ".beta"))  # gamma/beta, like bert-base-uncased
 
     p = "bert."
     w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
@@ -266,7 +267,7 @@ def make_roberta(g):
            "type_vocab_size": 1, "use_cache": True, "vocab_size": 100}
     D, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     w = {}
-    rnd, norm, lin = encoder_weight_makers(g, w, D)
+    rnd, norm, lin = weight_makers(g, w, D)
 
     p = "roberta."
     w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
@@ -316,7 +317,7 @@ def make_distilbert(g):
            "torch_dtype": "float32", "transformers_version": "4.44.0", "vocab_size": 100}
     D, I, V = cfg["dim"], cfg["hidden_dim"], cfg["vocab_size"]
     w = {}
-    rnd, norm, lin = encoder_weight_makers(g, w, D)
+    rnd, norm, lin = weight_makers(g, w, D)
 
     p = "distilbert."
     w[p + "embeddings.word_embeddings.weight"] = rnd(V, D, std=1.0)
