@@ -14,7 +14,8 @@ case "$mode" in run|test|build) ;; *) echo "usage: bash .ci/setup.sh run|test|bu
 # Everything comes from Debian's archive. OpenBLAS matters: LibTorch calls whatever libblas.so.3
 # the alternatives system gives, and the reference BLAS is ~50x slower. The OpenMP build shares
 # LibTorch's thread pool, so HeadLab's thread count holds (the pthread build runs its own threads
-# beside LibTorch's: a "1-thread" live re-run then takes both cores from the GUI).
+# beside LibTorch's: a "1-thread" live re-run then takes both cores from the GUI). openmpi-bin's
+# mpirun runs the documented sharded analysis in a test (app/README.md, "Sharding over Slurm or MPI").
 packages=(
   cmake ninja-build g++ pkg-config ccache
   libtorch-dev libopenblas0-openmp
@@ -23,6 +24,7 @@ packages=(
   libglfw3-dev libimgui-dev libstb-dev libcairo2-dev fonts-dejavu-core
   xvfb xauth
   clang libclang-rt-14-dev python3
+  openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -52,7 +52,9 @@ int parse_nonnegative(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-std::pair<int, int> shard_from(const std::string& text) {
+std::pair<int, int> shard_from(const std::string& text, int shards) {
+  const std::string of_n = std::to_string(shards);
+  if (shards < 0) throw std::invalid_argument("--shards " + of_n + ": expected a shard count N >= 1");
   if (!text.empty()) {
     const auto slash = text.find('/');
     if (slash == std::string::npos) throw std::invalid_argument("--shard '" + text + "': expected I/N, e.g. 0/4");
@@ -60,31 +62,41 @@ std::pair<int, int> shard_from(const std::string& text) {
     const int count = parse_nonnegative(text.substr(slash + 1), "--shard count");
     if (count < 1 || index >= count)
       throw std::invalid_argument("--shard '" + text + "': needs 0 <= I < N");
+    if (shards > 0 && count != shards)
+      throw std::invalid_argument("--shard '" + text + "' and --shards " + of_n + " disagree on the shard count");
     return {index, count};
   }
   auto env = [](const char* name) -> const char* {
     const char* v = std::getenv(name);
     return v && *v ? v : nullptr;
   };
-  // A Slurm job array (sbatch --array=0-N-1 or 1-N; ids counted from SLURM_ARRAY_TASK_MIN).
-  if (env("SLURM_ARRAY_TASK_ID") && env("SLURM_ARRAY_TASK_COUNT")) {
-    const int id = parse_nonnegative(env("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID");
-    const int min = env("SLURM_ARRAY_TASK_MIN") ? parse_nonnegative(env("SLURM_ARRAY_TASK_MIN"), "SLURM_ARRAY_TASK_MIN") : 0;
-    const int step = env("SLURM_ARRAY_TASK_STEP") ? parse_nonnegative(env("SLURM_ARRAY_TASK_STEP"), "SLURM_ARRAY_TASK_STEP") : 1;
-    const int count = parse_nonnegative(env("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_COUNT");
-    if (count < 1 || step < 1 || id < min || (id - min) % step != 0 || (id - min) / step >= count)
-      throw std::invalid_argument("Slurm array task " + std::to_string(id) + " is not one of the array's " +
-                                  std::to_string(count) + " tasks from " + std::to_string(min) + " in steps of " +
-                                  std::to_string(step));
-    return {(id - min) / step, count};
-  }
-  // Open MPI's mpirun -np N.
+  // Open MPI's mpirun -np N: every rank knows the world's size.
   if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
     const int rank = parse_nonnegative(env("OMPI_COMM_WORLD_RANK"), "OMPI_COMM_WORLD_RANK");
     const int size = parse_nonnegative(env("OMPI_COMM_WORLD_SIZE"), "OMPI_COMM_WORLD_SIZE");
     if (size < 1 || rank >= size) throw std::invalid_argument("OMPI_COMM_WORLD_RANK is outside OMPI_COMM_WORLD_SIZE");
+    if (shards > 0 && size != shards)
+      throw std::invalid_argument("mpirun started " + std::to_string(size) + " ranks but --shards is " + of_n +
+                                  " (rerun one shard with --shard I/" + of_n + ", outside mpirun)");
     return {rank, size};
   }
+  // A Slurm job array task: its id is the shard index, --shards the count.
+  if (const char* id_text = env("SLURM_ARRAY_TASK_ID")) {
+    const int id = parse_nonnegative(id_text, "SLURM_ARRAY_TASK_ID");
+    if (shards == 0)
+      throw std::invalid_argument(
+          "a Slurm array task needs --shards N, the analysis's shard count (its task id " + std::to_string(id) +
+          " is the shard index): the array's own task count is 1 when one task is resubmitted alone (sbatch "
+          "--array=" + std::to_string(id) + "), so it cannot tell how the dataset is split");
+    if (id >= shards)
+      throw std::invalid_argument("Slurm array task id " + std::to_string(id) + " is not a shard of --shards " + of_n +
+                                  ": the array's ids are the shard indices, 0 to " + std::to_string(shards - 1) +
+                                  " (sbatch --array=0-" + std::to_string(shards - 1) + ")");
+    return {id, shards};
+  }
+  if (shards > 1)
+    throw std::invalid_argument("--shards " + of_n + " without --shard I/" + of_n +
+                                ", a Slurm array task or mpirun: nothing says which shard this process analyses");
   return {0, 1};
 }
 

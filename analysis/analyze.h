@@ -42,9 +42,15 @@ struct AnalyzeResult {
 // a malformed CoNLL-U file (naming the file and line).
 AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& options);
 
-// The shard this process analyses: --shard I/N when given (shard_text non-empty), else a Slurm job
-// array (SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT) or Open MPI's mpirun (OMPI_COMM_WORLD_RANK /
-// OMPI_COMM_WORLD_SIZE) from the environment, else 0/1. Throws std::invalid_argument on a bad value.
-std::pair<int, int> shard_from(const std::string& shard_text);
+// The shard this process analyses, as {index I, count N}:
+// - `shard_text` "I/N" when given (and N must equal `shards` when that is given too);
+// - else Open MPI's mpirun (OMPI_COMM_WORLD_RANK of OMPI_COMM_WORLD_SIZE; `shards`, when given, must
+//   equal the size);
+// - else a Slurm job array task: I is SLURM_ARRAY_TASK_ID itself and N is `shards`, which is then
+//   required. The array's own task count cannot stand in for N: a task resubmitted alone
+//   (`sbatch --array=2`) sees a count of 1 and would analyse the whole dataset as its "shard";
+// - else 0/1 (and a `shards` > 1 with nothing to say which shard is an error).
+// Throws std::invalid_argument with what to pass instead.
+std::pair<int, int> shard_from(const std::string& shard_text, int shards = 0);
 
 }  // namespace headlab::analysis

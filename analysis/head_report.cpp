@@ -212,6 +212,7 @@ json to_json(const HeadReport& r) {
   auto settings = top.object("settings");
   settings_fields(settings, r.settings);
   top.required("partial", r.partial);
+  if (!r.missing_shards.empty()) out["missing_shards"] = r.missing_shards;
   json heads = json::array();
   for (const auto& h : r.heads) {
     json e = json::object(), stats = json::object();
@@ -256,6 +257,8 @@ HeadReport head_report_from_json(const json& j) {
     settings_fields(settings, r.settings);
     where = "head report";
     top.required("partial", r.partial);
+    where = "missing_shards";
+    if (j.contains("missing_shards")) r.missing_shards = j["missing_shards"].get<std::vector<int>>();
     for (size_t i = 0; i < j.at("heads").size(); ++i) {
       where = "heads[" + std::to_string(i) + "]";
       const json& e = j["heads"][i];
@@ -319,6 +322,7 @@ void merge_into(HeadReport& into, const HeadReport& other) {
   into.skipped_arcs += other.skipped_arcs;
   for (const auto& [k, v] : other.skipped_reasons) into.skipped_reasons[k] += v;
   into.partial = into.partial || other.partial;
+  into.missing_shards.insert(into.missing_shards.end(), other.missing_shards.begin(), other.missing_shards.end());
   for (const auto& n : other.notes)
     if (std::find(into.notes.begin(), into.notes.end(), n) == into.notes.end()) into.notes.push_back(n);
   into.finalize();
@@ -345,7 +349,13 @@ HeadReport merge_shards(const std::vector<HeadReport>& shards, bool allow_missin
     throw std::runtime_error("cannot merge: shard(s) " + missing + " of " + std::to_string(n) + " are missing");
   HeadReport merged = shards.front();
   for (size_t i = 1; i < shards.size(); ++i) merge_into(merged, shards[i]);
-  if (!missing.empty()) merged.notes.push_back("merged without shard(s) " + missing + " of " + std::to_string(n));
+  if (!missing.empty()) {
+    // Not the whole dataset: partial, and the report names what it lacks.
+    merged.notes.push_back("merged without shard(s) " + missing + " of " + std::to_string(n));
+    merged.partial = true;
+    for (int i = 0; i < n; ++i)
+      if (!seen[size_t(i)]) merged.missing_shards.push_back(i);
+  }
   merged.settings.shard_index = 0;
   merged.settings.shard_count = 1;
   merged.finalize();

@@ -138,7 +138,10 @@ struct HeadReport {
   int64_t skipped_arcs = 0;
   std::map<std::string, int64_t> skipped_reasons;
   ReportSettings settings;
-  bool partial = false;  // stopped before the end (Ctrl-C, Stop)
+  // Not the whole dataset: stopped before the end (Ctrl-C, Stop), or merged without some of its
+  // shards (`missing_shards` names them).
+  bool partial = false;
+  std::vector<int> missing_shards;  // shard indices of `settings.shard_count`-before-merge left out
   std::vector<HeadEntry> heads;   // stack-major, then layer, then head
   std::vector<LayerEntry> layers;
   // Per stack: relation → statistics (syntactic measure).

@@ -15,6 +15,13 @@ using kit::join;
 using kit::md_header;
 using kit::md_row;
 
+// "1, 3" for the shard indices a merge left out.
+std::string join_ints(const std::vector<int>& items) {
+  std::vector<std::string> text;
+  for (int i : items) text.push_back(std::to_string(i));
+  return join(text, ", ");
+}
+
 // One line per role: which head, which role, and the number behind it (each measure its own).
 std::vector<std::string> role_lines(const HeadReport& report) {
   std::vector<std::string> lines;
@@ -34,8 +41,10 @@ std::string to_markdown(const HeadReport& report) {
   std::ostringstream md;
   md << "# Head report: " << (report.model.empty() ? "(unnamed model)" : report.model) << "\n\n";
   if (report.partial)
-    md << "**Partial report:** the measurement stopped before the end of the data; every number below covers only "
-          "the sentences measured.\n\n";
+    md << "**Partial report:** "
+       << (report.missing_shards.empty() ? "the measurement stopped before the end of the data"
+                                         : "merged without shard(s) " + join_ints(report.missing_shards))
+       << "; every number below covers only the sentences measured.\n\n";
 
   md << "## Roles\n\n";
   const auto roles = role_lines(report);
@@ -59,7 +68,11 @@ std::string to_markdown(const HeadReport& report) {
     for (const auto& line : m->markdown_data(report)) md << line << "\n";
   if (s.limit > 0) md << "- limit: first " << s.limit << " sentences\n";
   if (s.shard_count > 1) md << "- shard " << s.shard_index << " of " << s.shard_count << "\n";
-  md << "- partial: " << (report.partial ? "yes — stopped before the end" : "no") << "\n";
+  md << "- partial: "
+     << (!report.partial                 ? std::string("no")
+         : report.missing_shards.empty() ? std::string("yes — stopped before the end")
+                                         : "yes — shard(s) " + join_ints(report.missing_shards) + " missing")
+     << "\n";
   md << "- measures: " << (s.metrics.empty() ? "(none)" : join(s.metrics, ", ")) << "\n\n";
 
   md << "## Thresholds\n\n";

@@ -14,12 +14,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 
 namespace headlab::app {
@@ -33,7 +35,33 @@ struct AnalyzeCliOptions {
   double positional = 0.9, rare = 0.5, margin = 0.10, prev_token = 0.5, induction = 0.5, copying = 0.5;
   int64_t min_relation = 100;
   int64_t probe_length = 0, probe_sequences = 10, probe_seed = 0;
+  int shards = 0;
 };
+
+namespace fs = std::filesystem;
+
+// The shard folders `headlab analyze` writes into OUT: "shard-I-of-N" → {I, N}; {-1, -1} otherwise.
+std::pair<int, int> shard_folder_name(const std::string& name) {
+  int index = -1, count = -1;
+  char tail = 0;
+  if (std::sscanf(name.c_str(), "shard-%d-of-%d%c", &index, &count, &tail) != 2 || index < 0 || count < 1)
+    return {-1, -1};
+  return {index, count};
+}
+
+// A sharded run with --force replaces the analysis in OUT: the merged report of an earlier run
+// and shard folders of another shard count go (they cannot belong to this run); the other shards of
+// this count are this run's own, written by the other tasks, and stay.
+void replace_earlier_analysis(const std::string& out, int shard_count) {
+  std::error_code ec;
+  for (const char* file : {"head_report.json", "head_report.csv", "head_report.md"}) fs::remove(out + "/" + file, ec);
+  fs::remove_all(out + "/figures", ec);
+  if (!fs::is_directory(out)) return;
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    const auto [index, count] = shard_folder_name(entry.path().filename().string());
+    if (index >= 0 && count != shard_count) fs::remove_all(entry.path(), ec);  // another task may race: ignore
+  }
+}
 
 // The registered measures' names, comma-separated.
 std::string metric_list() {
@@ -136,7 +164,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
     throw UsageError("--data is required (a dataset to measure), unless --probe induction or --metrics chooses "
                      "measures that need none (spectra, copying, induction)");
   try {
-    std::tie(s.shard_index, s.shard_count) = analysis::shard_from(c.shard);
+    std::tie(s.shard_index, s.shard_count) = analysis::shard_from(c.shard, c.shards);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
@@ -148,6 +176,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   if (s.shard_count > 1)
     folder = c.out + "/shard-" + std::to_string(s.shard_index) + "-of-" + std::to_string(s.shard_count);
   refuse_overwrite(folder + "/head_report.json", c.force);
+  if (s.shard_count > 1 && c.force) replace_earlier_analysis(c.out, s.shard_count);
   auto model = core::load_model(c.model);
   ProgressPrinter progress;
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
@@ -176,19 +205,41 @@ struct MergeCliOptions {
 };
 
 int merge_command(const MergeCliOptions& c) {
-  namespace fs = std::filesystem;
   refuse_overwrite(c.out + "/head_report.json", c.force);
   std::vector<std::string> reports;
   for (const auto& input : c.inputs) {
     // A folder of shard-I-of-N folders, as sharded `headlab analyze --out` writes them: the shards
     // are read even when the folder also holds an earlier merge's head_report.json.
-    std::vector<std::string> shards;
+    std::map<int, std::vector<fs::path>> by_count;  // N → its shard folders
     if (fs::is_directory(input))
       for (const auto& entry : fs::directory_iterator(input))
-        if (entry.is_directory() && entry.path().filename().string().rfind("shard-", 0) == 0 &&
+        if (entry.is_directory() && shard_folder_name(entry.path().filename().string()).first >= 0 &&
             fs::exists(entry.path() / "head_report.json"))
-          shards.push_back(entry.path().string());
-    if (!shards.empty()) {
+          by_count[shard_folder_name(entry.path().filename().string()).second].push_back(entry.path());
+    if (by_count.size() > 1) {
+      // Shards of two analyses (another shard count): name them, newest first, and refuse to guess.
+      auto newest = [](const std::vector<fs::path>& folders) {
+        fs::file_time_type t{};
+        for (const auto& f : folders) t = std::max(t, fs::last_write_time(f / "head_report.json"));
+        return t;
+      };
+      std::vector<std::pair<int, fs::file_time_type>> order;
+      for (const auto& [count, folders] : by_count) order.push_back({count, newest(folders)});
+      std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::vector<std::string> stale_names;
+      for (size_t i = 1; i < order.size(); ++i)
+        for (const auto& f : by_count[order[i].first]) stale_names.push_back(f.filename().string());
+      std::sort(stale_names.begin(), stale_names.end());
+      std::string stale;
+      for (const auto& name : stale_names) stale += " " + name;
+      throw UsageError(input + " holds the shards of more than one analysis: " +
+                       std::to_string(by_count[order[0].first].size()) + " of " + std::to_string(order[0].first) +
+                       " (the newest), and stale ones of another shard count:" + stale +
+                       ". Remove the stale folders, or rerun the analysis with --force, which replaces them");
+    }
+    if (!by_count.empty()) {
+      std::vector<std::string> shards;
+      for (const auto& f : by_count.begin()->second) shards.push_back(f.string());
       std::sort(shards.begin(), shards.end());
       reports.insert(reports.end(), shards.begin(), shards.end());
     } else if (fs::is_regular_file(input) || fs::exists(fs::path(input) / "head_report.json")) {
@@ -202,7 +253,8 @@ int merge_command(const MergeCliOptions& c) {
   const analysis::HeadReport merged = analysis::merge_shards(loaded, c.allow_missing);
   write_all(merged, {}, c.out);
   print_roles(merged);
-  std::cout << "wrote " << c.out << "/head_report.json, .csv, .md and figures/ (" << reports.size() << " reports)\n";
+  std::cout << "wrote " << c.out << "/head_report.json, .csv, .md and figures/ (" << reports.size() << " reports"
+            << (merged.missing_shards.empty() ? "" : "; partial: shard(s) missing, named in the report") << ")\n";
   return 0;
 }
 
@@ -251,14 +303,21 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--freq", c->freq, "Frequency corpus for rare-word ranks (plain text; default: the model folder's "
                                      "token_counts.json, else the dataset)");
   cmd->add_option("--shard", c->shard,
-                  "I/N: analyse every N-th sentence from the I-th (default: Slurm array or mpirun environment)");
+                  "I/N: analyse every N-th sentence from the I-th (default: mpirun's rank and size, or a Slurm "
+                  "array task's id with --shards)");
+  cmd->add_option("--shards", c->shards,
+                  "N: the analysis's shard count, required in a Slurm array (the task id is the shard index, "
+                  "0 to N-1), checked against mpirun's size")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens", c->max_tokens, "Skip longer sentences (default: the model's positions)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--stage", c->stage,
                   "Maps the attention measures read: values (U, what multiplies the values) or softmax (W)")
       ->check(CLI::IsMember({"values", "softmax"}));
   cmd->add_flag("--strip-subtypes", c->strip_subtypes, "Score nsubj:pass as nsubj (subtypes are kept by default)");
-  cmd->add_flag("--force", c->force, "Replace a report already in --out");
+  cmd->add_flag("--force", c->force,
+                "Replace the analysis in --out (sharded: this shard's folder, the earlier merge, and shard folders "
+                "of another shard count)");
   cmd->add_option("--positional-threshold", c->positional, "Positional head: share at one offset >= this")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--rare-threshold", c->rare, "Rare-word head: share on the rarest token > this")->check(CLI::Range(0.0, 1.0));

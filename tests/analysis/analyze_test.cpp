@@ -24,7 +24,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+
+#include <unistd.h>
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -495,32 +498,50 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     const auto partial = analysis::merge_shards({shards[0], shards[2]}, /*allow_missing=*/true);
     CHECK(partial.sentences == 10);
     CHECK(std::count(partial.notes.begin(), partial.notes.end(), "merged without shard(s) 1 of 3") == 1);
+    // A report that lacks shards is partial, says which, and keeps saying so through its file.
+    CHECK(partial.partial);
+    CHECK(partial.missing_shards == std::vector<int>{1});
+    const auto reread = analysis::head_report_from_json(analysis::to_json(partial));
+    CHECK(reread.partial);
+    CHECK(reread.missing_shards == std::vector<int>{1});
+    CHECK_THAT(analysis::to_markdown(partial), Catch::Contains("shard(s) 1 missing"));
     auto whole = analysis::merge_shards(shards);
     CHECK(whole.settings.shard_count == 1);
     CHECK_THROWS_WITH(analysis::merge_shards({shards[0], one}), Catch::Contains("shard count"));
   }
 }
 
-TEST_CASE("the shard comes from --shard, a Slurm array or mpirun", "[analysis][analyze]") {
+TEST_CASE("the shard comes from --shard, a Slurm array task with --shards, or mpirun", "[analysis][analyze]") {
+  for (const char* name : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN",
+                           "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"})
+    unsetenv(name);
   CHECK(analysis::shard_from("2/5") == std::pair<int, int>{2, 5});
+  CHECK(analysis::shard_from("2/5", 5) == std::pair<int, int>{2, 5});
+  CHECK_THROWS_WITH(analysis::shard_from("2/5", 4), Catch::Contains("disagree"));
   CHECK_THROWS_WITH(analysis::shard_from("5/5"), Catch::Contains("0 <= I < N"));
   CHECK_THROWS_WITH(analysis::shard_from("x"), Catch::Contains("I/N"));
-  unsetenv("SLURM_ARRAY_TASK_ID");
-  unsetenv("OMPI_COMM_WORLD_RANK");
   CHECK(analysis::shard_from("") == std::pair<int, int>{0, 1});
+  CHECK_THROWS_WITH(analysis::shard_from("", 4), Catch::Contains("nothing says which shard"));
+  // A Slurm array task: the id is the index, --shards the count.
   setenv("SLURM_ARRAY_TASK_ID", "3", 1);
-  setenv("SLURM_ARRAY_TASK_COUNT", "4", 1);
-  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
-  CHECK(analysis::shard_from("") == std::pair<int, int>{2, 4});
+  setenv("SLURM_ARRAY_TASK_COUNT", "8", 1);
+  CHECK(analysis::shard_from("", 8) == std::pair<int, int>{3, 8});
+  CHECK_THROWS_WITH(analysis::shard_from("", 3), Catch::Contains("0 to 2 (sbatch --array=0-2)"));
+  CHECK_THROWS_WITH(analysis::shard_from(""), Catch::Contains("needs --shards N"));
+  // Resubmitted alone (sbatch --array=3): the array's count is 1, and the shard is still 3 of 8.
+  setenv("SLURM_ARRAY_TASK_COUNT", "1", 1);
+  setenv("SLURM_ARRAY_TASK_MIN", "3", 1);
+  CHECK(analysis::shard_from("", 8) == std::pair<int, int>{3, 8});
+  CHECK_THROWS_WITH(analysis::shard_from(""), Catch::Contains("sbatch --array=3"));
+  CHECK(analysis::shard_from("0/3") == std::pair<int, int>{0, 3});  // the flag wins
   unsetenv("SLURM_ARRAY_TASK_ID");
   setenv("OMPI_COMM_WORLD_RANK", "1", 1);
   setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
   CHECK(analysis::shard_from("") == std::pair<int, int>{1, 2});
-  CHECK(analysis::shard_from("0/3") == std::pair<int, int>{0, 3});  // the flag wins
-  unsetenv("OMPI_COMM_WORLD_RANK");
-  unsetenv("OMPI_COMM_WORLD_SIZE");
-  unsetenv("SLURM_ARRAY_TASK_COUNT");
-  unsetenv("SLURM_ARRAY_TASK_MIN");
+  CHECK(analysis::shard_from("", 2) == std::pair<int, int>{1, 2});
+  CHECK_THROWS_WITH(analysis::shard_from("", 4), Catch::Contains("mpirun started 2 ranks but --shards is 4"));
+  for (const char* name : {"SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"})
+    unsetenv(name);
 }
 
 TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[analysis][cli]") {
@@ -607,6 +628,118 @@ TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[ana
                                 out.str("bad"),
                             output) == 1);
     CHECK_THAT(output, Catch::Contains("broken.conllu:1"));
+  }
+}
+
+namespace {
+
+// The README's code block that starts with `first_line`, as written.
+std::string readme_block(const std::string& readme, const std::string& first_line) {
+  const auto start = readme.find("```sh\n" + first_line);
+  REQUIRE(start != std::string::npos);
+  const auto body = start + 6;
+  return readme.substr(body, readme.find("```", body) - body);
+}
+
+// `text` with every whole `word` (between spaces, line ends or the ends of the text) replaced.
+std::string replace_word(std::string text, const std::string& word, const std::string& by) {
+  auto boundary = [&](size_t at) { return at >= text.size() || text[at] == ' ' || text[at] == '\n'; };
+  for (size_t at = 0; (at = text.find(word, at)) != std::string::npos;) {
+    if ((at == 0 || boundary(at - 1)) && boundary(at + word.size())) {
+      text.replace(at, word.size(), by);
+      at += by.size();
+    } else {
+      at += word.size();
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("the documented Slurm and mpirun commands run as written", "[analysis][cli]") {
+  TinyModel tiny;
+  test::TempDir out("cluster-docs");
+  std::ofstream(out.str("corpus.conllu")) << tree_file(kTinyWords, 8);
+  const std::string bin = HEADLAB_BINARY;
+  std::string output;
+  std::ifstream readme_file(std::string(HEADLAB_SOURCE_DIR) + "/app/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(readme_file)), std::istreambuf_iterator<char>());
+  // The documented commands, with this test's model, data and folders for MODEL, corpus/ and report.
+  auto ours = [&](std::string text, const std::string& report) {
+    text = replace_word(text, "headlab", bin);
+    text = replace_word(text, "MODEL", tiny.dir.str("model"));
+    text = replace_word(text, "corpus/", out.str("corpus.conllu"));
+    return replace_word(text, "report", report);
+  };
+  REQUIRE(test::run_command(bin + " analyze --model " + tiny.dir.str("model") + " --data " + out.str("corpus.conllu") +
+                                " --out " + out.str("one"),
+                            output) == 0);
+  const auto one = without_shard(analysis::to_json(analysis::read_head_report(out.str("one"))));
+  auto merged_equals_one_pass = [&](const std::string& folder) {
+    return json_near(without_shard(analysis::to_json(analysis::read_head_report(folder))), one);
+  };
+
+  SECTION("the sbatch file, as every array task runs it, then one task resubmitted alone") {
+    const std::string sbatch = readme_block(readme, "#!/usr/bin/env bash\n#SBATCH --array=");
+    const std::string array = "#SBATCH --array=0-";
+    REQUIRE(sbatch.find(array) != std::string::npos);
+    const int tasks = std::stoi(sbatch.substr(sbatch.find(array) + array.size())) + 1;
+    const std::string report = out.str("slurm");
+    std::ofstream(out.str("analyze.sbatch")) << ours(sbatch, report);
+    std::ofstream(out.str("analyze-force.sbatch")) << ours(replace_word(sbatch, "analyze", "analyze --force"), report);
+    auto task = [&](int id, int count, const std::string& file) {
+      return test::run_command("SLURM_ARRAY_TASK_ID=" + std::to_string(id) + " SLURM_ARRAY_TASK_COUNT=" +
+                                   std::to_string(count) + " SLURM_ARRAY_TASK_MIN=" + std::to_string(count == 1 ? id : 0) +
+                                   " bash " + out.str(file),
+                               output);
+    };
+    for (int id = 0; id < tasks; ++id) REQUIRE(task(id, tasks, "analyze.sbatch") == 0);
+    CHECK(fs::exists(report + "/shard-" + std::to_string(tasks - 1) + "-of-" + std::to_string(tasks)));
+    REQUIRE(test::run_command(bin + " merge " + report + " --out " + report, output) == 0);
+    CHECK(merged_equals_one_pass(report));
+    // Resubmitted alone, the task is still shard 2 of N (not the whole dataset): refused while its
+    // folder is there, then replaced with --force, and the merge (no flag) is again the one pass.
+    CHECK(task(2, 1, "analyze.sbatch") != 0);
+    CHECK_THAT(output, Catch::Contains("pass --force"));
+    REQUIRE(task(2, 1, "analyze-force.sbatch") == 0);
+    CHECK(!fs::exists(report + "/shard-0-of-1"));
+    REQUIRE(test::run_command(bin + " merge " + report + " --out " + report, output) == 0);
+    CHECK(merged_equals_one_pass(report));
+    // Shards of another count in the same folder: the merge names them; --force on a task clears them.
+    REQUIRE(test::run_command(bin + " analyze --model " + tiny.dir.str("model") + " --data " +
+                                  out.str("corpus.conllu") + " --shard 1/3 --out " + report,
+                              output) == 0);
+    CHECK(test::run_command(bin + " merge " + report + " --out " + out.str("again"), output) != 0);
+    // The newest analysis is the one of 3; the 8 folders are named as the stale ones.
+    CHECK_THAT(output, Catch::Contains("1 of 3 (the newest)") &&
+                           Catch::Contains("stale ones of another shard count: shard-0-of-8 shard-1-of-8"));
+    REQUIRE(task(5, 1, "analyze-force.sbatch") == 0);
+    CHECK(!fs::exists(report + "/shard-1-of-3"));
+    REQUIRE(test::run_command(bin + " merge " + report + " --out " + out.str("again"), output) == 0);
+    CHECK(merged_equals_one_pass(out.str("again")));
+    // With a shard gone, the merge (allowed) is partial and says which.
+    fs::remove_all(report + "/shard-4-of-" + std::to_string(tasks));
+    REQUIRE(test::run_command(bin + " merge --allow-missing " + report + " --out " + out.str("partial"), output) == 0);
+    const auto partial = analysis::read_head_report(out.str("partial"));
+    CHECK(partial.partial);
+    CHECK(partial.missing_shards == std::vector<int>{4});
+  }
+
+  SECTION("the mpirun line, then again into the same folder with --force") {
+    SKIP_UNLESS(test::run_command("command -v mpirun", output) == 0,
+                "Open MPI's mpirun (Debian's openmpi-bin; .ci/setup.sh installs it)");
+    const auto at = readme.find("\nmpirun ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = readme.substr(at + 1, readme.find('\n', at + 1) - at - 1);
+    // As root (a container), Open MPI wants this confirmed; the README says so beside the line.
+    const std::string root = geteuid() == 0 ? "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " : "";
+    const std::string report = out.str("mpi");
+    INFO(line);
+    REQUIRE(test::run_command(root + ours(line, report), output) == 0);
+    CHECK(merged_equals_one_pass(report));
+    REQUIRE(test::run_command(root + ours(replace_word(line, "analyze", "analyze --force"), report), output) == 0);
+    CHECK(merged_equals_one_pass(report));
   }
 }
 
