@@ -59,6 +59,13 @@ struct TensorSource {
   // ≥ 0: first take this index along dim 0 (one expert of a stacked [experts, …] tensor, gpt-oss's);
   // slice_dim and transpose then apply to what remains. stored_shape must be given.
   int64_t select_index = -1;
+  // Set: the tensor is stored in MXFP4 (the OCP Microscaling format's FP4; gpt-oss's experts as the hub
+  // ships them). `name` is then the `_blocks` tensor, U8 [..., R, G, 16]: 32 E2M1 values a block, two
+  // a byte, the low nibble first. This names its `_scales` tensor, U8 [..., R, G]: one E8M0 exponent a
+  // block (2^(s − 127)). The source reads as their product [..., R, G·32] with its last two dims
+  // swapped, as transformers' convert_moe_packed_tensors gives it; `stored_shape` is that shape, and
+  // select_index, slice_dim and transpose apply to it.
+  std::string mxfp4_scales;
 };
 
 // A family's answer for one folder: the config and a source for every native parameter.

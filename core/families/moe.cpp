@@ -120,7 +120,8 @@ Layout mixtral_layout(const FamilyInput& in) {
 // a router with a bias, the top num_experts_per_tok logits softmaxed, experts stored stacked —
 // gate_up_proj [experts, D, 2I] read as x @ W, its gate the even and its up the odd columns, down_proj
 // [experts, I, D] — running gpt-oss's clamped GLU (swiglu_limit, the engine's ClampedSwiGLU).
-// Folders as the hub ships them keep the experts in MXFP4 blocks and scales; those are refused by name.
+// Folders as the hub ships them keep the experts in MXFP4 (gate_up_proj_blocks / _scales and
+// down_proj_blocks / _scales); those are dequantised as they are read (TensorSource::mxfp4_scales).
 Layout gpt_oss_layout(const FamilyInput& in) {
   const HfConfig& c = in.config;
   StackConfig stack;
@@ -163,9 +164,7 @@ Layout gpt_oss_layout(const FamilyInput& in) {
   const int64_t E = m.ffn.moe->experts, D = m.hidden_size, I = inner;
   for (int l = 0; l < stack.layers; ++l) {
     const std::string n = "decoder." + std::to_string(l) + ".", h = p + "layers." + std::to_string(l) + ".";
-    if (in.has(h + "mlp.experts.gate_up_proj_blocks"))
-      c.fail("the experts are stored in MXFP4 (" + h + "mlp.experts.gate_up_proj_blocks / _scales), which HeadLab does "
-             "not read yet: save a dequantised copy first (transformers: Mxfp4Config(dequantize=True), save_pretrained)");
+    const bool mxfp4 = in.has(h + "mlp.experts.gate_up_proj_blocks");
     s.copy(n + "attn.sinks", h + "self_attn.sinks");
     s.copy(n + "ffn.router.weight", h + "mlp.router.weight");
     s.copy(n + "ffn.router.bias", h + "mlp.router.bias");
@@ -176,6 +175,10 @@ Layout gpt_oss_layout(const FamilyInput& in) {
                       bool transpose, int64_t groups) {
         TensorSource t;
         t.name = x + name;
+        if (mxfp4 && (name == "gate_up_proj" || name == "down_proj")) {
+          t.name = x + name + "_blocks";
+          t.mxfp4_scales = x + name + "_scales";
+        }
         t.stored_shape = std::move(shape);
         t.select_index = e;
         t.slice_dim = dim, t.slice_begin = begin, t.slice_count = count, t.slice_groups = groups;

@@ -53,13 +53,9 @@ bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
 }
 
-// parameter ← the source tensor (narrowed, transposed, converted to float32).
-void copy_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::TensorSource& source) {
-  const TensorInfo& info = *entry.info;
-  const SafetensorsFile& file = *entry.file;
-  // In its stored dtype: a zero-copy view of the mapping (copy_ converts as it copies).
-  torch::Tensor raw = load_tensor(file, info.name, to_scalar_type(info.dtype));
-  const uint64_t bytes = info.end - info.begin;
+// The source's view of `raw`, a tensor of its stored shape: one index of dim 0, a slice (within
+// groups), a transpose.
+torch::Tensor source_view(torch::Tensor raw, const hf::TensorSource& source) {
   if (source.select_index >= 0) raw = raw.select(0, source.select_index);
   if (source.slice_dim >= 0 && source.slice_groups > 0) {
     // [..., groups · g, ...] → [..., groups, g, ...], the slice within each group, joined again below.
@@ -72,6 +68,16 @@ void copy_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::
     raw = raw.narrow(source.slice_dim, source.slice_begin, source.slice_count);
   }
   if (source.transpose) raw = raw.t();
+  return raw;
+}
+
+// parameter ← the source tensor (narrowed, transposed, converted to float32).
+void copy_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::TensorSource& source) {
+  const TensorInfo& info = *entry.info;
+  const SafetensorsFile& file = *entry.file;
+  // In its stored dtype: a zero-copy view of the mapping (copy_ converts as it copies).
+  torch::Tensor raw = source_view(load_tensor(file, info.name, to_scalar_type(info.dtype)), source);
+  const uint64_t bytes = info.end - info.begin;
   // A stored shape with extra unit dims (BART's final_logits_bias [1, V] for a [V] bias).
   if (raw.sizes() != param.sizes()) raw = raw.reshape(param.sizes());
   if (source.slice_dim < 0 && source.select_index < 0 && !source.transpose && raw.dim() >= 1 && raw.size(0) > 0) {
@@ -88,6 +94,55 @@ void copy_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::
   }
   param.copy_(raw);
   release_pages(file, info, 0, bytes);
+}
+
+// parameter ← an MXFP4 tensor (TensorSource::mxfp4_scales), dequantised as transformers'
+// convert_moe_packed_tensors does: each byte's low nibble, then its high one, an E2M1 value
+// (±{0, 0.5, 1, 1.5, 2, 3, 4, 6}) times its block's 2^(scale − 127); then the last two dims swapped.
+// Exact in float32 (a power of two times a 3-bit significand). Only the selected index of dim 0 is
+// dequantised.
+void copy_mxfp4_into(torch::Tensor& param, const WeightFiles::Entry& blocks_entry, const WeightFiles::Entry& scales_entry,
+                     const hf::TensorSource& source, const std::string& arch) {
+  const TensorInfo& b = *blocks_entry.info;
+  const TensorInfo& sc = *scales_entry.info;
+  const std::vector<int64_t>& logical = source.stored_shape;  // [..., C, R]: C = G · 32
+  if (logical.size() < 2 || logical[logical.size() - 2] % 32 != 0)
+    throw std::logic_error(arch + ": an MXFP4 source needs a stored shape [..., 32·G, R]");
+  std::vector<int64_t> scales_shape(logical.begin(), logical.end() - 2);
+  scales_shape.push_back(logical.back());
+  scales_shape.push_back(logical[logical.size() - 2] / 32);
+  std::vector<int64_t> blocks_shape = scales_shape;
+  blocks_shape.push_back(16);
+  auto check = [&](const WeightFiles::Entry& entry, const std::vector<int64_t>& shape) {
+    const TensorInfo& info = *entry.info;
+    if (info.dtype != DType::U8)
+      throw std::runtime_error(entry.file->path() + ": MXFP4 tensor '" + info.name + "' has dtype " +
+                               dtype_name(info.dtype) + ", expected U8");
+    if (info.shape != shape)
+      throw std::runtime_error(entry.file->path() + ": MXFP4 tensor '" + info.name + "' has shape " +
+                               shape_text(info.shape) + ", expected " + shape_text(shape) + " from config.json (" + arch + ")");
+  };
+  check(blocks_entry, blocks_shape);
+  check(scales_entry, scales_shape);
+  torch::Tensor blocks = load_tensor(*blocks_entry.file, b.name, torch::kUInt8);  // [..., R, G, 16]
+  torch::Tensor scales = load_tensor(*scales_entry.file, sc.name, torch::kUInt8);  // [..., R, G]
+  if (source.select_index >= 0) {
+    blocks = blocks.select(0, source.select_index);
+    scales = scales.select(0, source.select_index);
+  }
+  static const float kE2M1[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
+                                  -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  const torch::Tensor lut = torch::from_blob(const_cast<float*>(kE2M1), {16}, torch::kFloat32);
+  const torch::Tensor codes = blocks.to(torch::kLong);
+  const torch::Tensor low = lut.index({codes.remainder(16)}), high = lut.index({codes.div(16, "floor")});
+  torch::Tensor values = torch::stack({low, high}, -1).flatten(-3);  // [..., R, G · 32]: low, high, low, …
+  const torch::Tensor exponent = scales.to(torch::kInt) - 127;       // [..., R, G]
+  values = torch::ldexp(values.view({-1, 32}), exponent.reshape({-1, 1})).view(values.sizes());
+  auto rest = source;
+  rest.select_index = -1;
+  torch::Tensor raw = source_view(values.transpose(-1, -2), rest);  // [..., C, R], then sliced and transposed
+  if (raw.sizes() != param.sizes()) raw = raw.reshape(param.sizes());
+  param.copy_(raw);
 }
 
 }  // namespace
@@ -124,6 +179,17 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
     if (!entry)
       throw std::runtime_error(folder + ": tensor '" + source.name + "' is missing from " + checkpoint.source() +
                                " (" + arch + " needs it for '" + native + "')");
+    if (!source.mxfp4_scales.empty()) {
+      const WeightFiles::Entry* scales = checkpoint.find(source.mxfp4_scales);
+      if (!scales)
+        throw std::runtime_error(folder + ": tensor '" + source.mxfp4_scales + "' is missing from " +
+                                 checkpoint.source() + " (the MXFP4 scales of '" + source.name + "')");
+      copy_mxfp4_into(param, *entry, *scales, source, arch);
+      require_finite(param, entry->file->path(), source.name);
+      used.insert(source.name);
+      used.insert(source.mxfp4_scales);
+      continue;
+    }
     const TensorInfo& info = *entry->info;
     std::vector<int64_t> expected = source.stored_shape;
     if (expected.empty()) {

@@ -194,7 +194,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"smollm3", "smollm3", "F32"}, Case{"gemma", "gemma", "F32"}, Case{"opt", "opt", "F32"},
                         Case{"olmo", "olmo", "F32"}, Case{"pythia", "gpt_neox", "F16"}, Case{"gptj", "gptj", "F32"},
                         Case{"bloom", "bloom", "F32"}, Case{"mixtral", "mixtral", "F32"},
-                        Case{"gpt-oss", "gpt_oss", "F32"}, Case{"phi", "phi", "F32"}, Case{"falcon", "falcon", "F32"},
+                        Case{"gpt-oss", "gpt_oss", "F32"}, Case{"gpt-oss-mxfp4", "gpt_oss", "F32"},
+                        Case{"phi", "phi", "F32"}, Case{"falcon", "falcon", "F32"},
                         Case{"falcon-40b", "falcon", "F32"}, Case{"falcon-sequential", "falcon", "F32"},
                         Case{"olmo2", "olmo2", "F32"}, Case{"modernbert", "modernbert", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
@@ -1047,8 +1048,8 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
   for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
                              "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
                              "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj",
-                             "bloom", "mixtral", "gpt-oss", "phi", "falcon", "falcon-40b", "falcon-sequential",
-                             "olmo2", "modernbert"}) {
+                             "bloom", "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "falcon-40b",
+                             "falcon-sequential", "olmo2", "modernbert"}) {
     DYNAMIC_SECTION(folder) {
       auto model = load_model(fixture(folder));
       const Expected expected = read_expected(fixture(folder));

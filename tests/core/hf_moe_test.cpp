@@ -8,7 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 // Mixtral and gpt-oss against their float64 references (tests/data/hf/fixtures_moe.py): the
@@ -85,14 +88,60 @@ TEST_CASE("hf import: gpt-oss: learned sinks, alternating sliding layers, YaRN, 
   write_variant(v.dir, read_json(fixture("gpt-oss/config.json")), no_sinks);
   CHECK(compare(*load_model(v.dir.str()), expected).attention > 1e-3);
 
-  SECTION("refused by name: MXFP4 experts, an unknown layer type, more experts per token than there are") {
-    Tensors packed = v.weights;
-    packed.emplace_back("model.layers.0.mlp.experts.gate_up_proj_blocks", torch::zeros({4, 48, 1, 16}, torch::kUInt8));
-    write_variant(v.dir, read_json(fixture("gpt-oss/config.json")), packed);
-    CHECK_THAT(load_error(v.dir.str()), Contains("MXFP4") && Contains("gate_up_proj_blocks"));
+  SECTION("refused by name: an unknown layer type, more experts per token than there are") {
     CHECK_THAT(v.refused([](auto& j) { j["layer_types"][1] = "chunked_attention"; }),
                Contains("layer_types[1] \"chunked_attention\" is not supported"));
     CHECK_THAT(v.refused([](auto& j) { j["num_experts_per_tok"] = 5; }), Contains("must be in 1..num_local_experts (4)"));
+  }
+}
+
+TEST_CASE("hf import: gpt-oss as the hub ships it: MXFP4 experts dequantised as they are read", "[hf_import][moe]") {
+  auto model = load_model(fixture("gpt-oss-mxfp4"));
+  const Expected expected = read_expected(fixture("gpt-oss-mxfp4"));
+  const Errors errors = compare(*model, expected);
+  CHECK(errors.attention <= kAttentionTolerance);
+  CHECK(errors.logits <= kLogitTolerance);
+  CHECK(model->weights_dtype == "F32");  // the float tensors' type; the experts are float32 once read
+
+  // One value by hand from the stored bytes: gate.weight[i][d] of expert e is gate_up_proj[e][d][2i]
+  // = the dequantised blocks' row 2i, column d: block d / 32, byte (d % 32) / 2, the low nibble for
+  // an even d, times 2^(scale − 127).
+  const FixtureVariants v("gpt-oss-mxfp4");
+  const torch::Tensor blocks = get(v.weights, "model.layers.1.mlp.experts.gate_up_proj_blocks");  // [E, 2I, G, 16]
+  const torch::Tensor scales = get(v.weights, "model.layers.1.mlp.experts.gate_up_proj_scales");  // [E, 2I, G]
+  const float e2m1[16] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0f, -0.5, -1, -1.5, -2, -3, -4, -6};
+  const auto params = model->module->named_parameters();
+  for (const auto& [e, i, d] : {std::tuple{2, 3, 17}, std::tuple{0, 0, 0}, std::tuple{3, 31, 30}}) {
+    const int byte = blocks[e][2 * i][d / 32][(d % 32) / 2].item<int>();
+    const int code = d % 2 == 0 ? byte & 0x0F : byte >> 4;
+    const float want = std::ldexp(e2m1[code], scales[e][2 * i][d / 32].item<int>() - 127);
+    const torch::Tensor gate = params["decoder.1.ffn.experts." + std::to_string(e) + ".gate.weight"];
+    CHECK(gate[i][d].item<float>() == want);
+  }
+
+  SECTION("bad MXFP4 tensors are refused, naming the tensor") {
+    auto config = read_json(fixture("gpt-oss-mxfp4/config.json"));
+    auto edited = [&](const std::string& name, const std::function<torch::Tensor(const torch::Tensor&)>& edit) {
+      Tensors out;
+      for (const auto& [n, t] : v.weights)
+        if (n != name)
+          out.emplace_back(n, t);
+        else if (auto changed = edit(t); changed.defined())
+          out.emplace_back(n, changed);
+      write_variant(v.dir, config, out);
+      return load_error(v.dir.str());
+    };
+    const std::string scales_name = "model.layers.0.mlp.experts.down_proj_scales";
+    CHECK_THAT(edited(scales_name, [](const torch::Tensor&) { return torch::Tensor(); }),
+               Contains("'" + scales_name + "' is missing") && Contains("MXFP4 scales"));
+    CHECK_THAT(edited(scales_name, [](const torch::Tensor& t) { return t.to(torch::kFloat32); }),
+               Contains("'" + scales_name + "' has dtype F32, expected U8"));
+    CHECK_THAT(edited("model.layers.0.mlp.experts.down_proj_blocks",
+                      [](const torch::Tensor& t) { return t.narrow(1, 0, 16).contiguous(); }),
+               Contains("down_proj_blocks' has shape [4, 16, 1, 16], expected [4, 32, 1, 16]"));
+    // An exponent that overflows float32 (2^128 · 6) is caught, not silently infinite.
+    CHECK_THAT(edited(scales_name, [](const torch::Tensor& t) { return torch::full_like(t, 255); }),
+               Contains(scales_name.substr(0, scales_name.size() - 7) + "_blocks"));
   }
 }
 

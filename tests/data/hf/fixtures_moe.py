@@ -14,6 +14,9 @@ HeadLab's C++:
   GptOssMLP: router logits = x Wᵀ + b, the top-k logits softmaxed, each expert's fused gate_up_proj
   [D, 2I] read as gate = [..., ::2], up = [..., 1::2], gate clamped above at swiglu_limit, up clamped
   to ±limit, (up + 1) ⊙ gate·σ(1.702·gate) @ down_proj + bias.
+- gpt-oss as the hub ships it: the experts' gate_up_proj and down_proj in MXFP4 (_blocks: two E2M1
+  codes a byte, low nibble first; _scales: an E8M0 exponent per 32 values), which the reference
+  dequantises as transformers' integrations/mxfp4.py convert_moe_packed_tensors does before it runs.
 """
 
 import torch
@@ -160,22 +163,81 @@ def gpt_oss_reference(W, cfg, ids):
     return out
 
 
-def make_gpt_oss(g):
-    # gpt-oss as transformers 4.55 writes a dequantised (BF16-style, here float32) folder: three layers
-    # alternating sliding (window 4, shorter than the 12 tokens) and full attention, sinks, 4 experts
-    # with 2 per token, biases everywhere, YaRN without truncation; swiglu_limit 1.5 so that the clamps
-    # bite on these weights.
+def gpt_oss_config(layers, inner):
     cfg = {"architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
            "eos_token_id": 2, "head_dim": 8, "hidden_act": "silu", "hidden_size": 32, "initializer_range": 0.02,
-           "intermediate_size": 24, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+           "intermediate_size": inner, "layer_types": ["sliding_attention", "full_attention"] * 2,
            "max_position_embeddings": 256, "model_type": "gpt_oss", "num_attention_heads": 4,
-           "num_experts_per_tok": 2, "num_hidden_layers": 3, "num_key_value_heads": 2, "num_local_experts": 4,
+           "num_experts_per_tok": 2, "num_hidden_layers": layers, "num_key_value_heads": 2, "num_local_experts": 4,
            "output_router_logits": False, "pad_token_id": 0, "rms_norm_eps": 1e-05,
            "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 4.0,
                             "original_max_position_embeddings": 64, "rope_type": "yarn", "truncate": False},
            "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 4, "swiglu_limit": 1.5,
            "tie_word_embeddings": False, "torch_dtype": "float32", "transformers_version": "4.55.0",
            "use_cache": True, "vocab_size": 100}
+    cfg["layer_types"] = cfg["layer_types"][:layers]
+    return cfg
+
+
+FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def mxfp4_dequantize(blocks, scales):
+    """transformers' convert_moe_packed_tensors, in float32 (exact: FP4 times a power of two)."""
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float32)
+    *prefix, G, B = blocks.shape
+    out = torch.empty(*prefix, G, 2 * B)
+    out[..., 0::2] = lut[(blocks & 0x0F).long()]
+    out[..., 1::2] = lut[(blocks >> 4).long()]
+    out = torch.ldexp(out, (scales.to(torch.int32) - 127).unsqueeze(-1))
+    return out.reshape(*prefix, G * 2 * B).transpose(1, 2).contiguous()
+
+
+def make_gpt_oss_mxfp4(g):
+    # gpt-oss as the hub ships it (openai/gpt-oss-20b's layout): the experts' gate_up_proj and
+    # down_proj as MXFP4 blocks and scales, everything else float; two layers, 4 experts, inner 32 (the
+    # blocks need multiples of 32). Random codes, exponents around 2^-3.
+    cfg = gpt_oss_config(2, 32)
+    cfg["quantization_config"] = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                             "model.embed_tokens", "lm_head"],
+                                  "quant_method": "mxfp4"}
+    D, I, V, E, hd = 32, 32, 100, 4, 8
+    rnd = rnd_maker(g)
+    w = {"model.embed_tokens.weight": rnd(V, D, std=0.5)}
+    dense = {}
+    for l in range(cfg["num_hidden_layers"]):
+        h = "model.layers.%d." % l
+        w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
+        for name, rows in (("q_proj", 4 * hd), ("k_proj", 2 * hd), ("v_proj", 2 * hd)):
+            w[h + "self_attn.%s.weight" % name] = rnd(rows, D, std=0.3)
+            w[h + "self_attn.%s.bias" % name] = rnd(rows, std=0.2)
+        w[h + "self_attn.o_proj.weight"] = rnd(D, 4 * hd)
+        w[h + "self_attn.o_proj.bias"] = rnd(D, std=0.2)
+        w[h + "self_attn.sinks"] = rnd(4, std=1.5)
+        w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
+        w[h + "mlp.router.weight"] = rnd(E, D, std=0.5)
+        w[h + "mlp.router.bias"] = rnd(E, std=0.3)
+        for name, rows, cols in (("gate_up_proj", 2 * I, D), ("down_proj", D, I)):
+            blocks = torch.randint(0, 256, (E, rows, cols // 32, 16), generator=g, dtype=torch.uint8)
+            scales = torch.randint(122, 126, (E, rows, cols // 32), generator=g, dtype=torch.uint8)
+            w[h + "mlp.experts.%s_blocks" % name] = blocks
+            w[h + "mlp.experts.%s_scales" % name] = scales
+            dense[h + "mlp.experts." + name] = mxfp4_dequantize(blocks, scales)
+        w[h + "mlp.experts.gate_up_proj_bias"] = rnd(E, 2 * I, std=0.3)
+        w[h + "mlp.experts.down_proj_bias"] = rnd(E, D, std=0.2)
+    w["model.norm.weight"] = 1 + rnd(D, std=0.1)
+    w["lm_head.weight"] = rnd(V, D, std=0.3)
+    floats = {k: v for k, v in w.items() if v.dtype == torch.float32}
+    floats.update(dense)
+    write_folder("gpt-oss-mxfp4", cfg, w, gpt_oss_reference(as_f64(floats), cfg, IDS), IDS)
+
+
+def make_gpt_oss(g):
+    # gpt-oss as transformers 4.55 writes a dequantised (BF16-style, here float32) folder: three layers
+    # alternating sliding (window 4, shorter than the 12 tokens) and full attention, sinks, 4 experts
+    # with 2 per token, biases everywhere, YaRN without truncation; swiglu_limit 1.5 so that the clamps
+    # bite on these weights.
+    cfg = gpt_oss_config(3, 24)
     D, I, V, E, hd = 32, 24, 100, 4, 8
     rnd = rnd_maker(g)
     w = {"model.embed_tokens.weight": rnd(V, D, std=0.5)}
@@ -200,7 +262,7 @@ def make_gpt_oss(g):
     write_folder("gpt-oss", cfg, w, gpt_oss_reference(as_f64(w), cfg, IDS), IDS)
 
 
-MAKERS = [make_mixtral, make_gpt_oss]
+MAKERS = [make_mixtral, make_gpt_oss, make_gpt_oss_mxfp4]
 
 if __name__ == "__main__":  # only these folders: python3 fixtures_moe.py
     for i, make in enumerate(MAKERS):

@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 assert sys.byteorder == "little", "the safetensors writer below assumes a little-endian host"
 
 DTYPE_NAMES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int64: "I64",
-               torch.bool: "BOOL"}
+               torch.bool: "BOOL", torch.uint8: "U8"}
 
 IDS = [1, 17, 42, 99, 5, 63, 2, 88, 31, 7, 54, 0]  # T = 12, includes both ends of the vocabulary
 
