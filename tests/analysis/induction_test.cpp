@@ -4,6 +4,7 @@
 #include "test_common.h"
 
 #include "analysis/analyze.h"
+#include "analysis/composition.h"
 #include "analysis/head_report.h"
 #include "analysis/induction_probe.h"
 #include "core/model/model.h"
@@ -159,4 +160,47 @@ TEST_CASE("headlab analyze --probe induction runs without a dataset, other measu
   CHECK(test::run_command(headlab + " analyze --probe induction --probe-length 400 --out " + out.str("long") + " 2>&1",
                           output) != 0);
   CHECK_THAT(output, Catch::Contains("a length of 400 repeated twice"));
+}
+
+TEST_CASE("the shipped induction model has Olsson et al.'s circuit: a previous-token head, an induction head reading it",
+          "[analysis][induction][circuits]") {
+  // assets/models/induction (tests/bench/train_induction.sh): a two-layer attention-only model trained
+  // by HeadLab. Elhage et al. 2021 and Olsson et al. 2022 found that such a model forms a
+  // previous-token head in layer 0 and an induction head in layer 1 that reads it through
+  // K-composition; HeadLab's own measures must find exactly that.
+  auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/induction");
+  REQUIRE(model->config.decoder);
+  REQUIRE(model->config.decoder->layers == 2);
+  CHECK(model->config.ffn.kind == core::FfnKind::None);
+  analysis::AnalyzeOptions o;  // the probe as `headlab analyze --probe induction` runs it
+  o.settings.metrics = {"induction"};
+  const auto r = analysis::analyze(*model, o).report;
+  const int heads = model->config.decoder->attention.heads;
+  auto score = [&](int layer, int head, const char* key) {
+    return r.find(core::Stack::Decoder, layer, head)->values.at(key);
+  };
+  int prev_head = 0;
+  for (int h = 1; h < heads; ++h)
+    if (score(0, h, "prev_token") > score(0, prev_head, "prev_token")) prev_head = h;
+  INFO("previous-token head L0 H" << prev_head);
+  CHECK(score(0, prev_head, "prev_token") >= 0.5);
+  const auto circuits = analysis::composition_scores(*model);
+  auto copying = [&](int head) -> double {
+    for (const auto& c : circuits.ov.heads)
+      if (c.layer == 1 && c.head == head) return c.copying.value_or(-2.0);
+    return -2.0;
+  };
+  int induction_heads = 0, copying_induction_heads = 0;
+  for (int h = 0; h < heads; ++h) {
+    if (score(1, h, "induction") < 0.5) continue;
+    INFO("induction head L1 H" << h << ": induction " << score(1, h, "induction") << ", copying " << copying(h));
+    ++induction_heads;
+    // Among the K-composition scores into an induction head, the largest is the previous-token head's.
+    const auto& k = circuits.k;
+    for (int h1 = 0; h1 < heads; ++h1)
+      if (h1 != prev_head) CHECK(k[0][size_t(prev_head)][1][size_t(h)] > k[0][size_t(h1)][1][size_t(h)]);
+    copying_induction_heads += copying(h) > 0;
+  }
+  CHECK(induction_heads >= 1);
+  CHECK(copying_induction_heads >= 1);  // one of them copies the token it attends to (OV copying score > 0)
 }
