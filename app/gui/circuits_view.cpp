@@ -79,8 +79,25 @@ void CircuitsView::drawContent(Workbench& wb) {
                                   3.0f, ImGui::GetFontSize() * 1.6f);
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     const float label_w = ImGui::CalcTextSize("L00 H00").x + 6;
-    const ImVec2 grid(origin.x + label_w, origin.y);
+    int widest = 0;
+    for (const auto& c : cols) widest = std::max(widest, c.head);
+    const bool head_labels = cell >= ImGui::CalcTextSize(("H" + std::to_string(widest)).c_str()).x + 2;
+    const float line = ImGui::GetTextLineHeight();
+    const ImVec2 grid(origin.x + label_w, origin.y + line * (head_labels ? 2.0f : 1.0f));
     auto* dl = ImGui::GetWindowDrawList();
+    // The receivers' labels above their columns: each layer where its heads start, and each head
+    // where the cells are wide enough.
+    for (size_t q = 0; q < cols.size(); ++q) {
+      char label[16];
+      if (q == 0 || cols[q].layer != cols[q - 1].layer) {
+        std::snprintf(label, sizeof label, "L%d", cols[q].layer);
+        dl->AddText(ImVec2(grid.x + q * cell, origin.y), IM_COL32(200, 200, 200, 255), label);
+      }
+      if (head_labels) {
+        std::snprintf(label, sizeof label, "H%d", cols[q].head);
+        dl->AddText(ImVec2(grid.x + q * cell + 1, origin.y + line), IM_COL32(170, 170, 170, 255), label);
+      }
+    }
     const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
     for (size_t r = 0; r < rows.size(); ++r) {
       if (cell >= ImGui::GetTextLineHeight() * 0.9f || rows[r].head == 0) {

@@ -63,7 +63,8 @@ void ModelView::drawSummary(Workbench& wb) {
     row("folder", m->folder.empty() ? "(in memory: random weights)" : m->folder);
     row("kind", m->kind + " · " + m->family + " · objective " + m->objective);
     row("parameters", with_commas(m->parameters) + " (" + m->weights_dtype + ")");
-    row("sizes", "hidden " + std::to_string(m->hidden_size) + " · ffn " + std::to_string(m->ffn_size) + " · vocab " +
+    row("sizes", "hidden " + std::to_string(m->hidden_size) +
+                     (m->ffn_size > 0 ? " · ffn " + std::to_string(m->ffn_size) : std::string(" · no FFN")) + " · vocab " +
                      std::to_string(m->vocab_size) + " · max " + std::to_string(m->max_positions) + " tokens");
     row("positions / norm", m->positions + " · " + m->norm);
     row("tokenizer", m->tokenizer_kind);

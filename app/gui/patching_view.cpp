@@ -201,9 +201,9 @@ void PatchingView::drawContent(Workbench& wb) {
   ImGui::Text("%s: clean %.4g, counterfactual %.4g at position %lld", r->settings.metric.c_str(), r->clean, r->corrupt,
               static_cast<long long>(r->position));
   if (!r->answer_token.empty() || r->answer >= 0)
-    ImGui::TextDisabled("answer '%s' (%lld)%s%s%s", r->answer_token.c_str(), static_cast<long long>(r->answer),
-                        r->wrong >= 0 ? ", wrong '" : "", r->wrong >= 0 ? r->wrong_token.c_str() : "",
-                        r->wrong >= 0 ? "'" : "");
+    ImGui::TextDisabled("answer '%s' (%lld)%s%s%s", token_label(r->answer_token, 24).c_str(),
+                        static_cast<long long>(r->answer), r->wrong >= 0 ? ", wrong '" : "",
+                        r->wrong >= 0 ? token_label(r->wrong_token, 24).c_str() : "", r->wrong >= 0 ? "'" : "");
   if (r->settings != doc.session.patching.settings)
     ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "measured with other settings (%s, %s): Patch again to update",
                        r->settings.site.c_str(), r->settings.metric.c_str());

@@ -177,7 +177,7 @@ struct WorkbenchEngine::Impl {
     s.hidden_size = c.hidden_size;
     s.vocab_size = c.vocab_size;
     s.max_positions = c.max_positions;
-    s.ffn_size = c.ffn.inner_size;
+    s.ffn_size = c.ffn.kind == core::FfnKind::None ? 0 : c.ffn.inner_size;  // 0: attention only
     s.positions = core::to_string(c.positions);
     s.norm = norm_name(c.norm) + (c.norm_placement == core::NormPlacement::Pre ? " (pre)" : " (post)");
     s.weights_dtype = model->weights_dtype;
