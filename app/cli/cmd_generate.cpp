@@ -46,7 +46,7 @@ int generate_command(const GenerateOptions& o) {
     request.prompt = parse_ids(o.ids, "--ids");
   } else {
     if (!tok) throw UsageError(o.model + " has no tokenizer: give --ids instead of --prompt");
-    request.prompt = enc_dec ? core::encoder_input_ids(model->config, *tok, o.prompt) : core::causal_prompt_ids(*tok, o.prompt);
+    request.prompt = enc_dec ? core::encoder_input_ids(model->config, *tok, o.prompt) : core::causal_prompt_ids(model->config, *tok, o.prompt);
     if (request.prompt.empty()) throw UsageError("--prompt produced no tokens");
   }
   if (enc_dec) {

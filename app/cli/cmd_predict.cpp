@@ -54,7 +54,7 @@ int predict_command(const PredictOptions& o) {
     return 0;
   }
   if (kind == core::StackKind::Decoder) {
-    request.ids = core::causal_prompt_ids(tok, o.text);
+    request.ids = core::causal_prompt_ids(model->config, tok, o.text);
     if (request.ids.empty()) throw UsageError("--text produced no tokens");
   } else {
     request.ids = core::encoder_input_ids(model->config, tok, o.text);

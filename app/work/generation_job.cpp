@@ -69,7 +69,7 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
   g.cancel = task.stop_flag();
   if (tok) {
     g.prompt = enc_dec ? core::encoder_input_ids(model.config, *tok, settings.prompt)
-                       : core::causal_prompt_ids(*tok, settings.prompt);
+                       : core::causal_prompt_ids(model.config, *tok, settings.prompt);
     if (g.prompt.empty()) throw std::runtime_error("the prompt is empty: type the text to continue");
   } else {
     g.prompt = prompt_ids(settings.prompt, model.config.vocab_size);

@@ -54,10 +54,14 @@ inline std::vector<int64_t> encoder_input_ids(const ModelConfig& config, const T
   return tokenizer.encode(text, config.family != "native").ids;
 }
 
-// A causal model's prompt: the text's ids after the begin-of-sequence token when the tokenizer has
-// one (a decoder saw its texts start with it in training).
-inline std::vector<int64_t> causal_prompt_ids(const Tokenizer& tokenizer, std::string_view text) {
+// A causal model's prompt. An imported Hugging Face decoder reads the text's ids after the
+// begin-of-sequence token when the tokenizer has one (its training texts followed one). HeadLab's own
+// causal models are trained on bare ids (core/train/data.cpp packs no begin token), so they read the
+// bare ids — as the window and `headlab run` give them.
+inline std::vector<int64_t> causal_prompt_ids(const ModelConfig& config, const Tokenizer& tokenizer,
+                                              std::string_view text) {
   std::vector<int64_t> ids = tokenizer.encode(text, false).ids;
+  if (config.family == "native") return ids;
   if (auto bos = tokenizer.bos_id(); bos && (ids.empty() || ids.front() != *bos)) ids.insert(ids.begin(), *bos);
   return ids;
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -203,4 +204,21 @@ TEST_CASE("the shipped induction model has Olsson et al.'s circuit: a previous-t
   }
   CHECK(induction_heads >= 1);
   CHECK(copying_induction_heads >= 1);  // one of them copies the token it attends to (OV copying score > 0)
+
+  // `headlab predict` reads the text as the window and `headlab run` do: bare ids, as it was trained
+  // (no begin token), so it prints the probability the window shows.
+  const std::string text = "The old man looked at the sea and the sky. The old man looked at the sea and the";
+  core::RunRequest request;
+  request.ids = model->tokenizer->encode(text, true).ids;
+  request.capture = core::kCaptureNone;
+  const auto trace = core::run(*model, request);
+  const auto probs = torch::softmax(trace->logits[trace->logits.size(0) - 1].to(torch::kFloat64), -1);
+  const int64_t top = probs.argmax().item<int64_t>();
+  std::string output;
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " predict --model " + HEADLAB_SOURCE_DIR +
+                                "/assets/models/induction --top-k 1 --text '" + text + "'",
+                            output) == 0);
+  char shown[32];
+  std::snprintf(shown, sizeof shown, "%6.2f%%  (id %lld)", 100 * probs[top].item<double>(), static_cast<long long>(top));
+  CHECK_THAT(output, Catch::Contains(shown));
 }
