@@ -13,6 +13,7 @@
 #include <chrono>
 #include <dlfcn.h>
 #include <fstream>
+#include <sstream>
 #include <link.h>
 #include <filesystem>
 #include <thread>
@@ -75,9 +76,59 @@ SystemInfo system_info(bool measure) {
   return info;
 }
 
-void use_batch_threads() {
+namespace {
+
+// Jiffies of the whole machine from /proc/stat's "cpu" line: {non-idle, all}; {0, 0} if unreadable.
+std::pair<uint64_t, uint64_t> machine_jiffies() {
+  std::ifstream in("/proc/stat");
+  std::string label;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(in >> label >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || label != "cpu")
+    return {0, 0};
+  const uint64_t busy = user + nice + system + irq + softirq + steal;
+  return {busy, busy + idle + iowait};
+}
+
+// This process's own jiffies (utime + stime, /proc/self/stat fields 14 and 15); 0 if unreadable.
+uint64_t own_jiffies() {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  const auto close = line.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 13 && rest >> field; ++i) {
+  }
+  rest >> utime >> stime;
+  return utime + stime;
+}
+
+}  // namespace
+
+int busy_cores(std::chrono::milliseconds window) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
-  torch::set_num_threads(cores > 0 ? cores : 1);
+  const auto [busy0, all0] = machine_jiffies();
+  const uint64_t own0 = own_jiffies();
+  std::this_thread::sleep_for(window);
+  const auto [busy1, all1] = machine_jiffies();
+  const uint64_t own1 = own_jiffies();
+  if (cores < 1 || all1 <= all0) return 0;
+  const double others = double(busy1 - busy0) - double(own1 - own0);
+  const double per_core = double(all1 - all0) / cores;
+  return std::clamp(static_cast<int>(std::lround(others / per_core)), 0, cores);
+}
+
+void use_batch_threads() {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (const char* value = std::getenv("HEADLAB_THREADS")) {
+    torch::set_num_threads(std::max(1, std::atoi(value)));
+    return;
+  }
+  // A core another process keeps busy makes every parallel region wait for its slowest thread:
+  // OpenMP threads on a shared core turn a 28 ms token into 385 ms (tests/README.md, "Benchmarks").
+  torch::set_num_threads(std::max(1, cores - busy_cores()));
 }
 
 void use_interactive_threads(int threads) {

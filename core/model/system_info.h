@@ -1,6 +1,7 @@
 // What the machine gives the engine: the BLAS library LibTorch calls, threads, measured GEMM speed.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace headlab::core {
@@ -19,8 +20,13 @@ double measure_gemm_gflops(int size = 768, double seconds = 0.5);
 
 SystemInfo system_info(bool measure = true);
 
-// Threads for batch work (all cores) or for live re-runs beside the GUI (1: a 2-thread run was measured
-// collapsing when the UI thread needs the other core). Per calling thread.
+// Cores other processes keep busy: their share of the machine's CPU time over `window` (from
+// /proc/stat, this process's own time taken out), in whole cores; 0 where /proc cannot be read.
+int busy_cores(std::chrono::milliseconds window = std::chrono::milliseconds(60));
+
+// Threads for batch work: the cores no other process keeps busy, measured as the work starts (at
+// least 1; HEADLAB_THREADS overrides it) — or, below, for live re-runs beside the GUI (1: a 2-thread
+// run was measured collapsing when the UI thread needs the other core). Per calling thread.
 void use_batch_threads();
 // `threads` for live re-runs (the window passes more than 1 on a real GPU); HEADLAB_LIVE_THREADS
 // overrides it.
