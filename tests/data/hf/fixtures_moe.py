@@ -179,6 +179,20 @@ def gpt_oss_config(layers, inner):
     return cfg
 
 
+def gpt_oss_layer_weights(w, h, rnd, D, E, hd):
+    """A gpt-oss layer's norms, attention (4 query and 2 key/value heads of hd, sinks) and router."""
+    w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
+    for name, rows in (("q_proj", 4 * hd), ("k_proj", 2 * hd), ("v_proj", 2 * hd)):
+        w[h + "self_attn.%s.weight" % name] = rnd(rows, D, std=0.3)
+        w[h + "self_attn.%s.bias" % name] = rnd(rows, std=0.2)
+    w[h + "self_attn.o_proj.weight"] = rnd(D, 4 * hd)
+    w[h + "self_attn.o_proj.bias"] = rnd(D, std=0.2)
+    w[h + "self_attn.sinks"] = rnd(4, std=1.5)
+    w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
+    w[h + "mlp.router.weight"] = rnd(E, D, std=0.5)
+    w[h + "mlp.router.bias"] = rnd(E, std=0.3)
+
+
 FP4_VALUES = [+0.0, +0.5, +1.0, +1.5, +2.0, +3.0, +4.0, +6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 
 
@@ -207,16 +221,7 @@ def make_gpt_oss_mxfp4(g):
     dense = {}
     for l in range(cfg["num_hidden_layers"]):
         h = "model.layers.%d." % l
-        w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
-        for name, rows in (("q_proj", 4 * hd), ("k_proj", 2 * hd), ("v_proj", 2 * hd)):
-            w[h + "self_attn.%s.weight" % name] = rnd(rows, D, std=0.3)
-            w[h + "self_attn.%s.bias" % name] = rnd(rows, std=0.2)
-        w[h + "self_attn.o_proj.weight"] = rnd(D, 4 * hd)
-        w[h + "self_attn.o_proj.bias"] = rnd(D, std=0.2)
-        w[h + "self_attn.sinks"] = rnd(4, std=1.5)
-        w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
-        w[h + "mlp.router.weight"] = rnd(E, D, std=0.5)
-        w[h + "mlp.router.bias"] = rnd(E, std=0.3)
+        gpt_oss_layer_weights(w, h, rnd, D, E, hd)
         for name, rows, cols in (("gate_up_proj", 2 * I, D), ("down_proj", D, I)):
             blocks = torch.randint(0, 256, (E, rows, cols // 32, 16), generator=g, dtype=torch.uint8)
             scales = torch.randint(122, 126, (E, rows, cols // 32), generator=g, dtype=torch.uint8)
@@ -243,16 +248,7 @@ def make_gpt_oss(g):
     w = {"model.embed_tokens.weight": rnd(V, D, std=0.5)}
     for l in range(cfg["num_hidden_layers"]):
         h = "model.layers.%d." % l
-        w[h + "input_layernorm.weight"] = 1 + rnd(D, std=0.1)
-        for name, rows in (("q_proj", 4 * hd), ("k_proj", 2 * hd), ("v_proj", 2 * hd)):
-            w[h + "self_attn.%s.weight" % name] = rnd(rows, D, std=0.3)
-            w[h + "self_attn.%s.bias" % name] = rnd(rows, std=0.2)
-        w[h + "self_attn.o_proj.weight"] = rnd(D, 4 * hd)
-        w[h + "self_attn.o_proj.bias"] = rnd(D, std=0.2)
-        w[h + "self_attn.sinks"] = rnd(4, std=1.5)
-        w[h + "post_attention_layernorm.weight"] = 1 + rnd(D, std=0.1)
-        w[h + "mlp.router.weight"] = rnd(E, D, std=0.5)
-        w[h + "mlp.router.bias"] = rnd(E, std=0.3)
+        gpt_oss_layer_weights(w, h, rnd, D, E, hd)
         w[h + "mlp.experts.gate_up_proj"] = rnd(E, D, 2 * I, std=0.5)
         w[h + "mlp.experts.gate_up_proj_bias"] = rnd(E, 2 * I, std=0.3)
         w[h + "mlp.experts.down_proj"] = rnd(E, I, D)
