@@ -117,20 +117,30 @@ void write_all(const analysis::HeadReport& report, const std::vector<analysis::E
 }
 
 void print_roles(const analysis::HeadReport& report) {
-  int positional = 0, rare = 0, syntactic = 0;
+  int positional = 0, rare = 0, syntactic = 0, prev_token = 0, induction = 0;
+  auto has_role = [](const analysis::HeadEntry& h, const char* role) {
+    return std::find(h.roles.begin(), h.roles.end(), role) != h.roles.end();
+  };
   for (const auto& h : report.heads) {
     positional += h.positional;
     rare += h.rare;
     syntactic += std::any_of(h.syntactic.begin(), h.syntactic.end(), [](const auto& s) { return s.is_role; });
+    prev_token += has_role(h, "prev-token");
+    induction += has_role(h, "induction");
     if (!h.roles.empty()) {
       std::cout << "  " << core::stack_name(h.stack) << " L" << h.layer << " H" << h.head << ":";
       for (const auto& role : h.roles) std::cout << " " << role;
       std::cout << "\n";
     }
   }
-  std::cout << report.sentences << " sentences (" << report.skipped << " skipped); positional heads: " << positional
-            << ", rare-word heads: " << rare << ", syntactic heads: " << syntactic
-            << (report.partial ? "  [partial: stopped before the end]" : "") << "\n";
+  // Counts of the roles whose measures ran (a measure left out finds no head, which is not a 0).
+  const auto& s = report.settings;
+  std::cout << report.sentences << " sentences (" << report.skipped << " skipped)";
+  if (s.has("positional")) std::cout << "; positional heads: " << positional;
+  if (s.has("rare")) std::cout << "; rare-word heads: " << rare;
+  if (s.has("syntactic")) std::cout << "; syntactic heads: " << syntactic;
+  if (s.has("induction")) std::cout << "; prev-token heads: " << prev_token << ", induction heads: " << induction;
+  std::cout << (report.partial ? "  [partial: stopped before the end]" : "") << "\n";
 }
 
 int analyze_command(const AnalyzeCliOptions& c) {
