@@ -544,7 +544,15 @@ TEST_CASE("the shard comes from --shard, a Slurm array task with --shards, or mp
     unsetenv(name);
 }
 
+// Every process of a comparison runs on one thread: floating-point sums depend on the thread count,
+// and a command's own count follows the machine's load.
+struct OneThreadEach {
+  OneThreadEach() { setenv("HEADLAB_THREADS", "1", 1); }
+  ~OneThreadEach() { unsetenv("HEADLAB_THREADS"); }
+};
+
 TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[analysis][cli]") {
+  OneThreadEach one_thread;
   TinyModel tiny;
   test::TempDir out("analyze-cli");
   const auto& words = kTinyWords;
@@ -658,6 +666,7 @@ std::string replace_word(std::string text, const std::string& word, const std::s
 }  // namespace
 
 TEST_CASE("the documented Slurm and mpirun commands run as written", "[analysis][cli]") {
+  OneThreadEach one_thread;
   TinyModel tiny;
   test::TempDir out("cluster-docs");
   std::ofstream(out.str("corpus.conllu")) << tree_file(kTinyWords, 8);
