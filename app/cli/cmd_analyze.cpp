@@ -222,10 +222,11 @@ int merge_command(const MergeCliOptions& c) {
     // are read even when the folder also holds an earlier merge's head_report.json.
     std::map<int, std::vector<fs::path>> by_count;  // N → its shard folders
     if (fs::is_directory(input))
-      for (const auto& entry : fs::directory_iterator(input))
-        if (entry.is_directory() && shard_folder_name(entry.path().filename().string()).first >= 0 &&
-            fs::exists(entry.path() / "head_report.json"))
-          by_count[shard_folder_name(entry.path().filename().string()).second].push_back(entry.path());
+      for (const auto& entry : fs::directory_iterator(input)) {
+        const auto [index, count] = shard_folder_name(entry.path().filename().string());
+        if (index >= 0 && entry.is_directory() && fs::exists(entry.path() / "head_report.json"))
+          by_count[count].push_back(entry.path());
+      }
     if (by_count.size() > 1) {
       // Shards of two analyses (another shard count): name them, newest first, and refuse to guess.
       auto newest = [](const std::vector<fs::path>& folders) {

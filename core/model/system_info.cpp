@@ -96,13 +96,11 @@ uint64_t own_jiffies() {
   if (!std::getline(in, line)) return 0;
   const auto close = line.rfind(')');  // the command name may hold spaces
   if (close == std::string::npos) return 0;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
+  std::istringstream rest(line.substr(close + 2));  // from field 3 (state) on
+  std::string skipped;
+  for (int field = 3; field <= 13; ++field) rest >> skipped;
   uint64_t utime = 0, stime = 0;
-  for (int i = 3; i <= 13 && rest >> field; ++i) {
-  }
-  rest >> utime >> stime;
-  return utime + stime;
+  return rest >> utime >> stime ? utime + stime : 0;
 }
 
 }  // namespace
