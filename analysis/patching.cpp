@@ -320,7 +320,7 @@ double path_patch(core::Model& model, const PatchRequest& request, HeadRef sende
   const int64_t dv = a.value_size;
   const auto dO = s.corrupt->main_stack().layers[sender.layer].self.head_outputs[sender.head] -
                   clean->main_stack().layers[sender.layer].self.head_outputs[sender.head];  // [T, d_v]
-  auto W_O = sender_block->attn->o->weight.narrow(1, sender.head * dv, dv);                  // [D, d_v]
+  auto W_O = sender_block->attn->o->weight.narrow(1, sender.head * dv, dv).to(dO.scalar_type());  // [D, d_v]
   auto delta = torch::matmul(dO, W_O.t());                                                  // [T, D]
   if (sender_block->attn_out_norm)
     throw std::invalid_argument("path patching: this model normalises each attention output (sandwich norms); a "

@@ -27,7 +27,7 @@ core::Attention attention_of(core::Model& model, core::Stack stack, int layer) {
 }
 
 // A projection's weight [out, in] as the paper's W [in, out] (D × width), float64.
-torch::Tensor as_columns(const torch::nn::Linear& projection) { return f64(projection->weight).t(); }
+torch::Tensor as_columns(const core::Linear& projection) { return f64(projection->weight).t(); }
 
 // The two factors of head h's form B_h = A Cᵀ (each [D, r]); undefined for additive scoring.
 std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int head) {

@@ -76,7 +76,9 @@ std::shared_ptr<const WeightFiles> WeightFiles::open_folder(const std::string& f
   if (by_shard.empty()) throw std::runtime_error(where + ": weight_map is empty");
   for (const auto& [shard, names] : by_shard) {
     const fs::path path = dir / shard;
-    if (!fs::exists(path)) throw std::runtime_error(where + ": shard '" + shard + "' does not exist");
+    if (!fs::exists(path))
+      throw std::runtime_error(where + ": shard '" + shard + "' does not exist (it holds '" + names.front() + "'" +
+                               (names.size() > 1 ? " and " + std::to_string(names.size() - 1) + " more tensors" : "") + ")");
     auto file = std::make_unique<SafetensorsFile>(SafetensorsFile::open(path.string()));
     for (const auto& name : names)
       if (!file->contains(name))

@@ -36,7 +36,11 @@ int print_folder(const InfoOptions& options) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << c.summary() << "\n  weights: " << folder.weights_dtype
+  int64_t stored = 0;
+  for (const auto& [name, entry] : folder.weights->entries()) stored += static_cast<int64_t>(entry.info->end - entry.info->begin);
+  const size_t files = folder.weights->files().size();
+  std::cout << c.summary() << "\n  weights: " << folder.weights_dtype << ", " << core::format_bytes(stored) << " in "
+            << files << (files == 1 ? " file" : " files") << " (memory-mapped as stored, not copied: core/README.md)"
             << "\n  tokenizer: " << (tokenizer ? tokenizer->kind() : std::string("none")) << "\n";
   if (c.decoder) {
     // What generation's KV cache costs (core/memory_budget.h), against MHA with the same heads.

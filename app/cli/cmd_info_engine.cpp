@@ -1,6 +1,7 @@
 // The engine's half of `headlab info`: --system (BLAS, threads, measured GEMM) and --check (every
 // weight loaded as a run loads it).
 #include "app/cli/cli.h"
+#include "core/memory_budget.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
 
@@ -33,7 +34,14 @@ int print_system() {
 int info_engine(const InfoOptions& options) {
   if (options.system) return print_system();
   const auto model = core::load_model(options.model);  // throws one line naming the file
-  std::cout << (options.json ? "" : "  checked: every weight read; shapes match the config, values finite\n");
+  // A folder over core::kFiniteScanBytes opens without reading its mapped values; --check reads them.
+  torch::NoGradGuard no_grad;
+  for (const auto& item : model->module->named_parameters())
+    core::require_finite(item.value(), options.model, item.key());
+  if (!options.json)
+    std::cout << "  checked: every weight read; shapes match the config, values finite"
+              << (model->mapped_bytes > 0 ? " (" + core::format_bytes(model->mapped_bytes) + " read from the mapped files)" : "")
+              << "\n";
   return 0;
 }
 

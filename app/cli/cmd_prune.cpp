@@ -200,6 +200,7 @@ int prune_command(const PruneCliOptions& o) {
   for (double lambda : o.lambdas) {
     // Fine-tuning changes the weights: each λ starts again from the model as saved.
     auto working = o.fine_tune ? core::load_model(o.model) : model;
+    if (o.fine_tune) core::own_weights(*working);  // trained: float32 copies, not views of the files
     core::train::PruneOptions p;
     p.lambda = lambda;
     p.steps = o.steps;

@@ -2,6 +2,7 @@
 
 #include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
+#include "core/memory_budget.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -63,6 +64,8 @@ void ModelView::drawSummary(Workbench& wb) {
     row("folder", m->folder.empty() ? "(in memory: random weights)" : m->folder);
     row("kind", m->kind + " · " + m->family + " · objective " + m->objective);
     row("parameters", with_commas(m->parameters) + " (" + m->weights_dtype + ")");
+    if (m->mapped_bytes > 0)
+      row("in memory", core::format_bytes(m->mapped_bytes) + " of weights mapped from the files as stored; computed in float32");
     row("sizes", "hidden " + std::to_string(m->hidden_size) +
                      (m->ffn_size > 0 ? " · ffn " + std::to_string(m->ffn_size) : std::string(" · no FFN")) + " · vocab " +
                      std::to_string(m->vocab_size) + " · max " + std::to_string(m->max_positions) + " tokens");

@@ -181,6 +181,7 @@ struct WorkbenchEngine::Impl {
     s.positions = core::to_string(c.positions);
     s.norm = norm_name(c.norm) + (c.norm_placement == core::NormPlacement::Pre ? " (pre)" : " (post)");
     s.weights_dtype = model->weights_dtype;
+    s.mapped_bytes = model->mapped_bytes;
     s.summary_text = c.summary();
     if (c.encoder) s.attentions.push_back(summarize(core::Stack::Encoder, "encoder self-attention", *c.encoder, c.encoder->attention, false));
     if (c.decoder) {

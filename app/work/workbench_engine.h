@@ -59,6 +59,7 @@ struct ModelSummary {
   int64_t parameters = 0;
   int hidden_size = 0, vocab_size = 0, max_positions = 0, ffn_size = 0;
   std::string positions, norm, tokenizer_kind, weights_dtype;
+  int64_t mapped_bytes = 0;  // weights left as views of the mapped files (core::Model::mapped_bytes)
   std::vector<AttentionSummary> attentions;  // encoder, decoder, cross (those present)
   std::string summary_text;                  // core's one-paragraph summary
   const AttentionSummary* find(core::Stack stack) const;

@@ -126,19 +126,19 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
   if (c.collaborative) {
     const int64_t shared = c.collaborative->shared_key_size;
     // No query/key biases: the paper re-parametrises them into one content bias per head.
-    q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(false)));
-    k = register_module("k", torch::nn::Linear(torch::nn::LinearOptions(D, shared).bias(false)));
+    q = register_module("q", Linear(D, shared, false));
+    k = register_module("k", Linear(D, shared, false));
     mix = register_parameter("mix", torch::ones({c.heads, shared}));
     if (c.qkv_bias) content_bias = register_parameter("content_bias", torch::zeros({c.heads, D}));
   } else {
-    q = register_module("q", torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.heads) * c.key_size).bias(c.qkv_bias)));
+    q = register_module("q", Linear(D, int64_t(c.heads) * c.key_size, c.qkv_bias));
     k = register_module("k",
-                        torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.kv_heads) * c.key_size).bias(c.qkv_bias)));
+                        Linear(D, int64_t(c.kv_heads) * c.key_size, c.qkv_bias));
   }
   v = register_module(
-      "v", torch::nn::Linear(torch::nn::LinearOptions(D, int64_t(c.value_heads_stored()) * c.value_size).bias(c.qkv_bias)));
+      "v", Linear(D, int64_t(c.value_heads_stored()) * c.value_size, c.qkv_bias));
   o = register_module("o",
-                      torch::nn::Linear(torch::nn::LinearOptions(int64_t(c.output_heads()) * c.value_size, D).bias(c.out_bias)));
+                      Linear(int64_t(c.output_heads()) * c.value_size, D, c.out_bias));
   if (c.talking_heads) {
     pre_mix = register_parameter("pre_mix", torch::eye(c.logit_heads(), c.softmax_heads()));
     post_mix = register_parameter("post_mix", torch::eye(c.softmax_heads(), c.output_heads()));

@@ -6,10 +6,10 @@
 #include "core/config.h"
 #include "core/controls.h"
 #include "core/model/kv_cache.h"
+#include "core/model/linear.h"
 #include "core/model/patch.h"
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
 namespace headlab::core {
@@ -110,7 +110,7 @@ class AttentionImpl : public torch::nn::Module {
   const AttentionConfig& config() const { return config_; }
 
   // Projections; names match the weight files ("q", "k", "v", "o").
-  torch::nn::Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
+  Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};
   torch::Tensor mix;           // collaborative m_i: [h, D̃_k]
   torch::Tensor content_bias;  // collaborative r_i: [h, D] (when qkv_bias)
   torch::Tensor pre_mix;    // talking-heads P_l: [h_k, h]

@@ -61,7 +61,7 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups) {
     const bool encoder = name.rfind("encoder.", 0) == 0;
     const auto& a = (encoder ? before.encoder : before.decoder)->attention;
     const bool key = name.find(".attn.k.") != std::string::npos;
-    item.value().copy_(pool_heads(from, a.kv_heads, groups, key ? a.key_size : a.value_size));
+    item.value().copy_(pool_heads(as_float(from), a.kv_heads, groups, key ? a.key_size : a.value_size));
   }
   out->module->eval();
   return out;

@@ -2,10 +2,12 @@
 // family mapping, the weight files' headers), then the weights tensor by tensor from
 // model.safetensors or the shards of model.safetensors.index.json.
 //
-// Memory: the files are memory-mapped; each tensor is copied (converted from F16/BF16 as it goes)
-// straight into the module's parameter, in slices of at most kChunkBytes, and the slice's pages are
-// dropped from the mapping right after (madvise DONTNEED: the pages are clean, private and never
-// written, so this only unmaps them). Peak RSS is ≈ the float32 parameters plus one slice.
+// Memory: the files are memory-mapped. Projection and embedding matrices stay zero-copy views of the
+// mapping in their stored dtype (core/model/model.h, Residency::Mapped): an 8B BF16 model holds its
+// 16 GB of page cache and nothing else of its size. A tensor the mapping transforms (a transposed
+// Conv1D, a slice of a fused projection) is kept as a contiguous copy in its stored dtype. The other
+// weights are copied to float32 in slices of at most kChunkBytes, each slice's pages dropped from the
+// mapping right after (madvise DONTNEED: the pages are clean, private and never written).
 #include "core/model/hf_import.h"
 
 #include "core/families/families.h"
@@ -145,6 +147,20 @@ void copy_mxfp4_into(torch::Tensor& param, const WeightFiles::Entry& blocks_entr
   param.copy_(raw);
 }
 
+// parameter ← a view of the source tensor in its stored dtype; returns the bytes left mapped (0 when
+// the source had to be copied to be contiguous).
+int64_t map_into(torch::Tensor& param, const WeightFiles::Entry& entry, const hf::TensorSource& source, bool scan) {
+  const TensorInfo& info = *entry.info;
+  torch::Tensor raw = source_view(load_tensor(*entry.file, info.name, to_scalar_type(info.dtype)), source);
+  if (raw.sizes() != param.sizes()) raw = raw.reshape(param.sizes());
+  const bool view = raw.is_contiguous();
+  if (!view) raw = raw.contiguous();
+  if (scan) require_finite(raw, entry.file->path(), info.name);
+  param.set_data(raw);
+  param.requires_grad_(false);
+  return view ? static_cast<int64_t>(raw.numel() * raw.element_size()) : 0;
+}
+
 }  // namespace
 
 std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
@@ -157,7 +173,14 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
   model->folder = folder;
   model->config = opened.config;
   if (!opened.weights_dtype.empty()) model->weights_dtype = opened.weights_dtype;
-  model->module = Transformer(model->config);
+  {
+    WeightsArriveLater unwritten;  // every weight is mapped, copied or filled below
+    model->module = Transformer(model->config);
+  }
+  int64_t stored_total = 0;
+  for (const auto& [name, entry] : checkpoint.entries())
+    stored_total += static_cast<int64_t>(entry.info->end - entry.info->begin);
+  const bool scan = scan_mapped_values(stored_total);
 
   // Every native parameter has exactly one source and every source feeds a parameter.
   torch::NoGradGuard no_grad;
@@ -171,6 +194,8 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
       throw std::logic_error(folder + ": HeadLab's " + family + " mapping has no source for parameter '" + native + "'");
     const hf::TensorSource& source = found->second;
     torch::Tensor& param = item.value();
+    // Storage for what is filled or copied below; a mapped weight keeps its placeholder until then.
+    if (source.fill || !source.mxfp4_scales.empty() || !keeps_stored_view(native, param)) with_storage(param);
     if (source.fill) {  // not stored: a constant of the architecture
       param.fill_(*source.fill);
       continue;
@@ -203,8 +228,13 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
     if (!is_float(info.dtype))
       throw std::runtime_error(entry->file->path() + ": tensor '" + source.name + "' has dtype " +
                                dtype_name(info.dtype) + ", expected F32, F16 or BF16");
-    copy_into(param, *entry, source);
-    require_finite(param, entry->file->path(), source.name);
+    if (mappable(info.dtype) && keeps_stored_view(native, param)) {
+      model->mapped_bytes += map_into(param, *entry, source, scan);
+    } else {
+      with_storage(param);
+      copy_into(param, *entry, source);
+      require_finite(param, entry->file->path(), source.name);
+    }
     used.insert(source.name);
   }
   // Tables HeadLab computes that the checkpoint also stores must agree with it row for row.

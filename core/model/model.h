@@ -20,7 +20,26 @@ struct Model {
   std::shared_ptr<const Tokenizer> tokenizer;  // null when the folder has none
   std::string folder;                          // empty for in-memory models
   std::string weights_dtype = "F32";           // as stored on disk
+  // Bytes of weights that are zero-copy views of the folder's memory-mapped files (page cache,
+  // shared and evictable), not float32 copies of this process: 0 for models made in memory.
+  int64_t mapped_bytes = 0;
 };
+
+// Where a loader puts a folder's weights. Mapped: every projection and embedding matrix (a 2-D
+// "*.weight" or "head_weight") stays a zero-copy view of the mapped file in its stored dtype
+// (core/model/linear.h computes with it); the small rest is copied to float32. Copied: every weight
+// is copied to float32, as training needs.
+enum class Residency { Copied, Mapped };
+bool keeps_stored_view(const std::string& name, const torch::Tensor& param);
+bool mappable(DType dtype);
+// Mapped weights are checked for NaN and infinite values at load only up to this many bytes in all:
+// the check reads every byte, and opening a 16 GB folder must not. Larger folders' values are read
+// when their layers first run.
+constexpr int64_t kFiniteScanBytes = int64_t(1) << 30;
+bool scan_mapped_values(int64_t mapped_total);
+
+// Replaces every mapped weight of `model` with an owned float32 copy, so it can be trained.
+void own_weights(Model& model);
 
 // A model of `config` with HeadLab's random initialisation.
 std::shared_ptr<Model> make_random_model(const ModelConfig& config, uint64_t seed);
@@ -43,8 +62,10 @@ void require_finite(const torch::Tensor& weights, const std::string& file, const
 // Parameters for which `loaded_elsewhere(name)` holds are skipped here and their tensors in `file`
 // are not reported as unexpected: the caller loads them itself (e.g. the first rows of a grown
 // vocabulary).
-void load_native_weights(Transformer& module, const SafetensorsFile& file,
-                         const std::function<bool(const std::string&)>& may_be_missing = {},
-                         const std::function<bool(const std::string&)>& loaded_elsewhere = {});
+// Returns the bytes left mapped (Residency::Mapped), else 0.
+int64_t load_native_weights(Transformer& module, const SafetensorsFile& file,
+                            const std::function<bool(const std::string&)>& may_be_missing = {},
+                            const std::function<bool(const std::string&)>& loaded_elsewhere = {},
+                            Residency residency = Residency::Copied);
 
 }  // namespace headlab::core

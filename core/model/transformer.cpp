@@ -49,10 +49,10 @@ torch::Tensor activate(const torch::Tensor& z, Activation activation, bool lrp) 
 
 FeedForwardImpl::FeedForwardImpl(const FfnConfig& config, int64_t hidden_size) : config_(config) {
   const int64_t inner = config.inner_size;
-  up = register_module("up", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, inner).bias(config.bias)));
+  up = register_module("up", Linear(hidden_size, inner, config.bias));
   if (config.kind == FfnKind::SwiGLU || config.kind == FfnKind::ClampedSwiGLU)
-    gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, inner).bias(config.bias)));
-  down = register_module("down", torch::nn::Linear(torch::nn::LinearOptions(inner, hidden_size).bias(config.bias)));
+    gate = register_module("gate", Linear(hidden_size, inner, config.bias));
+  down = register_module("down", Linear(inner, hidden_size, config.bias));
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
@@ -78,7 +78,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
 }
 
 MixtureImpl::MixtureImpl(const FfnConfig& config, int64_t hidden_size) : moe_(*config.moe) {
-  router = register_module("router", torch::nn::Linear(torch::nn::LinearOptions(hidden_size, moe_.experts).bias(moe_.router_bias)));
+  router = register_module("router", Linear(hidden_size, moe_.experts, moe_.router_bias));
   FfnConfig expert = config;
   expert.moe.reset();
   experts = register_module("experts", torch::nn::ModuleList());
@@ -207,11 +207,11 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   config_.validate();
   const auto& c = config_;
   const int64_t E = c.embedding_width();
-  tokens = register_module("tokens", torch::nn::Embedding(c.vocab_size, E));
+  tokens = register_module("tokens", Embedding(c.vocab_size, E));
   const bool learned = c.positions == PositionKind::Learned || c.positions == PositionKind::RopeLearned;
-  if (learned) positions = register_module("positions", torch::nn::Embedding(c.max_positions, E));
+  if (learned) positions = register_module("positions", Embedding(c.max_positions, E));
   if (learned && c.stack_embeddings)
-    decoder_positions = register_module("decoder_positions", torch::nn::Embedding(c.max_positions, E));
+    decoder_positions = register_module("decoder_positions", Embedding(c.max_positions, E));
   if (c.positions == PositionKind::Sinusoidal) {
     // Vaswani et al. 2017: angle(p, i) = p / 10000^(2i/E) for i < E/2; interleaved:
     // PE(p, 2i) = sin, PE(p, 2i+1) = cos; halves (Marian): PE(p, i) = sin, PE(p, E/2 + i) = cos.
@@ -231,11 +231,11 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
     sinusoid = register_buffer("sinusoid", table.to(torch::kFloat32));
   }
   if (c.type_vocab_size > 0)
-    token_types = register_module("token_types", torch::nn::Embedding(c.type_vocab_size, E));
+    token_types = register_module("token_types", Embedding(c.type_vocab_size, E));
   if (c.embedding_norm) embed_norm = register_module("embed_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
   if (c.embedding_norm && c.stack_embeddings)
     decoder_embed_norm = register_module("decoder_embed_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
-  if (c.embedding_size > 0) embed_project = register_module("embed_project", torch::nn::Linear(E, c.hidden_size));
+  if (c.embedding_size > 0) embed_project = register_module("embed_project", Linear(E, c.hidden_size));
   auto make_stack = [&](const StackConfig& stack, const char* name, torch::nn::ModuleList& list, Norm& final_norm,
                         const char* norm_name) {
     list = torch::nn::ModuleList();
@@ -256,11 +256,14 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
   if (c.decoder) make_stack(*c.decoder, "decoder", decoder_layers, decoder_final_norm, "decoder_norm");
   if (c.lm_head.transform) {
     // Back into the embedding space (E = D unless factorised), where a tied decoder reads E_tok.
-    head_transform = register_module("head_transform", torch::nn::Linear(c.hidden_size, E));
+    head_transform = register_module("head_transform", Linear(c.hidden_size, E));
     head_norm = register_module("head_norm", Norm(c.norm, E, c.norm_eps, c.norm_weight_offset));
   }
-  if (!c.lm_head.tied)
-    head_weight = register_parameter("head_weight", torch::zeros({c.vocab_size, c.lm_head.transform ? E : c.hidden_size}));
+  if (!c.lm_head.tied) {
+    // A placeholder when a loader fills it right after (core/model/linear.h): an 8B model's head is 2 GB.
+    const std::vector<int64_t> shape{c.vocab_size, c.lm_head.transform ? E : c.hidden_size};
+    head_weight = register_parameter("head_weight", WeightsArriveLater::active() ? new_weight(shape) : torch::zeros(shape));
+  }
   if (c.lm_head.bias) head_bias = register_parameter("head_bias", torch::zeros({c.vocab_size}));
 }
 
@@ -288,7 +291,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
   return x;
 }
 
-torch::nn::Embedding& TransformerImpl::position_table(Stack stack) {
+Embedding& TransformerImpl::position_table(Stack stack) {
   return layers_of(stack) == Stack::Decoder && config_.stack_embeddings ? decoder_positions : positions;
 }
 
@@ -328,8 +331,10 @@ torch::Tensor TransformerImpl::head(const torch::Tensor& hidden, Stack stack, bo
   auto weight = config_.lm_head.tied ? tokens->weight : head_weight;
   // A tied head without transform on factorised embeddings scores against the projected table
   // E_tok·W_projᵀ [V, D] (without the projection's bias, a constant over the vocabulary).
-  if (config_.lm_head.tied && !head_transform && embed_project) weight = torch::matmul(weight, embed_project->weight.t());
-  auto logits = torch::matmul(h, weight.t());  // [B, T, V]
+  if (config_.lm_head.tied && !head_transform && embed_project)
+    weight = torch::matmul(as_float(weight), as_float(embed_project->weight).t());
+  // [B, T, V]; a stored (F16/BF16) table is upcast a few rows at a time (core/model/linear.h).
+  auto logits = weight.scalar_type() == h.scalar_type() ? torch::matmul(h, weight.t()) : stored_linear(h, weight);
   if (head_bias.defined()) logits = logits + head_bias;
   if (config_.lm_head.softcap > 0) logits = soft_cap(logits, config_.lm_head.softcap, lrp);  // Gemma 2
   return logits;

@@ -9,8 +9,6 @@
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 
 #include <string>
 #include <vector>
@@ -41,7 +39,7 @@ class FeedForwardImpl : public torch::nn::Module {
  public:
   explicit FeedForwardImpl(const FfnConfig& config, int64_t hidden_size);
   torch::Tensor forward(const torch::Tensor& x, bool lrp = false);
-  torch::nn::Linear up{nullptr}, gate{nullptr}, down{nullptr};
+  Linear up{nullptr}, gate{nullptr}, down{nullptr};
 
  private:
   FfnConfig config_;
@@ -56,7 +54,7 @@ class MixtureImpl : public torch::nn::Module {
   // (int64, highest router weight first). With `lrp` the router's weights are constants (analysis/LRP.md
   // rule 1, as attention weights).
   torch::Tensor forward(const torch::Tensor& x, bool lrp = false, torch::Tensor* routing = nullptr);
-  torch::nn::Linear router{nullptr};
+  Linear router{nullptr};
   torch::nn::ModuleList experts{nullptr};
   FeedForward shared{nullptr};
 
@@ -133,7 +131,7 @@ class TransformerImpl : public torch::nn::Module {
                       int64_t offset = 0, Stack stack = Stack::Encoder);
   // The position table and embedding norm that `stack` reads: the decoder's own where the model has
   // them (ModelConfig::stack_embeddings), else the shared ones; either may be empty.
-  torch::nn::Embedding& position_table(Stack stack);
+  Embedding& position_table(Stack stack);
   Norm& embedding_norm(Stack stack);
   // Rotary tables for T positions, empty unless the model uses RoPE (with the local layers' tables
   // when StackConfig::local sets a RoPE base of its own).
@@ -148,15 +146,15 @@ class TransformerImpl : public torch::nn::Module {
   Block block(Stack stack, int layer);
   int layer_count(Stack stack) const;
 
-  torch::nn::Embedding tokens{nullptr}, positions{nullptr}, token_types{nullptr};
+  Embedding tokens{nullptr}, positions{nullptr}, token_types{nullptr};
   Norm embed_norm{nullptr};
   // ModelConfig::stack_embeddings: the decoder's own position table and embedding norm.
-  torch::nn::Embedding decoder_positions{nullptr};
+  Embedding decoder_positions{nullptr};
   Norm decoder_embed_norm{nullptr};
-  torch::nn::Linear embed_project{nullptr};  // factorised embeddings: E → D
+  Linear embed_project{nullptr};  // factorised embeddings: E → D
   torch::nn::ModuleList encoder_layers{nullptr}, decoder_layers{nullptr};
   Norm encoder_final_norm{nullptr}, decoder_final_norm{nullptr};
-  torch::nn::Linear head_transform{nullptr};
+  Linear head_transform{nullptr};
   Norm head_norm{nullptr};
   torch::Tensor head_weight;  // [V, D], only when not tied
   torch::Tensor head_bias;    // [V]

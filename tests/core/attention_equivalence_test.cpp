@@ -28,7 +28,7 @@ void randomize(torch::nn::Module& m, double scale = 0.5) {
   for (auto& p : m.parameters()) p.copy_(torch::randn(p.sizes()) * scale);
 }
 
-void copy_linear(torch::nn::Linear& to, const torch::nn::Linear& from) {
+void copy_linear(core::Linear& to, const core::Linear& from) {
   torch::NoGradGuard no_grad;
   to->weight.copy_(from->weight);
   if (from->bias.defined()) to->bias.copy_(from->bias);

@@ -303,7 +303,7 @@ TEST_CASE("RoPE matches Hugging Face's rotate-half transcription", "[run][rope]"
       auto block = model->module->block(headlab::core::Stack::Decoder, l);
       auto h = trace->decoder.hidden[l].to(torch::kFloat64);  // [T, D]
       auto n = h / (h.pow(2).mean(-1, true) + config.norm_eps).sqrt() * block->attn_norm->weight.to(torch::kFloat64);
-      auto project = [&](const torch::nn::Linear& p, int64_t heads) {  // n Wᵀ + b → [heads, T, 8]
+      auto project = [&](const core::Linear& p, int64_t heads) {  // n Wᵀ + b → [heads, T, 8]
         auto y = torch::matmul(n, p->weight.to(torch::kFloat64).t()) + p->bias.to(torch::kFloat64);
         return y.view({T, heads, 8}).transpose(0, 1);
       };
@@ -413,7 +413,7 @@ TEST_CASE("pre-LN and post-LN blocks match a transcription of their equations", 
       auto got = block->forward(x, call, nullptr, nullptr)[0];
 
       auto f64 = [](const torch::Tensor& t) { return t.to(torch::kFloat64); };
-      auto linear = [&](const torch::Tensor& v, const torch::nn::Linear& l) {
+      auto linear = [&](const torch::Tensor& v, const core::Linear& l) {
         auto y = torch::matmul(v, f64(l->weight).t());
         return l->bias.defined() ? y + f64(l->bias) : y;
       };

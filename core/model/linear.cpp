@@ -1,0 +1,145 @@
+#include "core/model/linear.h"
+
+#include <torch/autograd.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/init.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace headlab::core {
+namespace {
+
+thread_local bool weights_arrive_later = false;
+
+constexpr int64_t kStepBytes = 4 << 20;
+
+// x2 [M, K] · w[r:r+n]ᵀ for consecutive row blocks of w [N, K], each upcast into one reused buffer;
+// joined → [M, N]; b [N] (x2's dtype) or undefined. Runs without autograd (StoredProduct's backward
+// recomputes what it needs).
+torch::Tensor blocked_product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b) {
+  const int64_t N = w.size(0), K = w.size(1);
+  const int64_t step = stored_rows_per_step(K);
+  if (step >= N) return torch::nn::functional::linear(x2, w.to(x2.scalar_type()), b);
+  torch::Tensor buffer = torch::empty({step, K}, x2.options());
+  std::vector<torch::Tensor> parts;
+  parts.reserve(static_cast<size_t>((N + step - 1) / step));
+  for (int64_t r = 0; r < N; r += step) {
+    const int64_t n = std::min(step, N - r);
+    torch::Tensor rows = buffer.narrow(0, 0, n);
+    rows.copy_(w.narrow(0, r, n));
+    parts.push_back(torch::nn::functional::linear(x2, rows, b.defined() ? b.narrow(0, r, n) : b));
+  }
+  return torch::cat(parts, 1);
+}
+
+// gradient [M, N] · w [N, K] → [M, K], summed over the same row blocks of w.
+torch::Tensor blocked_input_gradient(const torch::Tensor& g2, const torch::Tensor& w) {
+  const int64_t N = w.size(0), K = w.size(1);
+  const int64_t step = stored_rows_per_step(K);
+  if (step >= N) return torch::mm(g2, w.to(g2.scalar_type()));
+  torch::Tensor buffer = torch::empty({step, K}, g2.options());
+  torch::Tensor sum = torch::zeros({g2.size(0), K}, g2.options());
+  for (int64_t r = 0; r < N; r += step) {
+    const int64_t n = std::min(step, N - r);
+    torch::Tensor rows = buffer.narrow(0, 0, n);
+    rows.copy_(w.narrow(0, r, n));
+    sum.addmm_(g2.narrow(1, r, n), rows);
+  }
+  return sum;
+}
+
+// x · wᵀ + b with a stored weight, differentiable in x and b (b: an empty tensor when there is none);
+// the backward upcasts w again block by block instead of keeping the upcast rows.
+class StoredProduct : public torch::autograd::Function<StoredProduct> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x2, const torch::Tensor& w,
+                               const torch::Tensor& b) {
+    ctx->saved_data["w"] = w;
+    ctx->saved_data["bias"] = b.numel() > 0;
+    return blocked_product(x2, w, b.numel() > 0 ? b : torch::Tensor());
+  }
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    const torch::Tensor w = ctx->saved_data["w"].toTensor();
+    const torch::Tensor g = grads[0].contiguous();  // [M, N]
+    return {blocked_input_gradient(g, w), torch::Tensor(), ctx->saved_data["bias"].toBool() ? g.sum(0) : torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+int64_t stored_rows_per_step(int64_t row_length) {
+  return std::max<int64_t>(1, kStepBytes / (4 * std::max<int64_t>(1, row_length)));
+}
+
+torch::Tensor stored_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  // torch::nn::Linear's own arithmetic (addmm for matrices, matmul then + b otherwise), bit for bit.
+  if (w.scalar_type() == x.scalar_type()) return torch::nn::functional::linear(x, w, b);
+  // [..., K] → [M, K] and back: the row blocks work on matrices.
+  auto out_shape = x.sizes().vec();
+  out_shape.back() = w.size(0);
+  const torch::Tensor x2 = x.reshape({-1, x.size(-1)});
+  const torch::Tensor bias = b.defined() ? b.to(x.scalar_type()) : torch::Tensor();
+  const bool graph = torch::GradMode::is_enabled() && (x.requires_grad() || (b.defined() && b.requires_grad()));
+  torch::Tensor y;
+  if (graph) {
+    y = StoredProduct::apply(x2, w, bias.defined() ? bias : torch::zeros({0}, x.options()));
+  } else {
+    torch::NoGradGuard no_grad;
+    y = blocked_product(x2, w, bias);
+  }
+  return y.view(out_shape);
+}
+
+torch::Tensor as_float(const torch::Tensor& w) {
+  const auto type = w.scalar_type();
+  return type == torch::kBFloat16 || type == torch::kHalf ? w.to(torch::kFloat32) : w;
+}
+
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
+  weight = register_parameter("weight", new_weight({out, in}));
+  if (with_bias) bias = register_parameter("bias", new_weight({out}));
+  else bias = register_parameter("bias", {}, /*requires_grad=*/false);
+  if (WeightsArriveLater::active()) return;
+  // torch::nn::LinearImpl::reset_parameters, step for step.
+  torch::NoGradGuard no_grad;
+  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5));
+  if (with_bias) {
+    const auto fan_in = std::get<0>(torch::nn::init::_calculate_fan_in_and_fan_out(weight));
+    const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
+    torch::nn::init::uniform_(bias, -bound, bound);
+  }
+}
+
+EmbeddingImpl::EmbeddingImpl(int64_t count, int64_t dim) {
+  weight = register_parameter("weight", new_weight({count, dim}));
+  if (WeightsArriveLater::active()) return;
+  torch::NoGradGuard no_grad;
+  torch::nn::init::normal_(weight);
+}
+
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
+  torch::Tensor rows = torch::embedding(weight, ids);
+  const auto type = weight.scalar_type();
+  return type == torch::kBFloat16 || type == torch::kHalf ? rows.to(torch::kFloat32) : rows;
+}
+
+torch::Tensor new_weight(const std::vector<int64_t>& shape) {
+  if (!WeightsArriveLater::active()) return torch::empty(shape);
+  return torch::empty_strided(shape, std::vector<int64_t>(shape.size(), 0));
+}
+
+void with_storage(torch::Tensor& param) {
+  if (param.numel() <= 1) return;
+  for (const int64_t stride : param.strides())
+    if (stride != 0) return;
+  param.set_data(torch::empty(param.sizes(), param.options()));
+}
+
+WeightsArriveLater::WeightsArriveLater() : previous_(weights_arrive_later) { weights_arrive_later = true; }
+WeightsArriveLater::~WeightsArriveLater() { weights_arrive_later = previous_; }
+bool WeightsArriveLater::active() { return weights_arrive_later; }
+
+}  // namespace headlab::core
