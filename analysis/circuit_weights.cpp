@@ -4,6 +4,7 @@
 #include "core/model/stacks.h"
 #include "core/model/transformer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace headlab::analysis {
@@ -47,22 +48,36 @@ CircuitWeights circuit_weights(core::Model& model) {
   if (c.kind == core::StackKind::EncoderDecoder)
     out.notes.push_back("an encoder-decoder's encoder and cross-attention heads reach the LM head only "
                         "through other heads; the decoder's self-attention heads are scored");
-  out.WE = f64(m.tokens->weight);
-  if (m.embed_project) out.WE = torch::matmul(out.WE, f64(m.embed_project->weight).t());
   const bool pre = c.norm_placement == core::NormPlacement::Pre;
   // W_U: the decoder matrix (tied: the token embeddings; without a transform through the projection).
-  torch::Tensor WU = c.lm_head.tied ? f64(m.tokens->weight) : f64(m.head_weight);  // [V, E or D]
-  if (c.lm_head.tied && !c.lm_head.transform && m.embed_project) WU = torch::matmul(WU, f64(m.embed_project->weight).t());
-  if (WU.size(1) != c.hidden_size) {
-    out.notes.push_back("the LM head reads a " + std::to_string(WU.size(1)) +
+  const torch::Tensor decoder = c.lm_head.tied ? m.tokens->weight : m.head_weight;  // [V, E or D], as stored
+  const bool projected_unembed = c.lm_head.tied && !c.lm_head.transform && m.embed_project;
+  const int64_t unembed_width = projected_unembed ? m.embed_project->weight.size(0) : decoder.size(1);
+  if (unembed_width != c.hidden_size) {
+    out.notes.push_back("the LM head reads a " + std::to_string(unembed_width) +
                         "-wide embedding space through its transform, not the model's " +
                         std::to_string(c.hidden_size) + "-wide stream: no head's output reaches W_U directly");
   } else {
     if (c.lm_head.transform)
       out.notes.push_back("W_U is the LM head's decoder matrix; its transform (dense, activation, norm) "
                           "is left out, as TransformerLens leaves it out");
-    out.WU = WU.t();
-    if (pre) out.WU = fold(out.WU, out.stack == core::Stack::Encoder ? m.encoder_final_norm : m.decoder_final_norm, c);
+    const auto& final_norm = out.stack == core::Stack::Encoder ? m.encoder_final_norm : m.decoder_final_norm;
+    const torch::Tensor project = m.embed_project ? f64(m.embed_project->weight).t() : torch::Tensor();  // [E, D]
+    // G = Σ over blocks of 4,096 tokens of W_U[:, block] W_E[block, :]; each block's rows read from the
+    // weights as stored (folding acts on each column of W_U alone).
+    const int64_t V = decoder.size(0), step = 4096;
+    torch::Tensor G = torch::zeros({c.hidden_size, c.hidden_size}, torch::kFloat64);
+    for (int64_t r = 0; r < V; r += step) {
+      const int64_t n = std::min(step, V - r);
+      torch::Tensor WE = f64(m.tokens->weight.narrow(0, r, n));  // [n, E]
+      if (project.defined()) WE = torch::matmul(WE, project);     // [n, D]
+      torch::Tensor WU = f64(decoder.narrow(0, r, n));             // [n, E or D]
+      if (projected_unembed) WU = torch::matmul(WU, project);
+      WU = WU.t();  // [D, n]
+      if (pre) WU = fold(WU, final_norm, c);
+      G.addmm_(WU, WE);
+    }
+    out.unembed_embed = G;
   }
   if (!pre)
     out.notes.push_back("post-LN norms sit after the residual sums, not before the heads: nothing is "

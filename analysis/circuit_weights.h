@@ -48,10 +48,12 @@ struct LayerCircuits {
 struct CircuitWeights {
   core::Stack stack = core::Stack::Encoder;  // the stack whose heads reach the LM head
   std::vector<LayerCircuits> layers;
-  torch::Tensor WE;  // [V, D] token embeddings as stored (through a factorised embedding's projection)
-  // [D, V] the LM head's decoder matrix folded with the final norm; undefined when the LM head reads
-  // a space narrower than the stream (a transform into factorised embeddings).
-  torch::Tensor WU;
+  // [D, D] float64: W_U W_E, the LM head's decoder matrix [D, V] (folded with the final norm) times the
+  // token embeddings [V, D] (through a factorised embedding's projection), summed over blocks of the
+  // vocabulary so neither [V, D] matrix exists in float64 (an 8B model's would be 4.2 GB each).
+  // Undefined when the LM head reads a space narrower than the stream (a transform into factorised
+  // embeddings).
+  torch::Tensor unembed_embed;
   // What was folded or left out, and why (without a prefix: each user names its circuits); notes
   // about the QK circuits alone in qk_notes.
   std::vector<std::string> notes, qk_notes;

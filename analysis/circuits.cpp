@@ -14,8 +14,8 @@ OvCircuits ov_circuits(core::Model& model) { return ov_circuits(circuit_weights(
 OvCircuits ov_circuits(const CircuitWeights& weights) {
   OvCircuits out;
   for (const auto& note : weights.notes) out.notes.push_back("OV circuits: " + note);
-  if (!weights.WU.defined()) return out;
-  const auto G = torch::matmul(weights.WU, weights.WE);  // [D, D]: W_U W_E, shared by every head
+  if (!weights.unembed_embed.defined()) return out;
+  const auto& G = weights.unembed_embed;  // [D, D]: W_U W_E, shared by every head
   for (size_t l = 0; l < weights.layers.size(); ++l) {
     const auto& ov = weights.layers[l].ov;
     // The cyclic product W_O W_U W_E W_V [H, d_v, d_v] has the nonzero eigenvalues of W_E W_V W_O W_U.
