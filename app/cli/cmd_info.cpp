@@ -7,6 +7,7 @@
 #include "core/asset_paths.h"
 #include "core/memory_budget.h"
 #include "core/model_folder.h"
+#include "core/weights_policy.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -39,8 +40,11 @@ int print_folder(const InfoOptions& options) {
   int64_t stored = 0;
   for (const auto& [name, entry] : folder.weights->entries()) stored += static_cast<int64_t>(entry.info->end - entry.info->begin);
   const size_t files = folder.weights->files().size();
+  const std::string residency = core::keep_weights_mapped(folder.weights->values())
+                                    ? " (memory-mapped as stored when run, computed in float32)"
+                                    : " (copied to float32 when run: at most 1 GiB)";
   std::cout << c.summary() << "\n  weights: " << folder.weights_dtype << ", " << core::format_bytes(stored) << " in "
-            << files << (files == 1 ? " file" : " files") << " (memory-mapped as stored, not copied: core/README.md)"
+            << files << (files == 1 ? " file" : " files") << residency
             << "\n  tokenizer: " << (tokenizer ? tokenizer->kind() : std::string("none")) << "\n";
   if (c.decoder) {
     // What generation's KV cache costs (core/memory_budget.h), against MHA with the same heads.

@@ -3,6 +3,7 @@
 #include "core/atomic_file.h"
 #include "core/model/hf_import.h"
 #include "core/model/safetensors_torch.h"
+#include "core/weights_policy.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -110,27 +111,6 @@ int64_t load_native_weights(Transformer& module, const SafetensorsFile& file,
   return mapped;
 }
 
-namespace {
-
-// Folders whose weights, all in float32, take at most this many bytes are copied to float32 at open:
-// at that size the copy costs little, and computing with float32 weights is faster than upcasting
-// them in every pass (the default model's `analyze` of 100 sentences: 4.6 s copied, 5.9 s mapped).
-constexpr int64_t kCopyAtMostBytes = int64_t(1) << 30;
-
-// HEADLAB_WEIGHTS=mapped or float32 decides for every folder; otherwise the size does.
-bool keep_mapped(const ModelFolder& opened) {
-  if (const char* choice = std::getenv("HEADLAB_WEIGHTS")) {
-    const std::string text = choice;
-    if (text == "mapped") return true;
-    if (text == "float32") return false;
-    if (!text.empty())
-      throw std::invalid_argument("HEADLAB_WEIGHTS is '" + text + "': use mapped or float32 (or leave it unset)");
-  }
-  return 4 * opened.weights->values() > kCopyAtMostBytes;
-}
-
-}  // namespace
-
 std::shared_ptr<Model> load_model(const std::string& folder) {
   const ModelFolder opened = open_model_folder(folder);
   std::shared_ptr<Model> model;
@@ -148,7 +128,8 @@ std::shared_ptr<Model> load_model(const std::string& folder) {
     model->mapped_bytes = load_native_weights(model->module, *opened.weights->files().front(), {}, {}, Residency::Mapped);
     model->module->eval();
   }
-  if (!keep_mapped(opened)) own_weights(*model);
+  // Small folders are copied to float32: faster to compute with (core/weights_policy.h).
+  if (!keep_weights_mapped(opened.weights->values())) own_weights(*model);
   model->tokenizer = load_folder_tokenizer(folder);
   return model;
 }

@@ -157,4 +157,12 @@ std::string openmp_wait_policy() {
   return value ? value : "";
 }
 
+int64_t process_memory(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
+  return -1;
+}
+
 }  // namespace headlab::core

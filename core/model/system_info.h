@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace headlab::core {
@@ -46,6 +47,10 @@ void use_passive_openmp(char** argv);
 // freed memory in the process for reuse (mallopt: mmap threshold 1 GiB, no trimming). Returns false
 // when the C library is not glibc or refused the setting.
 bool keep_freed_memory();
+
+// A memory field of /proc/self/status in bytes ("VmRSS", "VmHWM", "RssAnon", "RssFile"), or -1 where
+// it cannot be read. Memory-mapped weights are RssFile (page cache); what the process owns is RssAnon.
+int64_t process_memory(const std::string& field);
 
 // The OpenMP wait policy this process started with ("" when unset).
 std::string openmp_wait_policy();

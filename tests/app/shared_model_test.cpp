@@ -32,14 +32,6 @@ namespace {
 const std::string kDefault = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
 const std::string kUd = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu";
 
-// Resident memory of this process now (VmRSS), bytes.
-int64_t rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  return -1;
-}
-
 // A causal model with the default model's tokenizer, ~36 M parameters (~145 MB in float32): large
 // enough that a second copy of its weights shows plainly in the process's memory.
 std::string big_causal_model(const TempDir& dir, int64_t* weight_bytes) {
@@ -132,12 +124,12 @@ TEST_CASE("the window's work shares one copy of the weights", "[app][shared-mode
   const std::string folder = big_causal_model(dir, &weight_bytes);
   REQUIRE(weight_bytes > 100'000'000);
   Controller c;
-  const int64_t before = rss_bytes();
+  const int64_t before = core::process_memory("VmRSS");
   c.execute(cmd::OpenModel{folder});
   settle(c, 300);
   REQUIRE(c.doc().model);
   CHECK(c.models().loads() == 1);
-  const int64_t open = rss_bytes();
+  const int64_t open = core::process_memory("VmRSS");
   INFO("open: +" << (open - before) / 1e6 << " MB for " << weight_bytes / 1e6 << " MB of weights");
 
   // A dataset run, a generation and the Syntax view's sentence at once, on the model already open.
@@ -147,11 +139,11 @@ TEST_CASE("the window's work shares one copy of the weights", "[app][shared-mode
   g.max_new = 4;
   c.execute(cmd::Generate{g});
   c.execute(cmd::SelectSentence{kUd, 2});
-  int64_t peak = rss_bytes();
+  int64_t peak = core::process_memory("VmRSS");
   const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   while (std::chrono::steady_clock::now() < until) {
     c.poll();
-    peak = std::max(peak, rss_bytes());
+    peak = std::max(peak, core::process_memory("VmRSS"));
     if (c.idle() && c.tasks().idle()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

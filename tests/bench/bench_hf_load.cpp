@@ -46,15 +46,6 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// A field of /proc/self/status in bytes ("VmRSS", "VmHWM").
-int64_t status_bytes(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string key = std::string(field) + ":";
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) return std::atoll(line.c_str() + key.size()) * 1024;
-  return -1;
-}
 
 void create_folder(const fs::path& dir) {
   std::printf("writing a GPT-2-small-sized folder to %s …\n", dir.c_str());
@@ -131,12 +122,12 @@ int main(int argc, char** argv) {
   const double weight_bytes = static_cast<double>(fs::file_size(weights));
   read_file(weights, false);  // into the page cache
 
-  const int64_t rss_before = status_bytes("VmRSS");
+  const int64_t rss_before = process_memory("VmRSS");
   const double t0 = now();
   auto model = load_model(dir.string());
   const double load_s = now() - t0;
-  const int64_t peak = status_bytes("VmHWM") - rss_before;
-  const int64_t rss_after = status_bytes("VmRSS") - rss_before;
+  const int64_t peak = process_memory("VmHWM") - rss_before;
+  const int64_t rss_after = process_memory("VmRSS") - rss_before;
 
   // Module construction alone (allocation + LibTorch's default initialisation), for the breakdown.
   const double t1 = now();

@@ -10,6 +10,7 @@
 #include "core/model/model.h"
 #include "core/model/run.h"
 #include "core/model/safetensors_torch.h"
+#include "core/model/system_info.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,14 +30,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A field of /proc/self/status in bytes ("VmRSS", "RssAnon").
-int64_t status_bytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1)) * 1024;
-  return -1;
-}
 
 struct Shape {
   int layers = 8, hidden = 1024, heads = 16, kv_heads = 4, head_dim = 64, ffn = 2816, vocab = 32000;
@@ -124,11 +117,11 @@ TEST_CASE("stored weights: a BF16 sharded folder opens mapped, computes as its f
   // Opening: the matrices are views of the mapped shards. Resident memory rises by the file pages the
   // NaN scan reads (page cache, shared and evictable); anonymous memory by almost nothing.
   ::malloc_trim(0);  // the generated tensors' memory handed back, so the baseline holds still
-  const int64_t rss_before = status_bytes("VmRSS"), anon_before = status_bytes("RssAnon");
+  const int64_t rss_before = process_memory("VmRSS"), anon_before = process_memory("RssAnon");
   REQUIRE(rss_before > 0);
   REQUIRE(anon_before > 0);
   auto mapped = load_model(dir.str());
-  const int64_t rss_rise = status_bytes("VmRSS") - rss_before, anon_rise = status_bytes("RssAnon") - anon_before;
+  const int64_t rss_rise = process_memory("VmRSS") - rss_before, anon_rise = process_memory("RssAnon") - anon_before;
   INFO("file " << file_bytes << " B; VmRSS +" << rss_rise << " B, RssAnon +" << anon_rise << " B");
   CHECK(rss_rise <= 1.1 * double(file_bytes));
   CHECK(anon_rise <= 0.1 * double(file_bytes));  // measured 0.056: module structures and thread stacks
