@@ -249,6 +249,18 @@ TEST_CASE("stored weights: a projection upcast in row blocks equals the float32 
   // Without autograd the same numbers.
   torch::NoGradGuard no_grad;
   CHECK(relative_difference(stored_linear(x.detach(), w, b), expected) < 1e-6);
+
+  // A few rows (a generation step) read BF16 and F16 weights directly (AVX-512 where the CPU has it),
+  // including a row length that is not a multiple of 16.
+  for (const auto type : {torch::kBFloat16, torch::kHalf})
+    for (const int64_t k : {int64_t(512), int64_t(100)})
+      for (const int64_t rows : {int64_t(1), int64_t(3), int64_t(8)}) {
+        const torch::Tensor weights = (torch::randn({N, k}) * 0.05).to(type);
+        const torch::Tensor input = torch::randn({rows, k});
+        const torch::Tensor reference = torch::linear(input.to(torch::kFloat64), weights.to(torch::kFloat64), b.to(torch::kFloat64));
+        INFO(c10::toString(type) << " K " << k << ", " << rows << " rows");
+        CHECK(relative_difference(stored_linear(input, weights, b).to(torch::kFloat64), reference) < 1e-6);
+      }
 }
 
 TEST_CASE("stored weights: small folders are copied to float32 unless HEADLAB_WEIGHTS says otherwise", "[stored_weights]") {
