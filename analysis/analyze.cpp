@@ -155,7 +155,22 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
 
   // The measures of this run (fresh: some keep state while measuring), in the registry's order.
   auto run_measures = measures_for_run(s);
-  for (auto& m : run_measures) m->begin(r, model, o);
+  // A stop while a measure works on the weights (spectra, layer by layer) leaves a partial report.
+  bool stopped_preparing = false;
+  AnalyzeOptions preparing = o;
+  preparing.preparing = [&](const std::string& what, int64_t done, int64_t total) {
+    const bool go = !o.preparing || o.preparing(what, done, total);
+    stopped_preparing = stopped_preparing || !go;
+    return go;
+  };
+  size_t begun = 0;  // measures after a stop neither begin nor end: their values stay empty
+  while (begun < run_measures.size()) {
+    run_measures[begun++]->begin(r, model, preparing);
+    if (stopped_preparing || (o.cancel && o.cancel->load())) {
+      r.partial = true;
+      break;
+    }
+  }
 
   // One reading pass: the sentence count for progress (and what measures count over the whole
   // dataset, whatever the shard, so shards agree: the rare-word measure's token counts).
@@ -186,7 +201,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     if (s.limit > 0 && index >= s.limit) break;
     const int64_t i = index++;
     if (i % s.shard_count != s.shard_index) continue;
-    if (o.cancel && o.cancel->load()) {
+    if (stopped_preparing || (o.cancel && o.cancel->load())) {
       r.partial = true;
       break;
     }
@@ -247,7 +262,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     }
   }
   if (o.cancel && o.cancel->load() && done < total_sentences) r.partial = true;
-  for (auto& m : run_measures) m->end(r);
+  for (size_t i = 0; i < begun; ++i) run_measures[i]->end(r);
   r.finalize();
 
   // The maps of the most relevant heads on the first measured sentence.

@@ -31,6 +31,9 @@ struct AnalyzeOptions {
   // Called with (sentences done, sentences in this shard); returning false stops (partial report).
   std::function<bool(int64_t done, int64_t total)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set → stop after the current sentence (partial report)
+  // Called while a measure that reads only the weights works before the sentences (spectra: after
+  // each layer) with (what, done, total); returning false stops as cancel does.
+  std::function<bool(const std::string& what, int64_t done, int64_t total)> preparing;
 };
 
 struct AnalyzeResult {

@@ -155,14 +155,19 @@ at::Tensor key_query_form(core::Model& model, core::Stack stack, int layer, int 
   return torch::matmul(A, C.t());
 }
 
-std::vector<LayerSpectra> key_query_spectra(core::Model& model) {
+std::vector<LayerSpectra> key_query_spectra(core::Model& model, const std::function<bool(int done, int total)>& progress) {
   torch::NoGradGuard no_grad;
-  std::vector<LayerSpectra> out;
+  std::vector<std::pair<core::AttentionImpl*, std::pair<core::Stack, int>>> todo;
   for (const core::Stack stack : {core::Stack::Encoder, core::Stack::Decoder})
     for (int l = 0; l < model.module->layer_count(stack); ++l)
-      out.push_back(layer_spectra(*model.module->block(stack, l)->attn, stack, l));
+      todo.push_back({model.module->block(stack, l)->attn.get(), {stack, l}});
   for (int l = 0; l < model.module->layer_count(core::Stack::Decoder); ++l)
-    if (auto cross = model.module->block(core::Stack::Decoder, l)->cross_attn) out.push_back(layer_spectra(*cross, core::Stack::Cross, l));
+    if (auto cross = model.module->block(core::Stack::Decoder, l)->cross_attn) todo.push_back({cross.get(), {core::Stack::Cross, l}});
+  std::vector<LayerSpectra> out;
+  for (const auto& [attention, where] : todo) {
+    out.push_back(layer_spectra(*attention, where.first, where.second));
+    if (progress && !progress(static_cast<int>(out.size()), static_cast<int>(todo.size()))) break;
+  }
   return out;
 }
 

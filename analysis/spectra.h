@@ -23,6 +23,7 @@
 #include "core/controls.h"
 
 #include <string>
+#include <functional>
 #include <vector>
 
 namespace at {
@@ -64,7 +65,10 @@ struct LayerSpectra {
 
 // Every attention layer of the model: the encoder's self-attention layers, then the decoder's, then
 // the decoder's cross-attention layers (stack "cross").
-std::vector<LayerSpectra> key_query_spectra(core::Model& model);
+// `progress(done, total)` after each layer (an 8B model's 4096² projections take seconds a layer);
+// returning false stops, with the layers done so far.
+std::vector<LayerSpectra> key_query_spectra(core::Model& model,
+                                            const std::function<bool(int done, int total)>& progress = {});
 
 // The effective key-query form B of one softmax head: [D, D] (float64), undefined for additive scoring.
 // `stack` is "encoder", "decoder" or "cross" (the decoder's cross-attention). Throws

@@ -2,6 +2,7 @@
 // values of each head's key-query form W_Q^i W_K^iᵀ (GQA: with its shared key head; talking heads:
 // Σ_k P_l[k,h] W_Q^k W_K^kᵀ; collaborative: W̃_Q diag(m_i) W̃_Kᵀ), their cumulative energy and the
 // ranks holding 90/95/99% of it; per layer the same for the concatenated W_Q, W_K and their product.
+#include "analysis/analyze.h"
 #include "analysis/measure.h"
 #include "analysis/measure_kit.h"
 #include "analysis/spectra.h"
@@ -29,8 +30,13 @@ class SpectraMeasure : public Measure {
            "product. With RoPE the form is the one at offset 0. No data needed";
   }
 
-  void begin(HeadReport& report, core::Model& model, const AnalyzeOptions& /*options*/) override {
-    for (const auto& layer : key_query_spectra(model)) {
+  void begin(HeadReport& report, core::Model& model, const AnalyzeOptions& options) override {
+    // Per layer: progress, and Stop between layers (a stopped analysis's report is partial anyway).
+    const auto layers = key_query_spectra(model, [&](int done, int total) {
+      if (options.cancel && options.cancel->load()) return false;
+      return !options.preparing || options.preparing("key-query spectra", done, total);
+    });
+    for (const auto& layer : layers) {
       report.layers.push_back(LayerEntry{layer.stack, layer.layer, layer.query, layer.key, layer.product});
       for (size_t h = 0; h < layer.heads.size(); ++h)
         if (HeadEntry* e = report.find(layer.stack, layer.layer, static_cast<int>(h))) e->spectrum = layer.heads[h];

@@ -190,6 +190,14 @@ int analyze_command(const AnalyzeCliOptions& c) {
   auto model = core::load_model(c.model);
   ProgressPrinter progress;
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
+  // Work on the weights alone before the sentences (an 8B model's spectra take minutes): a line a step.
+  const auto started = std::chrono::steady_clock::now();
+  o.preparing = [started](const std::string& what, int64_t done, int64_t total) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::fprintf(stderr, "%s: layer %lld/%lld, %.0fs, ETA %.0fs\n", what.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total), seconds, seconds / double(done) * double(total - done));
+    return !g_interrupted.load();
+  };
   g_interrupted = false;
   o.cancel = &g_interrupted;
   auto previous = std::signal(SIGINT, on_sigint);

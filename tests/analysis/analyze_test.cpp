@@ -961,3 +961,32 @@ TEST_CASE("an arc touching a word with no token of its own is skipped and counte
   CHECK(arcs.size() == 2);
   CHECK(unscorable == 1);
 }
+
+TEST_CASE("analyze: a stop while the spectra are computed leaves a partial report with the layers done",
+          "[analysis][spectra]") {
+  TinyModel tiny;
+  auto& model = *tiny.model;
+  test::TempDir data("analyze-stop-spectra");
+  std::ofstream(data.str("x.conllu")) << tree_file(kTinyWords, 4);
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.settings.metrics = {"spectra", "confidence"};
+  std::vector<std::pair<int64_t, int64_t>> seen;
+  o.preparing = [&](const std::string& what, int64_t done, int64_t total) {
+    CHECK(what == "key-query spectra");
+    seen.emplace_back(done, total);
+    return done < 1;  // Stop after the first layer
+  };
+  const auto r = analysis::analyze(model, o).report;
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == std::pair<int64_t, int64_t>{1, 2});
+  CHECK(r.partial);
+  CHECK(r.layers.size() == 1);
+  CHECK(r.sentences == 0);
+
+  o.preparing = [&](const std::string&, int64_t, int64_t) { return true; };
+  const auto whole = analysis::analyze(model, o).report;
+  CHECK_FALSE(whole.partial);
+  CHECK(whole.layers.size() == 2);
+  CHECK(whole.sentences == 4);
+}
