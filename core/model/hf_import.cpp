@@ -194,8 +194,8 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
       throw std::logic_error(folder + ": HeadLab's " + family + " mapping has no source for parameter '" + native + "'");
     const hf::TensorSource& source = found->second;
     torch::Tensor& param = item.value();
-    // Storage for what is filled or copied below; a mapped weight keeps its placeholder until then.
-    if (source.fill || !source.mxfp4_scales.empty() || !keeps_stored_view(native, param)) with_storage(param);
+    // Storage for what is filled or dequantised below (copies get theirs where they are made).
+    if (source.fill || !source.mxfp4_scales.empty()) with_storage(param);
     if (source.fill) {  // not stored: a constant of the architecture
       param.fill_(*source.fill);
       continue;

@@ -88,39 +88,39 @@ torch::Tensor few_rows_product(const torch::Tensor& x2, const torch::Tensor& w) 
 #endif
 }
 
-// x2 [M, K] · w[r:r+n]ᵀ for consecutive row blocks of w [N, K], each upcast into one reused buffer;
-// joined → [M, N]; b [N] (x2's dtype) or undefined. Runs without autograd (StoredProduct's backward
-// recomputes what it needs).
-torch::Tensor blocked_product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b) {
+// Calls visit(r, rows) for consecutive row blocks of w [N, K]: rows = w[r : r + n] upcast to the dtype of `options`
+// in one reused buffer (valid until the next call).
+template <typename Visit>
+void for_each_upcast_block(const torch::Tensor& w, const torch::TensorOptions& options, Visit visit) {
   const int64_t N = w.size(0), K = w.size(1);
-  if (torch::Tensor y = few_rows_product(x2, w); y.defined()) return b.defined() ? y + b : y;
-  const int64_t step = stored_rows_per_step(K);
-  if (step >= N) return torch::nn::functional::linear(x2, w.to(x2.scalar_type()), b);
-  torch::Tensor buffer = torch::empty({step, K}, x2.options());
-  std::vector<torch::Tensor> parts;
-  parts.reserve(static_cast<size_t>((N + step - 1) / step));
+  const int64_t step = std::min(N, stored_rows_per_step(K));
+  torch::Tensor buffer = torch::empty({step, K}, options);
   for (int64_t r = 0; r < N; r += step) {
-    const int64_t n = std::min(step, N - r);
-    torch::Tensor rows = buffer.narrow(0, 0, n);
-    rows.copy_(w.narrow(0, r, n));
-    parts.push_back(torch::nn::functional::linear(x2, rows, b.defined() ? b.narrow(0, r, n) : b));
+    torch::Tensor rows = buffer.narrow(0, 0, std::min(step, N - r));
+    rows.copy_(w.narrow(0, r, rows.size(0)));
+    visit(r, rows);
   }
+}
+
+// x2 [M, K] · wᵀ (+ b [N], x2's dtype, or undefined) → [M, N] with a stored w [N, K], block by block.
+// Runs without autograd (StoredProduct's backward recomputes what it needs).
+torch::Tensor blocked_product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b) {
+  if (torch::Tensor y = few_rows_product(x2, w); y.defined()) return b.defined() ? y + b : y;
+  if (stored_rows_per_step(w.size(1)) >= w.size(0)) return torch::nn::functional::linear(x2, w.to(x2.scalar_type()), b);
+  std::vector<torch::Tensor> parts;
+  for_each_upcast_block(w, x2.options(), [&](int64_t r, const torch::Tensor& rows) {
+    parts.push_back(torch::nn::functional::linear(x2, rows, b.defined() ? b.narrow(0, r, rows.size(0)) : b));
+  });
   return torch::cat(parts, 1);
 }
 
 // gradient [M, N] · w [N, K] → [M, K], summed over the same row blocks of w.
 torch::Tensor blocked_input_gradient(const torch::Tensor& g2, const torch::Tensor& w) {
-  const int64_t N = w.size(0), K = w.size(1);
-  const int64_t step = stored_rows_per_step(K);
-  if (step >= N) return torch::mm(g2, w.to(g2.scalar_type()));
-  torch::Tensor buffer = torch::empty({step, K}, g2.options());
-  torch::Tensor sum = torch::zeros({g2.size(0), K}, g2.options());
-  for (int64_t r = 0; r < N; r += step) {
-    const int64_t n = std::min(step, N - r);
-    torch::Tensor rows = buffer.narrow(0, 0, n);
-    rows.copy_(w.narrow(0, r, n));
-    sum.addmm_(g2.narrow(1, r, n), rows);
-  }
+  if (stored_rows_per_step(w.size(1)) >= w.size(0)) return torch::mm(g2, w.to(g2.scalar_type()));
+  torch::Tensor sum = torch::zeros({g2.size(0), w.size(1)}, g2.options());
+  for_each_upcast_block(w, g2.options(), [&](int64_t r, const torch::Tensor& rows) {
+    sum.addmm_(g2.narrow(1, r, rows.size(0)), rows);
+  });
   return sum;
 }
 
@@ -195,9 +195,7 @@ EmbeddingImpl::EmbeddingImpl(int64_t count, int64_t dim) {
 }
 
 torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
-  torch::Tensor rows = torch::embedding(weight, ids);
-  const auto type = weight.scalar_type();
-  return type == torch::kBFloat16 || type == torch::kHalf ? rows.to(torch::kFloat32) : rows;
+  return as_float(torch::embedding(weight, ids));
 }
 
 torch::Tensor new_weight(const std::vector<int64_t>& shape) {

@@ -123,8 +123,12 @@ TEST_CASE("stored weights: a BF16 sharded folder opens mapped, computes as its f
   auto mapped = load_model(dir.str());
   const int64_t rss_rise = process_memory("VmRSS") - rss_before, anon_rise = process_memory("RssAnon") - anon_before;
   INFO("file " << file_bytes << " B; VmRSS +" << rss_rise << " B, RssAnon +" << anon_rise << " B");
-  CHECK(rss_rise <= 1.1 * double(file_bytes));
-  CHECK(anon_rise <= 0.1 * double(file_bytes));  // measured 0.056: module structures and thread stacks
+  // The file's pages plus a fixed cost that does not grow with the model (module structures, thread
+  // arenas: measured 17–31 MB here; an 8B folder opens with 0.09 GB anonymous in all). A float32 copy
+  // of the matrices would add 620 MB, a BF16 copy 310 MB.
+  constexpr double kFixed = 64 << 20;
+  CHECK(rss_rise <= double(file_bytes) + kFixed);
+  CHECK(anon_rise <= kFixed);
   CHECK(mapped->mapped_bytes >= 0.99 * double(file_bytes));
   {
     auto block = mapped->module->block(Stack::Decoder, 0);
