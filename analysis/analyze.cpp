@@ -241,7 +241,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
         for (const auto& st : stacks) {
           for (int l = 0; l < st.layers; ++l) {
             const auto& stages = core::stages_of(*trace, st.name, l);
-            const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kFloat32).contiguous();
+            const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kCPU, torch::kFloat32).contiguous();
             const RowMaxima rows = row_maxima(maps, layout);
             count_queries(r, st.name, l, rows);
             for (auto& m : run_measures)
@@ -289,7 +289,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       m.layer = h->layer;
       m.head = h->head;
       m.tokens = first->tokens;
-      auto map = maps[h->head].to(torch::kFloat32).contiguous();
+      auto map = maps[h->head].to(torch::kCPU, torch::kFloat32).contiguous();
       m.weights.assign(map.data_ptr<float>(), map.data_ptr<float>() + map.numel());
       m.why = by_lrp ? "high normalised LRP relevance" : "high confidence";
       result.examples.push_back(std::move(m));

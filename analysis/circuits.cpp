@@ -21,7 +21,7 @@ OvCircuits ov_circuits(const CircuitWeights& weights) {
     // The cyclic product W_O W_U W_E W_V [H, d_v, d_v] has the nonzero eigenvalues of W_E W_V W_O W_U.
     const auto cyclic = torch::matmul(torch::matmul(ov.S.transpose(1, 2), G), ov.P);
     for (int64_t h = 0; h < ov.heads(); ++h) {
-      const auto eig = torch::linalg::eigvals(cyclic[h]).contiguous();  // complex128 [d_v]
+      const auto eig = at::linalg_eigvals(cyclic[h]).contiguous();  // complex128 [d_v]
       OvCircuit circuit;
       circuit.stack = weights.stack;
       circuit.layer = static_cast<int>(l);

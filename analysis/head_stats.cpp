@@ -57,7 +57,7 @@ std::vector<SentenceLayout::Arc> scored_arcs(const std::vector<int>& heads, cons
 torch::Tensor word_level_maps(const torch::Tensor& maps, const SentenceLayout& layout) {
   const int64_t H = maps.size(0), T = maps.size(1), S = maps.size(2);
   const int W = layout.words;
-  auto A = maps.to(torch::kFloat64).contiguous();
+  auto A = maps.to(torch::kCPU, torch::kFloat64).contiguous();
   auto out = torch::zeros({H, W, W}, torch::kFloat64);
   const double* a = A.data_ptr<double>();
   double* o = out.data_ptr<double>();
@@ -80,7 +80,7 @@ torch::Tensor word_level_maps(const torch::Tensor& maps, const SentenceLayout& l
 }
 
 std::vector<std::vector<int>> word_argmax(const torch::Tensor& word_maps) {
-  auto m = word_maps.to(torch::kFloat64).contiguous();
+  auto m = word_maps.to(torch::kCPU, torch::kFloat64).contiguous();
   const int64_t H = m.size(0), W = m.size(1);
   const double* p = m.data_ptr<double>();
   std::vector<std::vector<int>> out(H, std::vector<int>(W, -1));

@@ -40,10 +40,13 @@ LogitAttribution logit_attribution(core::Model& model, const core::Trace& trace,
   out.answer = answer;
   out.wrong = wrong;
   // The direction u [D] the logit difference reads from the normalised stream.
-  auto W = c.lm_head.tied ? f64(m.tokens->weight) : f64(m.head_weight);  // [V, E or D]
+  // Only the answer's and the wrong token's rows leave the (possibly mapped or card) table.
+  const auto& table = c.lm_head.tied ? m.tokens->weight : m.head_weight;  // [V, E or D]
+  auto W = f64(table.narrow(0, answer, 1));                                // [1, E or D]
+  if (wrong >= 0) W = torch::cat({W, f64(table.narrow(0, wrong, 1))});     // [2, E or D]
   if (c.lm_head.tied && m.embed_project) W = torch::matmul(W, f64(m.embed_project->weight).t());
-  auto u = W[answer].clone();
-  if (wrong >= 0) u = u - W[wrong];
+  auto u = W[0].clone();
+  if (wrong >= 0) u = u - W[1];
   u = u * double(c.lm_head.input_scale);
   // The final norm as apply_ln_to_stack applies it to one term x: (x − mean x) / σ · γ (LayerNorm),
   // x / rms · γ (RMSNorm), with σ or rms from the whole stream of this run.

@@ -20,6 +20,7 @@
 #include "analysis/lrp.h"
 
 #include "core/memory_budget.h"
+#include "core/model/device.h"
 
 #include "core/model/model.h"
 #include "core/model/transformer.h"
@@ -66,11 +67,11 @@ void check_ids(const core::ModelConfig& c, const std::vector<int64_t>& ids, cons
 torch::Tensor embed(core::TransformerImpl& m, const std::vector<int64_t>& ids, bool lrp, torch::Tensor& token_leaf,
                     std::vector<torch::Tensor>& constants, core::Stack stack) {
   const int64_t T = static_cast<int64_t>(ids.size());
-  auto index = torch::tensor(ids, torch::kLong).view({1, T});
+  auto index = torch::tensor(ids, torch::kLong).view({1, T}).to(m.tokens->weight.device());
   token_leaf = m.tokens(index).detach().requires_grad_(true);
   const auto& config = m.config();
   auto x = config.embedding_scale != 1.0f ? token_leaf * config.embedding_scale : token_leaf;
-  if (auto& table = m.position_table(stack)) x = x + table(torch::arange(T, torch::kLong)).unsqueeze(0);
+  if (auto& table = m.position_table(stack)) x = x + table(torch::arange(T, index.options())).unsqueeze(0);
   if (m.sinusoid.defined()) {
     auto rows = m.sinusoid.narrow(0, 0, T).detach().requires_grad_(true);
     constants.push_back(rows);
@@ -144,11 +145,11 @@ void check_inputs(const core::Model& model, const std::vector<int64_t>& ids, con
     throw std::invalid_argument(std::string(what) + ": decoder ids given for a model without a decoder stack");
   }
   // A backward pass keeps every layer's scores and activations: refuse what would not fit.
-  core::check_memory(core::estimate_run_memory(model.config, static_cast<int64_t>(ids.size()),
-                                               static_cast<int64_t>(decoder_ids.size()), core::kCaptureHeadOutputs, 0,
-                                               /*with_backward=*/true),
-                     std::string("the ") + what + " pass",
-                     static_cast<int64_t>(std::max(ids.size(), decoder_ids.size())));
+  core::check_run_memory(core::estimate_run_memory(model.config, static_cast<int64_t>(ids.size()),
+                                                   static_cast<int64_t>(decoder_ids.size()), core::kCaptureHeadOutputs, 0,
+                                                   /*with_backward=*/true),
+                         model, std::string("the ") + what + " pass",
+                         static_cast<int64_t>(std::max(ids.size(), decoder_ids.size())));
 }
 
 // Per-value-head gates of one layer (missing = 1).
@@ -163,7 +164,7 @@ std::vector<double> gates_of(const core::HeadControls& c, int64_t heads) {
 torch::Tensor ablation_target(const core::HeadControls& c, const torch::Tensor& O) {
   if (c.ablation == core::Ablation::Zero) return {};
   if (!c.mean_outputs.empty())
-    return torch::tensor(c.mean_outputs, torch::kFloat32).to(O.dtype()).view({1, O.size(1), 1, O.size(3)});
+    return torch::tensor(c.mean_outputs, torch::kFloat32).to(O.options()).view({1, O.size(1), 1, O.size(3)});
   return O.mean(2, /*keepdim=*/true);
 }
 
@@ -251,8 +252,8 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
     const int64_t T = x.size(1);
     std::vector<double> r(T, 0.0);
     if (!grads[i].defined()) return r;
-    auto v = (x.detach().to(torch::kFloat64) * grads[i].to(torch::kFloat64)).sum(-1).view({-1}).contiguous();
-    for (int64_t t = 0; t < T; ++t) r[t] = v[t].item<double>();
+    auto v = (x.detach().to(torch::kFloat64) * grads[i].to(torch::kFloat64)).sum(-1).view({-1}).to(torch::kCPU).contiguous();  // one copy from a card
+    for (int64_t t = 0; t < T; ++t) r[t] = v.data_ptr<double>()[t];
     return r;
   };
   result.input = per_position(fw.tokens, 0);
@@ -264,8 +265,8 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
     const auto& O = s.head_outputs;  // [1, h_v, T, d_v]
     std::vector<double> r(O.size(1), 0.0);
     if (grads[slot.output].defined()) {
-      auto per_head = (O.detach().to(torch::kFloat64) * grads[slot.output].to(torch::kFloat64)).sum({0, 2, 3}).contiguous();
-      for (int64_t i = 0; i < O.size(1); ++i) r[i] = per_head[i].item<double>();
+      auto per_head = (O.detach().to(torch::kFloat64) * grads[slot.output].to(torch::kFloat64)).sum({0, 2, 3}).to(torch::kCPU).contiguous();
+      for (int64_t i = 0; i < O.size(1); ++i) r[i] = per_head.data_ptr<double>()[i];
     }
     auto& layers = result.heads[slot.key];
     layers.resize(fw.stages[slot.key].size());
@@ -274,7 +275,7 @@ LrpResult relevance(core::Model& model, const std::vector<int64_t>& ids, const L
       // Ablation towards a dataset mean adds the constant (1 − g_i)·mean_i after the gate. (The
       // per-input mean is linear in O_i and stays in the graph: no constant.)
       const auto& c = controls.get(slot.key, slot.layer);
-      auto g = torch::tensor(gates_of(c, O.size(1)), torch::kFloat64).view({1, -1, 1, 1});
+      auto g = torch::tensor(gates_of(c, O.size(1)), torch::kFloat64).to(O.device()).view({1, -1, 1, 1});
       auto constant = ablation_target(c, O).to(torch::kFloat64) * (1 - g);
       bias += (constant * grads[slot.gated].to(torch::kFloat64)).sum().item<double>();
     }
@@ -361,8 +362,8 @@ ImportanceResult head_importance(core::Model& model, const std::vector<int64_t>&
 
   Forward fw = forward(model, input, decoder_ids, controls, /*lrp=*/false);
   auto logits = model.module->head(fw.hidden, fw.stack, false).squeeze(0);  // [T, V]
-  auto picked = logits.index_select(0, torch::tensor(positions, torch::kLong));
-  auto loss = torch::nn::functional::cross_entropy(picked, torch::tensor(targets, torch::kLong));
+  auto picked = logits.index_select(0, torch::tensor(positions, torch::kLong).to(logits.device()));
+  auto loss = torch::nn::functional::cross_entropy(picked, torch::tensor(targets, torch::kLong).to(logits.device()));
 
   // ∂L/∂g_i = Σ_{t,d} (O_i − a_i)[t, d] · ∂L/∂gated_i[t, d], from gated_i = g_i·O_i + (1 − g_i)·a_i
   // (a_i = 0 for zero ablation, the mean output for mean ablation), taken at the controls' gates.
@@ -388,8 +389,8 @@ ImportanceResult head_importance(core::Model& model, const std::vector<int64_t>&
       auto direction = O.detach().to(torch::kFloat64);
       auto a = ablation_target(controls.get(key, l), O);
       if (a.defined()) direction = direction - a.detach().to(torch::kFloat64);
-      auto per_head = (direction * grads[k].to(torch::kFloat64)).sum({0, 2, 3}).contiguous();
-      for (int64_t i = 0; i < O.size(1); ++i) row[i] = std::abs(per_head[i].item<double>());
+      auto per_head = (direction * grads[k].to(torch::kFloat64)).sum({0, 2, 3}).to(torch::kCPU).contiguous();
+      for (int64_t i = 0; i < O.size(1); ++i) row[i] = std::abs(per_head.data_ptr<double>()[i]);
     }
     auto& layers = result.heads[key];
     layers.resize(fw.stages[key].size());

@@ -172,7 +172,7 @@ at::Tensor residual_attention(const at::Tensor& maps) {
   auto A = m.dim() == 3 ? m.mean(0) : m;  // the heads' average
   // Abnar & Zuidema: the residual connection as an identity edge of equal weight, A' = 0.5 A + 0.5 I,
   // each row renormalised (a no-op when A's rows already sum to 1).
-  auto R = 0.5 * A + 0.5 * torch::eye(A.size(0), torch::kFloat64);
+  auto R = 0.5 * A + 0.5 * torch::eye(A.size(0), A.options().dtype(torch::kFloat64));
   return R / R.sum(1, /*keepdim=*/true);
 }
 

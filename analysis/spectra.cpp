@@ -69,9 +69,9 @@ std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int
 Spectrum factored_spectrum(const torch::Tensor& A, const torch::Tensor& C) {
   const int64_t D = A.size(0), r = A.size(1);
   if (r >= D) return spectrum_of(torch::matmul(A, C.t()));
-  auto RA = std::get<1>(torch::linalg::qr(A, "reduced"));  // [r, r]
-  auto RC = std::get<1>(torch::linalg::qr(C, "reduced"));
-  auto core_values = torch::linalg::svdvals(torch::matmul(RA, RC.t()), c10::nullopt).contiguous();
+  auto RA = std::get<1>(at::linalg_qr(A, "reduced"));  // [r, r]
+  auto RC = std::get<1>(at::linalg_qr(C, "reduced"));
+  auto core_values = at::linalg_svdvals(torch::matmul(RA, RC.t())).contiguous();
   std::vector<double> values(core_values.data_ptr<double>(), core_values.data_ptr<double>() + r);
   values.resize(D, 0.0);
   return spectrum_from_singular_values(std::move(values));
@@ -142,7 +142,7 @@ Spectrum spectrum_from_singular_values(std::vector<double> singular_values) {
 Spectrum spectrum_of(const at::Tensor& matrix) {
   if (!matrix.defined() || matrix.dim() != 2) throw std::invalid_argument("spectrum_of: expected a 2-D tensor");
   if (matrix.numel() == 0) return spectrum_from_singular_values({});
-  auto values = torch::linalg::svdvals(f64(matrix), c10::nullopt).contiguous();
+  auto values = at::linalg_svdvals(f64(matrix)).contiguous();
   return spectrum_from_singular_values(
       std::vector<double>(values.data_ptr<double>(), values.data_ptr<double>() + values.numel()));
 }
@@ -179,7 +179,7 @@ std::vector<Spectrum> logit_spectra(const core::AttentionStages& stages) {
                                 "(capture kCaptureLogits or kCaptureMixedLogits)");
   if (logits.dim() == 4 && logits.size(0) == 1) logits = logits.squeeze(0);
   if (logits.dim() != 3) throw std::invalid_argument("logit_spectra: expected logits [heads, T, S]");
-  auto values = torch::linalg::svdvals(f64(logits), c10::nullopt).contiguous();  // [heads, min(T, S)]
+  auto values = at::linalg_svdvals(f64(logits)).contiguous();  // [heads, min(T, S)]
   std::vector<Spectrum> out;
   const int64_t n = values.size(1);
   for (int64_t h = 0; h < values.size(0); ++h) {

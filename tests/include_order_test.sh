@@ -7,7 +7,7 @@
 root="${1:-$(dirname "$0")/..}"
 cd "$root/tests" || exit 2
 status=0
-for f in main.cpp $(find analysis app core -name '*.cpp' | sort); do
+for f in main.cpp $(find analysis app core gpu -name '*.cpp' | sort); do
   first=$(grep -m1 '^#include' "$f")
   if [ "$first" != '#include "test_common.h"' ]; then
     echo "$f: the first include is '$first', not \"test_common.h\""

@@ -2,6 +2,8 @@
 #define CATCH_CONFIG_RUNNER
 #include "test_common.h"
 
+#include "core/model/device.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -60,6 +62,22 @@ void missing_environment(const std::string& why) {
     std::printf("skipped: %s\n", why.c_str());
     std::fflush(stdout);
     std::_Exit(77);  // ctest's SKIP_RETURN_CODE: reported as skipped, not passed
+  }
+  WARN("skipped: " << why);
+}
+
+std::string card_missing() {
+  if (!headlab::core::built_with_cuda()) return "this build's LibTorch has no CUDA";
+  if (headlab::core::cuda_device_count() == 0) return "no CUDA card is visible";
+  return "";
+}
+
+void missing_card(const std::string& why) {
+  const char* ctest = std::getenv("HEADLAB_CTEST");
+  if (ctest && std::string(ctest) == "1") {
+    std::printf("skipped: %s\n", why.c_str());
+    std::fflush(stdout);
+    std::_Exit(77);
   }
   WARN("skipped: " << why);
 }

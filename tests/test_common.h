@@ -35,6 +35,12 @@ int run_command(const std::string& command, std::string& output);
 // environment must be there, the test fails; run by hand, a warning. Use through SKIP_UNLESS.
 void missing_environment(const std::string& why);
 
+// Why this process cannot use a CUDA card (a build without CUDA, no card visible), or "" when it can.
+std::string card_missing();
+// A GPU test without a card: exit 77 under ctest (skipped) even under CI=true, since no CI machine
+// has a card; run by hand, a warning. Use through SKIP_WITHOUT_CARD.
+void missing_card(const std::string& why);
+
 }  // namespace headlab::test
 
 // Leaves the test case (skipped, failed under CI=true, or warned; see missing_environment) unless
@@ -47,6 +53,11 @@ void missing_environment(const std::string& why);
     }                                               \
   } while (false)
 
-namespace headlab::test {
-
-}  // namespace headlab::test
+// Leaves a GPU test case unless cuda:0 is there (see missing_card).
+#define SKIP_WITHOUT_CARD()                                                         \
+  do {                                                                              \
+    if (const std::string why = ::headlab::test::card_missing(); !why.empty()) {     \
+      ::headlab::test::missing_card(why);                                           \
+      return;                                                                       \
+    }                                                                               \
+  } while (false)

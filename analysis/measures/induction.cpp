@@ -67,7 +67,7 @@ class InductionMeasure : public Measure {
           const auto& stages = core::stages_of(*trace, stack, l);
           // [heads, T, S] in float64: the three keys of each second-copy query
           const auto maps = (s.stage == core::Stage::W ? stages.weights : core::value_weights(stages))
-                                .to(torch::kFloat64).contiguous();
+                                .to(torch::kCPU, torch::kFloat64).contiguous();
           const auto a = maps.accessor<double, 3>();
           for (int64_t h = 0; h < maps.size(0); ++h) {
             HeadEntry& e = *report.find(stack, l, static_cast<int>(h));

@@ -1,13 +1,39 @@
 #include "app/cli/cli_args.h"
 
 #include "app/cli/cli.h"
+#include "core/model/device.h"
 #include "core/model/stacks.h"
 #include "core/tokenizer/token_lookup.h"
+
+#include <CLI/CLI.hpp>
 
 #include <sstream>
 #include <stdexcept>
 
 namespace headlab::app {
+
+void add_device_option(CLI::App* command, std::string& device) {
+  command->add_option("--device", device,
+                      "Where the model runs: cpu (default), cuda or cuda:N (a build against a CUDA LibTorch)");
+}
+
+torch::Device device_option(const std::string& device) {
+  if (device.empty()) return torch::kCPU;
+  try {
+    return core::parse_device(device);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--device: ") + e.what());
+  }
+}
+
+void place_model(core::Model& model, torch::Device device) {
+  if (device.is_cpu()) return;
+  try {
+    core::move_to_device(model, device);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--device: ") + e.what());
+  }
+}
 
 std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
   std::vector<int64_t> ids;

@@ -8,7 +8,19 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace headlab::app {
+
+// --device cpu|cuda|cuda:N on an engine command: where its model runs (core/model/device.h).
+void add_device_option(CLI::App* command, std::string& device);
+// The device --device names, checked before anything loads: UsageError in one line for a name this
+// process cannot use (a build without CUDA, no card, a card it does not have).
+torch::Device device_option(const std::string& device);
+// Moves a loaded model to `device` (nothing for the CPU); UsageError when its weights do not fit there.
+void place_model(core::Model& model, torch::Device device);
 
 // "1,2,3" → ids; UsageError naming `what` (the option) for anything else.
 std::vector<int64_t> parse_ids(const std::string& text, const char* what);

@@ -4,6 +4,7 @@
 #include "analysis/analyze.h"
 #include "analysis/report_figures.h"
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
@@ -28,6 +29,7 @@ namespace headlab::app {
 namespace {
 
 struct AnalyzeCliOptions {
+  std::string device;  // --device
   std::string model, out, shard, stage = "values", probe;
   std::vector<std::string> data, metrics, freq;
   int64_t limit = 0, max_tokens = 0;
@@ -187,7 +189,9 @@ int analyze_command(const AnalyzeCliOptions& c) {
     folder = c.out + "/shard-" + std::to_string(s.shard_index) + "-of-" + std::to_string(s.shard_count);
   refuse_overwrite(folder + "/head_report.json", c.force);
   if (s.shard_count > 1 && c.force) replace_earlier_analysis(c.out, s.shard_count);
+  const torch::Device device = device_option(c.device);  // refused before the model loads
   auto model = core::load_model(c.model);
+  place_model(*model, device);
   ProgressPrinter progress;
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
   // Work on the weights alone before the sentences (an 8B model's spectra take minutes): a line a step.
@@ -302,6 +306,7 @@ void add_analyze_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<AnalyzeCliOptions>();
   auto* cmd = app.add_subcommand("analyze", command_description("analyze"));
   cmd->add_option("--model", c->model, "Model folder (native or Hugging Face) with a tokenizer (default: the shipped default model)");
+  add_device_option(cmd, c->device);
   cmd->add_option("--data", c->data,
                   "Plain text (a sentence a line), CoNLL-U files, or folders of them (not needed by spectra, copying "
                   "and the induction probe)");

@@ -5,6 +5,7 @@
 #include "analysis/composition.h"
 #include "analysis/composition_figures.h"
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
@@ -23,6 +24,7 @@ namespace headlab::app {
 namespace {
 
 struct CircuitsOptions {
+  std::string device;  // --device
   std::string model, out;
   int top = 5;
   bool force = false;
@@ -50,7 +52,9 @@ std::vector<std::tuple<double, int, int, int, int>> largest(const analysis::Comp
 int circuits_command(const CircuitsOptions& o) {
   refuse_overwrite(o.out + "/circuits.json", o.force);
   core::use_batch_threads();
+  const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
+  place_model(*model, device);
   const auto composition = analysis::composition_scores(*model, [](int64_t done, int64_t total) {
     std::fprintf(stderr, "\rcomposition: layer %lld of %lld", static_cast<long long>(done), static_cast<long long>(total));
     if (done == total) std::fprintf(stderr, "\n");
@@ -100,6 +104,7 @@ void add_circuits_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<CircuitsOptions>();
   auto* cmd = app.add_subcommand("circuits", command_description("circuits"));
   cmd->add_option("--model", o->model, "Model folder (default: the shipped default model)");
+  add_device_option(cmd, o->device);
   cmd->add_option("--out", o->out, "Output folder (circuits.json, composition_{q,k,v}.svg/.png)")->required();
   cmd->add_option("--top", o->top, "How many of the largest scores of each kind to print")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--force", o->force, "Replace an existing circuits.json");

@@ -4,6 +4,7 @@
 // (the low-rank bottleneck). Writes comparison.md, comparison.json, figures/ and reports/.
 #include "analysis/variant_comparison.h"
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/model/model.h"
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@ namespace headlab::app {
 namespace {
 
 struct CompareCliOptions {
+  std::string device;  // --device
   std::vector<std::string> models;
   analysis::CompareOptions options;
   std::string out;
@@ -29,9 +31,11 @@ int compare_command(CompareCliOptions& c) {
   c.options.progress = [](const std::string& model, const std::string& stage) {
     std::fprintf(stderr, "%s: %s\n", model.c_str(), stage.c_str());
   };
+  const torch::Device device = device_option(c.device);
   std::vector<analysis::ModelSummary> summaries;
   for (const auto& folder : c.models) {
     auto model = core::load_model(folder);
+    place_model(*model, device);
     try {
       summaries.push_back(analysis::summarize_model(*model, folder, c.options));
     } catch (const std::runtime_error& e) {
@@ -65,6 +69,7 @@ void add_compare_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--timing-runs", c->options.timing_runs, "Forward passes timed (default 10)")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)");
+  add_device_option(cmd, c->device);
   cmd->add_option("--out", c->out, "Folder for the comparison")->required();
   cmd->add_flag("--force", c->force, "Replace a comparison already in --out");
   cmd->callback([c, &action] { action = [c] { return compare_command(*c); }; });

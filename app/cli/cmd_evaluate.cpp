@@ -2,6 +2,7 @@
 // text — the share of its tokens the tokenizer cannot spell ([UNK]), and the model's masked-LM (or
 // next-token) loss and top-1 on it, measured as the trainer measures its held-out split.
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/tokenizer/tokenizer.h"
@@ -20,6 +21,7 @@ namespace headlab::app {
 namespace {
 
 struct EvaluateCliOptions {
+  std::string device;  // --device
   std::string model;
   std::vector<std::string> data;
   int64_t seq_len = 128, batch_tokens = 2048;
@@ -37,7 +39,9 @@ struct FileResult {
 
 int evaluate_command(const EvaluateCliOptions& c) {
   if (c.threads > 0) torch::set_num_threads(c.threads);
+  const torch::Device device = device_option(c.device);  // refused before the model loads
   auto model = core::load_model(c.model);
+  place_model(*model, device);
   if (!model->tokenizer) throw UsageError(c.model + " has no tokenizer");
   const auto& tokenizer = *model->tokenizer;
   if (model->config.encoder && model->config.decoder)
@@ -113,6 +117,7 @@ void add_evaluate_command(CLI::App& app, Action& action) {
   auto c = std::make_shared<EvaluateCliOptions>();
   auto* cmd = app.add_subcommand("evaluate", command_description("evaluate"));
   cmd->add_option("--model", c->model, "Model folder with a tokenizer (default: the shipped default model)");
+  add_device_option(cmd, c->device);
   cmd->add_option("--data", c->data, "Plain-text files (each reported on its own, then together)")
       ->required()->check(CLI::ExistingFile);
   cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training")->check(CLI::Range(4, 100000));

@@ -23,6 +23,7 @@ namespace headlab::app {
 namespace {
 
 struct GenerateOptions {
+  std::string device;  // --device
   std::string model, prompt, ids, out;
   int max_new = 20;
   float temperature = 0, top_p = 1;
@@ -35,7 +36,9 @@ struct GenerateOptions {
 int generate_command(const GenerateOptions& o) {
   if (!o.out.empty()) refuse_overwrite(o.out, o.force);
   core::use_batch_threads();
+  const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
+  place_model(*model, device);
   const auto* tok = model->tokenizer.get();
   core::GenerateRequest request;
   request.max_new = o.max_new;
@@ -108,6 +111,7 @@ void add_generate_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<GenerateOptions>();
   auto* cmd = app.add_subcommand("generate", command_description("generate"));
   cmd->add_option("--model", o->model, "Model folder: a causal LM or an encoder-decoder")->required();
+  add_device_option(cmd, o->device);
   auto* prompt = cmd->add_option("--prompt", o->prompt, "The text to continue (an encoder-decoder's source)");
   cmd->add_option("--ids", o->ids, "The prompt as token ids, e.g. 1,2,3")->excludes(prompt);
   cmd->add_option("--max-new", o->max_new, "Tokens to generate at most (default 20)")->check(CLI::Range(0, 1 << 20));

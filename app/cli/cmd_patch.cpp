@@ -25,6 +25,7 @@ namespace headlab::app {
 namespace {
 
 struct PatchOptions {
+  std::string device;  // --device
   std::string model, clean, corrupt, clean_ids, corrupt_ids, answer, wrong, out;
   int64_t answer_id = -1, wrong_id = -1, position = -1;
   std::string metric, what = "z", positions = "all";
@@ -122,7 +123,9 @@ void table_figure(const analysis::PatchTable& t, bool heads, bool each, const st
 int patch_command(const PatchOptions& o) {
   refuse_overwrite(o.out + "/patch.json", o.force);
   core::use_batch_threads();
+  const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
+  place_model(*model, device);
   analysis::PatchRequest r;
   r.clean = input_ids(*model, o.clean, o.clean_ids, "--clean", "--clean-ids", o.add_special);
   r.corrupt = input_ids(*model, o.corrupt, o.corrupt_ids, "--corrupt", "--corrupt-ids", o.add_special);
@@ -238,6 +241,7 @@ void add_patch_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<PatchOptions>();
   auto* cmd = app.add_subcommand("patch", command_description("patch"));
   cmd->add_option("--model", o->model, "Model folder (default: the shipped default model)");
+  add_device_option(cmd, o->device);
   cmd->add_option("--clean", o->clean, "The clean text");
   cmd->add_option("--corrupt", o->corrupt, "The corrupted (counterfactual) text, of the same length in tokens");
   cmd->add_option("--clean-ids", o->clean_ids, "The clean input as token ids, e.g. 1,2,3");

@@ -1,6 +1,7 @@
 // `headlab predict --model DIR --text "The [MASK] sat on the mat." [--top-k 5]`: the top-k fills of
 // each [MASK] (masked LM) or the next token (causal LM / encoder-decoder), with probabilities.
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/model/run.h"
 #include "core/model/system_info.h"
@@ -17,6 +18,7 @@ namespace headlab::app {
 namespace {
 
 struct PredictOptions {
+  std::string device;  // --device
   std::string model, text, target;
   int top_k = 5;
 };
@@ -33,7 +35,9 @@ void print_top_k(const core::Tokenizer& tokenizer, const torch::Tensor& logits, 
 
 int predict_command(const PredictOptions& o) {
   core::use_batch_threads();
+  const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
+  place_model(*model, device);
   if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer");
   const auto& tok = *model->tokenizer;
   core::RunRequest request;
@@ -76,6 +80,7 @@ void add_predict_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PredictOptions>();
   auto* cmd = app.add_subcommand("predict", command_description("predict"));
   cmd->add_option("--model", options->model, "Model folder (default: the shipped default model)");
+  add_device_option(cmd, options->device);
   cmd->add_option("--text", options->text, "Input text (with [MASK] for a masked LM)")->required();
   cmd->add_option("--target", options->target, "Encoder-decoder: the decoder's text so far");
   cmd->add_option("--top-k", options->top_k, "How many candidates")->check(CLI::Range(1, 1000));

@@ -24,6 +24,7 @@ namespace headlab::app {
 namespace {
 
 struct RunOptions {
+  std::string device;  // --device
   std::string model, ids, decoder_ids, text, out, capture = "weights";
   std::vector<std::string> gates;
   bool add_special = true;
@@ -139,7 +140,9 @@ void add_dla(core::Model& model, const core::Trace& trace, const RunOptions& opt
 
 int run_command(const RunOptions& options) {
   core::use_batch_threads();
+  const torch::Device device = device_option(options.device);  // refused before the model loads
   auto model = core::load_model(options.model);
+  place_model(*model, device);
   core::RunRequest request;
   if (!options.ids.empty()) {
     request.ids = parse_ids(options.ids, "--ids");
@@ -274,6 +277,7 @@ void add_run_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", command_description("run"));
   cmd->add_option("--model", options->model, "Model folder (default: the shipped default model)");
+  add_device_option(cmd, options->device);
   auto* ids = cmd->add_option("--ids", options->ids, "Comma-separated token ids, e.g. 1,2,3");
   auto* text = cmd->add_option("--text", options->text, "Text to tokenize with the model's tokenizer");
   ids->excludes(text);

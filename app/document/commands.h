@@ -169,6 +169,11 @@ struct TakeFromCounterfactual {
   bool reset = false;
 };
 
+// Where the opened folder's model runs: "cpu", "cuda" or "cuda:N". The model is opened again there
+// (its maps and reports are those of the same weights); a device this build or machine cannot use
+// is refused with the reason and nothing changes. A random-weight model stays on the CPU.
+struct SetDevice { std::string device; };
+
 // --- conversion (the Model view) ---
 // Converts the open model (`headlab convert`, core/model/convert.h) into `to` = "gqa" (with `groups`),
 // "mqa" or "collaborative" (with `key_dim`), written to the folder `out`; with `open`, the window
@@ -229,7 +234,7 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
                              cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration, cmd::ConvertModel,
                              cmd::StopConvert, cmd::TrimInput, cmd::CloseReport, cmd::SetPatching,
-                             cmd::RunPatching, cmd::StopPatching, cmd::TakeFromCounterfactual>;
+                             cmd::RunPatching, cmd::StopPatching, cmd::TakeFromCounterfactual, cmd::SetDevice>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

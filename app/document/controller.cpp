@@ -8,6 +8,7 @@
 #include "app/document/run_mapping.h"
 #include "app/work/dataset_job.h"
 #include "core/file_hash.h"
+#include "core/model/device.h"
 
 #include <filesystem>
 
@@ -250,9 +251,22 @@ void Controller::start(const std::string& model_folder, const std::string& sessi
     open_random_model();
 }
 
+void Controller::on(const cmd::SetDevice& c) {
+  const std::string device = core::device_name(core::parse_device(c.device));  // throws the reason: nothing changes
+  doc_.session.device = device;
+  if (doc_.model && !doc_.model->folder.empty() && doc_.model->device != device) open_model(doc_.model->folder);
+}
+
 void Controller::open_model(const std::string& folder) {
   doc_.banner.clear();
-  worker_.request_load({folder, "", 0});
+  // A session saved on a machine with a card, opened on one without: the model opens on the CPU.
+  try {
+    doc_.session.device = core::device_name(core::parse_device(doc_.session.device));
+  } catch (const std::exception& e) {
+    set_error("set_device", std::string("set_device: ") + e.what() + "; the model runs on the CPU");
+    doc_.session.device = "cpu";
+  }
+  worker_.request_load({folder, "", 0, doc_.session.device});
   pending_model_run_ = true;
 }
 

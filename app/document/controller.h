@@ -114,6 +114,7 @@ class Controller {
   void on(const cmd::RunPatching& c);
   void on(const cmd::StopPatching& c);
   void on(const cmd::TakeFromCounterfactual& c);
+  void on(const cmd::SetDevice& c);
   void on(const cmd::SaveSession& c);
   void on(const cmd::OpenSession& c);
   // The window's commands (export, screenshot, …) reach the Controller only by mistake.

@@ -139,6 +139,7 @@ void session_fields(Io& io, S& s) {
     m.field("folder", s.model_folder);
     m.field("weights_hash", s.model_hash);
     m.field("random_config", s.random_config);
+    m.field("device", s.device);
   });
   io.section("input", [&](auto& in) {
     in.field("text", s.text);

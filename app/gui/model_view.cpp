@@ -66,6 +66,23 @@ void ModelView::drawSummary(Workbench& wb) {
     row("parameters", with_commas(m->parameters) + " (" + m->weights_dtype + ")");
     if (m->mapped_bytes > 0)
       row("in memory", core::format_bytes(m->mapped_bytes) + " of weights mapped from the files as stored; computed in float32");
+    // Where the model runs; another choice opens it again there (cmd::SetDevice).
+    ImGui::TableNextRow();
+    ImGui::TableSetColumnIndex(0);
+    ImGui::TextDisabled("device");
+    ImGui::TableSetColumnIndex(1);
+    if (m->folder.empty() || m->devices.size() < 2) {
+      ImGui::TextUnformatted(m->device.c_str());
+      ImGui::SameLine();
+      ImGui::TextDisabled("(%s)", m->folder.empty() ? "a random-weight model runs on the CPU" : m->no_card.c_str());
+    } else {
+      ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+      if (ImGui::BeginCombo("##device", m->device.c_str())) {
+        for (const auto& d : m->devices)
+          if (ImGui::Selectable(d.c_str(), d == m->device) && d != m->device) wb.apply(cmd::SetDevice{d});
+        ImGui::EndCombo();
+      }
+    }
     row("sizes", "hidden " + std::to_string(m->hidden_size) +
                      (m->ffn_size > 0 ? " · ffn " + std::to_string(m->ffn_size) : std::string(" · no FFN")) + " · vocab " +
                      std::to_string(m->vocab_size) + " · max " + std::to_string(m->max_positions) + " tokens");

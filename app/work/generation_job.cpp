@@ -107,7 +107,7 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
     top_ids.push_back(std::move(ids));
     s.kept = generated.size() < request.keep.size();
     for (const auto& row : step.attention) {
-      const auto r = row.contiguous();
+      const auto r = row.to(torch::kCPU).contiguous();
       s.heads = static_cast<int>(r.size(0));
       s.keys = static_cast<int>(r.size(1));
       s.rows.emplace_back(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());

@@ -6,6 +6,7 @@
 #include "analysis/spectra.h"
 #include "core/file_hash.h"
 #include "core/model/attention.h"
+#include "core/model/device.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
 #include "core/model/stacks.h"
@@ -34,7 +35,7 @@ struct CachedLayer {
 StageMaps to_maps(const torch::Tensor& t) {
   StageMaps m;
   if (!t.defined()) return m;
-  auto c = t.detach().to(torch::kFloat).contiguous();  // [heads, T, S]
+  auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();  // [heads, T, S]
   m.heads = static_cast<int>(c.size(0));
   m.rows = static_cast<int>(c.size(1));
   m.cols = static_cast<int>(c.size(2));
@@ -182,6 +183,11 @@ struct WorkbenchEngine::Impl {
     s.norm = norm_name(c.norm) + (c.norm_placement == core::NormPlacement::Pre ? " (pre)" : " (post)");
     s.weights_dtype = model->weights_dtype;
     s.mapped_bytes = model->mapped_bytes;
+    s.device = core::device_name(core::model_device(*model));
+    s.devices = {"cpu"};
+    for (int i = 0; i < core::cuda_device_count(); ++i) s.devices.push_back("cuda:" + std::to_string(i));
+    if (s.devices.size() == 1)
+      s.no_card = core::built_with_cuda() ? "no CUDA card is visible" : "this build's LibTorch has no CUDA (README, \"GPU build\")";
     s.summary_text = c.summary();
     if (c.encoder) s.attentions.push_back(summarize(core::Stack::Encoder, "encoder self-attention", *c.encoder, c.encoder->attention, false));
     if (c.decoder) {
@@ -439,7 +445,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     base.controls = core::ModelControls{};
     base.previous = compatible(m.base_trace) ? m.base_trace : compatible(m.last_trace) ? m.last_trace : nullptr;
     m.base_trace = core::run(*m.model, base);
-    m.base_logp = torch::log_softmax(m.base_trace->logits.to(torch::kFloat), -1).contiguous();
+    m.base_logp = torch::log_softmax(m.base_trace->logits.to(torch::kCPU, torch::kFloat), -1).contiguous();  // read on the host
     m.base_p = m.base_logp.exp().contiguous();
     m.base_outputs.clear();
     m.base_outputs_k = 0;
@@ -469,7 +475,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   }
   for (const auto& layer : trace->main_stack().layers) {
     if (!layer.experts.defined()) break;
-    const auto e = layer.experts.to(torch::kLong).contiguous();  // [T, k]
+    const auto e = layer.experts.to(torch::kCPU, torch::kLong).contiguous();  // [T, k]
     const int64_t* ids = e.data_ptr<int64_t>();                  // read once, not one item() per cell
     const int64_t T = e.size(0), k = e.size(1);
     std::vector<std::vector<int>> tokens(static_cast<size_t>(T));
@@ -485,7 +491,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   if (trace == m.base_trace && m.base_outputs_k == k) {
     snap->outputs = m.base_outputs;
   } else {
-    auto logits = trace->logits.to(torch::kFloat).contiguous();  // [P, V], rows = positions
+    auto logits = trace->logits.to(torch::kCPU, torch::kFloat).contiguous();  // [P, V], rows = positions
     auto lse = torch::logsumexp(logits, -1).contiguous();         // [P]
     const int64_t T = logits.size(0), V = logits.size(1);
     const float* lg = logits.data_ptr<float>();

@@ -60,6 +60,9 @@ struct ModelSummary {
   int hidden_size = 0, vocab_size = 0, max_positions = 0, ffn_size = 0;
   std::string positions, norm, tokenizer_kind, weights_dtype;
   int64_t mapped_bytes = 0;  // weights left as views of the mapped files (core::Model::mapped_bytes)
+  std::string device = "cpu";  // where the model runs (core/model/device.h)
+  std::vector<std::string> devices;  // where it could run here: "cpu", then each card ("cuda:0", …)
+  std::string no_card;               // why `devices` holds no card ("" when it does)
   std::vector<AttentionSummary> attentions;  // encoder, decoder, cross (those present)
   std::string summary_text;                  // core's one-paragraph summary
   const AttentionSummary* find(core::Stack stack) const;

@@ -39,6 +39,7 @@ void WorkbenchWorker::request_load(const ModelSource& source) {
     try {
       if (source.folder.empty())
         return std::make_shared<const ModelSummary>(engine->load_random(source.random_config, source.seed));
+      models->set_device(source.device);
       return std::make_shared<const ModelSummary>(engine->use(models->get(source.folder), source.folder));
     } catch (const std::exception& e) {
       throw std::runtime_error(

@@ -28,6 +28,9 @@ struct ModelSource {
   std::string folder;
   std::string random_config;
   uint64_t seed = 0;
+  // Where the folder's model runs ("cpu", "cuda:N"): the model store's device for every task from
+  // here on. A random-weight model runs on the CPU.
+  std::string device = "cpu";
 };
 
 struct TaskStatus {

@@ -37,7 +37,7 @@ torch::Tensor attention_allowed(const torch::Tensor& query_positions, const torc
   auto t = query_positions.unsqueeze(1);  // [T, 1]
   auto s = key_positions.unsqueeze(0);    // [1, S]
   auto distance = t - s;                  // [T, S]
-  auto allowed = torch::ones({T, S}, torch::kBool);
+  auto allowed = torch::ones({T, S}, query_positions.options().dtype(torch::kBool));
   if (pattern.window > 0) {
     const int64_t d = pattern.dilation;
     allowed = distance.abs().le(int64_t(pattern.window) * d);
@@ -197,6 +197,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   const bool cached_memory = cache && !self && cache->keys.defined();
   if (cache && call.key_padding.defined()) throw std::invalid_argument("generation runs one sequence: no key padding");
   const int64_t offset = cache && self ? call.position : 0;  // the new tokens' first position
+  const auto positions_on = torch::TensorOptions(torch::kLong).device(x.device());  // position indices, beside x
 
   torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
   torch::Tensor k_new, v_new, bias_new;  // this call's keys (before GQA's repeat), values, content bias
@@ -255,8 +256,8 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     } else {
       // A sliding window's keys that no query from here on reaches leave before the new ones join.
       if (self && call.causal && cache->positions.defined()) forget_unreachable(*cache, offset);
-      const auto positions = self ? torch::arange(offset, offset + y.size(1), torch::kLong)
-                                  : torch::arange(y.size(1), torch::kLong);
+      const auto positions = self ? torch::arange(offset, offset + y.size(1), positions_on)
+                                  : torch::arange(y.size(1), positions_on);
       auto append = [](const torch::Tensor& old, const torch::Tensor& add, int64_t dim) {
         return old.defined() && add.defined() ? torch::cat({old, add}, dim) : add;
       };
@@ -283,18 +284,18 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (key_bias.defined()) J = J + key_bias * c.logit_scale();
   if (self && c.alibi) {
     // Press et al. 2022: −m_h · |i − j| after the scale (BLOOM adds m_h · j, equal within each query's row).
-    const auto query_positions = torch::arange(offset, offset + T, torch::kLong);
-    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, torch::kLong);
+    const auto query_positions = torch::arange(offset, offset + T, positions_on);
+    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, positions_on);
     const auto distance = (query_positions.unsqueeze(1) - keys_at.unsqueeze(0)).abs().to(J.scalar_type());  // [T, S]
-    const auto slopes = alibi_slopes(J.size(1)).to(J.scalar_type()).view({1, -1, 1, 1});
+    const auto slopes = alibi_slopes(J.size(1)).to(J.options()).view({1, -1, 1, 1});
     J = J - slopes * distance;
   }
   if (self && c.relative_bias) {
     // T5: one learned scalar per head and bucket of the key's offset, after the (unit) scale; an
     // encoder's buckets see both directions, a causal decoder's only the past.
     if (!relative_bias.defined()) throw std::logic_error("relative_bias: the stack's shared table was not set");
-    const auto query_positions = torch::arange(offset, offset + T, torch::kLong);
-    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, torch::kLong);
+    const auto query_positions = torch::arange(offset, offset + T, positions_on);
+    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, positions_on);
     const auto buckets = relative_position_buckets(query_positions, keys_at, c.relative_bias->buckets,
                                                    c.relative_bias->max_distance, !call.causal);  // [T, S]
     const int64_t hk = relative_bias.size(1);
@@ -305,13 +306,12 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (c.logit_softcap > 0) J = soft_cap(J, c.logit_softcap);
   auto L = c.talking_heads ? mix_heads(J, pre_mix) : J;  // [B, h, T, S]
   const HeadControls* controls = call.controls;
-  if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix").to(L.dtype()));
+  if (controls && !controls->pre_mix.empty()) L = mix_heads(L, user_matrix(controls->pre_mix, h, "pre_mix").to(L.options()));
 
   // The mask is applied after mixing (Shazeer et al.: masking precedes the softmax, follows P_l).
-  auto allowed = !self ? torch::ones({T, S}, torch::kBool)
-                 : cache ? attention_allowed(torch::arange(offset, offset + T, torch::kLong), key_positions, call.causal,
-                                             c.pattern)
-                         : attention_allowed(T, S, call.causal, c.pattern);  // [T, S]
+  auto allowed = !self ? torch::ones({T, S}, positions_on.dtype(torch::kBool))
+                 : attention_allowed(torch::arange(offset, offset + T, positions_on),
+                                     cache ? key_positions : torch::arange(S, positions_on), call.causal, c.pattern);  // [T, S]
   auto blocked = allowed.logical_not().view({1, 1, T, S});
   if (call.key_padding.defined()) blocked = blocked.logical_or(call.key_padding.view({B, 1, 1, S}));
   // The lowest finite value, not -inf: a fully blocked row gives a uniform row instead of NaN.
@@ -330,7 +330,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   auto W_used = call.lrp ? W.detach() : W;  // analysis/LRP.md rule 1
 
   auto U = c.talking_heads ? mix_heads(W_used, post_mix) : W_used;  // [B, h_v, T, S]
-  if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix").to(U.dtype()));
+  if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix").to(U.options()));
   auto O = torch::matmul(U, v_heads);  // [B, h_v, T, d_v] — the paper's O = einsum(U, V)
   if (patched) O = apply_patches(O, Site::Z, *call.patches);
 
@@ -341,7 +341,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
                                   std::to_string(controls->gates.size()) + " gates");
     std::vector<float> g(h_v, 1.0f);
     for (size_t i = 0; i < controls->gates.size(); ++i) g[i] = controls->gates[i];
-    auto gate = torch::tensor(g, torch::kFloat32).to(O.dtype()).view({1, h_v, 1, 1});  // in the run's precision
+    auto gate = torch::tensor(g, torch::kFloat32).to(O.options()).view({1, h_v, 1, 1});  // in the run's precision
     if (controls->ablation == Ablation::Zero) {
       gated = O * gate;  // Voita et al. 2019: Concat_i(g_i·head_i) W_O
     } else {
@@ -350,7 +350,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
         if (static_cast<int64_t>(controls->mean_outputs.size()) != h_v * c.value_size)
           throw std::invalid_argument("mean_outputs: expected heads × value_size = " +
                                       std::to_string(h_v * c.value_size) + " values");
-        mean = torch::tensor(controls->mean_outputs, torch::kFloat32).to(O.dtype()).view({1, h_v, 1, c.value_size});
+        mean = torch::tensor(controls->mean_outputs, torch::kFloat32).to(O.options()).view({1, h_v, 1, c.value_size});
       } else {
         // The mean over every position of the input: generation has not seen the later positions.
         if (cache)

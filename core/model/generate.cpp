@@ -1,5 +1,6 @@
 #include "core/model/generate.h"
 
+#include "core/model/device.h"
 #include "core/model/kv_cache.h"
 #include "core/memory_budget.h"
 #include "core/model/run.h"
@@ -14,8 +15,9 @@
 namespace headlab::core {
 namespace {
 
-torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
-  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())});
+// [1, T] on the model's device.
+torch::Tensor ids_tensor(const std::vector<int64_t>& ids, const Model& model) {
+  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())}).to(model_device(model));
 }
 
 // The last query's row of U [1, h_v, T, S] over keys at `key_positions`, spread over T_s positions.
@@ -39,7 +41,7 @@ class CachedDecoder {
       cache_.cross.resize(layers_);
       // The encoder runs once; the decoder's cross-attention caches its keys and values.
       const int enc_layers = m.layer_count(Stack::Encoder);
-      torch::Tensor h = m.embed(ids_tensor(request.prompt));
+      torch::Tensor h = m.embed(ids_tensor(request.prompt, model));
       BlockCall call;
       call.rope = m.rope_tables(h.size(1), Stack::Encoder);
       for (int l = 0; l < enc_layers; ++l) {
@@ -56,7 +58,7 @@ class CachedDecoder {
   torch::Tensor feed(const std::vector<int64_t>& ids, GenerationStep& step) {
     auto& m = *model_.module;
     const int64_t position = cache_.next_position, T = static_cast<int64_t>(ids.size());
-    torch::Tensor h = m.embed(ids_tensor(ids), {}, false, position, Stack::Decoder);
+    torch::Tensor h = m.embed(ids_tensor(ids, model_), {}, false, position, Stack::Decoder);
     BlockCall call;
     call.causal = true;
     call.memory = memory_;
@@ -123,7 +125,9 @@ torch::Tensor recompute(Model& model, const GenerateRequest& request, const std:
 
 }  // namespace
 
-int64_t sample_token(const torch::Tensor& logits, const Sampling& sampling, at::Generator& generator) {
+int64_t sample_token(const torch::Tensor& device_logits, const Sampling& sampling, at::Generator& generator) {
+  // On the host, where the generator draws: the same seed samples the same tokens on a card.
+  const torch::Tensor logits = to_host(device_logits);
   if (sampling.temperature <= 0) return logits.argmax().item<int64_t>();
   auto probs = torch::softmax(logits.to(torch::kFloat64) / double(sampling.temperature), -1);  // [V]
   const int64_t V = probs.size(0);
@@ -164,7 +168,7 @@ Generation generate(Model& model, const GenerateRequest& request,
   const int64_t source = enc_dec ? static_cast<int64_t>(request.prompt.size()) : total;
   auto estimate = estimate_run_memory(config, source, enc_dec ? total : 0, kCaptureMixedWeights, 1);
   estimate.captured += kv_cache_bytes(config, total);
-  check_memory(estimate, "this generation", total);
+  check_run_memory(estimate, model, "this generation", total);
 
   auto generator = at::make_generator<at::CPUGeneratorImpl>(request.sampling.seed);
   Generation out;

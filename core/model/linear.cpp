@@ -20,6 +20,7 @@ namespace {
 thread_local bool weights_arrive_later = false;
 
 constexpr int64_t kStepBytes = 4 << 20;
+constexpr int64_t kCardStepBytes = int64_t(256) << 20;
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // A few rows of x against every row of a contiguous BF16 or F16 w, each weight upcast in registers:
@@ -68,7 +69,7 @@ constexpr int64_t kFewRows = 8;
 torch::Tensor few_rows_product(const torch::Tensor& x2, const torch::Tensor& w) {
 #if defined(__x86_64__) && defined(__GNUC__)
   const auto type = w.scalar_type();
-  if (!has_avx512() || x2.scalar_type() != torch::kFloat32 || x2.size(0) > kFewRows || !w.is_contiguous() ||
+  if (!x2.is_cpu() || !w.is_cpu() || !has_avx512() || x2.scalar_type() != torch::kFloat32 || x2.size(0) > kFewRows || !w.is_contiguous() ||
       (type != torch::kBFloat16 && type != torch::kHalf))
     return {};
   const torch::Tensor x = x2.contiguous();
@@ -90,10 +91,17 @@ torch::Tensor few_rows_product(const torch::Tensor& x2, const torch::Tensor& w) 
 
 // Calls visit(r, rows) for consecutive row blocks of w [N, K]: rows = w[r : r + n] upcast to the dtype of `options`
 // in one reused buffer (valid until the next call).
+// Rows of w [N, K] upcast per step: ~4 MiB on the CPU (the cache); on a card, where each step is a
+// kernel launch and memory is plentiful, ~256 MiB (a whole projection of an 8B model at once).
+int64_t rows_per_step(const torch::Tensor& w) {
+  const int64_t K = w.size(1);
+  return w.is_cpu() ? stored_rows_per_step(K) : std::max<int64_t>(1, kCardStepBytes / (4 * std::max<int64_t>(1, K)));
+}
+
 template <typename Visit>
 void for_each_upcast_block(const torch::Tensor& w, const torch::TensorOptions& options, Visit visit) {
   const int64_t N = w.size(0), K = w.size(1);
-  const int64_t step = std::min(N, stored_rows_per_step(K));
+  const int64_t step = std::min(N, rows_per_step(w));
   torch::Tensor buffer = torch::empty({step, K}, options);
   for (int64_t r = 0; r < N; r += step) {
     torch::Tensor rows = buffer.narrow(0, 0, std::min(step, N - r));
@@ -106,7 +114,7 @@ void for_each_upcast_block(const torch::Tensor& w, const torch::TensorOptions& o
 // Runs without autograd (StoredProduct's backward recomputes what it needs).
 torch::Tensor blocked_product(const torch::Tensor& x2, const torch::Tensor& w, const torch::Tensor& b) {
   if (torch::Tensor y = few_rows_product(x2, w); y.defined()) return b.defined() ? y + b : y;
-  if (stored_rows_per_step(w.size(1)) >= w.size(0)) return torch::nn::functional::linear(x2, w.to(x2.scalar_type()), b);
+  if (rows_per_step(w) >= w.size(0)) return torch::nn::functional::linear(x2, w.to(x2.scalar_type()), b);
   std::vector<torch::Tensor> parts;
   for_each_upcast_block(w, x2.options(), [&](int64_t r, const torch::Tensor& rows) {
     parts.push_back(torch::nn::functional::linear(x2, rows, b.defined() ? b.narrow(0, r, rows.size(0)) : b));
@@ -116,7 +124,7 @@ torch::Tensor blocked_product(const torch::Tensor& x2, const torch::Tensor& w, c
 
 // gradient [M, N] · w [N, K] → [M, K], summed over the same row blocks of w.
 torch::Tensor blocked_input_gradient(const torch::Tensor& g2, const torch::Tensor& w) {
-  if (stored_rows_per_step(w.size(1)) >= w.size(0)) return torch::mm(g2, w.to(g2.scalar_type()));
+  if (rows_per_step(w) >= w.size(0)) return torch::mm(g2, w.to(g2.scalar_type()));
   torch::Tensor sum = torch::zeros({g2.size(0), w.size(1)}, g2.options());
   for_each_upcast_block(w, g2.options(), [&](int64_t r, const torch::Tensor& rows) {
     sum.addmm_(g2.narrow(1, r, rows.size(0)), rows);

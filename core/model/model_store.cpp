@@ -1,6 +1,7 @@
 #include "core/model/model_store.h"
 
 #include "core/file_hash.h"
+#include "core/model/device.h"
 #include "core/model/model.h"
 
 #include <filesystem>
@@ -13,11 +14,12 @@ namespace headlab::core {
 std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(fs::absolute(folder, ec), ec);
-  const std::string key = ec ? folder : canonical.string();
   std::shared_ptr<Entry> entry;
+  std::string device_text;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto& slot = entries_[key];
+    device_text = device_;
+    auto& slot = entries_[(ec ? folder : canonical.string()) + "\n" + device_text];
     if (!slot) slot = std::make_shared<Entry>();
     entry = slot;
   }
@@ -31,7 +33,9 @@ std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
     identity.clear();  // load_model below names what is wrong with the folder
   }
   if (auto model = entry->model.lock(); model && entry->identity == identity && !identity.empty()) return model;
+  const torch::Device device = parse_device(device_text);  // before the load: a refusal costs nothing
   auto model = load_model(folder);
+  move_to_device(*model, device);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++loads_;
@@ -39,6 +43,16 @@ std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
   entry->model = model;
   entry->identity = identity;
   return model;
+}
+
+void ModelStore::set_device(const std::string& device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  device_ = device.empty() ? "cpu" : device;
+}
+
+std::string ModelStore::device() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return device_;
 }
 
 int64_t ModelStore::loads() const {

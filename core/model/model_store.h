@@ -19,7 +19,13 @@ class ModelStore {
  public:
   // The model in `folder`, loaded on first use (core::load_model; errors name the folder). Two
   // callers asking at once get one load: the second waits for the first.
+  // On a card (set_device) each folder is kept once per device.
   std::shared_ptr<Model> get(const std::string& folder);
+  // The device the models handed out from now on run on: "cpu" (the default), "cuda" or "cuda:N"
+  // (core/model/device.h). Models handed out before stay where they are; get() throws
+  // std::invalid_argument for a device this process cannot use.
+  void set_device(const std::string& device);
+  std::string device() const;
   // Folders read so far (a second get of a loaded folder does not count): for tests and the bench.
   int64_t loads() const;
   // How many models are alive in the store now.
@@ -32,7 +38,8 @@ class ModelStore {
     std::string identity;      // the weights' identity when loaded (core/file_hash.h)
   };
   mutable std::mutex mutex_;
-  std::map<std::string, std::shared_ptr<Entry>> entries_;  // by canonical folder
+  std::map<std::string, std::shared_ptr<Entry>> entries_;  // by canonical folder and device
+  std::string device_ = "cpu";
   int64_t loads_ = 0;
 };
 

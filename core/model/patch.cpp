@@ -44,14 +44,14 @@ torch::Tensor apply_patches(const torch::Tensor& x, Site site, const LayerPatche
     if (p->position >= x.size(position_axis))
       throw std::invalid_argument(where + ": position " + std::to_string(p->position) + " of " +
                                   std::to_string(x.size(position_axis)));
-    const auto value = p->value.to(x.dtype()).unsqueeze(0).expand_as(out);
+    const auto value = p->value.to(x.options()).unsqueeze(0).expand_as(out);
     const bool selected = (heads && p->head >= 0) || p->position >= 0;
     torch::Tensor mask;  // 1 at the selected head and position, broadcast against x
     if (selected) {
       std::vector<int64_t> mask_shape(x.dim(), 1);
       if (heads) mask_shape[1] = x.size(1);
       mask_shape[position_axis] = x.size(position_axis);
-      mask = torch::zeros(mask_shape, torch::kBool);
+      mask = torch::zeros(mask_shape, x.options().dtype(torch::kBool));
       auto picked = mask;  // a view of the selected head and position
       if (heads && p->head >= 0) picked = picked.narrow(1, p->head, 1);
       if (p->position >= 0) picked = picked.narrow(position_axis, p->position, 1);
@@ -62,7 +62,7 @@ torch::Tensor apply_patches(const torch::Tensor& x, Site site, const LayerPatche
       out = selected ? torch::where(mask, value, out) : value.clone();
       continue;
     }
-    auto delta = (value - out) * p->weight.to(x.dtype()).unsqueeze(0);
+    auto delta = (value - out) * p->weight.to(x.options()).unsqueeze(0);
     if (selected) delta = delta * mask.to(x.dtype());
     out = out + delta;
   }

@@ -1,14 +1,16 @@
 #include "core/model/run.h"
 
 #include "core/memory_budget.h"
+#include "core/model/device.h"
 
 #include <torch/torch.h>
 
 namespace headlab::core {
 namespace {
 
-torch::Tensor ids_tensor(const std::vector<int64_t>& ids) {
-  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())});
+// [1, T] on the model's device.
+torch::Tensor ids_tensor(const std::vector<int64_t>& ids, const Model& model) {
+  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())}).to(model_device(model));
 }
 
 AttentionStages squeeze_batch(const AttentionStages& s) {
@@ -98,7 +100,7 @@ torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input
 // The LM head at `positions` of h ([1, T, D]) → [P, V]; every position when empty.
 torch::Tensor head_at(Model& model, const torch::Tensor& h, Stack stack, const std::vector<int64_t>& positions) {
   if (positions.empty()) return model.module->head(h, stack).squeeze(0);
-  const auto index = torch::tensor(positions, torch::kLong);
+  const auto index = torch::tensor(positions, torch::kLong).to(h.device());
   return model.module->head(h.index_select(1, index), stack).squeeze(0);
 }
 
@@ -126,10 +128,10 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
       throw std::invalid_argument("run: logit position " + std::to_string(p) + " is outside 0.." + std::to_string(out_len - 1));
 
   // Refuse before allocating what the machine cannot hold (core/memory_budget.h).
-  check_memory(estimate_run_memory(config, static_cast<int64_t>(request.ids.size()),
-                                   static_cast<int64_t>(request.decoder_ids.size()), request.capture,
-                                   static_cast<int64_t>(request.logit_positions.size())),
-               "this run", static_cast<int64_t>(std::max(request.ids.size(), request.decoder_ids.size())));
+  check_run_memory(estimate_run_memory(config, static_cast<int64_t>(request.ids.size()),
+                                       static_cast<int64_t>(request.decoder_ids.size()), request.capture,
+                                       static_cast<int64_t>(request.logit_positions.size())),
+                   model, "this run", static_cast<int64_t>(std::max(request.ids.size(), request.decoder_ids.size())));
 
   const int enc_layers = module->layer_count(Stack::Encoder);
   const int dec_layers = module->layer_count(Stack::Decoder);
@@ -169,10 +171,10 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   trace->logit_positions = request.logit_positions;
 
   Progress progress{request, (enc_layers - enc_from) + (dec_layers - dec_from)};
-  torch::Tensor types = request.token_types.empty() ? torch::Tensor() : ids_tensor(request.token_types);
+  torch::Tensor types = request.token_types.empty() ? torch::Tensor() : ids_tensor(request.token_types, model);
   torch::Tensor memory;
   if (enc_layers > 0) {
-    torch::Tensor input = previous ? trace->encoder.hidden[enc_from].unsqueeze(0) : module->embed(ids_tensor(request.ids), types);
+    torch::Tensor input = previous ? trace->encoder.hidden[enc_from].unsqueeze(0) : module->embed(ids_tensor(request.ids, model), types);
     if (enc_from < enc_layers) {
       trace->recomputed_stack = Stack::Encoder;
       trace->recomputed_from = enc_from;
@@ -187,7 +189,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     if (enc_dec && module->encoder_final_norm) memory = module->encoder_final_norm(memory);
     const auto& dec_ids = enc_dec ? request.decoder_ids : request.ids;
     torch::Tensor input = previous && dec_from > 0 ? trace->decoder.hidden[dec_from].unsqueeze(0)
-                                                   : module->embed(ids_tensor(dec_ids), enc_dec ? torch::Tensor() : types, false, 0, Stack::Decoder);
+                                                   : module->embed(ids_tensor(dec_ids, model), enc_dec ? torch::Tensor() : types, false, 0, Stack::Decoder);
     if (!trace->recomputed_stack) {
       trace->recomputed_stack = Stack::Decoder;
       trace->recomputed_from = dec_from;

@@ -280,7 +280,7 @@ torch::Tensor TransformerImpl::embed(const torch::Tensor& ids, const torch::Tens
                                 " is outside the vocabulary (size " + std::to_string(c.vocab_size) + ")");
   auto x = tokens(ids);  // [B, T, D]
   if (c.embedding_scale != 1.0f) x = x * c.embedding_scale;  // Gemma: √hidden
-  if (auto& table = position_table(stack)) x = x + table(torch::arange(offset, offset + T, torch::kLong)).unsqueeze(0);
+  if (auto& table = position_table(stack)) x = x + table(torch::arange(offset, offset + T, ids.options())).unsqueeze(0);
   if (sinusoid.defined()) x = x + sinusoid.narrow(0, offset, T).unsqueeze(0);
   if (token_types) {
     auto t = types.defined() ? types : torch::zeros_like(ids);
@@ -311,8 +311,8 @@ RopeTables TransformerImpl::rope_tables(int64_t T, Stack stack) const {
   auto table = [&](const RopeFrequencies& f) {
     auto freqs = torch::outer(torch::arange(T, torch::kFloat64), f.inv_freq);  // [T, rot/2]
     auto emb = c.rope_interleaved ? freqs.repeat_interleave(2, -1) : torch::cat({freqs, freqs}, -1);  // [T, rot]
-    return std::make_pair((emb.cos() * f.attention_factor).to(torch::kFloat32),
-                          (emb.sin() * f.attention_factor).to(torch::kFloat32));
+    const auto on_model = torch::TensorOptions(torch::kFloat32).device(tokens->weight.device());  // computed on the CPU
+    return std::make_pair((emb.cos() * f.attention_factor).to(on_model), (emb.sin() * f.attention_factor).to(on_model));
   };
   RopeTables tables;
   tables.interleaved = c.rope_interleaved;

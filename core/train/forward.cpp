@@ -26,7 +26,23 @@ torch::Tensor run_stack(Transformer& model, Stack stack, torch::Tensor h, BlockC
 
 }  // namespace
 
-torch::Tensor forward_hidden(Transformer& model, const Batch& batch, const HeadGateTensors* gates) {
+namespace {
+
+// The batch on the model's device (a batch is built on the CPU; evaluation of a model on a card
+// moves one batch at a time).
+Batch on_model_device(Transformer& model, const Batch& batch) {
+  const torch::Device device = model->tokens->weight.device();
+  if (!batch.ids.defined() || batch.ids.device() == device) return batch;
+  Batch out = batch;
+  for (torch::Tensor* t : {&out.ids, &out.padding, &out.decoder_ids, &out.decoder_padding, &out.labels})
+    if (t->defined()) *t = t->to(device);
+  return out;
+}
+
+}  // namespace
+
+torch::Tensor forward_hidden(Transformer& model, const Batch& batch_anywhere, const HeadGateTensors* gates) {
+  const Batch batch = on_model_device(model, batch_anywhere);
   const auto& config = model->config();
   if (config.kind == StackKind::Encoder) {
     BlockCall call;
@@ -55,7 +71,7 @@ torch::Tensor forward_hidden(Transformer& model, const Batch& batch, const HeadG
 LossResult batch_loss(Transformer& model, const Batch& batch, const HeadGateTensors* gates) {
   const Stack stack = model->config().kind == StackKind::Encoder ? Stack::Encoder : Stack::Decoder;
   auto hidden = forward_hidden(model, batch, gates);              // [B, T, D]
-  auto labels = batch.labels.reshape({-1});                 // [B*T]
+  auto labels = batch.labels.to(hidden.device()).reshape({-1});  // [B*T]
   auto where = labels.ne(-100).nonzero().squeeze(1);        // [M]
   auto selected = hidden.reshape({-1, hidden.size(-1)}).index_select(0, where).unsqueeze(0);  // [1, M, D]
   auto logits = model->head(selected, stack).squeeze(0);    // [M, V]

@@ -129,7 +129,7 @@ PruneResult train_head_gates(Transformer& model, const std::vector<Example>& tra
     g.stack = l.stack;
     g.layer = l.layer;
     auto to_vector = [](const torch::Tensor& t) {
-      auto d = t.detach().to(torch::kFloat64).contiguous();
+      auto d = t.detach().to(torch::kCPU, torch::kFloat64).contiguous();
       return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
     };
     g.log_alpha = to_vector(l.log_alpha);

@@ -791,7 +791,7 @@ TEST_CASE("headlab run --rollout --logit-spectra adds rollout, flow and logit sp
     const auto L = trace->encoder.layers[size_t(l)].self.mixed_logits.squeeze(0).to(torch::kFloat64);  // [h, T, T]
     for (int64_t h = 0; h < sv.size(0); ++h) {
       INFO("head " << h);
-      const auto eig = torch::linalg::eigvalsh(torch::matmul(L[h], L[h].t()), "L").clamp_min(0).sqrt();  // ascending
+      const auto eig = at::linalg_eigvalsh(torch::matmul(L[h], L[h].t()), "L").clamp_min(0).sqrt();  // ascending
       const auto expected = eig.flip(0);  // descending, as the spectrum lists them
       const double scale = expected[0].item<double>();
       CHECK(scale > 0);

@@ -75,7 +75,7 @@ TEST_CASE("copying scores equal those of the full vocabulary circuit", "[analysi
         INFO("layer " << c.layer << " head " << c.head);
         const auto M = full_circuit(*model, stack, c.layer, c.head);
         // Σλ is the trace (exact); Σ|λ| from the eigenvalues of the V × V matrix, its V − d_v zero ones included.
-        const auto eig = torch::linalg::eigvals(M);
+        const auto eig = at::linalg_eigvals(M);
         const double magnitude = eig.abs().sum().item<double>();
         REQUIRE(c.copying.has_value());
         CHECK(*c.copying == Approx(M.trace().item<double>() / magnitude).epsilon(1e-6));

@@ -81,7 +81,7 @@ std::vector<int64_t> some_ids(int T) {
 
 // Singular values of a square float64 matrix by another route: sqrt of the eigenvalues of BᵀB.
 std::vector<double> singular_values_by_eigh(const torch::Tensor& B) {
-  auto eigenvalues = std::get<0>(torch::linalg::eigh(torch::matmul(B.t(), B), "L")).contiguous();  // ascending
+  auto eigenvalues = std::get<0>(at::linalg_eigh(torch::matmul(B.t(), B), "L")).contiguous();  // ascending
   std::vector<double> out;
   for (int64_t i = eigenvalues.numel() - 1; i >= 0; --i) out.push_back(std::sqrt(std::max(0.0, eigenvalues[i].item<double>())));
   return out;
@@ -90,7 +90,7 @@ std::vector<double> singular_values_by_eigh(const torch::Tensor& B) {
 // Orthonormal columns: Q of a random matrix's QR.
 torch::Tensor orthonormal(int64_t n, uint64_t seed) {
   torch::manual_seed(seed);
-  return std::get<0>(torch::linalg::qr(torch::randn({n, n}, torch::kFloat64), "reduced"));
+  return std::get<0>(at::linalg_qr(torch::randn({n, n}, torch::kFloat64), "reduced"));
 }
 
 void check_values(const std::vector<double>& got, const std::vector<double>& expected, double tol) {

@@ -55,7 +55,8 @@ json minimal_action(const std::string& name) {
       {"generate", R"({"prompt": "The cat", "max_new": 5, "temperature": 0.5, "top_k": 3, "top_p": 0.75, "seed": 4})"},
       {"convert_model", R"({"to": "gqa", "groups": 2, "out": "/tmp/x", "open": false})"},
       {"set_patching", R"({"counterfactual": "a c", "answer": " b", "wrong": "7", "metric": "prob", "site": "v"})"},
-      {"take_from_counterfactual", R"({"layer": 1, "head": 3, "weight": 0.5, "reset": false})"}};
+      {"take_from_counterfactual", R"({"layer": 1, "head": 3, "weight": 0.5, "reset": false})"},
+      {"set_device", R"({"device": "cuda:0"})"}};
   json j = required.count(name) ? json::parse(required.at(name)) : json::object();
   j["action"] = name;
   return j;

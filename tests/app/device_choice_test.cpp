@@ -1,0 +1,146 @@
+// Where a model runs: the device names, --device on the command line, the model store's device and
+// the window's device choice. On a build without CUDA (Debian's LibTorch) or a machine without a
+// card, every request for a card is refused in one line that says why, and nothing is lost: the
+// model stays open on the CPU. With a card, tests/gpu holds the card's numbers against the CPU's.
+#include "test_common.h"
+
+#include "settle.h"
+
+#include "app/document/controller.h"
+#include "core/config.h"
+#include "core/model/device.h"
+#include "core/model/model.h"
+#include "core/model/model_store.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace headlab;
+using Catch::Matchers::Contains;
+using headlab::test::TempDir;
+
+namespace {
+
+const std::string kLlama = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/llama";
+
+}  // namespace
+
+TEST_CASE("device names: cpu, cuda and cuda:N, and why a card cannot be used", "[device]") {
+  CHECK(core::parse_device("cpu") == torch::Device(torch::kCPU));
+  CHECK(core::device_name(torch::kCPU) == "cpu");
+  for (const char* bad : {"gpu", "", "CPU", "cuda:", "cuda:x", "cuda:-1", "cuda:1x", "cuda0"})
+    CHECK_THROWS_WITH(core::parse_device(bad), Contains("expected cpu, cuda or cuda:N") && Contains(std::string("'") + bad + "'"));
+  if (!core::built_with_cuda()) {
+    CHECK(core::cuda_device_count() == 0);
+    for (const char* card : {"cuda", "cuda:0", "cuda:3"})
+      CHECK_THROWS_WITH(core::parse_device(card), Contains("without CUDA") && Contains("GPU build"));
+  } else if (core::cuda_device_count() == 0) {
+    CHECK_THROWS_WITH(core::parse_device("cuda"), Contains("no CUDA card"));
+  } else {
+    CHECK(core::parse_device("cuda") == torch::Device(torch::kCUDA, 0));
+    CHECK(core::device_name(core::parse_device("cuda")) == "cuda:0");
+    const std::string beyond = "cuda:" + std::to_string(core::cuda_device_count());
+    CHECK_THROWS_WITH(core::parse_device(beyond), Contains("this machine has"));
+  }
+}
+
+TEST_CASE("the --device option refuses a card this process cannot use in one line, before the model loads", "[device][cli]") {
+  TempDir dir("device-cli");
+  const std::string out = dir.str("maps.safetensors");
+  std::string output;
+  const std::string base = std::string(HEADLAB_BINARY) + " run --model " + kLlama + " --ids 1,2,3 --out " + out + " --device ";
+  int rc = headlab::test::run_command(base + "gpu", output);
+  CHECK(rc == 2);
+  CHECK_THAT(output, Contains("--device: device 'gpu': expected cpu, cuda or cuda:N"));
+  CHECK_FALSE(std::filesystem::exists(out));
+  rc = headlab::test::run_command(base + "cuda", output);
+  if (core::cuda_device_count() == 0) {
+    CHECK(rc == 2);
+    CHECK_THAT(output, Contains("--device: device 'cuda': "));
+    CHECK(std::count(output.begin(), output.end(), '\n') == 1);  // one line
+    CHECK_FALSE(std::filesystem::exists(out));
+  } else {
+    CHECK(rc == 0);
+    CHECK(std::filesystem::exists(out));
+  }
+  rc = headlab::test::run_command(base + "cpu", output);
+  CHECK(rc == 0);
+  CHECK(std::filesystem::exists(out));
+}
+
+TEST_CASE("the model store keeps a folder once per device and refuses a device it cannot use before loading",
+          "[device][model_store]") {
+  core::ModelStore store;
+  CHECK(store.device() == "cpu");
+  const auto cpu = store.get(kLlama);
+  CHECK(core::model_device(*cpu) == torch::Device(torch::kCPU));
+  CHECK(store.loads() == 1);
+  store.set_device("gpu");
+  CHECK_THROWS_WITH(store.get(kLlama), Contains("expected cpu, cuda or cuda:N"));
+  CHECK(store.loads() == 1);  // refused before anything was read
+  if (core::cuda_device_count() == 0) {
+    store.set_device("cuda");
+    CHECK_THROWS_AS(store.get(kLlama), std::invalid_argument);
+    CHECK(store.loads() == 1);
+  } else {
+    store.set_device("cuda:0");
+    const auto card = store.get(kLlama);
+    CHECK(card.get() != cpu.get());  // its own copy, on the card
+    CHECK(core::model_device(*card).is_cuda());
+    CHECK(store.loads() == 2);
+  }
+  store.set_device("cpu");
+  CHECK(store.get(kLlama).get() == cpu.get());  // the CPU's copy again, not read a second time
+}
+
+TEST_CASE("the window's device choice: refused with its reason, kept in sessions, and a session from a card "
+          "opens on the CPU where there is none", "[device][app][commands]") {
+  TempDir dir("device-window");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  ::setenv("HEADLAB_ASSETS", (std::string(HEADLAB_SOURCE_DIR) + "/assets").c_str(), 1);
+  const std::string folder = dir.str("mha");
+  core::save_model(*core::make_random_model(core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json"), 1),
+                   folder);
+  app::Controller c;
+  c.execute(app::cmd::OpenModel{folder});
+  headlab::test::settle(c);
+  REQUIRE(c.doc().model);
+  CHECK(c.doc().model->device == "cpu");
+  CHECK(c.doc().session.device == "cpu");
+  REQUIRE(!c.doc().model->devices.empty());
+  CHECK(c.doc().model->devices.front() == "cpu");
+  CHECK(c.doc().model->devices.size() == size_t(1 + core::cuda_device_count()));
+  if (core::cuda_device_count() > 0) return;  // the rest is about a machine without a card
+
+  CHECK_FALSE(c.doc().model->no_card.empty());
+  c.apply(app::cmd::SetDevice{"cuda:0"});
+  CHECK(c.doc().last_error().find("set_device: device 'cuda:0': ") == 0);
+  headlab::test::settle(c);
+  REQUIRE(c.doc().model);  // nothing lost: the model stays open where it was
+  CHECK(c.doc().model->folder == folder);
+  CHECK(c.doc().session.device == "cpu");
+
+  // A session saved on a machine with a card: its device is kept in the file …
+  c.execute(app::cmd::SaveSession{dir.str("session.json")});
+  nlohmann::json session;
+  std::ifstream(dir.str("session.json")) >> session;
+  REQUIRE(session.contains("model"));
+  CHECK(session["model"]["device"] == "cpu");
+  session["model"]["device"] = "cuda:0";
+  std::ofstream(dir.str("card-session.json")) << session.dump(2);
+  // … and opened here, the model opens on the CPU, saying why.
+  app::Controller d;
+  d.execute(app::cmd::OpenSession{dir.str("card-session.json")});
+  headlab::test::settle(d);
+  REQUIRE(d.doc().model);
+  CHECK(d.doc().model->folder == folder);
+  CHECK(d.doc().model->device == "cpu");
+  bool told = false;
+  for (const auto& e : d.doc().errors) told = told || (e.text.find("set_device: ") == 0 && e.text.find("runs on the CPU") != std::string::npos);
+  CHECK(told);
+}

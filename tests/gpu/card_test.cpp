@@ -1,0 +1,178 @@
+// The card computes what the CPU computes. Every case runs the same model twice, once on the CPU
+// and once moved to cuda:0 (core/model/device.h), and compares: the Hugging Face fixtures' logits
+// and maps within 1e-4 relative with TF32 off, LRP's conservation and head relevance, generation
+// with the KV cache, a gate's partial re-run and a dataset analysis. Each case is skipped (exit 77
+// under ctest) where this build has no CUDA or the machine no card, as on every CI machine.
+#include "test_common.h"
+
+#include "analysis/analyze.h"
+#include "analysis/lrp.h"
+#include "core/model/device.h"
+#include "core/model/generate.h"
+#include "core/model/run.h"
+#include "core/weights_policy.h"
+#include "core/hf_fixtures.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace headlab::core;
+
+namespace {
+
+const torch::Device kCard(torch::kCUDA, 0);
+
+// max |a − b| / max |b|, on the host in float64.
+double relative(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto x = a.detach().to(torch::kCPU, torch::kFloat64), y = b.detach().to(torch::kCPU, torch::kFloat64);
+  REQUIRE(x.sizes() == y.sizes());
+  const double scale = std::max(y.abs().max().item<double>(), 1e-30);
+  return (x - y).abs().max().item<double>() / scale;
+}
+
+double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
+  return headlab::test::max_abs_diff(a.detach().to(torch::kCPU), b.detach().to(torch::kCPU));
+}
+
+std::shared_ptr<Model> on_card(const std::string& folder) {
+  auto model = load_model(folder);
+  move_to_device(*model, kCard);
+  return model;
+}
+
+// The tolerance the issue of record sets for card against CPU: float32 on both, different kernels.
+constexpr double kCardTolerance = 1e-4;
+
+}  // namespace
+
+TEST_CASE("card: every Hugging Face family computes on the card what it computes on the CPU", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  for (const char* name : {"bert", "roberta", "distilbert", "gpt2", "llama", "llama-bf16", "qwen2", "mistral", "qwen3",
+                           "electra", "albert", "gemma2", "gemma3", "bart", "t5", "llama31", "phi3", "smollm3", "gemma",
+                           "opt", "olmo", "pythia", "gptj", "bloom", "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi",
+                           "falcon", "olmo2", "modernbert"}) {
+    DYNAMIC_SECTION(name) {
+      const std::string folder = headlab::test::hf::fixture(name);
+      const auto expected = headlab::test::hf::read_expected(folder);
+      auto cpu = load_model(folder);
+      auto card = on_card(folder);
+      REQUIRE(model_device(*card) == kCard);
+      RunRequest request;
+      request.ids = expected.ids;
+      request.decoder_ids = expected.decoder_ids;
+      request.token_types = expected.token_types;
+      const auto a = run(*card, request), b = run(*cpu, request);
+      CHECK(a->logits.is_cuda());
+      CHECK(relative(a->logits, b->logits) < kCardTolerance);
+      for (const Stack stack : {Stack::Encoder, Stack::Decoder}) {
+        const auto& x = stack == Stack::Encoder ? a->encoder : a->decoder;
+        const auto& y = stack == Stack::Encoder ? b->encoder : b->decoder;
+        REQUIRE(x.layers.size() == y.layers.size());
+        for (size_t l = 0; l < x.layers.size(); ++l) {
+          INFO("layer " << l);
+          CHECK(x.layers[l].self.weights.is_cuda());  // the maps stay on the card until a view asks
+          CHECK(max_abs(x.layers[l].self.weights, y.layers[l].self.weights) < kCardTolerance);
+          if (x.layers[l].cross.weights.defined())
+            CHECK(max_abs(x.layers[l].cross.weights, y.layers[l].cross.weights) < kCardTolerance);
+        }
+      }
+      // LRP runs its forward and backward pass on the card and conserves as on the CPU.
+      const auto r = headlab::analysis::lrp_relevance(*card, expected.ids, {}, {}, expected.decoder_ids);
+      const auto s = headlab::analysis::lrp_relevance(*cpu, expected.ids, {}, {}, expected.decoder_ids);
+      CHECK(r.token == s.token);
+      CHECK(r.target == Approx(s.target).epsilon(kCardTolerance).margin(1e-6));
+      CHECK(r.relative_residual() < kCardTolerance);
+      for (const auto& [stack, layers] : s.heads)
+        for (size_t l = 0; l < layers.size(); ++l)
+          for (size_t h = 0; h < layers[l].size(); ++h)
+            CHECK(r.heads.at(stack)[l][h] == Approx(layers[l][h]).epsilon(1e-3).margin(kCardTolerance * std::abs(s.target) + 1e-7));
+    }
+  }
+}
+
+TEST_CASE("card: stored BF16 weights stay BF16 on the card and compute as their float32 upcast", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  const std::string folder = headlab::test::hf::fixture("llama-bf16");
+  ::setenv("HEADLAB_WEIGHTS", "mapped", 1);
+  auto card = load_model(folder);
+  ::unsetenv("HEADLAB_WEIGHTS");
+  REQUIRE(card->mapped_bytes > 0);
+  move_to_device(*card, kCard);
+  CHECK(card->mapped_bytes == 0);
+  CHECK(card->module->tokens->weight.scalar_type() == torch::kBFloat16);
+  CHECK(card->module->tokens->weight.is_cuda());
+  auto cpu = load_model(folder);  // copied to float32
+  const auto expected = headlab::test::hf::read_expected(folder);
+  RunRequest request;
+  request.ids = expected.ids;
+  CHECK(relative(run(*card, request)->logits, run(*cpu, request)->logits) < kCardTolerance);
+}
+
+TEST_CASE("card: generation with the KV cache draws the CPU's tokens", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  for (const char* name : {"gpt2", "llama", "qwen3", "gemma2", "gpt-oss", "bart"}) {
+    DYNAMIC_SECTION(name) {
+      const std::string folder = headlab::test::hf::fixture(name);
+      const auto expected = headlab::test::hf::read_expected(folder);
+      auto cpu = load_model(folder);
+      auto card = on_card(folder);
+      GenerateRequest request;
+      request.prompt = expected.ids;
+      if (cpu->config.kind == StackKind::EncoderDecoder) request.decoder_prompt = {expected.decoder_ids.front()};
+      request.max_new = 8;
+      const auto a = generate(*card, request), b = generate(*cpu, request);
+      CHECK(a.tokens == b.tokens);
+      REQUIRE(a.steps.size() == b.steps.size());
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        CHECK(relative(a.steps[i].logits, b.steps[i].logits) < kCardTolerance);
+        REQUIRE(a.steps[i].attention.size() == b.steps[i].attention.size());
+        for (size_t l = 0; l < a.steps[i].attention.size(); ++l)
+          CHECK(max_abs(a.steps[i].attention[l], b.steps[i].attention[l]) < kCardTolerance);
+      }
+    }
+  }
+}
+
+TEST_CASE("card: a gate re-runs from its layer on the card and equals a full run", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  const std::string folder = headlab::test::hf::fixture("llama");
+  const auto expected = headlab::test::hf::read_expected(folder);
+  auto card = on_card(folder);
+  RunRequest request;
+  request.ids = expected.ids;
+  const auto base = run(*card, request);
+  const int layers = card->module->layer_count(Stack::Decoder);
+  RunRequest gated = request;
+  auto& gates = gated.controls.at(Stack::Decoder, layers - 1).gates;
+  gates.assign(static_cast<size_t>(card->config.decoder->attention.output_heads()), 1.0f);
+  gates[0] = 0.0f;
+  RunRequest partial = gated;
+  partial.previous = base;
+  const auto again = run(*card, partial), full = run(*card, gated);
+  CHECK(again->layers_computed == 1);
+  CHECK(relative(again->logits, full->logits) < 1e-6);
+  CHECK(relative(again->logits, base->logits) > 1e-6);  // the gate changed something
+}
+
+TEST_CASE("card: a dataset analysis of the default model gives the CPU's report", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  auto cpu = load_model(folder);
+  auto card = on_card(folder);
+  headlab::analysis::AnalyzeOptions o;
+  o.data = {std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu"};
+  o.settings.metrics = {"confidence", "positional", "rare", "syntactic"};
+  o.settings.limit = 30;
+  const auto a = headlab::analysis::analyze(*card, o).report, b = headlab::analysis::analyze(*cpu, o).report;
+  CHECK(a.sentences == 30);
+  REQUIRE(a.heads.size() == b.heads.size());
+  for (size_t i = 0; i < a.heads.size(); ++i) {
+    INFO("L" << a.heads[i].layer << " H" << a.heads[i].head);
+    CHECK(a.heads[i].confidence == Approx(b.heads[i].confidence).epsilon(1e-5));
+    CHECK(a.heads[i].positional_offset == b.heads[i].positional_offset);
+    CHECK(a.heads[i].positional_share == Approx(b.heads[i].positional_share).epsilon(1e-6));
+    CHECK(a.heads[i].rare_share == Approx(b.heads[i].rare_share).epsilon(1e-6));
+    CHECK(a.heads[i].roles == b.heads[i].roles);
+  }
+}
