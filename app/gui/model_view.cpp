@@ -72,9 +72,8 @@ void ModelView::drawSummary(Workbench& wb) {
     ImGui::TextDisabled("device");
     ImGui::TableSetColumnIndex(1);
     if (m->folder.empty() || m->devices.size() < 2) {
-      ImGui::TextUnformatted(m->device.c_str());
-      ImGui::SameLine();
-      ImGui::TextDisabled("(%s)", m->folder.empty() ? "a random-weight model runs on the CPU" : m->no_card.c_str());
+      ImGui::TextWrapped("%s (%s)", m->device.c_str(),
+                         m->folder.empty() ? "a random-weight model runs on the CPU" : m->no_card.c_str());
     } else {
       ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
       if (ImGui::BeginCombo("##device", m->device.c_str())) {
