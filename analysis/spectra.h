@@ -44,7 +44,7 @@ struct Spectrum {
   bool applicable = true;                  // false where the form does not exist (additive scoring)
 };
 
-// Singular values of a 2-D tensor (computed in float64) and their energy ranks.
+// Singular values of a 2-D tensor (float64; a large one through its Gram matrix) and their energy ranks.
 Spectrum spectrum_of(const at::Tensor& matrix);
 
 // The energy ranks of given singular values (any order; sorted descending in the result). Values

@@ -33,6 +33,15 @@ inline constexpr double kLogitTolerance = 5e-6;      // max |Δ logit| / max |lo
 
 using Tensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
+// One fixture of each family (and of each stored dtype): what every-family tests iterate over.
+inline const std::vector<std::string>& one_per_family() {
+  static const std::vector<std::string> names{
+      "bert", "roberta", "distilbert", "gpt2", "llama", "llama-bf16", "qwen2", "mistral", "qwen3", "electra", "albert",
+      "gemma2", "gemma3", "bart", "t5", "llama31", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj", "bloom",
+      "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "olmo2", "modernbert"};
+  return names;
+}
+
 inline std::string fixture(const std::string& name) { return std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + name; }
 
 inline std::vector<int64_t> parse_list(const std::string& text) {

@@ -292,10 +292,7 @@ TEST_CASE("stored weights: every Hugging Face family computes mapped what it com
   // Each family's weights as views of its files (BF16 and F16 fixtures upcast block by block, F32
   // ones as they are) against the same folder copied to float32: logits, every map, and LRP's
   // backward pass through the stored projections.
-  for (const char* name : {"bert", "roberta", "distilbert", "gpt2", "llama", "llama-bf16", "qwen2", "mistral", "qwen3",
-                           "electra", "albert", "gemma2", "gemma3", "bart", "t5", "llama31", "phi3", "smollm3", "gemma",
-                           "opt", "olmo", "pythia", "gptj", "bloom", "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi",
-                           "falcon", "olmo2", "modernbert"}) {
+  for (const std::string& name : headlab::test::hf::one_per_family()) {
     DYNAMIC_SECTION(name) {
       const std::string folder = headlab::test::hf::fixture(name);
       const auto expected = headlab::test::hf::read_expected(folder);
