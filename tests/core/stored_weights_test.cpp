@@ -7,6 +7,7 @@
 #include "hf_fixtures.h"
 
 #include "analysis/lrp.h"
+#include "core/memory_budget.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
 #include "core/model/safetensors_torch.h"
@@ -171,6 +172,24 @@ TEST_CASE("stored weights: a BF16 sharded folder opens mapped, computes as its f
     CHECK(largest > 0);
     CHECK(worst <= 1e-5 * largest);
     CHECK(r.relative_residual() < 1e-4);
+  }
+
+  SECTION("the memory limit counts what a run keeps, not the mapped weights") {
+    struct LimitGuard {
+      ~LimitGuard() { set_memory_limit(0); }
+    } guard;
+    RunRequest request;
+    request.ids = some_ids(24, shape.vocab);
+    // A limit under the folder's 310 MB but over what the run keeps: the mapped weights are page
+    // cache, not the run's, and the run goes ahead.
+    set_memory_limit(100ll << 20);
+    CHECK(run(*mapped, request)->logits.size(0) == 24);
+    // Under what the run keeps: refused before it starts, with the sizes and what to change.
+    set_memory_limit(1ll << 20);
+    CHECK_THROWS_AS(run(*mapped, request), MemoryLimitError);
+    CHECK_THROWS_WITH(run(*mapped, request), Contains("this run needs about") && Contains("24 tokens") &&
+                                                 Contains("more than the limit of 1 MB") && Contains("--memory-limit"));
+    CHECK_THROWS_AS(headlab::analysis::lrp_relevance(*mapped, request.ids), MemoryLimitError);
   }
 
   SECTION("a truncated shard is refused naming the file and a tensor past its end") {
