@@ -61,6 +61,9 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
   if (a.qk_norm_whole && !a.qk_norm) problem("qk_norm_whole needs qk_norm");
   if (!std::isfinite(a.qk_norm_weight_offset)) problem("qk_norm_weight_offset must be finite");
   if (!(a.logit_softcap >= 0) || !std::isfinite(a.logit_softcap)) problem("logit_softcap must be >= 0 (0 = none)");
+  if (!(a.qkv_clip >= 0) || !std::isfinite(a.qkv_clip)) problem("qkv_clip must be >= 0 (0 = none)");
+  if (a.qkv_clip > 0 && a.collaborative)
+    problem("qkv_clip cannot be combined with collaborative heads (their queries and keys are shared across heads)");
   if (a.alibi && a.relative_bias) problem("alibi and relative_bias cannot be combined (two position biases)");
   if (a.relative_bias) {
     // A bidirectional stack's exact range is buckets / 4 offsets, which must be >= 1, and the
@@ -170,6 +173,7 @@ std::string AttentionConfig::variant_name() const {
   if (scoring == Scoring::Additive) out << " additive";
   if (qk_norm) out << (qk_norm_whole ? " qk-norm(whole)" : " qk-norm");
   if (logit_softcap > 0) out << " softcap=" << logit_softcap;
+  if (qkv_clip > 0) out << " qkv-clip=" << qkv_clip;
   if (alibi) out << " ALiBi";
   if (sinks) out << " sinks";
   if (pattern.window > 0) {

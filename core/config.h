@@ -119,6 +119,10 @@ struct AttentionConfig {
   // > 0: logit soft-capping J ← cap · tanh(J / cap) after the scale, before the mask and softmax
   // (Gemma 2's attn_logit_softcapping; Gemma Team 2024, arXiv 2408.00118 § 2). 0 = none.
   float logit_softcap = 0.0f;
+  // > 0: every query, key and value projection clamped to [−c, c] as it leaves its projection, before
+  // the heads are split, norms and RoPE (OLMo's clip_qkv; Groeneveld et al. 2024, arXiv 2402.00838).
+  // 0 = none.
+  float qkv_clip = 0.0f;
   // ALiBi (Press et al. 2022, arXiv 2108.12409; BLOOM, MPT): each logit head h adds −m_h·|i − j| for query
   // i and key j after the scale, with the standard slopes m_h (alibi_slopes in core/model/attention.h).
   // Self-attention only; nothing is learned.

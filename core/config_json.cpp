@@ -226,6 +226,7 @@ json to_json(const AttentionConfig& a) {
     if (a.qk_norm_whole) j["qk_norm_whole"] = true;
   }
   if (a.logit_softcap > 0) j["logit_softcap"] = a.logit_softcap;
+  if (a.qkv_clip > 0) j["qkv_clip"] = a.qkv_clip;
   if (a.alibi) j["alibi"] = true;
   if (a.sinks) j["sinks"] = true;
   if (a.talking_heads)
@@ -241,7 +242,7 @@ json to_json(const AttentionConfig& a) {
 AttentionConfig attention_config_from_json(const json& j, const std::string& where) {
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
-                       "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "qk_norm_whole", "logit_softcap", "alibi", "sinks", "talking_heads",
+                       "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "qk_norm_whole", "logit_softcap", "qkv_clip", "alibi", "sinks", "talking_heads",
                        "collaborative", "relative_bias", "pattern"},
                    where);
   AttentionConfig a;
@@ -264,6 +265,7 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   read(j, "qk_norm_weight_offset", a.qk_norm_weight_offset, where);
   read(j, "qk_norm_whole", a.qk_norm_whole, where);
   read(j, "logit_softcap", a.logit_softcap, where);
+  read(j, "qkv_clip", a.qkv_clip, where);
   read(j, "alibi", a.alibi, where);
   read(j, "sinks", a.sinks, where);
   if (j.contains("talking_heads") && !j["talking_heads"].is_null()) {

@@ -119,10 +119,18 @@ struct Attention {
     for (size_t i = 0; i < controls.gates.size() && i < g.size(); ++i) g[i] = controls.gates[i];
     return g;
   }
+  // qkv_clip (OLMo): the values clamped to [−c, c], the ratio clamp(z)/z recorded by the forward pass
+  // (bias: true) and held by rule 3 when a source alone is propagated (bias: false).
+  mutable Tensor clip_ratio;
   // O [h_v, T, d_v] = U · V for key/value input y [S, D].
   Tensor outputs(const Weights& w, const Tensor& y, bool bias) const {
     const int64_t S = y.size(0), stored = config.value_heads_stored(), hv = config.output_heads();
-    auto v = w.linear(y, prefix + ".v", bias).view({S, stored, config.value_size}).transpose(0, 1);
+    auto z = w.linear(y, prefix + ".v", bias);  // [S, stored · d_v]
+    if (config.qkv_clip > 0) {
+      if (bias) clip_ratio = torch::where(z.eq(0), torch::ones_like(z), z.clamp(-config.qkv_clip, config.qkv_clip) / z);
+      z = z * clip_ratio;
+    }
+    auto v = z.view({S, stored, config.value_size}).transpose(0, 1);
     if (stored != hv) v = v.repeat_interleave(hv / stored, 0);
     return torch::matmul(U, v);
   }

@@ -94,7 +94,8 @@ const LayerTable kOlmo2Layer = {
 // 0 in no_rope_layers skip the rotary embedding (the engine's nope_layers), tied embeddings by default.
 // OLMo (modeling_olmo.py; Groeneveld et al. 2024, arXiv 2402.00838): Llama's block with LayerNorms that
 // have no weights (OlmoLayerNorm: F.layer_norm without weight or bias, eps 1e-5), imported as LayerNorms
-// of weight 1 and bias 0; its clip_qkv (a clamp of q, k and v) is refused. OLMo 2 (modeling_olmo2.py;
+// of weight 1 and bias 0, and its clip_qkv (q, k and v clamped as they leave their projections; OLMo-7B-0424
+// and OLMo 1.7 write 8) as the engine's qkv_clip. OLMo 2 (modeling_olmo2.py;
 // OLMo et al. 2024, arXiv 2501.00656): Llama's projections with RMSNorms of the whole query and key
 // projections before RoPE (the engine's qk_norm_whole) and a norm after each sublayer instead of before
 // it, h ← h + norm(sublayer(h)) (sublayer_output_norm without sublayer_input_norm).
@@ -125,8 +126,11 @@ Layout llama_layout(const FamilyInput& in) {
     c.fail("partial_rotary_factor must be in (0, 1], got " + std::to_string(rotary_fraction));
   const std::string act = c.string("hidden_act", "silu");
   if (act != "silu" && act != "swish") c.fail("hidden_act '" + act + "' is not supported (the SwiGLU MLP needs silu)");
-  if (olmo && c.find("clip_qkv"))
-    c.fail("clip_qkv " + c.find("clip_qkv")->dump() + " is not supported (a clamp of the queries, keys and values)");
+  float clip_qkv = 0.0f;  // OlmoConfig's default: null, no clamp
+  if (olmo && c.find("clip_qkv")) {
+    clip_qkv = static_cast<float>(c.number("clip_qkv", 0.0));
+    if (!(clip_qkv > 0) || !std::isfinite(clip_qkv)) c.fail("clip_qkv must be a positive number or null");
+  }
   if ((qwen2 || qwen3 || smollm3) && c.boolean("use_sliding_window", false))
     c.fail("use_sliding_window true is not supported (a per-layer sliding window)");
 
@@ -155,6 +159,7 @@ Layout llama_layout(const FamilyInput& in) {
   stack.layers = c.integer("num_hidden_layers");
   stack.attention = attention(heads, kv_heads, head_dim, qwen2 || attention_bias, attention_bias);
   if (sliding_window > 0) stack.attention.pattern.window = sliding_window - 1;
+  stack.attention.qkv_clip = clip_qkv;
   if (qwen3 || olmo2) {
     stack.attention.qk_norm = true;
     stack.attention.qk_norm_eps = m.norm_eps;  // Qwen3RMSNorm(head_dim, eps=rms_norm_eps); OLMo 2's alike

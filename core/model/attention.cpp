@@ -198,6 +198,14 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (cache && call.key_padding.defined()) throw std::invalid_argument("generation runs one sequence: no key padding");
   const int64_t offset = cache && self ? call.position : 0;  // the new tokens' first position
   const auto positions_on = torch::TensorOptions(torch::kLong).device(x.device());  // position indices, beside x
+  // OLMo's clip_qkv: a projection's output clamped to [−c, c]. Under LRP the clamp is an element-wise
+  // activation whose ratio is held constant (analysis/LRP.md rule 3), so relevance passes it unchanged.
+  auto clipped = [&](torch::Tensor t) {
+    if (!(c.qkv_clip > 0)) return t;
+    auto clamped = t.clamp(-c.qkv_clip, c.qkv_clip);
+    if (!call.lrp) return clamped;
+    return t * torch::where(t.eq(0), torch::ones_like(t), clamped / t).detach();
+  };
 
   torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
   torch::Tensor k_new, v_new, bias_new;  // this call's keys (before GQA's repeat), values, content bias
@@ -218,11 +226,11 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       return t / (call.lrp ? rms.detach() : rms) * (c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w);
     };
     const bool whole = c.qk_norm && c.qk_norm_whole;
-    auto qx = q(x);  // [B, T, heads · d_k]
+    auto qx = clipped(q(x));  // [B, T, heads · d_k]
     if (whole) qx = rms_norm(qx, q_norm);
     q_heads = qx.view({B, T, c.heads, c.key_size}).transpose(1, 2);
     if (!cached_memory) {
-      auto ky = k(y);  // [B, S, kv_heads · d_k]
+      auto ky = clipped(k(y));  // [B, S, kv_heads · d_k]
       if (whole) ky = rms_norm(ky, k_norm);
       k_new = ky.view({B, y.size(1), c.kv_heads, c.key_size}).transpose(1, 2);
     }
@@ -242,7 +250,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     k_new = apply_patches(k_new, Site::K, *call.patches);
   }
   if (!cached_memory) {
-    v_new = v(y).view({B, y.size(1), c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
+    v_new = clipped(v(y)).view({B, y.size(1), c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
     if (patched) v_new = apply_patches(v_new, Site::V, *call.patches);
     // Collaborative content bias r_iᵀ x_s, per key.
     if (content_bias.defined()) bias_new = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]

@@ -280,6 +280,7 @@ TEST_CASE("Gemma options: config round trip, validation, native save/load and LR
   config.embedding_scale = 4.0f;
   config.lm_head.softcap = 30.0f;
   config.decoder->attention.logit_softcap = 50.0f;
+  config.decoder->attention.qkv_clip = 8.0f;  // OLMo's clamp, beside the Gemma options
   config.decoder->attention.qk_norm = true;
   config.decoder->attention.qk_norm_weight_offset = 1.0f;
   config.decoder->local = core::LocalLayers{{0, 1}, core::AttentionPattern{3, 1, {}}, 1e4f};
@@ -292,6 +293,8 @@ TEST_CASE("Gemma options: config round trip, validation, native save/load and LR
   CHECK(back.sublayer_output_norm);
   CHECK(back.embedding_scale == 4.0f);
   CHECK(back.decoder->attention.logit_softcap == 50.0f);
+  CHECK(back.decoder->attention.qkv_clip == 8.0f);
+  CHECK(json["decoder"]["attention"]["qkv_clip"] == 8.0);
   CHECK(back.decoder->attention.qk_norm_weight_offset == 1.0f);
   CHECK(back.decoder->local->pattern.window == 3);
   CHECK(*back.decoder->local->rope_theta == 1e4f);
@@ -299,6 +302,7 @@ TEST_CASE("Gemma options: config round trip, validation, native save/load and LR
   const auto plain_json = core::to_json(gemma_like(1));
   for (const char* key : {"norm_weight_offset", "sublayer_output_norm", "embedding_scale"}) CHECK_FALSE(plain_json.contains(key));
   CHECK_FALSE(plain_json["decoder"].contains("local"));
+  CHECK_FALSE(plain_json["decoder"]["attention"].contains("qkv_clip"));
 
   auto invalid = [&](auto edit) {
     auto c = config;
@@ -317,6 +321,7 @@ TEST_CASE("Gemma options: config round trip, validation, native save/load and LR
   CHECK_THAT(invalid([](auto& c) { c.decoder->local->pattern.window = -1; }), Contains("local.pattern.window must be >= 0"));
   CHECK_THAT(invalid([](auto& c) { c.lm_head.softcap = -1; }), Contains("lm_head.softcap must be >= 0"));
   CHECK_THAT(invalid([](auto& c) { c.decoder->attention.logit_softcap = -2; }), Contains("logit_softcap must be >= 0"));
+  CHECK_THAT(invalid([](auto& c) { c.decoder->attention.qkv_clip = -1; }), Contains("qkv_clip must be >= 0"));
   CHECK_THAT(invalid([](auto& c) { c.embedding_scale = 0; }), Contains("embedding_scale must be > 0"));
   CHECK_THAT(invalid([](auto& c) { c.norm_placement = core::NormPlacement::Post; }),
              Contains("sublayer_output_norm needs norm_placement 'pre'"));

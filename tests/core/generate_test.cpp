@@ -110,7 +110,7 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
   // Scaled RoPE too (llama3, linear, yarn, Gemma 3's scaled global layers); dynamic scaling changes
   // nothing within max_positions, the most generation runs to.
   for (const char* family : {"gpt2", "llama", "llama-bf16", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "llama31",
-                             "llama-linear", "qwen2-yarn", "gemma3-scaled", "phi3", "smollm3", "gemma", "opt", "olmo",
+                             "llama-linear", "qwen2-yarn", "gemma3-scaled", "phi3", "smollm3", "gemma", "opt", "olmo", "olmo-clip",
                              "pythia", "gptj", "bloom", "mixtral", "gpt-oss", "phi", "falcon", "falcon-40b",
                              "falcon-sequential", "olmo2"}) {
     DYNAMIC_SECTION(family) {

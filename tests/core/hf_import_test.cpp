@@ -192,7 +192,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"llama-dynamic", "llama", "F32"}, Case{"qwen2-yarn", "qwen2", "F32"},
                         Case{"gemma3-scaled", "gemma3", "F32"}, Case{"phi3", "phi3", "F32"},
                         Case{"smollm3", "smollm3", "F32"}, Case{"gemma", "gemma", "F32"}, Case{"opt", "opt", "F32"},
-                        Case{"olmo", "olmo", "F32"}, Case{"pythia", "gpt_neox", "F16"}, Case{"gptj", "gptj", "F32"},
+                        Case{"olmo", "olmo", "F32"}, Case{"olmo-clip", "olmo", "F32"},
+                        Case{"pythia", "gpt_neox", "F16"}, Case{"gptj", "gptj", "F32"},
                         Case{"bloom", "bloom", "F32"}, Case{"mixtral", "mixtral", "F32"},
                         Case{"gpt-oss", "gpt_oss", "F32"}, Case{"gpt-oss-mxfp4", "gpt_oss", "F32"},
                         Case{"phi", "phi", "F32"}, Case{"falcon", "falcon", "F32"},
@@ -354,7 +355,7 @@ TEST_CASE("hf import: OPT's offset positions, ReLU MLP and biases, OPT-350m's la
   CHECK_THAT(v.refused([](auto& j) { j["max_position_embeddings"] = 32; }), Contains("embed_positions.weight"));
 }
 
-TEST_CASE("hf import: OLMo's weightless LayerNorms, and clip_qkv refused", "[hf_import][olmo]") {
+TEST_CASE("hf import: OLMo's weightless LayerNorms, and its clip_qkv", "[hf_import][olmo]") {
   auto model = load_model(fixture("olmo"));
   const auto& c = model->config;
   CHECK(c.family == "olmo");
@@ -364,7 +365,22 @@ TEST_CASE("hf import: OLMo's weightless LayerNorms, and clip_qkv refused", "[hf_
     CHECK(params[name].eq(1.0f).all().item<bool>());
   CHECK(params["decoder.0.attn_norm.bias"].eq(0.0f).all().item<bool>());
   const FixtureVariants v("olmo");
-  CHECK_THAT(v.refused([](auto& j) { j["clip_qkv"] = 8.0; }), Contains("clip_qkv 8.0 is not supported"));
+  CHECK(c.decoder->attention.qkv_clip == 0.0f);  // clip_qkv null
+  // OLMo 1.7's clip_qkv: q, k and v clamped as they leave their projections (the fixture's 1.5 clamps
+  // ~40% of the queries and keys); without it the same weights give other maps and logits.
+  const auto clipped = load_model(fixture("olmo-clip"));
+  CHECK(clipped->config.decoder->attention.qkv_clip == 1.5f);
+  CHECK_THAT(clipped->config.summary(), Contains("qkv-clip=1.5"));
+  const FixtureVariants clip("olmo-clip");
+  const Errors unclipped = clip.errors_with([](auto& j) { j["clip_qkv"] = nullptr; });
+  CHECK(unclipped.attention > 1e-2);
+  CHECK(unclipped.logits > 1e-2);
+  CHECK(clip.errors_with([](auto& j) { j["clip_qkv"] = 1.6; }).attention > 1e-4);  // the bound itself matters
+  const Errors unreached = clip.errors_with([](auto& j) { j["clip_qkv"] = 1e9; });  // a bound no value reaches
+  CHECK(unreached.attention == unclipped.attention);
+  CHECK(unreached.logits == unclipped.logits);
+  CHECK_THAT(v.refused([](auto& j) { j["clip_qkv"] = -8.0; }), Contains("clip_qkv must be a positive number or null"));
+  CHECK_THAT(v.refused([](auto& j) { j["clip_qkv"] = "8"; }), Contains("clip_qkv"));
   // A file with norm weights is not OLMo's layout: the tensor is named.
   TempDir dir("hf-olmo-norms");
   Tensors weights = v.weights;
@@ -1047,7 +1063,7 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
   // detached); the logit it explains must be the one core::run computes, in every family.
   for (const char* folder : {"bert", "roberta", "distilbert", "gpt2", "llama", "qwen2", "mistral", "qwen3", "electra",
                              "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
-                             "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj",
+                             "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo", "olmo-clip", "pythia", "gptj",
                              "bloom", "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "falcon-40b",
                              "falcon-sequential", "olmo2", "modernbert"}) {
     DYNAMIC_SECTION(folder) {

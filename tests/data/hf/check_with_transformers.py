@@ -67,6 +67,7 @@ def check(name, dtype=torch.float64):
             mine = expected.get(f"{key}.{layer}")
             if mine is not None and a is not None:
                 maps.append((a[0].double() - mine).abs().max().item())
+    check.by_layer = maps  # printed for a fixture that is off, to find where it parts from transformers
     return logit_error, max(maps) if maps else float("nan"), len(maps)
 
 
@@ -87,6 +88,8 @@ def main():
                 precision = " (float32: its experts take no float64)"
             worst = max([worst] + [e for e in (logit_error, map_error) if not math.isnan(e)])
             line = f"logits {logit_error:.2e}  maps {map_error:.2e} over {layers} layers{precision}"
+            if max(logit_error, map_error) > 5e-6:
+                line += "\n" + " " * 27 + "maps by layer: " + " ".join(f"{e:.1e}" for e in check.by_layer)
         except Exception as e:  # noqa: BLE001 - each family reports on its own line
             line = f"not checked: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
         print(f"  {name:24s} {line}", flush=True)

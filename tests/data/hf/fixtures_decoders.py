@@ -241,7 +241,20 @@ def make_olmo(g):
     write_folder("olmo", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
 
 
-MAKERS = [make_phi3, make_smollm3, make_gemma, make_opt, make_olmo]
+def make_olmo_clip(g):
+    # OLMo-7B-0424's layout (OLMo 1.7): clip_qkv set, here to 1.5 so that ~40% of the queries and keys
+    # and ~8% of the values are clamped with these weights (OLMo writes 8 for its own scale).
+    cfg = dict(LLAMA_BASE, architectures=["OlmoForCausalLM"], model_type="olmo", clip_qkv=1.5,
+               num_key_value_heads=4, rope_theta=10000.0, pad_token_id=1, eos_token_id=99, bos_token_id=None,
+               transformers_version="4.40.0")
+    for key in ("mlp_bias", "rms_norm_eps"):
+        cfg.pop(key)
+    cfg_ref = dict(cfg, rms_norm_eps=None)
+    w = llama_weights(g, cfg_ref, False)
+    write_folder("olmo-clip", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
+
+
+MAKERS = [make_phi3, make_smollm3, make_gemma, make_opt, make_olmo, make_olmo_clip]
 
 if __name__ == "__main__":  # only these folders: python3 fixtures_decoders.py
     for i, make in enumerate(MAKERS):

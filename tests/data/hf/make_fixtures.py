@@ -443,9 +443,15 @@ def llama_reference(W, cfg, ids, qwen2, rope_init=default_rope_init):
     for l in range(cfg["num_hidden_layers"]):
         h = "%slayers.%d." % (p, l)
         a = norm(x, h + "input_layernorm")
-        q = linear(a, W, h + "self_attn.q_proj", q_bias).view(T, H, hd).transpose(0, 1)
-        k = linear(a, W, h + "self_attn.k_proj", q_bias).view(T, KV, hd).transpose(0, 1)
-        v = linear(a, W, h + "self_attn.v_proj", q_bias).view(T, KV, hd).transpose(0, 1)
+        q = linear(a, W, h + "self_attn.q_proj", q_bias)
+        k = linear(a, W, h + "self_attn.k_proj", q_bias)
+        v = linear(a, W, h + "self_attn.v_proj", q_bias)
+        if cfg.get("clip_qkv"):  # modeling_olmo.py: each projection clamped to [-clip_qkv, clip_qkv]
+            c = cfg["clip_qkv"]
+            q, k, v = q.clamp(-c, c), k.clamp(-c, c), v.clamp(-c, c)
+        q = q.view(T, H, hd).transpose(0, 1)
+        k = k.view(T, KV, hd).transpose(0, 1)
+        v = v.view(T, KV, hd).transpose(0, 1)
         if cfg.get("model_type") == "qwen3":  # modeling_qwen3.py: q_norm/k_norm over head_dim, before RoPE
             q = rms_norm(q, W[h + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, W[h + "self_attn.k_norm.weight"], eps)
@@ -718,7 +724,7 @@ def main():
     for name, seed in (("fixtures_encoders", 2000),  # ELECTRA, ALBERT
                        ("fixtures_seq2seq", 3000),  # BART, Marian, T5
                        ("fixtures_rope_scaling", 4000),  # Llama 3.1's and the other scaled rope types
-                       ("fixtures_decoders", 5000),  # Phi-3, SmolLM3, Gemma, OPT, OLMo
+                       ("fixtures_decoders", 5000),  # Phi-3, SmolLM3, Gemma, OPT, OLMo (and with clip_qkv)
                        ("fixtures_parallel", 6000),  # GPT-NeoX (Pythia), GPT-J, BLOOM
                        ("fixtures_moe", 7000),  # Mixtral, gpt-oss
                        ("fixtures_phi_falcon", 8000),  # Phi-2, Falcon's three layouts
