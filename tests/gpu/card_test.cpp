@@ -7,6 +7,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/lrp.h"
+#include "app/work/workbench_engine.h"
 #include "core/model/device.h"
 #include "core/model/generate.h"
 #include "core/model/run.h"
@@ -14,6 +15,7 @@
 #include "core/hf_fixtures.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -172,4 +174,78 @@ TEST_CASE("card: a dataset analysis of the default model gives the CPU's report"
     CHECK(a.heads[i].rare_share == Approx(b.heads[i].rare_share).epsilon(1e-6));
     CHECK(a.heads[i].roles == b.heads[i].roles);
   }
+}
+
+TEST_CASE("card: the window's engine on the card shows the CPU's maps, predictions and relevance under gates and "
+          "a counterfactual", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  headlab::app::WorkbenchEngine cpu_engine, card_engine;
+  cpu_engine.use(load_model(folder), folder);
+  const auto summary = card_engine.use(on_card(folder), folder);
+  CHECK(summary.device == "cuda:0");
+  headlab::app::RunInput in;
+  in.text = "The cat sat on the [MASK] because it was tired.";
+  in.relevance.enabled = true;
+  in.relevance.flow = true;
+  in.counterfactual = "The dog ran to the [MASK] because it was hungry.";
+  in.take = {{}, {0.0f, 1.0f}};  // layer 1 head 1 from the counterfactual
+  auto& gates = in.controls.at(Stack::Encoder, 3).gates;
+  gates.assign(8, 1.0f);
+  gates[2] = 0.0f;  // a gated run: its outputs are compared with the base run's (p_base, KL)
+  const auto a = card_engine.run(in, nullptr, {}), b = cpu_engine.run(in, nullptr, {});
+  REQUIRE(a->attentions.size() == b->attentions.size());
+  for (size_t l = 0; l < b->attentions[0].layers.size(); ++l) {
+    const auto& x = a->attentions[0].layers[l].stages[static_cast<int>(headlab::app::Stage::U)];
+    const auto& y = b->attentions[0].layers[l].stages[static_cast<int>(headlab::app::Stage::U)];
+    REQUIRE(x.data->size() == y.data->size());
+    double worst = 0;
+    for (size_t i = 0; i < y.data->size(); ++i) worst = std::max(worst, double(std::abs((*x.data)[i] - (*y.data)[i])));
+    INFO("layer " << l);
+    CHECK(worst < kCardTolerance);
+  }
+  REQUIRE(a->outputs.size() == b->outputs.size());
+  for (size_t i = 0; i < b->outputs.size(); ++i) {
+    REQUIRE(a->outputs[i].top.size() == b->outputs[i].top.size());
+    for (size_t k = 0; k < b->outputs[i].top.size(); ++k) {
+      CHECK(a->outputs[i].top[k].id == b->outputs[i].top[k].id);
+      CHECK(a->outputs[i].top[k].p == Approx(b->outputs[i].top[k].p).margin(kCardTolerance));
+      CHECK(a->outputs[i].top[k].p_base == Approx(b->outputs[i].top[k].p_base).margin(kCardTolerance));
+    }
+    CHECK(a->outputs[i].kl == Approx(b->outputs[i].kl).margin(kCardTolerance));
+  }
+  REQUIRE(a->relevance);
+  REQUIRE(b->relevance);
+  CHECK(a->relevance->target == Approx(b->relevance->target).epsilon(kCardTolerance));
+  CHECK(a->relevance->relative_residual < kCardTolerance);
+  REQUIRE(a->relevance->input.size() == b->relevance->input.size());
+  for (size_t t = 0; t < b->relevance->input.size(); ++t)
+    CHECK(a->relevance->input[t] == Approx(b->relevance->input[t]).margin(kCardTolerance * std::abs(b->relevance->target)));
+}
+
+TEST_CASE("card: evaluation batches run on the card and give the CPU's loss", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  // Plain text: the UD sample's sentences.
+  headlab::test::TempDir dir("card-evaluate");
+  {
+    std::ifstream in(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/ud/en_ewt-dev-100.conllu");
+    std::ofstream out(dir.str("text.txt"));
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("# text = ", 0) == 0) out << line.substr(9) << "\n";
+  }
+  std::string output;
+  const std::string base =
+      std::string(HEADLAB_BINARY) + " evaluate --model " + folder + " --data " + dir.str("text.txt") + " --device ";
+  REQUIRE(headlab::test::run_command(base + "cpu", output) == 0);
+  const std::string on_cpu = output;
+  REQUIRE(headlab::test::run_command(base + "cuda", output) == 0);
+  INFO("cpu:\n" << on_cpu << "\ncard:\n" << output);
+  // "… loss 6.103  top-1  17.9%  (196 targets)": equal to the digits printed (float32 on both).
+  auto loss_line = [](const std::string& text) {
+    const auto at = text.find("loss ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  CHECK_FALSE(loss_line(on_cpu).empty());
+  CHECK(loss_line(output) == loss_line(on_cpu));
 }
