@@ -228,30 +228,26 @@ def make_opt(g):
     write_folder("opt", cfg, w, opt_reference(as_f64(w), cfg, IDS), IDS)
 
 
-def make_olmo(g):
-    # OLMo as transformers 4.40 writes OLMo-7B's config: weightless LayerNorms, no clip_qkv, MHA,
-    # untied head.
-    cfg = dict(LLAMA_BASE, architectures=["OlmoForCausalLM"], model_type="olmo", clip_qkv=None,
+def olmo_folder(g, name, clip_qkv):
+    # OLMo as transformers 4.40 writes OLMo-7B's config: weightless LayerNorms, MHA, untied head, and
+    # clip_qkv null (OLMo-7B) or a bound (OLMo-7B-0424 and OLMo 1.7 write 8; 1.5 here clamps ~40% of
+    # the queries and keys and ~8% of the values of these weights).
+    cfg = dict(LLAMA_BASE, architectures=["OlmoForCausalLM"], model_type="olmo", clip_qkv=clip_qkv,
                num_key_value_heads=4, rope_theta=10000.0, pad_token_id=1, eos_token_id=99, bos_token_id=None,
                transformers_version="4.40.0")
     for key in ("mlp_bias", "rms_norm_eps"):
         cfg.pop(key)
     cfg_ref = dict(cfg, rms_norm_eps=None)
     w = llama_weights(g, cfg_ref, False)
-    write_folder("olmo", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
+    write_folder(name, cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
+
+
+def make_olmo(g):
+    olmo_folder(g, "olmo", None)
 
 
 def make_olmo_clip(g):
-    # OLMo-7B-0424's layout (OLMo 1.7): clip_qkv set, here to 1.5 so that ~40% of the queries and keys
-    # and ~8% of the values are clamped with these weights (OLMo writes 8 for its own scale).
-    cfg = dict(LLAMA_BASE, architectures=["OlmoForCausalLM"], model_type="olmo", clip_qkv=1.5,
-               num_key_value_heads=4, rope_theta=10000.0, pad_token_id=1, eos_token_id=99, bos_token_id=None,
-               transformers_version="4.40.0")
-    for key in ("mlp_bias", "rms_norm_eps"):
-        cfg.pop(key)
-    cfg_ref = dict(cfg, rms_norm_eps=None)
-    w = llama_weights(g, cfg_ref, False)
-    write_folder("olmo-clip", cfg, w, llama_reference(as_f64(w), cfg_ref, IDS, False), IDS)
+    olmo_folder(g, "olmo-clip", 1.5)
 
 
 MAKERS = [make_phi3, make_smollm3, make_gemma, make_opt, make_olmo, make_olmo_clip]
