@@ -1,18 +1,23 @@
 #!/bin/bash
 # One call on a GPU machine (README, "GPU build"): builds HeadLab without its window against the pip
-# torch's CUDA LibTorch, then, each step within what time is left of BUDGET seconds (default 540):
-#   1. the GPU tests (label gpu: the card against the CPU);
-#   2. bench_card on a Llama-3.1-8B-shaped and a GPT-2-small-shaped folder, and the same forward
-#      passes in transformers on the same card (tests/bench/bench_card_reference.py);
-#   3. the Hugging Face fixtures against the real transformers (tests/data/hf/check_with_transformers.py);
-#   4. the engine's --device on the command line (run, generate, analyze of 500 UD sentences);
-#   5. the whole CPU suite against this LibTorch.
-# It needs .deps/ beside it (tests/gpu/make_deps.sh: Debian 12's Catch2, CLI11, nlohmann-json, PCRE2,
-# utf8proc and cairo unpacked into a prefix, and the UD English-EWT dev set), since the GPU machine
-# has none of them and no network. Logs go to $OUT (default ./card-out); summary.txt has the gist.
+# torch's CUDA LibTorch (the engine, the GPU tests, bench_card and the CPU suite in one ninja call),
+# then runs the steps named in STEPS in that order, each within what is left of BUDGET seconds
+# (default 540):
+#   gpu      the GPU tests (label gpu: the card against the CPU);
+#   suite    the whole CPU suite against this LibTorch (ctest -LE gpu);
+#   fixtures the Hugging Face fixtures against the real transformers, layer by layer where one is off
+#            (tests/data/hf/check_with_transformers.py; started in the background during the build);
+#   bench    bench_card on a Llama-3.1-8B-shaped and a GPT-2-small-shaped folder, and the same forward
+#            passes in transformers on the same card (tests/bench/bench_card_reference.py);
+#   cli      the engine's --device on the command line (run, generate, analyze of 500 UD sentences).
+# STEPS defaults to "gpu suite fixtures bench cli". It needs .deps/ beside it (tests/gpu/make_deps.sh:
+# Debian 12's Catch2, CLI11, nlohmann-json, PCRE2, utf8proc, cairo and pkgconf unpacked into a prefix,
+# and the UD English-EWT dev set), since the GPU machine has none of them and no network. Logs go to
+# $OUT (default ./card-out); summary.txt has the gist.
 set -u
 OUT=${OUT:-$PWD/card-out}
 BUDGET=${BUDGET:-540}
+STEPS=${STEPS:-gpu suite fixtures bench cli}
 mkdir -p "$OUT"
 T0=$(date +%s)
 say() { echo "[$(($(date +%s) - T0))s] $*" | tee -a "$OUT/summary.txt"; }
@@ -46,12 +51,16 @@ transformers.GPT2LMHeadModel(transformers.GPT2Config()).save_pretrained('/tmp/gp
   echo "folders made at $(($(date +%s) - T0))s"
 ) >"$OUT/bench.log" 2>&1 &
 MAKER=$!
-[ -z "${SKIP_FIXTURES:-}" ] && (OMP_NUM_THREADS=4 $PY tests/data/hf/check_with_transformers.py >"$OUT/fixtures.log" 2>&1) &
+FIXTURES=
+if [ -z "${SKIP_FIXTURES:-}" ]; then
+  (OMP_NUM_THREADS=4 $PY tests/data/hf/check_with_transformers.py >"$OUT/fixtures.log" 2>&1) &
+  FIXTURES=$!
+fi
 
 TORCH_PREFIX=$($PY -c 'import torch; print(torch.utils.cmake_prefix_path)')
 TORCH_DIR=$($PY -c 'import torch, os; print(os.path.dirname(torch.__file__))')
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DHEADLAB_BUILD_GUI=OFF -DHEADLAB_PCH=ON "-DCMAKE_PREFIX_PATH=$D/usr;$TORCH_PREFIX"
-        -DPKG_CONFIG_EXECUTABLE=$PKG_CONFIG)
+        "-DPKG_CONFIG_EXECUTABLE=$PKG_CONFIG")
 if cmake -S . -B build-card "${common[@]}" -DCUDAToolkit_ROOT=/usr/local/cuda >"$OUT/configure.log" 2>&1; then
   say "configured with the pip torch's TorchConfig.cmake"
 else
@@ -63,20 +72,36 @@ else
 fi
 grep -h "HeadLab: LibTorch" "$OUT/configure.log" | tee -a "$OUT/summary.txt"
 
-ninja -C build-card -k 0 headlab-engine headlab_gpu_tests bench_card >"$OUT/build.log" 2>&1
-say "build of the engine, GPU tests and bench_card: exit $?"
+targets="headlab-engine headlab_gpu_tests bench_card"
+case " $STEPS " in *" suite "*) targets="$targets headlab_tests" ;; esac
+timeout $(within 240 420) ninja -C build-card -k 0 $targets >"$OUT/build.log" 2>&1
+say "build of $targets: exit $?"
 grep -E "error|FAILED" "$OUT/build.log" | head -30 | tee -a "$OUT/summary.txt"
 
-# 1. GPU tests
-if [ -x build-card/tests/headlab_gpu_tests ]; then
-  timeout $(within 150 120) build-card/tests/headlab_gpu_tests "[gpu]" -d yes >"$OUT/gpu.log" 2>&1
+step_gpu() {
+  [ -x build-card/tests/headlab_gpu_tests ] || return
+  timeout $(within 120 150) build-card/tests/headlab_gpu_tests "[gpu]" -d yes >"$OUT/gpu.log" 2>&1
   say "GPU tests: exit $? — $(grep -E '^(test cases|All tests passed)' "$OUT/gpu.log" | tail -1)"
   grep -B3 -A12 "FAILED" "$OUT/gpu.log" | head -60 >>"$OUT/summary.txt"
-fi
+}
 
-# 2. benchmarks
-wait $MAKER
-if [ -x build-card/tests/bench_card ]; then
+step_suite() {
+  [ -x build-card/tests/headlab_tests ] || { say "CPU suite: not built"; return; }
+  (cd build-card && timeout $(within 60 300) ctest -LE gpu -j16 --timeout 120 >"$OUT/cpu_tests.log" 2>&1)
+  say "CPU suite: $(grep -E 'tests passed|tests failed' "$OUT/cpu_tests.log")"
+  grep -A40 "The following tests FAILED" "$OUT/cpu_tests.log" >>"$OUT/summary.txt"
+}
+
+step_fixtures() {
+  [ -n "${SKIP_FIXTURES:-}" ] && return
+  wait $FIXTURES 2>/dev/null
+  say "fixtures against transformers: $(tail -1 "$OUT/fixtures.log")"
+  grep -E "e-0[1-5]|not checked|by layer" "$OUT/fixtures.log" >>"$OUT/summary.txt"
+}
+
+step_bench() {
+  wait $MAKER
+  [ -x build-card/tests/bench_card ] || return
   for f in /tmp/llama-8b /tmp/gpt2-small; do
     [ "$(left)" -lt 90 ] && break
     dtype=bfloat16; [ $f = /tmp/gpt2-small ] && dtype=float32
@@ -84,14 +109,12 @@ if [ -x build-card/tests/bench_card ]; then
     timeout $(within 60 120) $PY tests/bench/bench_card_reference.py $f --dtype $dtype >>"$OUT/bench.log" 2>&1
   done
   grep -E "forward|gate|LRP|generate|memory|open|bench_card|transformers" "$OUT/bench.log" >>"$OUT/summary.txt"
-fi
+}
 
-# 3. the fixtures against transformers (run in the background above)
-[ -z "${SKIP_FIXTURES:-}" ] && say "fixtures against transformers: $(tail -1 "$OUT/fixtures.log")"
-
-# 4. the command line
-E=build-card/app/headlab-engine
-if [ -x $E ] && [ "$(left)" -gt 60 ]; then
+step_cli() {
+  local E=build-card/app/headlab-engine
+  [ -x $E ] || return
+  wait $MAKER
   {
     $E run --model tests/data/hf/llama --ids 1,2,3,4 --device cuda --lrp --out /tmp/r.safetensors --force && echo "run --device cuda: ok"
     $E run --model tests/data/hf/llama --ids 1,2,3,4 --device cuda:9 --out /tmp/r.safetensors --force; echo "run --device cuda:9: exit $?"
@@ -106,16 +129,11 @@ if [ -x $E ] && [ "$(left)" -gt 60 ]; then
     done
   } >"$OUT/cli.log" 2>&1
   grep -E "ok|exit|device" "$OUT/cli.log" >>"$OUT/summary.txt"
-fi
+}
 
-# 5. the CPU suite against this LibTorch, as far as time allows
-if [ "$(left)" -gt 120 ]; then
-  timeout $(within 60 600) ninja -C build-card headlab_tests >>"$OUT/build.log" 2>&1
-  say "build of the CPU suite: exit $?"
-  if [ -x build-card/tests/headlab_tests ] && [ "$(left)" -gt 40 ]; then
-    (cd build-card && timeout $(within 15 600) ctest -LE gpu -j16 --timeout 120 >"$OUT/cpu_tests.log" 2>&1)
-    say "CPU suite: $(grep -E 'tests passed|tests failed' "$OUT/cpu_tests.log")"
-    grep -A40 "The following tests" "$OUT/cpu_tests.log" >>"$OUT/summary.txt"
-  fi
-fi
+for step in $STEPS; do
+  [ "$(left)" -lt 30 ] && { say "out of time before $step"; break; }
+  say "step $step"
+  step_$step
+done
 say "done"
