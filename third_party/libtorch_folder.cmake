@@ -19,8 +19,14 @@ string(REGEX REPLACE ".*\"(.*)\".*" "\\1" Torch_VERSION "${_version}")
 
 add_library(headlab_libtorch INTERFACE)
 target_include_directories(headlab_libtorch SYSTEM INTERFACE "${_dir}/include" "${_dir}/include/torch/csrc/api/include")
-# A pip torch is built with the C++11 ABI (since 2.x); its headers say which in _GLIBCXX_USE_CXX11_ABI.
-target_compile_definitions(headlab_libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
+# The C++ ABI the LibTorch was built with: pip wheels from torch 2.7 on and Debian's use the C++11 ABI
+# (python3 -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)'); older wheels the pre-C++11 one.
+option(HEADLAB_LIBTORCH_CXX11_ABI "The LibTorch folder was built with the C++11 ABI" ON)
+if(HEADLAB_LIBTORCH_CXX11_ABI)
+  target_compile_definitions(headlab_libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=1)
+else()
+  target_compile_definitions(headlab_libtorch INTERFACE _GLIBCXX_USE_CXX11_ABI=0)
+endif()
 set(_libs "${_dir}/lib/libtorch.so" "${_dir}/lib/libtorch_cpu.so" "${_dir}/lib/libc10.so")
 if(EXISTS "${_dir}/lib/libtorch_cuda.so")
   set(HEADLAB_LIBTORCH_CUDA ON)

@@ -171,7 +171,8 @@ struct TakeFromCounterfactual {
 
 // Where the opened folder's model runs: "cpu", "cuda" or "cuda:N". The model is opened again there
 // (its maps and reports are those of the same weights); a device this build or machine cannot use
-// is refused with the reason and nothing changes. A random-weight model stays on the CPU.
+// is refused with the reason, and a model that cannot open there (too large for the card) stays
+// open where it was. A random-weight model stays on the CPU.
 struct SetDevice { std::string device; };
 
 // --- conversion (the Model view) ---

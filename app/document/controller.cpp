@@ -325,6 +325,7 @@ void Controller::poll_model(bool& changed) {
       expected_hash_.clear();
       session.model_folder = model->folder;
       session.model_hash = model->weights_hash;
+      if (!model->folder.empty()) session.device = model->device;  // where it opened (a random model: the CPU)
       if (model->random_weights) {
         doc_.banner = "random weights — no trained model found";
       } else {
@@ -387,8 +388,9 @@ void Controller::poll_outcomes(bool& changed) {
         notice(status.load_error + " — opening a random-weight model instead.");
         open_random_model();
       } else {
-        // The model open before (if any) stays, and nothing is pending any more.
+        // The model open before (if any) stays, where it ran, and nothing is pending any more.
         pending_model_run_ = false;
+        if (doc_.model && !doc_.model->folder.empty()) doc_.session.device = doc_.model->device;
       }
     }
   }

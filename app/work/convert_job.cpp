@@ -24,7 +24,7 @@ struct Converted {
 std::shared_ptr<const Converted> convert(Task& task, const ConvertRequest& r, core::ModelStore& models) {
   try {
     task.phase("loading the model");
-    const auto model = models.get(r.model_folder);
+    const auto model = models.get(r.model_folder, "cpu");  // conversion works on the CPU, whatever the view's device
     if (model->config.kind == core::StackKind::EncoderDecoder)
       throw std::runtime_error("conversion turns the self-attention of encoders or decoders; this is an encoder-decoder");
     std::shared_ptr<core::Model> converted;

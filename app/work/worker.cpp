@@ -39,8 +39,10 @@ void WorkbenchWorker::request_load(const ModelSource& source) {
     try {
       if (source.folder.empty())
         return std::make_shared<const ModelSummary>(engine->load_random(source.random_config, source.seed));
+      // The store's device for every task from here on, once the model opened there.
+      auto model = models->get(source.folder, source.device);
       models->set_device(source.device);
-      return std::make_shared<const ModelSummary>(engine->use(models->get(source.folder), source.folder));
+      return std::make_shared<const ModelSummary>(engine->use(std::move(model), source.folder));
     } catch (const std::exception& e) {
       throw std::runtime_error(
           core::in_context("opening " + (source.folder.empty() ? source.random_config : source.folder), e.what()));

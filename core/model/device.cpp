@@ -49,15 +49,10 @@ torch::Device parse_device(const std::string& text) {
   if (text == "cpu") return torch::kCPU;
   int index = 0;
   if (text != "cuda") {
-    size_t used = 0;
-    try {
-      if (text.rfind("cuda:", 0) != 0) throw std::invalid_argument("");
-      index = std::stoi(text.substr(5), &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || 5 + used != text.size() || index < 0)
+    const std::string digits = text.rfind("cuda:", 0) == 0 ? text.substr(5) : std::string();
+    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos)
       throw std::invalid_argument("device '" + text + "': expected cpu, cuda or cuda:N");
+    index = std::stoi(digits);
   }
   if (!built_with_cuda())
     throw std::invalid_argument("device '" + text + "': this HeadLab was built against a LibTorch without CUDA "
@@ -77,22 +72,46 @@ std::string device_name(torch::Device device) {
 
 torch::Device model_device(const Model& model) { return model.module->tokens->weight.device(); }
 
+namespace {
+
+// The weights' and buffers' bytes in their own dtypes.
+int64_t weight_bytes(const Model& model) {
+  int64_t bytes = 0;
+  for (const auto& p : model.module->parameters()) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  for (const auto& b : model.module->buffers()) bytes += b.numel() * static_cast<int64_t>(b.element_size());
+  return bytes;
+}
+
+int card_index(torch::Device device) { return device.index() < 0 ? 0 : device.index(); }
+
+}  // namespace
+
 void move_to_device(Model& model, torch::Device device) {
-  if (model_device(model) == device) return;
-  if (device.is_cuda()) {
-    int64_t bytes = 0;
-    for (const auto& p : model.module->parameters()) bytes += p.numel() * static_cast<int64_t>(p.element_size());
-    for (const auto& b : model.module->buffers()) bytes += b.numel() * static_cast<int64_t>(b.element_size());
-    size_t free_bytes = 0, total_bytes = 0;
-    if (card_memory(device.index() < 0 ? 0 : device.index(), free_bytes, total_bytes) &&
-        static_cast<double>(bytes) > 0.9 * static_cast<double>(free_bytes))
-      throw std::invalid_argument(model.folder + ": its weights take " + gigabytes(double(bytes)) + " and " +
-                                  device_name(device) + " has " + gigabytes(double(free_bytes)) + " free of " +
-                                  gigabytes(double(total_bytes)) + ": run it on the CPU, or free the card");
-    use_exact_float32();
-  }
+  const torch::Device from = model_device(model);
+  if (from == device) return;
+  const int64_t bytes = weight_bytes(model);
+  const std::string name = model.folder.empty() ? std::string("the model") : model.folder;
+  auto too_large = [&](const std::string& room) {
+    return MemoryLimitError(name + ": its weights take " + gigabytes(double(bytes)) + ", more than " + room +
+                            ": run it on the CPU" + (room.find("free") != std::string::npos ? ", or free the card" : ""));
+  };
+  size_t free_bytes = 0, total_bytes = 0;
+  const bool measured = device.is_cuda() && card_memory(card_index(device), free_bytes, total_bytes);
+  // What can never fit is refused before anything is copied. Memory this process's allocator holds
+  // cached counts as used in the free figure, and the allocator gives it back when a copy needs it,
+  // so a shortage of free memory alone is left to the copy below.
+  if (measured && double(bytes) > 0.9 * double(total_bytes))
+    throw too_large(device_name(device) + " can hold (" + gigabytes(double(total_bytes)) + ")");
+  if (device.is_cuda()) use_exact_float32();
   torch::NoGradGuard no_grad;
-  model.module->to(device);
+  try {
+    model.module->to(device);
+  } catch (const c10::Error& e) {
+    // The card ran out part way (other processes hold its memory): back where it was, whole.
+    model.module->to(from);
+    if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+    throw too_large("the " + gigabytes(double(free_bytes)) + " " + device_name(device) + " has free");
+  }
   model.mapped_bytes = 0;  // on a card the weights are the card's copies; back on the CPU, owned copies
 }
 
@@ -100,10 +119,8 @@ void check_run_memory(const MemoryEstimate& estimate, const Model& model, const 
   const torch::Device device = model_device(model);
   size_t free_bytes = 0, total_bytes = 0;
   if (!device.is_cuda()) return check_memory(estimate, what, tokens);
-  if (!card_memory(device.index() < 0 ? 0 : device.index(), free_bytes, total_bytes)) return;
-  int64_t weights = 0;
-  for (const auto& p : model.module->parameters()) weights += p.numel() * static_cast<int64_t>(p.element_size());
-  const int64_t room = static_cast<int64_t>(total_bytes) - weights;
+  if (!card_memory(card_index(device), free_bytes, total_bytes)) return;
+  const int64_t room = static_cast<int64_t>(total_bytes) - weight_bytes(model);
   if (estimate.total() <= room) return;
   throw MemoryLimitError(what + " needs about " + format_bytes(estimate.total()) + " (" + std::to_string(tokens) +
                          " tokens; attention maps " + format_bytes(estimate.maps) + "), more than the " +
@@ -113,6 +130,6 @@ void check_run_memory(const MemoryEstimate& estimate, const Model& model, const 
                          ", capture fewer stages, or run on the CPU.");
 }
 
-void use_exact_float32() { at::globalContext().setFloat32MatmulPrecision("highest"); }
+void use_exact_float32() { at::globalContext().setFloat32MatmulPrecision("highest"); }  // TF32 off for matmuls
 
 }  // namespace headlab::core

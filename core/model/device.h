@@ -26,8 +26,8 @@ int cuda_device_count();
 
 // Moves every weight and buffer of `model` to `device`, keeping each one's dtype. A mapped weight
 // (Residency::Mapped) is copied onto the card and its mapping released; moving back to the CPU
-// gives owned copies. Refuses, before copying anything, a model whose weights do not fit in the
-// card's free memory.
+// gives owned copies. MemoryLimitError, with the model left where it was: weights over 90% of the
+// card's memory (before copying anything), or a card that runs out part way.
 void move_to_device(Model& model, torch::Device device);
 
 // A card's free and total memory in bytes (from the CUDA runtime the CUDA LibTorch loaded); false
@@ -48,8 +48,8 @@ inline torch::Tensor to_host(const torch::Tensor& t) { return t.defined() && !t.
 // The name the CLI and sessions use: "cpu", "cuda:0".
 std::string device_name(torch::Device device);
 
-// Makes a card compute in float32 as the CPU does: TF32 off for matrix products and convolutions,
-// so results match the CPU's within float32 rounding.
+// Makes a card compute in float32 as the CPU does: TF32 off for matrix products, so results match
+// the CPU's within float32 rounding.
 void use_exact_float32();
 
 }  // namespace headlab::core

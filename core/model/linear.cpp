@@ -89,8 +89,6 @@ torch::Tensor few_rows_product(const torch::Tensor& x2, const torch::Tensor& w) 
 #endif
 }
 
-// Calls visit(r, rows) for consecutive row blocks of w [N, K]: rows = w[r : r + n] upcast to the dtype of `options`
-// in one reused buffer (valid until the next call).
 // Rows of w [N, K] upcast per step: ~4 MiB on the CPU (the cache); on a card, where each step is a
 // kernel launch and memory is plentiful, ~256 MiB (a whole projection of an 8B model at once).
 int64_t rows_per_step(const torch::Tensor& w) {
@@ -98,6 +96,8 @@ int64_t rows_per_step(const torch::Tensor& w) {
   return w.is_cpu() ? stored_rows_per_step(K) : std::max<int64_t>(1, kCardStepBytes / (4 * std::max<int64_t>(1, K)));
 }
 
+// Calls visit(r, rows) for consecutive row blocks of w [N, K]: rows = w[r : r + n] upcast to the dtype of `options`
+// in one reused buffer (valid until the next call).
 template <typename Visit>
 void for_each_upcast_block(const torch::Tensor& w, const torch::TensorOptions& options, Visit visit) {
   const int64_t N = w.size(0), K = w.size(1);

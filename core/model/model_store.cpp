@@ -11,15 +11,16 @@ namespace fs = std::filesystem;
 
 namespace headlab::core {
 
-std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
+std::shared_ptr<Model> ModelStore::get(const std::string& folder) { return get(folder, device()); }
+
+std::shared_ptr<Model> ModelStore::get(const std::string& folder, const std::string& device_text) {
+  const torch::Device device = parse_device(device_text);  // before anything: a refusal costs nothing
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(fs::absolute(folder, ec), ec);
   std::shared_ptr<Entry> entry;
-  std::string device_text;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    device_text = device_;
-    auto& slot = entries_[(ec ? folder : canonical.string()) + "\n" + device_text];
+    auto& slot = entries_[(ec ? folder : canonical.string()) + "\n" + device_name(device)];
     if (!slot) slot = std::make_shared<Entry>();
     entry = slot;
   }
@@ -33,7 +34,6 @@ std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
     identity.clear();  // load_model below names what is wrong with the folder
   }
   if (auto model = entry->model.lock(); model && entry->identity == identity && !identity.empty()) return model;
-  const torch::Device device = parse_device(device_text);  // before the load: a refusal costs nothing
   auto model = load_model(folder);
   move_to_device(*model, device);
   {
@@ -46,8 +46,14 @@ std::shared_ptr<Model> ModelStore::get(const std::string& folder) {
 }
 
 void ModelStore::set_device(const std::string& device) {
+  std::string name = device.empty() ? "cpu" : device;
+  try {
+    name = device_name(parse_device(name));
+  } catch (const std::invalid_argument&) {
+    // kept as given: get() names what is wrong with it
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  device_ = device.empty() ? "cpu" : device;
+  device_ = name;
 }
 
 std::string ModelStore::device() const {

@@ -21,9 +21,12 @@ class ModelStore {
   // callers asking at once get one load: the second waits for the first.
   // On a card (set_device) each folder is kept once per device.
   std::shared_ptr<Model> get(const std::string& folder);
+  // The same on a device named here ("cpu", "cuda:N"), whatever the store's device: for a task that
+  // must run where it says (conversion works on the CPU).
+  std::shared_ptr<Model> get(const std::string& folder, const std::string& device);
   // The device the models handed out from now on run on: "cpu" (the default), "cuda" or "cuda:N"
-  // (core/model/device.h). Models handed out before stay where they are; get() throws
-  // std::invalid_argument for a device this process cannot use.
+  // (core/model/device.h), kept by its full name ("cuda" is "cuda:0"). Models handed out before stay
+  // where they are; get() throws std::invalid_argument for a device this process cannot use.
   void set_device(const std::string& device);
   std::string device() const;
   // Folders read so far (a second get of a loaded folder does not count): for tests and the bench.

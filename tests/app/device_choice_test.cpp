@@ -94,6 +94,7 @@ TEST_CASE("the model store keeps a folder once per device and refuses a device i
     CHECK(core::model_device(*card).is_cuda());
     CHECK(store.loads() == 2);
   }
+  CHECK(store.get(kLlama, "cpu").get() == cpu.get());  // a task that names its device gets it, whatever the store's
   store.set_device("cpu");
   CHECK(store.get(kLlama).get() == cpu.get());  // the CPU's copy again, not read a second time
 }

@@ -97,6 +97,10 @@ TEST_CASE("card: stored BF16 weights stay BF16 on the card and compute as their 
   auto card = load_model(folder);
   ::unsetenv("HEADLAB_WEIGHTS");
   REQUIRE(card->mapped_bytes > 0);
+  size_t free_bytes = 0, total_bytes = 0;
+  REQUIRE(card_memory(0, free_bytes, total_bytes));  // the memory checks read it: they must not go blind
+  CHECK(total_bytes >= free_bytes);
+  CHECK(free_bytes > 0);
   move_to_device(*card, kCard);
   CHECK(card->mapped_bytes == 0);
   CHECK(card->module->tokens->weight.scalar_type() == torch::kBFloat16);

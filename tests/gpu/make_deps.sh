@@ -1,5 +1,5 @@
 #!/bin/bash
-# Makes .deps/ (ignored by git) for tests/gpu/run_on_card.sh: the GPU machine has no network and none
+# Makes .deps/ (in .gitignore) for tests/gpu/run_on_card.sh: the GPU machine has no network and none
 # of Debian's Catch2, CLI11, nlohmann-json, PCRE2, utf8proc or cairo, so their Debian 12 packages are
 # unpacked here into one prefix (headers, libraries, CMake and pkg-config files; no documentation),
 # packed as .deps/prefix.tar.xz, with the UD English-EWT dev set (../shared/data/ud) beside it,
@@ -33,5 +33,4 @@ cd - >/dev/null
 mkdir -p .deps
 tar cJf .deps/prefix.tar.xz -C "$work/prefix" usr
 xz -9 -c ../shared/data/ud/en_ewt-ud-dev.conllu >.deps/en_ewt-ud-dev.conllu.xz
-grep -qx '/.deps/' .git/info/exclude 2>/dev/null || echo '/.deps/' >>.git/info/exclude
 du -sh .deps

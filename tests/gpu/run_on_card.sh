@@ -25,6 +25,7 @@ left() { echo $((BUDGET - ($(date +%s) - T0))); }
 # Seconds for a step: what is left less `keep` for the steps after it, at most `most`, at least 10.
 within() { local n=$(($(left) - $1)); [ $n -gt $2 ] && n=$2; [ $n -lt 10 ] && n=10; echo $n; }
 
+# The lent machine's layout (../shared/design/GPU.md): the venv with torch, cmake and ninja; nvcc.
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 PY=$(command -v python3)
 D=/tmp/headlab-deps
@@ -36,13 +37,14 @@ shutil.copyfileobj(lzma.open('.deps/en_ewt-ud-dev.conllu.xz'), open('/tmp/en_ewt
 "
 sed -i "s|^prefix=/usr|prefix=$D/usr|" $D/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc
 export PKG_CONFIG_PATH=$D/usr/lib/x86_64-linux-gnu/pkgconfig:$D/usr/share/pkgconfig
-export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 PKG_CONFIG=$(command -v pkg-config || echo $D/usr/bin/pkgconf)
 say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader), $(nproc) cores, $($PY -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)')"
 
 # The real-size folders and the fixture check run while the build does.
+# Each within the budget: a later `wait` on them never outlasts it.
 (
-  $PY tests/bench/make_real_size.py llama-3.1-8b /tmp/llama-8b
+  timeout $(within 60 400) $PY tests/bench/make_real_size.py llama-3.1-8b /tmp/llama-8b
   $PY -c "
 import torch, transformers
 torch.manual_seed(0)
@@ -53,7 +55,7 @@ transformers.GPT2LMHeadModel(transformers.GPT2Config()).save_pretrained('/tmp/gp
 MAKER=$!
 FIXTURES=
 if [ -z "${SKIP_FIXTURES:-}" ]; then
-  (OMP_NUM_THREADS=4 $PY tests/data/hf/check_with_transformers.py >"$OUT/fixtures.log" 2>&1) &
+  (OMP_NUM_THREADS=4 timeout $(within 60 400) $PY tests/data/hf/check_with_transformers.py >"$OUT/fixtures.log" 2>&1) &
   FIXTURES=$!
 fi
 
@@ -131,9 +133,17 @@ step_cli() {
   grep -E "ok|exit|device" "$OUT/cli.log" >>"$OUT/summary.txt"
 }
 
+failed=0
 for step in $STEPS; do
+  if ! declare -F "step_$step" >/dev/null; then
+    say "unknown step '$step' (gpu, suite, fixtures, bench, cli)"
+    failed=1
+    continue
+  fi
   [ "$(left)" -lt 30 ] && { say "out of time before $step"; break; }
   say "step $step"
   step_$step
 done
+grep -q "All tests passed" "$OUT/gpu.log" 2>/dev/null || failed=1
 say "done"
+exit $failed
