@@ -28,7 +28,7 @@ TempDir::~TempDir() {
 
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
   REQUIRE(a.sizes() == b.sizes());
-  return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+  return (a.detach().to(torch::kCPU, torch::kFloat64) - b.detach().to(torch::kCPU, torch::kFloat64)).abs().max().item<double>();
 }
 
 std::vector<std::string> temp_files_of(const std::string& target) {

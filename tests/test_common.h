@@ -20,7 +20,7 @@ struct TempDir {
   std::string str(const std::string& child = "") const { return (child.empty() ? path : path / child).string(); }
 };
 
-// Max absolute difference of two tensors (as float64).
+// Max absolute difference of two tensors (as float64, on the host: either may be on a card).
 double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b);
 
 // The temporary files the atomic writer (core/atomic_file.h) has beside `target`

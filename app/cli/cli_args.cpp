@@ -27,12 +27,14 @@ torch::Device device_option(const std::string& device) {
 }
 
 void place_model(core::Model& model, torch::Device device) {
-  if (device.is_cpu()) return;
-  try {
-    core::move_to_device(model, device);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--device: ") + e.what());
-  }
+  if (!device.is_cpu()) core::move_to_device(model, device);
+}
+
+std::shared_ptr<core::Model> load_model_on(const std::string& folder, const std::string& device_text) {
+  const torch::Device device = device_option(device_text);
+  auto model = core::load_model(folder);
+  place_model(*model, device);
+  return model;
 }
 
 std::vector<int64_t> parse_ids(const std::string& text, const char* what) {

@@ -19,8 +19,10 @@ void add_device_option(CLI::App* command, std::string& device);
 // The device --device names, checked before anything loads: UsageError in one line for a name this
 // process cannot use (a build without CUDA, no card, a card it does not have).
 torch::Device device_option(const std::string& device);
-// Moves a loaded model to `device` (nothing for the CPU); UsageError when its weights do not fit there.
+// Moves a loaded model to `device` (nothing for the CPU); MemoryLimitError when its weights do not fit there.
 void place_model(core::Model& model, torch::Device device);
+// core::load_model(folder) on the device --device names, the device checked before the folder is read.
+std::shared_ptr<core::Model> load_model_on(const std::string& folder, const std::string& device);
 
 // "1,2,3" → ids; UsageError naming `what` (the option) for anything else.
 std::vector<int64_t> parse_ids(const std::string& text, const char* what);

@@ -189,9 +189,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
     folder = c.out + "/shard-" + std::to_string(s.shard_index) + "-of-" + std::to_string(s.shard_count);
   refuse_overwrite(folder + "/head_report.json", c.force);
   if (s.shard_count > 1 && c.force) replace_earlier_analysis(c.out, s.shard_count);
-  const torch::Device device = device_option(c.device);  // refused before the model loads
-  auto model = core::load_model(c.model);
-  place_model(*model, device);
+  auto model = load_model_on(c.model, c.device);
   ProgressPrinter progress;
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
   // Work on the weights alone before the sentences (an 8B model's spectra take minutes): a line a step.

@@ -52,9 +52,7 @@ std::vector<std::tuple<double, int, int, int, int>> largest(const analysis::Comp
 int circuits_command(const CircuitsOptions& o) {
   refuse_overwrite(o.out + "/circuits.json", o.force);
   core::use_batch_threads();
-  const torch::Device device = device_option(o.device);  // refused before the model loads
-  auto model = core::load_model(o.model);
-  place_model(*model, device);
+  auto model = load_model_on(o.model, o.device);
   const auto composition = analysis::composition_scores(*model, [](int64_t done, int64_t total) {
     std::fprintf(stderr, "\rcomposition: layer %lld of %lld", static_cast<long long>(done), static_cast<long long>(total));
     if (done == total) std::fprintf(stderr, "\n");

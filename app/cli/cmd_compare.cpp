@@ -31,7 +31,7 @@ int compare_command(CompareCliOptions& c) {
   c.options.progress = [](const std::string& model, const std::string& stage) {
     std::fprintf(stderr, "%s: %s\n", model.c_str(), stage.c_str());
   };
-  const torch::Device device = device_option(c.device);
+  const torch::Device device = device_option(c.device);  // refused before any model loads
   std::vector<analysis::ModelSummary> summaries;
   for (const auto& folder : c.models) {
     auto model = core::load_model(folder);

@@ -39,9 +39,7 @@ struct FileResult {
 
 int evaluate_command(const EvaluateCliOptions& c) {
   if (c.threads > 0) torch::set_num_threads(c.threads);
-  const torch::Device device = device_option(c.device);  // refused before the model loads
-  auto model = core::load_model(c.model);
-  place_model(*model, device);
+  auto model = load_model_on(c.model, c.device);
   if (!model->tokenizer) throw UsageError(c.model + " has no tokenizer");
   const auto& tokenizer = *model->tokenizer;
   if (model->config.encoder && model->config.decoder)

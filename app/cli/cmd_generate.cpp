@@ -36,9 +36,7 @@ struct GenerateOptions {
 int generate_command(const GenerateOptions& o) {
   if (!o.out.empty()) refuse_overwrite(o.out, o.force);
   core::use_batch_threads();
-  const torch::Device device = device_option(o.device);  // refused before the model loads
-  auto model = core::load_model(o.model);
-  place_model(*model, device);
+  auto model = load_model_on(o.model, o.device);
   const auto* tok = model->tokenizer.get();
   core::GenerateRequest request;
   request.max_new = o.max_new;

@@ -123,9 +123,7 @@ void table_figure(const analysis::PatchTable& t, bool heads, bool each, const st
 int patch_command(const PatchOptions& o) {
   refuse_overwrite(o.out + "/patch.json", o.force);
   core::use_batch_threads();
-  const torch::Device device = device_option(o.device);  // refused before the model loads
-  auto model = core::load_model(o.model);
-  place_model(*model, device);
+  auto model = load_model_on(o.model, o.device);
   analysis::PatchRequest r;
   r.clean = input_ids(*model, o.clean, o.clean_ids, "--clean", "--clean-ids", o.add_special);
   r.corrupt = input_ids(*model, o.corrupt, o.corrupt_ids, "--corrupt", "--corrupt-ids", o.add_special);

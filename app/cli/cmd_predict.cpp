@@ -35,9 +35,7 @@ void print_top_k(const core::Tokenizer& tokenizer, const torch::Tensor& logits, 
 
 int predict_command(const PredictOptions& o) {
   core::use_batch_threads();
-  const torch::Device device = device_option(o.device);  // refused before the model loads
-  auto model = core::load_model(o.model);
-  place_model(*model, device);
+  auto model = load_model_on(o.model, o.device);
   if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer");
   const auto& tok = *model->tokenizer;
   core::RunRequest request;

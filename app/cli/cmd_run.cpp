@@ -140,9 +140,7 @@ void add_dla(core::Model& model, const core::Trace& trace, const RunOptions& opt
 
 int run_command(const RunOptions& options) {
   core::use_batch_threads();
-  const torch::Device device = device_option(options.device);  // refused before the model loads
-  auto model = core::load_model(options.model);
-  place_model(*model, device);
+  auto model = load_model_on(options.model, options.device);
   core::RunRequest request;
   if (!options.ids.empty()) {
     request.ids = parse_ids(options.ids, "--ids");

@@ -187,7 +187,7 @@ struct WorkbenchEngine::Impl {
     s.devices = {"cpu"};
     for (int i = 0; i < core::cuda_device_count(); ++i) s.devices.push_back("cuda:" + std::to_string(i));
     if (s.devices.size() == 1)
-      s.no_card = core::built_with_cuda() ? "no CUDA card is visible" : "this build's LibTorch has no CUDA (README, \"GPU build\")";
+      s.no_card = core::built_with_cuda() ? "no CUDA card is visible" : "this build's LibTorch has no CUDA (app/README.md, \"The GPU build\")";
     s.summary_text = c.summary();
     if (c.encoder) s.attentions.push_back(summarize(core::Stack::Encoder, "encoder self-attention", *c.encoder, c.encoder->attention, false));
     if (c.decoder) {

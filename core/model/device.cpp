@@ -24,9 +24,10 @@ bool card_memory(int index, size_t& free_bytes, size_t& total_bytes) {
   using GetDevice = int (*)(int*);
   using SetDevice = int (*)(int);
   using MemGetInfo = int (*)(size_t*, size_t*);
-  auto get = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
-  auto set = reinterpret_cast<SetDevice>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
-  auto info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
+  // Looked up once: every run on a card checks its memory.
+  static const auto get = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cudaGetDevice"));
+  static const auto set = reinterpret_cast<SetDevice>(dlsym(RTLD_DEFAULT, "cudaSetDevice"));
+  static const auto info = reinterpret_cast<MemGetInfo>(dlsym(RTLD_DEFAULT, "cudaMemGetInfo"));
   if (!get || !set || !info) return false;
   int previous = 0;
   if (get(&previous) != 0 || set(index) != 0) return false;
@@ -56,7 +57,7 @@ torch::Device parse_device(const std::string& text) {
   }
   if (!built_with_cuda())
     throw std::invalid_argument("device '" + text + "': this HeadLab was built against a LibTorch without CUDA "
-                                "(Debian's is CPU-only); build it against a CUDA LibTorch (README, \"GPU build\")");
+                                "(Debian's is CPU-only); build it against a CUDA LibTorch (app/README.md, \"The GPU build\")");
   const int cards = cuda_device_count();
   if (cards == 0) throw std::invalid_argument("device '" + text + "': no CUDA card is visible (driver, CUDA_VISIBLE_DEVICES)");
   if (index >= cards)
@@ -71,6 +72,10 @@ std::string device_name(torch::Device device) {
 }
 
 torch::Device model_device(const Model& model) { return model.module->tokens->weight.device(); }
+
+torch::Tensor ids_on_device(const std::vector<int64_t>& ids, const Model& model) {
+  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())}).to(model_device(model));
+}
 
 namespace {
 

@@ -1,9 +1,9 @@
 // Where a model runs: the CPU, or a CUDA card when HeadLab is built against a LibTorch with CUDA
-// (README, "GPU build"). A model moved to a card keeps its weights' stored dtype there (an 8B BF16
+// (app/README.md, "The GPU build"). A model moved to a card keeps its weights' stored dtype there (an 8B BF16
 // model takes its 16 GB of card memory, not 32); its runs compute in float32 as on the CPU
 // (core/model/linear.h upcasts a stored weight in large blocks on a card) and leave what they capture
 // on the card, where the analyses that follow read it. Code that reads tensor memory on the host
-// (data_ptr, accessor) takes it through to_host() first.
+// (data_ptr, accessor) copies it there first (`.to(torch::kCPU, dtype)`: no copy when it is there).
 #pragma once
 
 #include "core/memory_budget.h"
@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <vector>
 
 namespace headlab::core {
 
@@ -42,8 +43,8 @@ void check_run_memory(const MemoryEstimate& estimate, const Model& model, const 
 // The device of the model's weights.
 torch::Device model_device(const Model& model);
 
-// `t` in host memory: itself when it is there already (no copy), else a copy.
-inline torch::Tensor to_host(const torch::Tensor& t) { return t.defined() && !t.is_cpu() ? t.cpu() : t; }
+// Token ids as a [1, T] int64 tensor on the model's device: a run's input.
+torch::Tensor ids_on_device(const std::vector<int64_t>& ids, const Model& model);
 
 // The name the CLI and sessions use: "cpu", "cuda:0".
 std::string device_name(torch::Device device);

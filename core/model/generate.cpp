@@ -15,11 +15,6 @@
 namespace headlab::core {
 namespace {
 
-// [1, T] on the model's device.
-torch::Tensor ids_tensor(const std::vector<int64_t>& ids, const Model& model) {
-  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())}).to(model_device(model));
-}
-
 // The last query's row of U [1, h_v, T, S] over keys at `key_positions`, spread over T_s positions.
 torch::Tensor last_row(const AttentionStages& stages, const torch::Tensor& key_positions, int64_t total) {
   const auto& u = value_weights(stages);
@@ -41,7 +36,7 @@ class CachedDecoder {
       cache_.cross.resize(layers_);
       // The encoder runs once; the decoder's cross-attention caches its keys and values.
       const int enc_layers = m.layer_count(Stack::Encoder);
-      torch::Tensor h = m.embed(ids_tensor(request.prompt, model));
+      torch::Tensor h = m.embed(ids_on_device(request.prompt, model));
       BlockCall call;
       call.rope = m.rope_tables(h.size(1), Stack::Encoder);
       for (int l = 0; l < enc_layers; ++l) {
@@ -58,7 +53,7 @@ class CachedDecoder {
   torch::Tensor feed(const std::vector<int64_t>& ids, GenerationStep& step) {
     auto& m = *model_.module;
     const int64_t position = cache_.next_position, T = static_cast<int64_t>(ids.size());
-    torch::Tensor h = m.embed(ids_tensor(ids, model_), {}, false, position, Stack::Decoder);
+    torch::Tensor h = m.embed(ids_on_device(ids, model_), {}, false, position, Stack::Decoder);
     BlockCall call;
     call.causal = true;
     call.memory = memory_;
@@ -127,7 +122,7 @@ torch::Tensor recompute(Model& model, const GenerateRequest& request, const std:
 
 int64_t sample_token(const torch::Tensor& device_logits, const Sampling& sampling, at::Generator& generator) {
   // On the host, where the generator draws: the same seed samples the same tokens on a card.
-  const torch::Tensor logits = to_host(device_logits);
+  const torch::Tensor logits = device_logits.to(torch::kCPU);
   if (sampling.temperature <= 0) return logits.argmax().item<int64_t>();
   auto probs = torch::softmax(logits.to(torch::kFloat64) / double(sampling.temperature), -1);  // [V]
   const int64_t V = probs.size(0);

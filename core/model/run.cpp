@@ -8,11 +8,6 @@
 namespace headlab::core {
 namespace {
 
-// [1, T] on the model's device.
-torch::Tensor ids_tensor(const std::vector<int64_t>& ids, const Model& model) {
-  return torch::tensor(ids, torch::kLong).view({1, static_cast<int64_t>(ids.size())}).to(model_device(model));
-}
-
 AttentionStages squeeze_batch(const AttentionStages& s) {
   auto squeeze = [](const torch::Tensor& t) { return t.defined() ? t.squeeze(0) : t; };
   AttentionStages out = s;
@@ -171,10 +166,10 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   trace->logit_positions = request.logit_positions;
 
   Progress progress{request, (enc_layers - enc_from) + (dec_layers - dec_from)};
-  torch::Tensor types = request.token_types.empty() ? torch::Tensor() : ids_tensor(request.token_types, model);
+  torch::Tensor types = request.token_types.empty() ? torch::Tensor() : ids_on_device(request.token_types, model);
   torch::Tensor memory;
   if (enc_layers > 0) {
-    torch::Tensor input = previous ? trace->encoder.hidden[enc_from].unsqueeze(0) : module->embed(ids_tensor(request.ids, model), types);
+    torch::Tensor input = previous ? trace->encoder.hidden[enc_from].unsqueeze(0) : module->embed(ids_on_device(request.ids, model), types);
     if (enc_from < enc_layers) {
       trace->recomputed_stack = Stack::Encoder;
       trace->recomputed_from = enc_from;
@@ -189,7 +184,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     if (enc_dec && module->encoder_final_norm) memory = module->encoder_final_norm(memory);
     const auto& dec_ids = enc_dec ? request.decoder_ids : request.ids;
     torch::Tensor input = previous && dec_from > 0 ? trace->decoder.hidden[dec_from].unsqueeze(0)
-                                                   : module->embed(ids_tensor(dec_ids, model), enc_dec ? torch::Tensor() : types, false, 0, Stack::Decoder);
+                                                   : module->embed(ids_on_device(dec_ids, model), enc_dec ? torch::Tensor() : types, false, 0, Stack::Decoder);
     if (!trace->recomputed_stack) {
       trace->recomputed_stack = Stack::Decoder;
       trace->recomputed_from = dec_from;

@@ -13,6 +13,7 @@
 //   LRP        analysis::lrp_relevance of the last position's top logit at the first T.
 //   generate   --generate tokens greedily with the KV cache after a 16-token prompt: tokens/s.
 //   memory     the card's memory in use after the runs (free vs total, from the CUDA runtime).
+#include "bench_models.h"
 #include "analysis/lrp.h"
 #include "core/model/device.h"
 #include "core/model/generate.h"
@@ -32,10 +33,10 @@
 #include <vector>
 
 using namespace headlab::core;
+using headlab::bench::now;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void sync(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());

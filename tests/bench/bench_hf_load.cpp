@@ -15,6 +15,7 @@
 //             compared with the weight bytes. Load runs before the read measurement so the read
 //             buffer does not raise the high-water mark.
 // Targets (issue «Open what researchers already have»): load ≤ 2× read; peak ≤ 1.3× weights.
+#include "bench_models.h"
 #include "core/model/system_info.h"
 #include "core/model/model.h"
 #include "core/model/safetensors_torch.h"
@@ -37,14 +38,12 @@
 
 namespace fs = std::filesystem;
 using namespace headlab::core;
+using headlab::bench::now;
 
 namespace {
 
 constexpr int kVocab = 50257, kPositions = 1024, kHidden = 768, kLayers = 12, kHeads = 12;
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 
 void create_folder(const fs::path& dir) {

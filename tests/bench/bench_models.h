@@ -1,9 +1,14 @@
-// The model shapes the benchmarks measure. Header-only.
+// The model shapes the benchmarks measure, and their clock. Header-only.
 #pragma once
 
 #include "core/config.h"
 
+#include <chrono>
+
 namespace headlab::bench {
+
+// Seconds on the steady clock.
+inline double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // GPT-2 small's shapes (12 layers, 768 wide, 12 heads of 64, 3072-wide GELU FFN, 50257 tokens,
 // learned positions, tied head without bias); the weights are random.

@@ -14,6 +14,7 @@
 //   KV at N    (--kv-at N) one token from a cache of N tokens ÷ recomputing N + 1 tokens.
 //   memory     VmHWM (peak resident), and RssAnon / RssFile now: the mapped files' pages are page
 //              cache (RssFile), shared and evictable; the process's own memory is RssAnon.
+#include "bench_models.h"
 #include "analysis/lrp.h"
 #include "core/memory_budget.h"
 #include "core/model/generate.h"
@@ -32,10 +33,10 @@
 #include <vector>
 
 using namespace headlab::core;
+using headlab::bench::now;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 
 std::string gb(int64_t bytes) {

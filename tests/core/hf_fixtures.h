@@ -42,6 +42,12 @@ inline const std::vector<std::string>& one_per_family() {
   return names;
 }
 
+// max |a − b| / max |b| (as float64, on the host).
+inline double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  const double scale = b.detach().to(torch::kCPU).abs().max().item<double>();
+  return headlab::test::max_abs_diff(a, b) / (scale > 0 ? scale : 1.0);
+}
+
 inline std::string fixture(const std::string& name) { return std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + name; }
 
 inline std::vector<int64_t> parse_list(const std::string& text) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 using namespace headlab::core;
+using headlab::test::hf::relative_difference;
 using headlab::test::TempDir;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -92,11 +93,6 @@ struct WeightsPolicy {
   std::string previous;
   bool had = false;
 };
-
-double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
-  const double scale = b.abs().max().item<double>();
-  return headlab::test::max_abs_diff(a, b) / (scale > 0 ? scale : 1.0);
-}
 
 std::vector<int64_t> some_ids(int64_t count, int64_t vocab) {
   std::vector<int64_t> ids;

@@ -25,17 +25,8 @@ namespace {
 
 const torch::Device kCard(torch::kCUDA, 0);
 
-// max |a − b| / max |b|, on the host in float64.
-double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto x = a.detach().to(torch::kCPU, torch::kFloat64), y = b.detach().to(torch::kCPU, torch::kFloat64);
-  REQUIRE(x.sizes() == y.sizes());
-  const double scale = std::max(y.abs().max().item<double>(), 1e-30);
-  return (x - y).abs().max().item<double>() / scale;
-}
-
-double max_abs(const torch::Tensor& a, const torch::Tensor& b) {
-  return headlab::test::max_abs_diff(a.detach().to(torch::kCPU), b.detach().to(torch::kCPU));
-}
+using headlab::test::max_abs_diff;
+using headlab::test::hf::relative_difference;
 
 std::shared_ptr<Model> on_card(const std::string& folder) {
   auto model = load_model(folder);
@@ -43,7 +34,7 @@ std::shared_ptr<Model> on_card(const std::string& folder) {
   return model;
 }
 
-// The tolerance the issue of record sets for card against CPU: float32 on both, different kernels.
+// Card against CPU: float32 on both sides, other kernels and summation orders.
 constexpr double kCardTolerance = 1e-4;
 
 }  // namespace
@@ -63,7 +54,7 @@ TEST_CASE("card: every Hugging Face family computes on the card what it computes
       request.token_types = expected.token_types;
       const auto a = run(*card, request), b = run(*cpu, request);
       CHECK(a->logits.is_cuda());
-      CHECK(relative(a->logits, b->logits) < kCardTolerance);
+      CHECK(relative_difference(a->logits, b->logits) < kCardTolerance);
       for (const Stack stack : {Stack::Encoder, Stack::Decoder}) {
         const auto& x = stack == Stack::Encoder ? a->encoder : a->decoder;
         const auto& y = stack == Stack::Encoder ? b->encoder : b->decoder;
@@ -71,9 +62,9 @@ TEST_CASE("card: every Hugging Face family computes on the card what it computes
         for (size_t l = 0; l < x.layers.size(); ++l) {
           INFO("layer " << l);
           CHECK(x.layers[l].self.weights.is_cuda());  // the maps stay on the card until a view asks
-          CHECK(max_abs(x.layers[l].self.weights, y.layers[l].self.weights) < kCardTolerance);
+          CHECK(max_abs_diff(x.layers[l].self.weights, y.layers[l].self.weights) < kCardTolerance);
           if (x.layers[l].cross.weights.defined())
-            CHECK(max_abs(x.layers[l].cross.weights, y.layers[l].cross.weights) < kCardTolerance);
+            CHECK(max_abs_diff(x.layers[l].cross.weights, y.layers[l].cross.weights) < kCardTolerance);
         }
       }
       // LRP runs its forward and backward pass on the card and conserves as on the CPU.
@@ -109,7 +100,7 @@ TEST_CASE("card: stored BF16 weights stay BF16 on the card and compute as their 
   const auto expected = headlab::test::hf::read_expected(folder);
   RunRequest request;
   request.ids = expected.ids;
-  CHECK(relative(run(*card, request)->logits, run(*cpu, request)->logits) < kCardTolerance);
+  CHECK(relative_difference(run(*card, request)->logits, run(*cpu, request)->logits) < kCardTolerance);
 }
 
 TEST_CASE("card: generation with the KV cache draws the CPU's tokens", "[gpu]") {
@@ -128,10 +119,10 @@ TEST_CASE("card: generation with the KV cache draws the CPU's tokens", "[gpu]") 
       CHECK(a.tokens == b.tokens);
       REQUIRE(a.steps.size() == b.steps.size());
       for (size_t i = 0; i < a.steps.size(); ++i) {
-        CHECK(relative(a.steps[i].logits, b.steps[i].logits) < kCardTolerance);
+        CHECK(relative_difference(a.steps[i].logits, b.steps[i].logits) < kCardTolerance);
         REQUIRE(a.steps[i].attention.size() == b.steps[i].attention.size());
         for (size_t l = 0; l < a.steps[i].attention.size(); ++l)
-          CHECK(max_abs(a.steps[i].attention[l], b.steps[i].attention[l]) < kCardTolerance);
+          CHECK(max_abs_diff(a.steps[i].attention[l], b.steps[i].attention[l]) < kCardTolerance);
       }
     }
   }
@@ -154,8 +145,8 @@ TEST_CASE("card: a gate re-runs from its layer on the card and equals a full run
   partial.previous = base;
   const auto again = run(*card, partial), full = run(*card, gated);
   CHECK(again->layers_computed == 1);
-  CHECK(relative(again->logits, full->logits) < 1e-6);
-  CHECK(relative(again->logits, base->logits) > 1e-6);  // the gate changed something
+  CHECK(relative_difference(again->logits, full->logits) < 1e-6);
+  CHECK(relative_difference(again->logits, base->logits) > 1e-6);  // the gate changed something
 }
 
 TEST_CASE("card: a dataset analysis of the default model gives the CPU's report", "[gpu]") {

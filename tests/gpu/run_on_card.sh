@@ -1,5 +1,5 @@
 #!/bin/bash
-# One call on a GPU machine (README, "GPU build"): builds HeadLab without its window against the pip
+# One call on a GPU machine (app/README.md, "The GPU build"): builds HeadLab without its window against the pip
 # torch's CUDA LibTorch (the engine, the GPU tests, bench_card and the CPU suite in one ninja call),
 # then runs the steps named in STEPS in that order, each within what is left of BUDGET seconds
 # (default 540):
