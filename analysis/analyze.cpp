@@ -9,6 +9,7 @@
 #include "analysis/spectra.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
+#include "core/model/run_batch.h"
 #include "core/model/stacks.h"
 #include "core/token_counts.h"
 
@@ -195,9 +196,97 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       std::any_of(run_measures.begin(), run_measures.end(), [](const auto& m) { return m->reads_maps(); });
   std::optional<TokenizedSentence> first;  // for the example maps
   int64_t done = 0;
+  bool stopped = false;
+  // Sentences waiting for their batch's forward pass (AnalyzeOptions::batch), in dataset order.
+  struct Pending {
+    DatasetSentence sentence;
+    TokenizedSentence ts;
+  };
+  std::vector<Pending> pending;
+  const size_t batch = static_cast<size_t>(std::max(1, o.batch));
+  // Batched, sentences wait in a window of several batches and run grouped by length, so that a
+  // batch pads each sentence to a length near its own (UD sentences run from 3 to 100+ tokens).
+  const size_t window = batch == 1 ? 1 : batch * 4;
+  const bool report_progress = static_cast<bool>(o.progress);
+  auto step = [&]() {  // one sentence done (measured or skipped); false = stop
+    ++done;
+    if (report_progress && !o.progress(done, total_sentences)) {
+      r.partial = done < total_sentences;
+      return false;
+    }
+    return true;
+  };
+  // Runs the pending sentences in one forward pass and hands each its maps, in order.
+  auto flush = [&]() {
+    if (pending.empty()) return true;
+    std::vector<std::shared_ptr<const core::Trace>> traces(pending.size());
+    if (maps_needed) {
+      std::vector<size_t> by_length(pending.size());
+      for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
+      std::stable_sort(by_length.begin(), by_length.end(),
+                       [&](size_t a, size_t b) { return pending[a].ts.ids.size() < pending[b].ts.ids.size(); });
+      for (size_t from = 0; from < by_length.size(); from += batch) {
+        std::vector<core::RunRequest> requests;
+        for (size_t j = from; j < std::min(by_length.size(), from + batch); ++j) {
+          core::RunRequest request;
+          request.ids = pending[by_length[j]].ts.ids;
+          if (enc_dec) request.decoder_ids = request.ids;
+          request.capture = softmax_stage ? core::kCaptureWeights : core::kCaptureMixedWeights;
+          request.logit_positions = {0};  // the measures need the maps, not the LM head
+          request.cancel = o.cancel;      // a stop ends the batch within a layer (partial report)
+          requests.push_back(std::move(request));
+        }
+        try {
+          const auto ran = core::run_batch(model, requests);
+          for (size_t j = 0; j < ran.size(); ++j) traces[by_length[from + j]] = ran[j];
+        } catch (const core::Cancelled&) {
+          r.partial = true;
+          pending.clear();
+          return false;
+        }
+      }
+    }
+    for (size_t b = 0; b < pending.size(); ++b) {
+      const DatasetSentence& sentence = pending[b].sentence;
+      const TokenizedSentence& ts = pending[b].ts;
+      SentenceLayout layout;
+      layout.query_word = ts.word_of;
+      layout.key_word = ts.word_of;
+      layout.query_special = ts.special;
+      layout.key_special = ts.special;
+      layout.words = ts.words;
+      const std::vector<int64_t> decoder_ids = enc_dec ? ts.ids : std::vector<int64_t>{};
+      SentenceWork work{model, sentence, ts, layout, decoder_ids};
+      for (auto& m : run_measures) m->prepare(r, work);
+      if (maps_needed) {
+        const core::Trace& trace = *traces[b];
+        for (const auto& st : stacks) {
+          for (int l = 0; l < st.layers; ++l) {
+            const auto& stages = core::stages_of(trace, st.name, l);
+            const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kCPU, torch::kFloat32).contiguous();
+            const RowMaxima rows = row_maxima(maps, layout);
+            count_queries(r, st.name, l, rows);
+            for (auto& m : run_measures)
+              if (m->reads_maps()) m->add_layer(r, st.name, l, st.heads, maps, rows, layout);
+          }
+          for (auto& m : run_measures) m->add_stack(r, st.name, st.layers * st.heads, layout);
+        }
+      }
+      for (auto& m : run_measures) m->add_sentence(r, work);
+      ++r.sentences;
+      r.tokens += static_cast<int64_t>(ts.ids.size());
+      if (!first) first = ts;
+      if (!step()) {
+        pending.clear();
+        return false;
+      }
+    }
+    pending.clear();
+    return true;
+  };
   DatasetReader reader(r.files);
   int64_t index = 0;
-  for (DatasetSentence sentence; reader.next(sentence);) {
+  for (DatasetSentence sentence; !stopped && reader.next(sentence);) {
     if (s.limit > 0 && index >= s.limit) break;
     const int64_t i = index++;
     if (i % s.shard_count != s.shard_index) continue;
@@ -212,55 +301,18 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     if (T > max_tokens) skip = "longer than " + std::to_string(max_tokens) + " tokens";
     else if (!any_word) skip = "no tokens but special ones";
     if (!skip.empty()) {
+      // Counted in order: the sentences waiting before it are measured first.
+      if (!flush()) break;
       ++r.skipped;
       ++r.skipped_reasons[skip];
-    } else {
-      SentenceLayout layout;
-      layout.query_word = ts.word_of;
-      layout.key_word = ts.word_of;
-      layout.query_special = ts.special;
-      layout.key_special = ts.special;
-      layout.words = ts.words;
-      const std::vector<int64_t> decoder_ids = enc_dec ? ts.ids : std::vector<int64_t>{};
-      SentenceWork work{model, sentence, ts, layout, decoder_ids};
-      for (auto& m : run_measures) m->prepare(r, work);
-      if (maps_needed) {
-        core::RunRequest request;
-        request.ids = ts.ids;
-        if (enc_dec) request.decoder_ids = ts.ids;
-        request.capture = softmax_stage ? core::kCaptureWeights : core::kCaptureMixedWeights;
-        request.logit_positions = {0};  // the measures need the maps, not the LM head
-        request.cancel = o.cancel;      // a stop ends the sentence within a layer (partial report)
-        std::shared_ptr<const core::Trace> trace;
-        try {
-          trace = core::run(model, request);
-        } catch (const core::Cancelled&) {
-          r.partial = true;
-          break;
-        }
-        for (const auto& st : stacks) {
-          for (int l = 0; l < st.layers; ++l) {
-            const auto& stages = core::stages_of(*trace, st.name, l);
-            const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kCPU, torch::kFloat32).contiguous();
-            const RowMaxima rows = row_maxima(maps, layout);
-            count_queries(r, st.name, l, rows);
-            for (auto& m : run_measures)
-              if (m->reads_maps()) m->add_layer(r, st.name, l, st.heads, maps, rows, layout);
-          }
-          for (auto& m : run_measures) m->add_stack(r, st.name, st.layers * st.heads, layout);
-        }
-      }
-      for (auto& m : run_measures) m->add_sentence(r, work);
-      ++r.sentences;
-      r.tokens += T;
-      if (!first) first = ts;
+      stopped = !step();
+      continue;
     }
-    ++done;
-    if (o.progress && !o.progress(done, total_sentences)) {
-      r.partial = done < total_sentences;
-      break;
-    }
+    pending.push_back({std::move(sentence), std::move(ts)});
+    sentence = DatasetSentence{};
+    if (pending.size() >= window) stopped = !flush();
   }
+  if (!stopped && !(o.cancel && o.cancel->load())) flush();
   if (o.cancel && o.cancel->load() && done < total_sentences) r.partial = true;
   for (size_t i = 0; i < begun; ++i) run_measures[i]->end(r);
   r.finalize();

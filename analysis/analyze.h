@@ -28,6 +28,11 @@ struct AnalyzeOptions {
   std::vector<std::string> freq_files;   // frequency corpus for the rare-word ranks (plain text)
   int64_t max_tokens = 0;                // longer sentences are skipped; 0 = the model's positions
   int examples = 3;                      // maps of the most relevant heads kept for the figures
+  // Sentences run together in one forward pass (core/model/run_batch.h): every weight is read once
+  // per batch. 1, the default, runs them one at a time, and its reports are bit-identical however
+  // the dataset is sharded; a batch adds rounding of ~1e-7 (larger matrix products sum in another
+  // order). Worth it where the weights are streamed from memory each pass (a mapped 8B folder).
+  int batch = 1;
   // Called with (sentences done, sentences in this shard); returning false stops (partial report).
   std::function<bool(int64_t done, int64_t total)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set → stop after the current sentence (partial report)

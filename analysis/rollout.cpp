@@ -177,12 +177,21 @@ at::Tensor residual_attention(const at::Tensor& maps) {
 }
 
 at::Tensor attention_rollout(const std::vector<at::Tensor>& layers) {
-  torch::NoGradGuard no_grad;
-  auto residual = residual_layers(layers);
-  // Rollout (their eq. 1): Ã(l_i) = A(l_i) Ã(l_{i−1}), starting from the first layer.
-  auto rollout = residual.front();
-  for (size_t l = 1; l < residual.size(); ++l) rollout = torch::matmul(residual[l], rollout);
+  if (layers.empty()) throw std::invalid_argument("attention rollout/flow: no layers");
+  at::Tensor rollout;
+  for (const auto& maps : layers) rollout = rollout_step(rollout, maps);
   return rollout;
+}
+
+at::Tensor rollout_step(const at::Tensor& rollout, const at::Tensor& maps) {
+  torch::NoGradGuard no_grad;
+  // Rollout (their eq. 1): Ã(l_i) = A(l_i) Ã(l_{i−1}), starting from the first layer.
+  auto residual = residual_attention(maps);
+  if (!rollout.defined()) return residual;
+  if (rollout.size(0) != residual.size(0))
+    throw std::invalid_argument("attention rollout: layers have different lengths (" + std::to_string(rollout.size(0)) +
+                                " vs " + std::to_string(residual.size(0)) + ")");
+  return torch::matmul(residual, rollout);
 }
 
 std::vector<double> attention_flow(const std::vector<at::Tensor>& layers, int position) {

@@ -19,6 +19,10 @@ at::Tensor residual_attention(const at::Tensor& maps);
 // Rollout: Ã_L · … · Ã_1, [T, T] (float64): row t = how much each input token reaches position t
 // after the last layer. `layers` holds each layer's [heads, T, T] maps, first layer first.
 at::Tensor attention_rollout(const std::vector<at::Tensor>& layers);
+// One layer of it, for a run that sees each layer's maps once and keeps none (core::RunRequest's
+// on_layer): Ã_l · rollout, where `rollout` is the product of the layers before (undefined before
+// the first layer).
+at::Tensor rollout_step(const at::Tensor& rollout, const at::Tensor& maps);
 
 // Flow: the maximum flow from each input token (layer-0 node) to `position` at the last layer, in
 // the layered graph whose edge capacities are the residual_attention weights: nodes (l, i) for

@@ -26,19 +26,30 @@ struct StackCost {
 
 // One stack of `layers` layers: T queries over S keys (self-attention: S = T), plus cross-attention
 // over `cross` keys when the stack has it.
-StackCost stack_cost(const ModelConfig& c, const StackConfig& s, double T, double cross, unsigned capture) {
+StackCost stack_cost(const ModelConfig& c, const StackConfig& s, double T, double cross, unsigned capture,
+                     Stack self_stack, const MapDetail& detail) {
   const double D = c.hidden_size, F = c.ffn.kind == FfnKind::None ? 0 : c.ffn.inner_size, L = s.layers;
   StackCost out;
-  auto attention = [&](const AttentionConfig& a, double S) {
+  auto attention = [&](const AttentionConfig& a, double S, Stack stack) {
     // J: one map per (key) head; L and W: per softmax head (talking heads may have more); U: per value head.
     const double hk = a.heads, h = a.talking_heads ? a.talking_heads->softmax_heads : a.heads, hv = a.output_heads();
-    double maps = 0;
-    if (capture & kCaptureLogits) maps += hk * T * S;
-    if (capture & kCaptureMixedLogits) maps += h * T * S;
-    if (capture & kCaptureWeights) maps += h * T * S;
-    if (capture & kCaptureMixedWeights) maps += hv * T * S;
-    out.maps += L * maps * 4;
-    out.captured += L * maps * 4;
+    double per_cell = 0;  // maps kept per (query, key) cell
+    if (capture & kCaptureLogits) per_cell += hk;
+    if (capture & kCaptureMixedLogits) per_cell += h;
+    if (capture & kCaptureWeights) per_cell += h;
+    if (capture & kCaptureMixedWeights) per_cell += hv;
+    // Thumbnails for the pooled layers, the full size for the one kept whole (core/map_detail.h).
+    const double full_cells = T * S;
+    double cells = L * full_cells;
+    if (detail.pooled()) {
+      const double thumb = double(pooled_length(int64_t(T), detail.thumbnail_side)) *
+                           double(pooled_length(int64_t(S), detail.thumbnail_side));
+      const bool one_full = detail.full_stack == stack && detail.full_layer >= 0 && detail.full_layer < L;
+      cells = (one_full ? (L - 1) * thumb + full_cells : L * thumb);
+    }
+    const double maps = per_cell * cells;
+    out.maps += maps * 4;
+    out.captured += maps * 4;
     if (capture & kCaptureHeadOutputs) out.captured += L * 2 * hv * T * a.value_size * 4;
     if (capture & kCapturePatchSites)
       out.captured += L * (T * a.logit_heads() * a.key_size + S * a.kv_heads * a.key_size +
@@ -49,8 +60,8 @@ StackCost stack_cost(const ModelConfig& c, const StackConfig& s, double T, doubl
     // and activation.
     out.backward += L * (3 * h * T * S + 3 * T * (h * a.key_size + hv * a.value_size)) * 4;
   };
-  attention(s.attention, T);
-  if (s.cross_attention) attention(*s.cross_attention, cross);
+  attention(s.attention, T, self_stack);
+  if (s.cross_attention) attention(*s.cross_attention, cross, Stack::Cross);
   if (capture & kCaptureResidual) out.captured += (L + 1) * T * D * 4;
   out.working += (3 * T * F + 8 * T * D) * 4;
   out.backward += L * (3 * T * F + 8 * T * D) * 4;
@@ -60,7 +71,7 @@ StackCost stack_cost(const ModelConfig& c, const StackConfig& s, double T, doubl
 }  // namespace
 
 MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, int64_t decoder_tokens, unsigned capture,
-                                   int64_t logit_positions, bool with_backward) {
+                                   int64_t logit_positions, bool with_backward, const MapDetail& maps) {
   StackCost total;
   auto add = [&](const StackCost& s) {
     total.captured += s.captured;
@@ -70,10 +81,10 @@ MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, in
   };
   const double T = double(tokens);
   const double out_tokens = config.kind == StackKind::EncoderDecoder ? double(decoder_tokens) : T;
-  if (config.encoder) add(stack_cost(config, *config.encoder, T, 0, capture));
+  if (config.encoder) add(stack_cost(config, *config.encoder, T, 0, capture, Stack::Encoder, maps));
   if (config.decoder)
     add(stack_cost(config, *config.decoder, config.kind == StackKind::EncoderDecoder ? double(decoder_tokens) : T, T,
-                   capture));
+                   capture, Stack::Decoder, maps));
   const double P = logit_positions > 0 ? double(logit_positions) : out_tokens;
   total.captured += P * double(config.vocab_size) * 4;
   if (with_backward) total.backward += out_tokens * double(config.vocab_size) * 4 * 2;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/map_detail.h"
 
 #include <cstdint>
 #include <stdexcept>
@@ -27,9 +28,10 @@ struct MemoryEstimate {
 
 // The estimate for one forward pass of `config` over `tokens` tokens (`decoder_tokens` for an
 // encoder-decoder's decoder), capturing `capture` (core/model/attention.h flags), with logits at
-// `logit_positions` positions (0 = every position), plus a backward pass when `with_backward`.
+// `logit_positions` positions (0 = every position), plus a backward pass when `with_backward`. The
+// maps count at the size `maps` keeps them: thumbnails for every layer but its full one.
 MemoryEstimate estimate_run_memory(const ModelConfig& config, int64_t tokens, int64_t decoder_tokens, unsigned capture,
-                                   int64_t logit_positions = 0, bool with_backward = false);
+                                   int64_t logit_positions = 0, bool with_backward = false, const MapDetail& maps = {});
 
 // Bytes the KV cache of generation (core/model/kv_cache.h) holds after `tokens` decoder tokens: per
 // decoder layer, each kept token's float32 keys and values — h_kv·d_k + h_v·d_v (collaborative:

@@ -35,6 +35,12 @@ int64_t WeightFiles::values() const {
   return held;
 }
 
+int64_t WeightFiles::bytes() const {
+  int64_t total = 0;
+  for (const auto& file : files_) total += file->bytes();
+  return total;
+}
+
 std::shared_ptr<const WeightFiles> WeightFiles::open_file(const std::string& path) {
   auto files = std::make_shared<WeightFiles>();
   files->source_ = fs::path(path).filename().string();

@@ -41,6 +41,7 @@ class WeightFiles {
   const std::map<std::string, Entry>& entries() const { return entries_; }
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
   int64_t values() const;  // elements of every tensor together
+  int64_t bytes() const;   // their stored bytes together
 
  private:
   void add(std::unique_ptr<SafetensorsFile> file);

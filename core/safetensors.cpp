@@ -239,6 +239,12 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   return file;
 }
 
+int64_t SafetensorsFile::bytes() const {
+  int64_t total = 0;
+  for (const auto& info : tensors_) total += static_cast<int64_t>(info.end - info.begin);
+  return total;
+}
+
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {
   auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];

@@ -39,6 +39,7 @@ class SafetensorsFile {
 
   const std::string& path() const { return path_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in header order
+  int64_t bytes() const;  // the tensors' stored bytes together (the header not counted)
   const TensorInfo* find(const std::string& name) const;             // nullptr when absent
   bool contains(const std::string& name) const { return find(name) != nullptr; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

@@ -38,6 +38,7 @@ struct AnalyzeCliOptions {
   int64_t min_relation = 100;
   int64_t probe_length = 0, probe_sequences = 10, probe_seed = 0;
   int shards = 0;
+  int batch = 1;  // --batch
 };
 
 namespace fs = std::filesystem;
@@ -151,6 +152,7 @@ int analyze_command(const AnalyzeCliOptions& c) {
   o.data = c.data;
   o.freq_files = c.freq;
   o.max_tokens = c.max_tokens;
+  o.batch = c.batch;
   auto& s = o.settings;
   s.metrics = c.metrics;
   s.limit = c.limit;
@@ -333,6 +335,10 @@ void add_analyze_command(CLI::App& app, Action& action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-tokens", c->max_tokens, "Skip longer sentences (default: the model's positions)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", c->batch,
+                  "Sentences per forward pass (default 1: bit-identical reports however the data is sharded; more "
+                  "reads each weight once per batch, for large models whose weights stream from memory)")
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--stage", c->stage,
                   "Maps the attention measures read: values (U, what multiplies the values) or softmax (W)")
       ->check(CLI::IsMember({"values", "softmax"}));

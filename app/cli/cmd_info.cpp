@@ -37,8 +37,7 @@ int print_folder(const InfoOptions& options) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  int64_t stored = 0;
-  for (const auto& [name, entry] : folder.weights->entries()) stored += static_cast<int64_t>(entry.info->end - entry.info->begin);
+  const int64_t stored = folder.weights->bytes();
   const size_t files = folder.weights->files().size();
   const std::string residency = core::keep_weights_mapped(folder.weights->values())
                                     ? " (memory-mapped as stored when run, computed in float32)"

@@ -226,8 +226,11 @@ void Controller::select(const std::optional<core::Stack>& stack, const std::opti
   if (stack) sel.stack = *stack;
   if (stage) sel.stage = *stage;
   if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
-  // J and L are captured only on demand.
-  if (!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L)) request_run();
+  // J and L are captured only on demand; so is a layer's whole map where the run kept thumbnails.
+  if (!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L))
+    request_run();
+  else if (doc_.snapshot && doc_.snapshot->maps.pools(sel.stack, sel.layer))
+    request_run();
 }
 
 void Controller::start(const std::string& model_folder, const std::string& session_path) {
@@ -363,6 +366,8 @@ void Controller::poll_snapshot(bool& changed) {
   if (snap != doc_.snapshot) {
     doc_.snapshot = snap;
     if (doc_.model && snap) clamp_selection(session.selection, *doc_.model, snap.get());
+    // A run asked for before another layer was selected kept that layer as thumbnails: fetch it.
+    if (snap && snap->maps.pools(session.selection.stack, session.selection.layer)) request_run();
     // A text the model took only cut to its positions: the text is now the part that was run.
     if (snap && !snap->trimmed.empty() && session.text != snap->input.text) {
       session.text = snap->input.text;

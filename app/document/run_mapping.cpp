@@ -1,8 +1,27 @@
 #include "app/document/run_mapping.h"
 
+#include "core/memory_budget.h"
+
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <string>
 
 namespace headlab::app {
+
+int64_t full_maps_budget() {
+  const char* env = std::getenv("HEADLAB_FULL_MAPS");
+  if (!env || !*env) return kFullMapsBudget;
+  if (std::string(env) == "0") return 0;
+  try {
+    return core::parse_byte_size(env);
+  } catch (const std::exception& e) {
+    static bool said = false;  // a malformed value keeps the default; said once, not at every run
+    if (!said) std::cerr << "headlab: HEADLAB_FULL_MAPS: " << e.what() << "; keeping 128M\n";
+    said = true;
+    return kFullMapsBudget;
+  }
+}
 
 RunInput make_run_input(const SessionState& session) {
   RunInput in;
@@ -10,6 +29,9 @@ RunInput make_run_input(const SessionState& session) {
   in.decoder_text = session.decoder_text;
   in.controls = session.controls;
   in.all_stages = session.selection.stage == Stage::J || session.selection.stage == Stage::L;
+  in.open_stack = session.selection.stack;
+  in.open_layer = session.selection.layer;
+  in.full_maps_budget = full_maps_budget();
   in.top_k = std::max(1, std::min(50, session.view.top_k));
   // Only the position the Output view shows goes through the LM head (default: every [MASK]).
   if (session.selection.output_position >= 0) in.output_positions = {session.selection.output_position};

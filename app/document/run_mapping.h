@@ -9,8 +9,13 @@
 
 namespace headlab::app {
 
-// The run the session asks for: its text(s), controls, and J/L only when a J or L view needs them.
+// The run the session asks for: its text(s), controls, and J/L only when a J or L view needs them;
+// the selected layer is the one whose maps stay whole when the rest are thumbnails.
 RunInput make_run_input(const SessionState& session);
+
+// Bytes of maps kept whole before thumbnails take over: $HEADLAB_FULL_MAPS (bytes, or with a K/M/G
+// suffix; 0 = always whole) or kFullMapsBudget.
+int64_t full_maps_budget();
 
 // Keeps the selection inside the model (stack present, layer/head in range) and the run (token
 // highlights inside the tokens).

@@ -55,6 +55,10 @@ void AttentionMapView::drawContent(Workbench& wb) {
     ImGui::TextDisabled("capturing stage %s…", stage_name(sel.stage));
     return;
   }
+  if (sm.pooled()) {  // the run kept this layer as thumbnails: its whole maps are on their way
+    ImGui::TextDisabled("computing layer %d's whole maps (the run kept thumbnails of it)…", sel.layer);
+    return;
+  }
   const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
   const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
   refused_input_banner(wb.doc());

@@ -118,6 +118,7 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
   if (figure == "attention-map") {
     const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(sel.stage)];
     if (sm.empty() || sel.head >= sm.heads) throw std::runtime_error("export " + path + ": stage not captured");
+    if (sm.pooled()) throw std::runtime_error("export " + path + ": layer " + std::to_string(sel.layer) + "'s whole maps are still being computed");
     FigureMap m;
     m.data = sm.head(sel.head);
     m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
@@ -127,8 +128,11 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
   } else if (figure == "heads-grid") {
     std::vector<std::vector<FigureMap>> grid;
     int rows = 0, cols = 0;
+    // Where the run kept thumbnails, the open layer's whole maps are pooled alike for the figure.
+    const int side = wb.doc().snapshot->maps.thumbnail_side;
+    std::vector<StageMaps> pooled(maps->layers.size());
     for (size_t l = 0; l < maps->layers.size(); ++l) {
-      const StageMaps& sm = maps->layers[l].stages[static_cast<int>(sel.stage)];
+      const StageMaps& sm = pooled[l] = thumbnail(maps->layers[l].stages[static_cast<int>(sel.stage)], side);
       grid.emplace_back();
       if (sm.empty()) continue;
       rows = sm.rows, cols = sm.cols;
@@ -141,10 +145,12 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
         grid.back().push_back(m);
       }
     }
-    write_heads_grid(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " attention, every head (" + stage_name(sel.stage) + ")",
+    write_heads_grid(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " attention, every head (" + stage_name(sel.stage) + ")" +
+                               (side > 0 ? ", max-pooled to at most " + std::to_string(side) + "² per head" : ""),
                      grid, rows, cols, cmap);
   } else if (figure == "head-view") {
     const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
+    if (sm.pooled()) throw std::runtime_error("export " + path + ": layer " + std::to_string(sel.layer) + "'s whole maps are still being computed");
     std::vector<const float*> heads;
     for (int h = 0; h < sm.heads; ++h) heads.push_back(sm.head(h));
     write_head_view(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) + ", heads by colour",

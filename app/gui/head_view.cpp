@@ -23,6 +23,10 @@ void HeadView::drawContent(Workbench& wb) {
   if (!maps || sel.layer >= static_cast<int>(maps->layers.size())) return;
   const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
   if (sm.empty()) return;
+  if (sm.pooled()) {
+    ImGui::TextDisabled("computing layer %d's whole maps (the run kept thumbnails of it)…", sel.layer);
+    return;
+  }
   const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
   const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
   refused_input_banner(wb.doc());

@@ -5,6 +5,7 @@
 #include "app/gui/workbench.h"
 #include "app/document/controls_edit.h"
 #include "app/document/head_table.h"
+#include "app/document/run_mapping.h"
 
 #include <filesystem>
 
@@ -103,6 +104,13 @@ void HeadsGridView::drawContent(Workbench& wb) {
   const ImVec2 figure0 = ImGui::GetCursorScreenPos();
   ImGui::Text("%s — %s, every head (%s): layers down, heads across", model_title(wb).c_str(), att->title.c_str(),
               stage_name(sel.stage));
+  if (const int side = wb.doc().snapshot->maps.thumbnail_side; side > 0) {
+    ImGui::TextDisabled("(thumbnails: max-pooled to ≤ %d×%d; the selected layer exact)", side, side);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("the maps of every head at full size would take more than %lld MiB, so each is kept as the largest\n"
+                        "weight of blocks of tokens; selecting a head fetches its layer's whole maps",
+                        static_cast<long long>(full_maps_budget() >> 20));
+  }
   const float pad = 4.0f;
   const float label_w = ImGui::CalcTextSize("L00").x + pad * 2;
   const int heads = att->heads(sel.stage);
@@ -119,8 +127,9 @@ void HeadsGridView::drawContent(Workbench& wb) {
                 ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
   }
   const float top = origin.y + ImGui::GetTextLineHeightWithSpacing();
-  const int rows_q = maps->layers.empty() ? 0 : maps->layers[0].stages[static_cast<int>(sel.stage)].rows;
-  const int cols_k = maps->layers.empty() ? 0 : maps->layers[0].stages[static_cast<int>(sel.stage)].cols;
+  // The maps' own size (a thumbnail covers the same T × S in fewer cells).
+  const int rows_q = maps->layers.empty() ? 0 : maps->layers[0].stages[static_cast<int>(sel.stage)].full_rows;
+  const int cols_k = maps->layers.empty() ? 0 : maps->layers[0].stages[static_cast<int>(sel.stage)].full_cols;
   for (int l = 0; l < static_cast<int>(maps->layers.size()); ++l) {
     const float y = top + l * (cell + pad);
     const std::string t = "L" + std::to_string(l);

@@ -41,6 +41,31 @@ std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const cor
   // weights W·(gates): the maps that multiply the values (Abnar & Zuidema 2020).
   const core::StackTrace& stack = enc_dec ? trace.decoder : trace.main_stack();
   out->flow_stack = enc_dec ? core::Stack::Decoder : (trace.decoder.empty() ? core::Stack::Encoder : core::Stack::Decoder);
+  if (trace.maps.pooled()) {
+    // The trace keeps thumbnails: the rollout comes from a run that hands each layer's whole maps
+    // over once and keeps none of them (flow, which needs them all at once, keeps the maps whole:
+    // RunInput::full_maps_budget).
+    core::RunRequest again;
+    again.ids = trace.ids;
+    again.decoder_ids = trace.decoder_ids;
+    again.token_types = trace.token_types;
+    again.controls = input.controls;
+    again.patches = trace.patches;
+    again.capture = core::kCaptureWeights | core::kCaptureMixedWeights;
+    again.maps.thumbnail_side = 1;
+    again.logit_positions = {0};
+    torch::Tensor rollout;  // [T, T] float64
+    again.on_layer = [&](core::Stack s, int, const core::AttentionStages& stages) {
+      if (s == out->flow_stack) rollout = analysis::rollout_step(rollout, core::value_weights(stages));
+    };
+    core::run(model, again);
+    if (rollout.defined()) {
+      const auto row = rollout[out->position].contiguous();
+      out->rollout.assign(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
+    }
+    out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  }
   std::vector<torch::Tensor> maps;
   for (const auto& layer : stack.layers) maps.push_back(core::value_weights(layer.self));
   if (!maps.empty() && maps.front().defined()) {

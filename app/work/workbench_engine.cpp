@@ -5,8 +5,10 @@
 #include "app/work/relevance_run.h"
 #include "analysis/spectra.h"
 #include "core/file_hash.h"
+#include "core/memory_budget.h"
 #include "core/model/attention.h"
 #include "core/model/device.h"
+#include "core/model/map_pool.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
 #include "core/model/stacks.h"
@@ -32,18 +34,32 @@ struct CachedLayer {
   LayerMaps maps;
 };
 
-StageMaps to_maps(const torch::Tensor& t) {
+// `t` [heads, rows, cols], a thumbnail of a rows_full × cols_full map when smaller.
+StageMaps to_maps(const torch::Tensor& t, int rows_full, int cols_full) {
   StageMaps m;
   if (!t.defined()) return m;
   auto c = t.detach().to(torch::kCPU, torch::kFloat).contiguous();  // [heads, T, S]
   m.heads = static_cast<int>(c.size(0));
   m.rows = static_cast<int>(c.size(1));
   m.cols = static_cast<int>(c.size(2));
+  m.full_rows = c.size(1) == 1 && c.size(2) == 1 ? 1 : rows_full;  // (a sink's share is [h, T, 1])
+  m.full_cols = c.size(2) == 1 ? 1 : cols_full;
   auto buffer = std::make_shared<std::vector<float>>(static_cast<size_t>(c.numel()));
   std::memcpy(buffer->data(), c.data_ptr<float>(), buffer->size() * sizeof(float));
   m.data = std::move(buffer);
   return m;
 }
+
+}  // namespace
+
+StageMaps thumbnail(const StageMaps& maps, int side) {
+  if (side <= 0 || maps.empty() || maps.pooled()) return maps;
+  auto full = torch::from_blob(const_cast<float*>(maps.data->data()), {maps.heads, maps.rows, maps.cols}, torch::kFloat);
+  StageMaps out = to_maps(core::pool_map(full, side), maps.full_rows, maps.full_cols);
+  return out;
+}
+
+namespace {
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -88,6 +104,7 @@ struct WorkbenchEngine::Impl {
   int64_t base_outputs_k = 0;
   std::vector<std::vector<CachedLayer>> cache;  // per attention, per layer
   uint64_t generation = 0, layer_version = 0;
+  int map_side = 0;  // the thumbnails' side of the run being converted (0: full maps)
   std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;  // of this model, once asked for
   bool weight_spectra_tried = false;
   std::shared_ptr<const analysis::Composition> circuits;  // with the weight spectra
@@ -206,7 +223,8 @@ struct WorkbenchEngine::Impl {
     return stack == core::Stack::Encoder ? t.encoder : t.decoder;
   }
 
-  LayerMaps layer_maps(size_t a, size_t l, const core::AttentionStages& s) {
+  // Layer l of attention a from its captured stages, whose maps are rows × cols (T × S) at full size.
+  LayerMaps layer_maps(size_t a, size_t l, const core::AttentionStages& s, int rows, int cols) {
     auto& layers = cache[a];
     if (layers.size() <= l) layers.resize(l + 1);
     CachedLayer& c = layers[l];
@@ -224,17 +242,19 @@ struct WorkbenchEngine::Impl {
            (src[3].sizes() == src[2].sizes() && torch::equal(src[3], src[2]))))
         maps.stages[i] = maps.stages[2];  // U is W (no mixing after the softmax): share the buffer
       else
-        maps.stages[i] = to_maps(src[i]);
+        maps.stages[i] = to_maps(src[i], rows, cols);
       c.source[i] = src[i];
     }
-    maps.masked = masked_cells(a, l, src);
-    if (s.sink_share.defined()) maps.sink = to_maps(s.sink_share.unsqueeze(-1));  // [h, T] → [h, T, 1]
+    maps.masked = masked_cells(a, l, src, rows, cols);
+    if (s.sink_share.defined()) maps.sink = to_maps(s.sink_share.unsqueeze(-1), rows, 1);  // [h, T] → [h, T, 1]
     c.maps = maps;
     return maps;
   }
 
-  // The cells the layer's pattern forbids (core::attention_allowed), as the maps' [rows, cols].
-  std::shared_ptr<const std::vector<uint8_t>> masked_cells(size_t a, size_t l, const torch::Tensor (&src)[kStageCount]) {
+  // The cells the layer's pattern forbids (core::attention_allowed) of a T × S map, at the size the
+  // maps were kept: a thumbnail's cell is forbidden when its whole block is.
+  std::shared_ptr<const std::vector<uint8_t>> masked_cells(size_t a, size_t l, const torch::Tensor (&src)[kStageCount],
+                                                           int64_t T, int64_t S) {
     const torch::Tensor* any = nullptr;
     for (const auto& t : src)
       if (t.defined()) any = &t;
@@ -246,10 +266,12 @@ struct WorkbenchEngine::Impl {
     if (!stack) return nullptr;
     const core::AttentionPattern pattern =
         att.stack == core::Stack::Cross ? stack->cross_attention->pattern : stack->layer_attention(static_cast<int>(l)).pattern;
-    const int64_t T = any->size(-2), S = any->size(-1);
-    const auto allowed = core::attention_allowed(T, S, att.causal, pattern).to(torch::kUInt8).contiguous();  // [T, S]
+    auto allowed = core::attention_allowed(T, S, att.causal, pattern).to(torch::kFloat);  // [T, S], 1 = allowed
+    if (any->size(-2) != T || any->size(-1) != S)  // a thumbnail: allowed where any key of the block is
+      allowed = core::pool_map(allowed.unsqueeze(0), map_side).squeeze(0);
+    allowed = allowed.to(torch::kUInt8).contiguous();
     if (allowed.min().item<int>() == 1) return nullptr;
-    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(T * S));
+    auto out = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(allowed.numel()));
     const uint8_t* p = allowed.data_ptr<uint8_t>();
     for (size_t i = 0; i < out->size(); ++i) (*out)[i] = p[i] ? 0 : 1;
     return out;
@@ -434,13 +456,30 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   if (input.all_stages || input.logit_spectra) request.capture |= core::kCaptureLogits | core::kCaptureMixedLogits;
   request.cancel = cancel;
   request.progress = progress;
+  // Thumbnails but for the open layer when the maps would be large (RunInput::full_maps_budget).
+  const int64_t full_maps = core::estimate_run_memory(m.model->config, static_cast<int64_t>(request.ids.size()),
+                                                      static_cast<int64_t>(request.decoder_ids.size()), request.capture)
+                                .maps;
+  const bool longer_than_thumbnail = std::max(request.ids.size(), request.decoder_ids.size()) > size_t(kThumbnailSide);
+  if (input.full_maps_budget > 0 && full_maps > input.full_maps_budget && longer_than_thumbnail && !input.logit_spectra &&
+      !(input.relevance.enabled && input.relevance.flow)) {
+    request.maps.thumbnail_side = kThumbnailSide;
+    request.maps.full_stack = input.open_stack;
+    request.maps.full_layer = input.open_layer;
+  }
+  m.map_side = request.maps.thumbnail_side;
+  snap->maps = request.maps;
 
+  // A trace this request can start from: same input and capture (a trace with another full layer
+  // re-runs only that layer, core::run).
   auto compatible = [&](const std::shared_ptr<const core::Trace>& t) {
-    return t && t->ids == request.ids && t->decoder_ids == request.decoder_ids && t->capture == request.capture;
+    return t && t->ids == request.ids && t->decoder_ids == request.decoder_ids && t->capture == request.capture &&
+           t->maps.thumbnail_side == request.maps.thumbnail_side;
   };
   const auto model_start = std::chrono::steady_clock::now();
   // The unmodified model on this input: the reference for Δp and KL (at the same positions).
-  if (!compatible(m.base_trace) || m.base_trace->logit_positions != request.logit_positions) {
+  if (!compatible(m.base_trace) || m.base_trace->logit_positions != request.logit_positions ||
+      m.base_trace->maps != request.maps) {
     core::RunRequest base = request;
     base.controls = core::ModelControls{};
     base.previous = compatible(m.base_trace) ? m.base_trace : compatible(m.last_trace) ? m.last_trace : nullptr;
@@ -469,8 +508,10 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
     AttentionMaps maps;
     maps.stack = att.stack;
     const auto& st = m.stack_of(*trace, core::layers_of(att.stack));
+    const int rows = static_cast<int>(snap->query_tokens(att.stack).ids.size());
+    const int cols = static_cast<int>(snap->key_tokens(att.stack).ids.size());
     for (size_t l = 0; l < st.layers.size(); ++l)
-      maps.layers.push_back(m.layer_maps(a, l, core::stages_of(*trace, att.stack, static_cast<int>(l))));
+      maps.layers.push_back(m.layer_maps(a, l, core::stages_of(*trace, att.stack, static_cast<int>(l)), rows, cols));
     snap->attentions.push_back(std::move(maps));
   }
   for (const auto& layer : trace->main_stack().layers) {

@@ -9,6 +9,7 @@
 #include "analysis/composition.h"
 #include "analysis/spectra.h"
 #include "core/controls.h"
+#include "core/map_detail.h"
 
 #include <atomic>
 #include <cstdint>
@@ -68,11 +69,15 @@ struct ModelSummary {
   const AttentionSummary* find(core::Stack stack) const;
 };
 
-// Maps of one attention call at one stage: [heads, rows (queries), cols (keys)].
+// Maps of one attention call at one stage: [heads, rows (queries), cols (keys)]. A thumbnail
+// (RunSnapshot::maps) has fewer rows and columns than the map it was pooled from: each cell is the
+// largest weight of a block of full_rows / rows queries × full_cols / cols keys (core/map_detail.h).
 struct StageMaps {
   int heads = 0, rows = 0, cols = 0;
+  int full_rows = 0, full_cols = 0;  // the map's own size (T, S): rows and cols unless pooled
   std::shared_ptr<const std::vector<float>> data;
   bool empty() const { return !data || data->empty(); }
+  bool pooled() const { return rows != full_rows || cols != full_cols; }
   const float* head(int h) const { return data->data() + static_cast<size_t>(h) * rows * cols; }
   float at(int h, int q, int k) const { return (*data)[(static_cast<size_t>(h) * rows + q) * cols + k]; }
 };
@@ -84,7 +89,7 @@ struct LayerMaps {
   uint64_t version = 0;           // changes whenever this layer was recomputed
   // [rows, cols]: 1 where the layer's attention pattern forbids the key (causal, sliding window,
   // dilation, global tokens), so a view can shade it apart from a weight that is merely small;
-  // null when every key is allowed.
+  // null when every key is allowed. A thumbnail's cell is 1 when every key of its block is forbidden.
   std::shared_ptr<const std::vector<uint8_t>> masked;
   bool is_masked(int q, int k) const { return masked && (*masked)[static_cast<size_t>(q) * cols() + k]; }
   int cols() const {
@@ -92,12 +97,23 @@ struct LayerMaps {
       if (!s.empty()) return s.cols;
     return 0;
   }
+  // True when the layer's maps are thumbnails (every captured stage is pooled alike).
+  bool pooled() const {
+    for (const auto& s : stages)
+      if (!s.empty()) return s.pooled();
+    return false;
+  }
 };
 
 struct AttentionMaps {
   core::Stack stack = core::Stack::Encoder;
   std::vector<LayerMaps> layers;
 };
+
+// `maps` max-pooled as a run pools its thumbnails (core/model/map_pool.h): for a figure of every
+// head where the open layer is whole and the rest are thumbnails. `maps` itself when already pooled
+// or when side ≤ 0.
+StageMaps thumbnail(const StageMaps& maps, int side);
 
 struct Prediction {
   int64_t id = 0;
@@ -177,6 +193,12 @@ enum class InputTrim {
   Around,  // a window of tokens centred on RunInput::trim_centre
 };
 
+// Captured maps above this many bytes are kept as thumbnails of at most kThumbnailSide² cells per
+// head, all but the open layer's (RunInput::full_maps_budget). The default model at 512 tokens keeps
+// 84 MB of maps and stays exact; an 8B model's 1,024 heads at 256 tokens would keep 537 MB.
+constexpr int64_t kFullMapsBudget = int64_t(128) << 20;
+constexpr int kThumbnailSide = 64;
+
 // What to run: the text(s), the controls and which stages to keep.
 struct RunInput {
   std::string text;
@@ -187,6 +209,13 @@ struct RunInput {
   std::string decoder_text;  // encoder-decoder only ("" = same as text)
   core::ModelControls controls;
   bool all_stages = false;   // keep J and L too (W and U are always kept)
+  // The attention call the views open (the selected layer): exact even when the rest are thumbnails.
+  core::Stack open_stack = core::Stack::Encoder;
+  int open_layer = 0;
+  // When every captured map at full size would take more bytes than this, the run keeps thumbnails
+  // (kThumbnailSide) but for the open layer; 0 keeps every map whole. Per-head logit spectra and
+  // attention flow read every map whole: with those the maps stay full (the memory limit decides).
+  int64_t full_maps_budget = kFullMapsBudget;
   int top_k = 10;
   // Positions to predict at (decoder side for enc-dec); empty = the default ones ([MASK]s of a
   // masked LM, else the last real token). Only these run through the LM head. Positions outside
@@ -219,6 +248,9 @@ struct RunSnapshot {
   TokenizedText tokens;          // encoder (or the only stack)
   TokenizedText decoder_tokens;  // encoder-decoder only
   std::vector<AttentionMaps> attentions;  // same order as ModelSummary::attentions
+  // How the maps were kept: thumbnail_side 0 = every map whole; else thumbnails but for
+  // (full_stack, full_layer), the open layer.
+  core::MapDetail maps;
   // A mixture-of-experts model: the experts each token of the main stack ran, [layer][token] → the
   // top_k expert ids, highest router weight first; empty for a dense model.
   std::vector<std::vector<std::vector<int>>> experts;

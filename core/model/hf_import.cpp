@@ -177,10 +177,7 @@ std::shared_ptr<Model> import_hf_model(const ModelFolder& opened) {
     WeightsArriveLater unwritten;  // every weight is mapped, copied or filled below
     model->module = Transformer(model->config);
   }
-  int64_t stored_total = 0;
-  for (const auto& [name, entry] : checkpoint.entries())
-    stored_total += static_cast<int64_t>(entry.info->end - entry.info->begin);
-  const bool scan = scan_mapped_values(stored_total);
+  const bool scan = scan_mapped_values(checkpoint.bytes());
 
   // Every native parameter has exactly one source and every source feeds a parameter.
   torch::NoGradGuard no_grad;

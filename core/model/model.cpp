@@ -70,9 +70,7 @@ int64_t load_native_weights(Transformer& module, const SafetensorsFile& file,
                             const std::function<bool(const std::string&)>& loaded_elsewhere, Residency residency) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
-  int64_t stored_total = 0;
-  for (const auto& info : file.tensors()) stored_total += static_cast<int64_t>(info.end - info.begin);
-  const bool scan = scan_mapped_values(stored_total);
+  const bool scan = scan_mapped_values(file.bytes());
   int64_t mapped = 0;
   for (auto& item : module->named_parameters()) {
     const std::string& name = item.key();

@@ -2,6 +2,7 @@
 
 #include "core/memory_budget.h"
 #include "core/model/device.h"
+#include "core/model/map_pool.h"
 
 #include <torch/torch.h>
 
@@ -54,9 +55,9 @@ struct Progress {
   }
 };
 
-// Runs layers [from, layers) of one stack, starting from `input` ([1, T, D]).
+// Runs layers [from, to) of one stack (to < 0: to the last), starting from `input` ([1, T, D]).
 torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input, const RunRequest& request,
-                        const torch::Tensor& memory, StackTrace& out, Progress& progress) {
+                        const torch::Tensor& memory, StackTrace& out, Progress& progress, int to = -1) {
   auto& module = model.module;
   const int layers = module->layer_count(stack);
   const int64_t T = input.size(1);
@@ -68,7 +69,8 @@ torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input
   out.layers.resize(layers);
   if (request.capture & kCaptureResidual) out.hidden.resize(layers + 1);
   torch::Tensor h = input;
-  for (int l = from; l < layers; ++l) {
+  const int end = to < 0 ? layers : to;
+  for (int l = from; l < end; ++l) {
     // hidden[l] keeps the input before this layer's resid patch, so that a later run with other
     // patches can start here.
     if (request.capture & kCaptureResidual) out.hidden[l] = h.squeeze(0);
@@ -85,10 +87,16 @@ torch::Tensor run_stack(Model& model, Stack stack, int from, torch::Tensor input
     out.layers[l].experts = experts.defined() ? experts.squeeze(0) : experts;
     out.layers[l].self = squeeze_batch(self);
     out.layers[l].cross = squeeze_batch(cross);
+    if (request.on_layer) {
+      request.on_layer(stack, l, out.layers[l].self);
+      if (cross.weights.defined()) request.on_layer(Stack::Cross, l, out.layers[l].cross);
+    }
+    if (request.maps.pools(stack, l)) pool_stages(out.layers[l].self, request.maps.thumbnail_side);
+    if (request.maps.pools(Stack::Cross, l)) pool_stages(out.layers[l].cross, request.maps.thumbnail_side);
     out.layers[l].mlp_out = mlp_out.defined() ? mlp_out.squeeze(0) : mlp_out;
     progress.step();
   }
-  if (request.capture & kCaptureResidual) out.hidden[layers] = h.squeeze(0);
+  if ((request.capture & kCaptureResidual) && end == layers) out.hidden[layers] = h.squeeze(0);
   return h;
 }
 
@@ -102,7 +110,49 @@ torch::Tensor head_at(Model& model, const torch::Tensor& h, Stack stack, const s
 bool reusable(const Trace& previous, const RunRequest& request) {
   return previous.ids == request.ids && previous.decoder_ids == request.decoder_ids &&
          previous.token_types == request.token_types && previous.capture == request.capture &&
-         (request.capture & kCaptureResidual);
+         previous.maps.thumbnail_side == request.maps.thumbnail_side && (request.capture & kCaptureResidual);
+}
+
+// The encoder's output as the decoder's cross-attention reads it (after its final norm), from a trace.
+torch::Tensor cross_memory(Model& model, const Trace& trace) {
+  if (trace.encoder.empty()) return {};
+  torch::Tensor memory = trace.encoder.hidden.back().unsqueeze(0);
+  if (model.module->encoder_final_norm) memory = model.module->encoder_final_norm(memory);
+  return memory;
+}
+
+// `trace` (a copy of `previous`) keeps its layers below `enc_from` / `dec_from`; where the request
+// keeps another layer at full size than `previous` did, the old one is pooled and the new one's
+// block runs again from its kept input, capturing in full. Returns the layers run.
+int adjust_full_layer(Model& model, Trace& trace, const Trace& previous, const RunRequest& request, int enc_from,
+                      int dec_from) {
+  const MapDetail& was = previous.maps;
+  const MapDetail& now = request.maps;
+  if (!now.pooled() || was == now) return 0;
+  auto below_recomputed = [&](Stack stack, int layer) {
+    return layer >= 0 && layer < (layers_of(stack) == Stack::Encoder ? enc_from : dec_from);
+  };
+  auto stages = [&](Stack stack, int layer) -> AttentionStages& {
+    LayerTrace& l = (layers_of(stack) == Stack::Encoder ? trace.encoder : trace.decoder).layers.at(static_cast<size_t>(layer));
+    return stack == Stack::Cross ? l.cross : l.self;
+  };
+  if (below_recomputed(was.full_stack, was.full_layer) && now.pools(was.full_stack, was.full_layer))
+    pool_stages(stages(was.full_stack, was.full_layer), now.thumbnail_side);
+  if (!below_recomputed(now.full_stack, now.full_layer) || !was.pools(now.full_stack, now.full_layer)) return 0;
+  const Stack stack = layers_of(now.full_stack);
+  StackTrace& st = stack == Stack::Encoder ? trace.encoder : trace.decoder;
+  const int l = now.full_layer;
+  RunRequest one = request;
+  one.on_layer = nullptr;
+  one.progress = nullptr;
+  Progress progress{one, 1};
+  const torch::Tensor memory = stack == Stack::Decoder ? cross_memory(model, trace) : torch::Tensor();
+  // The block reads the input its layer had: hidden[l] (before the layer's resid patch, which
+  // run_stack applies again). Its output equals hidden[l + 1], so only the captures change.
+  const torch::Tensor kept_next = st.hidden.at(static_cast<size_t>(l) + 1);
+  run_stack(model, stack, l, st.hidden.at(static_cast<size_t>(l)).unsqueeze(0), one, memory, st, progress, l + 1);
+  st.hidden[static_cast<size_t>(l) + 1] = kept_next;
+  return 1;
 }
 
 }  // namespace
@@ -125,7 +175,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   // Refuse before allocating what the machine cannot hold (core/memory_budget.h).
   check_run_memory(estimate_run_memory(config, static_cast<int64_t>(request.ids.size()),
                                        static_cast<int64_t>(request.decoder_ids.size()), request.capture,
-                                       static_cast<int64_t>(request.logit_positions.size())),
+                                       static_cast<int64_t>(request.logit_positions.size()), false, request.maps),
                    model, "this run", static_cast<int64_t>(std::max(request.ids.size(), request.decoder_ids.size())));
 
   const int enc_layers = module->layer_count(Stack::Encoder);
@@ -139,6 +189,24 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     dec_from = first_changed_layer(*previous, request, Stack::Decoder, dec_layers, enc_dec);
     if (enc_dec && enc_from < enc_layers) dec_from = 0;  // a new encoder output changes every decoder layer
     if (!enc_dec && config.kind == StackKind::Encoder) dec_from = 0;
+    if (enc_from == enc_layers && dec_from == dec_layers && previous->maps != request.maps) {
+      // The same layers with another one kept at full size: that layer's block runs again, alone.
+      auto adjusted = std::make_shared<Trace>(*previous);
+      adjusted->maps = request.maps;
+      adjusted->recomputed_stack.reset();
+      adjusted->recomputed_from = 0;
+      adjusted->layers_computed = adjust_full_layer(model, *adjusted, *previous, request, enc_from, dec_from);
+      if (adjusted->layers_computed > 0) {  // the one layer that ran
+        adjusted->recomputed_stack = layers_of(request.maps.full_stack);
+        adjusted->recomputed_from = request.maps.full_layer;
+      }
+      if (previous->logit_positions != request.logit_positions) {
+        adjusted->logit_positions = request.logit_positions;
+        const Stack stack = previous->decoder.empty() ? Stack::Encoder : Stack::Decoder;
+        adjusted->logits = head_at(model, previous->main_stack().hidden.back().unsqueeze(0), stack, request.logit_positions);
+      }
+      return adjusted;
+    }
     if (enc_from == enc_layers && dec_from == dec_layers) {
       if (previous->logit_positions == request.logit_positions) return request.previous;
       // Same layers, other positions: only the head runs again, on the kept final hidden state.
@@ -155,7 +223,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     *trace = *previous;  // shares the unchanged layers' tensors (they are never modified)
     trace->recomputed_stack.reset();
     trace->recomputed_from = 0;
-    trace->layers_computed = 0;
+    trace->layers_computed = adjust_full_layer(model, *trace, *previous, request, enc_from, dec_from);
   }
   trace->ids = request.ids;
   trace->decoder_ids = request.decoder_ids;
@@ -163,6 +231,7 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
   trace->controls = request.controls;
   trace->patches = request.patches;
   trace->capture = request.capture;
+  trace->maps = request.maps;
   trace->logit_positions = request.logit_positions;
 
   Progress progress{request, (enc_layers - enc_from) + (dec_layers - dec_from)};

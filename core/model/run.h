@@ -6,6 +6,7 @@
 #include "core/model/attention.h"
 #include "core/cancelled.h"
 #include "core/controls.h"
+#include "core/map_detail.h"
 #include "core/model/model.h"
 #include "core/model/patch.h"
 
@@ -44,6 +45,7 @@ struct Trace {
   ModelControls controls;
   std::vector<ActivationPatch> patches;
   unsigned capture = kCaptureNone;
+  MapDetail maps;  // what the captured maps were kept at
   torch::Tensor logits;  // [P, V]: one row per logit position (decoder positions for an encoder-decoder)
   std::vector<int64_t> logit_positions;  // the P positions of `logits`; empty = every position (P = T)
   StackTrace encoder, decoder;
@@ -58,6 +60,11 @@ struct Trace {
 
 // Called after each layer with (layers done, layers total); returning false cancels.
 using ProgressFn = std::function<bool(int done, int total)>;
+// Called after each computed layer with its captured stages at full size (batch removed), before
+// they are pooled (RunRequest::maps): for a measure that reads every layer's whole map once
+// (rollout) in a run that keeps only thumbnails. (stack, layer, stages); cross-attention comes as
+// Stack::Cross.
+using LayerFn = std::function<void(Stack stack, int layer, const AttentionStages& stages)>;
 
 struct RunRequest {
   std::vector<int64_t> ids;
@@ -71,6 +78,10 @@ struct RunRequest {
   // differentiated, e.g. with respect to a patch's weight (attribution patching).
   bool differentiable = false;
   unsigned capture = kCaptureWeights | kCaptureMixedWeights | kCaptureResidual;
+  // Thumbnails instead of full maps, but for one layer (core/map_detail.h). With `previous`, a
+  // change of the full layer alone re-runs just that layer's block from its kept input (and pools
+  // the one kept before): a view opening another layer costs one layer, not a forward.
+  MapDetail maps;
   // Positions whose logits to compute (the LM head is per position); empty = every position. A
   // live view that shows one position skips the rest of the [T, V] head.
   std::vector<int64_t> logit_positions;
@@ -79,6 +90,7 @@ struct RunRequest {
   // but the logit positions did, only the head runs again.
   std::shared_ptr<const Trace> previous;
   ProgressFn progress;
+  LayerFn on_layer;
   const std::atomic<bool>* cancel = nullptr;
 };
 

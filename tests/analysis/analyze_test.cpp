@@ -105,13 +105,13 @@ nlohmann::json without_shard(nlohmann::json j) {
   return j;
 }
 
-// Equal JSON, where floating-point numbers may differ by summation order (relative 1e-12); integers,
+// Equal JSON, where floating-point numbers may differ by summation order (relative `tol`); integers,
 // strings and structure exactly.
-bool json_near(const nlohmann::json& a, const nlohmann::json& b, const std::string& path = "") {
+bool json_near(const nlohmann::json& a, const nlohmann::json& b, const std::string& path = "", double tol = 1e-12) {
   if (a.is_number_float() || b.is_number_float()) {
     if (!a.is_number() || !b.is_number()) return false;
     const double x = a.get<double>(), y = b.get<double>();
-    if (std::abs(x - y) <= 1e-12 * std::max({1.0, std::abs(x), std::abs(y)})) return true;
+    if (std::abs(x - y) <= tol * std::max({1.0, std::abs(x), std::abs(y)})) return true;
     UNSCOPED_INFO(path << ": " << x << " vs " << y);
     return false;
   }
@@ -121,12 +121,12 @@ bool json_near(const nlohmann::json& a, const nlohmann::json& b, const std::stri
   }
   if (a.is_object()) {
     for (auto it = a.begin(); it != a.end(); ++it)
-      if (!b.contains(it.key()) || !json_near(it.value(), b.at(it.key()), path + "/" + it.key())) return false;
+      if (!b.contains(it.key()) || !json_near(it.value(), b.at(it.key()), path + "/" + it.key(), tol)) return false;
     return true;
   }
   if (a.is_array()) {
     for (size_t i = 0; i < a.size(); ++i)
-      if (!json_near(a[i], b[i], path + "/" + std::to_string(i))) return false;
+      if (!json_near(a[i], b[i], path + "/" + std::to_string(i), tol)) return false;
     return true;
   }
   if (a != b) UNSCOPED_INFO(path << ": " << a.dump() << " vs " << b.dump());
@@ -508,6 +508,37 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     auto whole = analysis::merge_shards(shards);
     CHECK(whole.settings.shard_count == 1);
     CHECK_THROWS_WITH(analysis::merge_shards({shards[0], one}), Catch::Contains("shard count"));
+  }
+}
+
+TEST_CASE("sentences run in batches give the one-at-a-time report", "[analysis][analyze]") {
+  TinyModel tiny;
+  test::TempDir data("analyze-batch");
+  std::ofstream(data.str("x.conllu")) << tree_file(kTinyWords, 15);
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.conllu")};
+  o.settings.metrics = {"confidence", "positional", "rare", "syntactic", "entropy"};
+  o.settings.rare_min_rank = 3;
+  o.settings.min_relation_count = 1;
+  o.max_tokens = 9;  // some sentences are skipped between the batched ones
+  const auto one = analysis::analyze(*tiny.model, o).report;
+  REQUIRE(one.skipped > 0);
+  for (const int batch : {2, 4, 16}) {
+    INFO("batch " << batch);
+    o.batch = batch;
+    const auto batched = analysis::analyze(*tiny.model, o).report;
+    CHECK(batched.sentences == one.sentences);
+    CHECK(batched.skipped == one.skipped);
+    CHECK(batched.tokens == one.tokens);
+    // The same counts; shares and means within float32 rounding of the larger products.
+    CHECK(json_near(analysis::to_json(batched), analysis::to_json(one), "", 1e-5));
+  }
+  SECTION("stopping early counts the sentences of the batch that were measured") {
+    o.batch = 4;
+    o.progress = [](int64_t done, int64_t) { return done < 6; };
+    const auto partial = analysis::analyze(*tiny.model, o).report;
+    CHECK(partial.partial);
+    CHECK(partial.sentences + partial.skipped == 6);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "analysis/head_report.h"
 #include "app/document/controller.h"
 #include "app/document/report_match.h"
+#include "app/document/run_mapping.h"
 #include "core/config.h"
 #include "core/file_hash.h"
 #include "core/model/model.h"
@@ -258,4 +259,57 @@ TEST_CASE("a refused input leaves the last accepted one on show, marked, and can
     CHECK(c.doc().snapshot->input.text == "a short text again");
   }
   CHECK_THROWS_WITH(c.execute(cmd::TrimInput{"middle", 0}), Catch::Contains("first") && Catch::Contains("around"));
+}
+
+TEST_CASE("a layer kept as thumbnails is fetched whole when a head of it is selected", "[app][thumbnails]") {
+  Env env;
+  struct Budget {
+    Budget() { ::setenv("HEADLAB_FULL_MAPS", "1", 1); }  // any map is over it: thumbnails at 150 tokens
+    ~Budget() { ::unsetenv("HEADLAB_FULL_MAPS"); }
+  } budget;
+  const std::string folder = make_folder(env.dir, "m", 3, 2);
+  Controller c;
+  c.execute(cmd::OpenModel{folder});
+  settle(c);
+  std::string text;
+  for (int i = 0; i < 150; ++i) text += "w" + std::to_string(i) + " ";
+  c.execute(cmd::SetText{text, {}, true});
+  settle(c);
+  REQUIRE(c.doc().snapshot);
+  REQUIRE(c.doc().snapshot->maps.pooled());
+  auto layer_pooled = [&](int l) { return c.doc().snapshot->attentions.at(0).layers.at(size_t(l)).pooled(); };
+  CHECK(!layer_pooled(0));  // the selected layer
+  CHECK(layer_pooled(1));
+  CHECK(layer_pooled(2));
+  const auto before = c.doc().snapshot->generation;
+  c.execute(cmd::SelectHead{std::nullopt, 2, 1});
+  settle(c);
+  CHECK(c.doc().snapshot->generation > before);
+  CHECK(c.doc().snapshot->layers_computed == 1);  // that layer alone
+  CHECK(!layer_pooled(2));
+  CHECK(layer_pooled(0));
+  // A head of the layer already whole asks for nothing.
+  const auto now = c.doc().snapshot->generation;
+  c.execute(cmd::SelectHead{std::nullopt, 2, 3});
+  settle(c);
+  CHECK(c.doc().snapshot->generation == now);
+  // A head selected while a run is on its way, after a snapshot of whole maps: the run lands with
+  // thumbnails of the newly selected layer, which is then fetched without being asked again.
+  c.execute(cmd::SetText{"w1 w2 w3", {}, true});
+  settle(c);
+  REQUIRE(!c.doc().snapshot->maps.pooled());  // short: whole maps
+  c.execute(cmd::SelectHead{std::nullopt, 0, 0});
+  c.execute(cmd::SetText{text, {}, true});  // asked for with layer 0 open
+  c.execute(cmd::SelectHead{std::nullopt, 1, 2});
+  settle(c);
+  REQUIRE(c.doc().snapshot->maps.pooled());
+  CHECK(!layer_pooled(1));
+  CHECK(layer_pooled(0));
+  // The line is the environment's: 0 keeps every map whole, a size moves it, nonsense keeps the default.
+  ::setenv("HEADLAB_FULL_MAPS", "0", 1);
+  CHECK(full_maps_budget() == 0);
+  ::setenv("HEADLAB_FULL_MAPS", "512M", 1);
+  CHECK(full_maps_budget() == int64_t(512) << 20);
+  ::setenv("HEADLAB_FULL_MAPS", "lots", 1);
+  CHECK(full_maps_budget() == kFullMapsBudget);
 }

@@ -482,3 +482,115 @@ TEST_CASE("heads taken from a counterfactual equal core's patched run, live and 
   for (const auto& pr : refused->outputs[0].top) CHECK(pr.p == pr.p_base);
   (void)base;
 }
+
+namespace {
+
+// 150 words: more tokens than kThumbnailSide, so thumbnails pool blocks of 3 × 3.
+std::string long_text() {
+  std::string text;
+  for (int i = 0; i < 150; ++i) text += "w" + std::to_string(i * 37 % 101) + " ";
+  return text;
+}
+
+// The largest of each block of a full map, written out here (not core::pool_map).
+float block_max(const StageMaps& full, int h, int i, int j, int bt, int bs) {
+  float best = -INFINITY;
+  for (int q = i * bt; q < std::min(full.rows, (i + 1) * bt); ++q)
+    for (int k = j * bs; k < std::min(full.cols, (j + 1) * bs); ++k) best = std::max(best, full.at(h, q, k));
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("large maps come as thumbnails but for the open layer, which stays exact", "[app][engine][thumbnails]") {
+  WorkbenchEngine engine;
+  engine.load_random(config("gqa"), 3);  // a causal decoder: 2 layers, 8 heads
+  RunInput in;
+  in.text = long_text();
+  in.full_maps_budget = 0;  // every map whole: the reference
+  const auto full = engine.run(in, nullptr, {});
+  const int T = static_cast<int>(full->tokens.ids.size());
+  REQUIRE(T > kThumbnailSide);
+  CHECK(!full->maps.pooled());
+
+  in.full_maps_budget = 1;  // any map is over it
+  in.open_stack = headlab::core::Stack::Decoder;
+  in.open_layer = 0;
+  in.relevance.enabled = true;  // rollout from a run that keeps no whole map
+  const auto thumbs = engine.run(in, nullptr, {});
+  REQUIRE(thumbs->maps.pooled());
+  CHECK(thumbs->maps.thumbnail_side == kThumbnailSide);
+  const int bt = static_cast<int>(headlab::core::pooling_block(T, kThumbnailSide));
+  const int t = static_cast<int>(headlab::core::pooled_length(T, kThumbnailSide));
+  REQUIRE(bt == 3);
+  for (int l = 0; l < 2; ++l) {
+    INFO("layer " << l);
+    const LayerMaps& lf = full->attentions[0].layers[size_t(l)];
+    const LayerMaps& lt = thumbs->attentions[0].layers[size_t(l)];
+    for (const Stage s : {Stage::W, Stage::U}) {
+      const StageMaps& f = lf.stages[static_cast<int>(s)];
+      const StageMaps& p = lt.stages[static_cast<int>(s)];
+      CHECK(p.full_rows == T);
+      CHECK(p.full_cols == T);
+      if (l == 0) {  // the open layer: the same numbers as the full run
+        CHECK(!p.pooled());
+        REQUIRE(p.data->size() == f.data->size());
+        CHECK(*p.data == *f.data);
+        continue;
+      }
+      REQUIRE(p.pooled());
+      REQUIRE(p.rows == t);
+      REQUIRE(p.cols == t);
+      for (int h = 0; h < p.heads; h += 3)
+        for (int i = 0; i < t; ++i)
+          for (int j = 0; j < t; ++j) REQUIRE(p.at(h, i, j) == block_max(f, h, i, j, bt, bt));
+      // The causal mask at the thumbnail's size: a cell is masked when its whole block is.
+      REQUIRE(lt.masked);
+      REQUIRE(lt.masked->size() == size_t(t) * t);
+      for (int i = 0; i < t; ++i)
+        for (int j = 0; j < t; ++j) {
+          bool all = true;
+          for (int q = i * bt; q < std::min(T, (i + 1) * bt); ++q)
+            for (int k = j * bt; k < std::min(T, (j + 1) * bt); ++k) all = all && lf.is_masked(q, k);
+          REQUIRE(lt.is_masked(i, j) == all);
+        }
+    }
+  }
+  // The predictions do not depend on how the maps were kept.
+  REQUIRE(thumbs->outputs.size() == full->outputs.size());
+  CHECK(thumbs->outputs[0].top[0].p == full->outputs[0].top[0].p);
+  // Rollout from the streamed maps equals rollout over the whole maps of the full run.
+  REQUIRE(thumbs->relevance);
+  REQUIRE(thumbs->relevance->error.empty());
+  std::vector<torch::Tensor> whole;
+  for (const auto& layer : full->attentions[0].layers) {
+    const StageMaps& u = layer.stages[static_cast<int>(Stage::U)];
+    whole.push_back(torch::from_blob(const_cast<float*>(u.data->data()), {u.heads, u.rows, u.cols}, torch::kFloat).clone());
+  }
+  const auto rollout = headlab::analysis::attention_rollout(whole);
+  const auto& r = *thumbs->relevance;
+  REQUIRE(r.rollout.size() == size_t(T));
+  for (int k = 0; k < T; ++k) CHECK(r.rollout[size_t(k)] == Approx(rollout[r.position][k].item<double>()).margin(1e-9));
+
+  // Opening layer 1 runs that layer alone; layer 0 becomes a thumbnail.
+  in.open_layer = 1;
+  in.relevance.enabled = false;
+  const auto moved = engine.run(in, nullptr, {});
+  CHECK(moved->layers_computed == 1);
+  CHECK(moved->attentions[0].layers[0].pooled());
+  CHECK(!moved->attentions[0].layers[1].pooled());
+  CHECK(*moved->attentions[0].layers[1].stages[2].data == *full->attentions[0].layers[1].stages[2].data);
+  // Layer 0, whole before, is now the thumbnail of its whole maps.
+  CHECK(moved->attentions[0].layers[0].stages[2].rows == t);
+  CHECK(*moved->attentions[0].layers[0].stages[2].data == *thumbnail(full->attentions[0].layers[0].stages[2], kThumbnailSide).data);
+
+  // A figure of every head pools the open layer alike.
+  const StageMaps pooled_open = thumbnail(moved->attentions[0].layers[1].stages[2], kThumbnailSide);
+  CHECK(*pooled_open.data == *thumbs->attentions[0].layers[1].stages[2].data);
+
+  // Under the budget nothing is pooled.
+  in.full_maps_budget = kFullMapsBudget;
+  const auto small = engine.run(in, nullptr, {});
+  CHECK(!small->maps.pooled());
+  CHECK(!small->attentions[0].layers[0].pooled());
+}

@@ -9,6 +9,7 @@ folders are written where you say.
     python3 tests/bench/make_real_size.py llama-3.1-8b /data/llama-3.1-8b-shaped   # 16.1 GB, 4 shards
     python3 tests/bench/make_real_size.py llama-3.2-1b /data/llama-3.2-1b-shaped   # 2.5 GB, 1 file
     python3 tests/bench/make_real_size.py llama-3.2-3b /data/llama-3.2-3b-shaped   # 6.4 GB, 2 shards
+    python3 tests/bench/make_real_size.py heads-32x32 /data/heads-32x32             # 0.2 GB: the 8B's 32 × 32 heads, narrow
 
 Weights are N(0, 0.02) (norms at 1), rounded to BF16. The tokenizer is GPT-2's (its 50,257 ids fall
 inside the 128,256-row vocabulary), copied from tests/data/tokenizers/gpt2. Needs only numpy.
@@ -29,6 +30,9 @@ SHAPES = {
     "llama-3.1-8b": (32, 4096, 32, 8, 128, 14336, 128256, False, 8.0, 4),
     "llama-3.2-3b": (28, 3072, 24, 8, 128, 8192, 128256, True, 32.0, 2),
     "llama-3.2-1b": (16, 2048, 32, 8, 64, 8192, 128256, True, 32.0, 1),
+    # The 8B's 32 × 32 heads on a narrow body (0.2 GB): the window's grid and thumbnails at that
+    # many heads, where the forward itself should not be what is timed.
+    "heads-32x32": (32, 512, 32, 8, 16, 1024, 50304, True, 8.0, 1),
 }
 
 

@@ -299,6 +299,7 @@ TEST_CASE("safetensors: the writer's bytes follow the format, checked without th
   CHECK(header["nc"]["shape"] == nlohmann::ordered_json::array({3, 2}));
   CHECK(header["nc"]["data_offsets"] == nlohmann::ordered_json::array({34, 58}));
   CHECK(data.size() == 58);
+  CHECK(SafetensorsFile::open(path).bytes() == 58);  // the data after the header, counted by the reader
 
   // Little-endian IEEE bytes: 1.0f = 00 00 80 3f, -2.0f = 00 00 00 c0; I16 300 = 2c 01.
   CHECK(data.substr(0, 8) == std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8));

@@ -128,6 +128,20 @@ TEST_CASE("stored weights: a BF16 sharded folder opens mapped, computes as its f
   CHECK(anon_rise <= kFixed);
   CHECK(mapped->mapped_bytes >= 0.99 * double(file_bytes));
   {
+    // The shards' stored bytes: their files less each 8-byte length and JSON header.
+    const auto files = WeightFiles::open_folder(dir.str());
+    REQUIRE(files->files().size() > 1);
+    int64_t expected = 0;
+    for (const auto& f : files->files()) {
+      std::ifstream in(f->path(), std::ios::binary);
+      uint64_t header = 0;
+      in.read(reinterpret_cast<char*>(&header), 8);
+      expected += static_cast<int64_t>(std::filesystem::file_size(f->path()) - 8 - header);
+    }
+    CHECK(files->bytes() == expected);
+    CHECK(files->bytes() <= file_bytes);
+  }
+  {
     auto block = mapped->module->block(Stack::Decoder, 0);
     CHECK(block->attn->q->weight.scalar_type() == torch::kBFloat16);
     CHECK(block->ffn->down->weight.scalar_type() == torch::kBFloat16);
