@@ -1,6 +1,7 @@
 #include "analysis/analyze.h"
 
 #include "core/file_hash.h"
+#include "core/memory_budget.h"
 
 #include "analysis/dataset.h"
 #include "analysis/head_stats.h"
@@ -154,6 +155,9 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
     r.notes.push_back("encoder-decoder: the decoder reads the sentence itself (teacher-forced on its own tokens), "
                       "so decoder and cross-attention offsets compare positions of the same sentence");
 
+  if (o.batch > 1)
+    r.notes.push_back("sentences ran " + std::to_string(o.batch) +
+                      " a forward pass (--batch): values may differ in rounding from one sentence a pass");
   // The measures of this run (fresh: some keep state while measuring), in the registry's order.
   auto run_measures = measures_for_run(s);
   // A stop while a measure works on the weights (spectra, layer by layer) leaves a partial report.
@@ -219,7 +223,19 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   // Runs the pending sentences in one forward pass and hands each its maps, in order.
   auto flush = [&]() {
     if (pending.empty()) return true;
-    std::vector<std::shared_ptr<const core::Trace>> traces(pending.size());
+    // Per sentence, per stack and layer, the maps the measures read, on the host and contiguous:
+    // a batch's padded tensors are let go as soon as its sentences' maps are cut out of them.
+    std::vector<std::vector<std::vector<torch::Tensor>>> maps_of(pending.size());
+    auto keep_maps = [&](size_t i, const core::Trace& trace) {
+      for (const auto& st : stacks) {
+        maps_of[i].emplace_back();
+        for (int l = 0; l < st.layers; ++l) {
+          const auto& stages = core::stages_of(trace, st.name, l);
+          maps_of[i].back().push_back(
+              (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kCPU, torch::kFloat32).contiguous());
+        }
+      }
+    };
     if (maps_needed) {
       std::vector<size_t> by_length(pending.size());
       for (size_t i = 0; i < by_length.size(); ++i) by_length[i] = i;
@@ -237,8 +253,14 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
           requests.push_back(std::move(request));
         }
         try {
-          const auto ran = core::run_batch(model, requests);
-          for (size_t j = 0; j < ran.size(); ++j) traces[by_length[from + j]] = ran[j];
+          std::vector<std::shared_ptr<const core::Trace>> ran;
+          try {
+            ran = core::run_batch(model, requests);
+          } catch (const core::MemoryLimitError&) {
+            if (requests.size() == 1) throw;
+            for (const auto& one : requests) ran.push_back(core::run(model, one));  // too big together: one at a time
+          }
+          for (size_t j = 0; j < ran.size(); ++j) keep_maps(by_length[from + j], *ran[j]);
         } catch (const core::Cancelled&) {
           r.partial = true;
           pending.clear();
@@ -259,11 +281,10 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       SentenceWork work{model, sentence, ts, layout, decoder_ids};
       for (auto& m : run_measures) m->prepare(r, work);
       if (maps_needed) {
-        const core::Trace& trace = *traces[b];
-        for (const auto& st : stacks) {
+        for (size_t si = 0; si < stacks.size(); ++si) {
+          const auto& st = stacks[si];
           for (int l = 0; l < st.layers; ++l) {
-            const auto& stages = core::stages_of(trace, st.name, l);
-            const auto maps = (softmax_stage ? stages.weights : core::value_weights(stages)).to(torch::kCPU, torch::kFloat32).contiguous();
+            const torch::Tensor maps = std::move(maps_of[b][si][static_cast<size_t>(l)]);
             const RowMaxima rows = row_maxima(maps, layout);
             count_queries(r, st.name, l, rows);
             for (auto& m : run_measures)

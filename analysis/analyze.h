@@ -35,7 +35,9 @@ struct AnalyzeOptions {
   int batch = 1;
   // Called with (sentences done, sentences in this shard); returning false stops (partial report).
   std::function<bool(int64_t done, int64_t total)> progress;
-  const std::atomic<bool>* cancel = nullptr;  // set → stop after the current sentence (partial report)
+  // set → stop after the current sentence (partial report); batched, the sentences read for the
+  // current window and not yet measured are dropped
+  const std::atomic<bool>* cancel = nullptr;
   // Called while a measure that reads only the weights works before the sentences (spectra: after
   // each layer) with (what, done, total); returning false stops as cancel does.
   std::function<bool(const std::string& what, int64_t done, int64_t total)> preparing;

@@ -120,6 +120,7 @@ void Controller::on(const cmd::TrimInput& c) {
   in.trim = c.keep == "first" ? InputTrim::First : InputTrim::Around;
   in.trim_centre = std::max(0, c.centre);
   worker_.request_run(in);
+  requested_open_ = {in.open_stack, in.open_layer};
   ran_text_ = doc_.session.text;
   requested_at_ = std::chrono::steady_clock::now();
   unshown_request_ = true;
@@ -227,10 +228,14 @@ void Controller::select(const std::optional<core::Stack>& stack, const std::opti
   if (stage) sel.stage = *stage;
   if (doc_.model) clamp_selection(sel, *doc_.model, doc_.snapshot.get());
   // J and L are captured only on demand; so is a layer's whole map where the run kept thumbnails.
-  if (!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L))
-    request_run();
-  else if (doc_.snapshot && doc_.snapshot->maps.pools(sel.stack, sel.layer))
-    request_run();
+  if ((!had_logits && (sel.stage == Stage::J || sel.stage == Stage::L)) || selected_layer_missing()) request_run();
+}
+
+bool Controller::selected_layer_missing() const {
+  const auto& sel = doc_.session.selection;
+  const AttentionMaps* maps = doc_.snapshot ? doc_.snapshot->find(sel.stack) : nullptr;
+  if (!maps || sel.layer < 0 || sel.layer >= static_cast<int>(maps->layers.size())) return false;
+  return maps->layers[static_cast<size_t>(sel.layer)].pooled() && requested_open_ != std::pair{sel.stack, sel.layer};
 }
 
 void Controller::start(const std::string& model_folder, const std::string& session_path) {
@@ -285,6 +290,7 @@ void Controller::open_random_model() {
 void Controller::request_run() {
   if (!doc_.model) return;
   worker_.request_run(make_run_input(doc_.session));
+  requested_open_ = {doc_.session.selection.stack, doc_.session.selection.layer};
   ran_text_ = doc_.session.text;
   requested_at_ = std::chrono::steady_clock::now();
   unshown_request_ = true;
@@ -367,7 +373,7 @@ void Controller::poll_snapshot(bool& changed) {
     doc_.snapshot = snap;
     if (doc_.model && snap) clamp_selection(session.selection, *doc_.model, snap.get());
     // A run asked for before another layer was selected kept that layer as thumbnails: fetch it.
-    if (snap && snap->maps.pools(session.selection.stack, session.selection.layer)) request_run();
+    if (selected_layer_missing()) request_run();
     // A text the model took only cut to its positions: the text is now the part that was run.
     if (snap && !snap->trimmed.empty() && session.text != snap->input.text) {
       session.text = snap->input.text;

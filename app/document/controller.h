@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace headlab::app {
 
@@ -127,6 +128,9 @@ class Controller {
   void open_model(const std::string& folder);
   void open_random_model();
   void request_run();
+  // True when the snapshot holds the selected layer as thumbnails and no run has asked for it
+  // whole since (RunInput::open_layer).
+  bool selected_layer_missing() const;
   void save_session(const std::string& path, const std::string& imgui_ini);
   void open_session(const std::string& path);
   void apply_loaded_session(SessionLoad loaded, const std::string& path);
@@ -181,6 +185,7 @@ class Controller {
   std::string assets_dir_;
   std::chrono::steady_clock::time_point last_autosave_, requested_at_;
   bool unshown_request_ = false;
+  std::pair<core::Stack, int> requested_open_{core::Stack::Encoder, -1};  // the open layer last asked for
   bool pending_model_run_ = false;
   uint64_t model_serial_ = 0;
   uint64_t loads_done_ = 0, runs_done_ = 0;  // the worker's finished loads and runs seen

@@ -6,6 +6,7 @@
 #include "app/document/controls_edit.h"
 #include "app/document/head_table.h"
 #include "app/document/run_mapping.h"
+#include "core/memory_budget.h"
 
 #include <filesystem>
 
@@ -107,9 +108,9 @@ void HeadsGridView::drawContent(Workbench& wb) {
   if (const int side = wb.doc().snapshot->maps.thumbnail_side; side > 0) {
     ImGui::TextDisabled("(thumbnails: max-pooled to ≤ %d×%d; the selected layer exact)", side, side);
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("the maps of every head at full size would take more than %lld MiB, so each is kept as the largest\n"
+      ImGui::SetTooltip("the maps of every head at full size would take more than %s, so each is kept as the largest\n"
                         "weight of blocks of tokens; selecting a head fetches its layer's whole maps",
-                        static_cast<long long>(full_maps_budget() >> 20));
+                        core::format_bytes(full_maps_budget()).c_str());
   }
   const float pad = 4.0f;
   const float label_w = ImGui::CalcTextSize("L00").x + pad * 2;
@@ -135,6 +136,8 @@ void HeadsGridView::drawContent(Workbench& wb) {
     const std::string t = "L" + std::to_string(l);
     dl->AddText(ImVec2(origin.x + pad, y + cell / 2 - ImGui::GetFontSize() / 2), ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
     const auto& controls = wb.doc().session.controls.get(sel.stack, l);
+    const StageMaps& layer_maps = maps->layers[static_cast<size_t>(l)].stages[static_cast<int>(sel.stage)];
+    const int side = wb.doc().snapshot->maps.thumbnail_side;
     for (int h = 0; h < heads; ++h) {
       // Keep the map's aspect (cross-attention is T×S) inside the square cell.
       const float aspect = cols_k > 0 && rows_q > 0 ? static_cast<float>(rows_q) / cols_k : 1.0f;
@@ -158,14 +161,17 @@ void HeadsGridView::drawContent(Workbench& wb) {
           dl->AddLine(ImVec2(p1.x, p0.y), ImVec2(p0.x, p1.y), IM_COL32(255, 90, 90, 160), 1.5f);
         }
       }
-      // The highlighted token's row (query) and column (key), in every thumbnail.
-      if (sel.query >= 0 && rows_q > 0) {
-        const float cy = ih / rows_q;
-        dl->AddRect(ImVec2(p0.x, p0.y + sel.query * cy), ImVec2(p1.x, p0.y + (sel.query + 1) * cy), IM_COL32(255, 64, 160, 255));
+      // The highlighted token's row (query) and column (key), in every thumbnail: the cell of the
+      // block that holds it where the layer was pooled.
+      if (sel.query >= 0 && layer_maps.rows > 0) {
+        const int cell = layer_maps.pooled() ? sel.query / static_cast<int>(core::pooling_block(rows_q, side)) : sel.query;
+        const float cy = ih / layer_maps.rows;
+        dl->AddRect(ImVec2(p0.x, p0.y + cell * cy), ImVec2(p1.x, p0.y + (cell + 1) * cy), IM_COL32(255, 64, 160, 255));
       }
-      if (sel.key >= 0 && cols_k > 0) {
-        const float cx = iw / cols_k;
-        dl->AddRect(ImVec2(p0.x + sel.key * cx, p0.y), ImVec2(p0.x + (sel.key + 1) * cx, p1.y), IM_COL32(255, 160, 0, 255));
+      if (sel.key >= 0 && layer_maps.cols > 0) {
+        const int cell = layer_maps.pooled() ? sel.key / static_cast<int>(core::pooling_block(cols_k, side)) : sel.key;
+        const float cx = iw / layer_maps.cols;
+        dl->AddRect(ImVec2(p0.x + cell * cx, p0.y), ImVec2(p0.x + (cell + 1) * cx, p1.y), IM_COL32(255, 160, 0, 255));
       }
       // Heads a mixing matrix changes: marked, as gated ones are.
       const std::string mixed = head_mixed(controls, h);

@@ -11,7 +11,8 @@
 
 namespace headlab::app {
 
-std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const core::Trace& trace, const RunInput& input) {
+std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const core::Trace& trace, const RunInput& input,
+                                                   const std::atomic<bool>* cancel) {
   const auto start = std::chrono::steady_clock::now();
   auto out = std::make_shared<RelevanceResult>();
   const bool enc_dec = !trace.decoder_ids.empty();
@@ -54,6 +55,7 @@ std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const cor
     again.capture = core::kCaptureWeights | core::kCaptureMixedWeights;
     again.maps.thumbnail_side = 1;
     again.logit_positions = {0};
+    again.cancel = cancel;
     torch::Tensor rollout;  // [T, T] float64
     again.on_layer = [&](core::Stack s, int, const core::AttentionStages& stages) {
       if (s == out->flow_stack) rollout = analysis::rollout_step(rollout, core::value_weights(stages));

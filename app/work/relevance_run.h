@@ -12,7 +12,9 @@ struct Trace;
 namespace headlab::app {
 
 // Explains `trace` (the run of `input` on `model`); an impossible target (outside the input or the
-// vocabulary) comes back as RelevanceResult::error, never as an exception.
-std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const core::Trace& trace, const RunInput& input);
+// vocabulary) comes back as RelevanceResult::error, never as an exception. `cancel` stops the
+// rollout's own forward pass of a run that kept thumbnails (core::Cancelled).
+std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const core::Trace& trace, const RunInput& input,
+                                                   const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace headlab::app

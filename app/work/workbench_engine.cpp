@@ -105,6 +105,10 @@ struct WorkbenchEngine::Impl {
   std::vector<std::vector<CachedLayer>> cache;  // per attention, per layer
   uint64_t generation = 0, layer_version = 0;
   int map_side = 0;  // the thumbnails' side of the run being converted (0: full maps)
+  // The last explanation and what it explained (RunInput's relevance, controls, take, counterfactual).
+  std::shared_ptr<const RelevanceResult> relevance;
+  RunInput relevance_input;
+  std::vector<int64_t> relevance_ids, relevance_decoder_ids;
   std::shared_ptr<const std::vector<analysis::LayerSpectra>> weight_spectra;  // of this model, once asked for
   bool weight_spectra_tried = false;
   std::shared_ptr<const analysis::Composition> circuits;  // with the weight spectra
@@ -179,6 +183,7 @@ struct WorkbenchEngine::Impl {
     cf_ids.clear();
     take_weights.clear();
     cache.clear();
+    relevance.reset();
     const auto& c = model->config;
     ModelSummary s;
     s.name = c.name;
@@ -606,7 +611,22 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   // The Relevance view's explanation, with the same controls (a backward pass: about twice a forward).
   if (input.relevance.enabled) {
     if (cancel && cancel->load()) throw core::Cancelled();
-    snap->relevance = explain_run(*m.model, *trace, run_input);
+    // The same input, controls, counterfactual and target as the last explanation (another layer
+    // opened, another stage shown): the same numbers, not another backward pass.
+    const auto& was = m.relevance_input;
+    const bool same = m.relevance && m.relevance_ids == request.ids && m.relevance_decoder_ids == request.decoder_ids &&
+                      was.relevance == run_input.relevance && was.take == run_input.take &&
+                      was.counterfactual == run_input.counterfactual &&
+                      was.controls.encoder_self == run_input.controls.encoder_self &&
+                      was.controls.decoder_self == run_input.controls.decoder_self &&
+                      was.controls.decoder_cross == run_input.controls.decoder_cross;
+    if (!same) {
+      m.relevance = explain_run(*m.model, *trace, run_input, cancel);
+      m.relevance_input = run_input;
+      m.relevance_ids = request.ids;
+      m.relevance_decoder_ids = request.decoder_ids;
+    }
+    snap->relevance = m.relevance;
   }
   snap->recomputed_stack = trace->recomputed_stack;
   snap->recomputed_from = trace->recomputed_from;

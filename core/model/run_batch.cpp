@@ -104,8 +104,6 @@ bool same_controls(const ModelControls& a, const ModelControls& b) {
 
 std::vector<std::shared_ptr<const Trace>> run_batch(Model& model, const std::vector<RunRequest>& requests) {
   if (requests.empty()) return {};
-  if (requests.size() == 1 && !requests[0].previous) return {run(model, requests[0])};
-  c10::InferenceMode inference;
   const RunRequest& first = requests.front();
   const auto& config = model.config;
   const bool enc_dec = config.kind == StackKind::EncoderDecoder;
@@ -127,6 +125,15 @@ std::vector<std::shared_ptr<const Trace>> run_batch(Model& model, const std::vec
     T = std::max<int64_t>(T, static_cast<int64_t>(r.ids.size()));
     T_dec = std::max<int64_t>(T_dec, static_cast<int64_t>(r.decoder_ids.size()));
   }
+  // A mean ablation without dataset means averages each head's output over the input's positions:
+  // in a batch the padded positions would join that mean.
+  for (const Stack stack : kStacks)
+    for (const auto& c : first.controls.layers(stack))
+      if (c.ablation == Ablation::Mean && c.mean_outputs.empty() && !c.is_default())
+        throw std::invalid_argument("run_batch: a mean ablation over the input's own positions takes core::run, one "
+                                    "input at a time");
+  if (requests.size() == 1) return {run(model, first)};  // the same checks passed: the plain run
+  c10::InferenceMode inference;
   const int64_t B = static_cast<int64_t>(requests.size());
   // Refuse before allocating: one input's estimate at the longest length, times the batch.
   MemoryEstimate one = estimate_run_memory(config, T, T_dec, first.capture, 1);

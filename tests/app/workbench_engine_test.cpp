@@ -572,17 +572,27 @@ TEST_CASE("large maps come as thumbnails but for the open layer, which stays exa
   REQUIRE(r.rollout.size() == size_t(T));
   for (int k = 0; k < T; ++k) CHECK(r.rollout[size_t(k)] == Approx(rollout[r.position][k].item<double>()).margin(1e-9));
 
-  // Opening layer 1 runs that layer alone; layer 0 becomes a thumbnail.
+  // Opening layer 1 runs that layer alone; layer 0 becomes a thumbnail. The explanation is the
+  // same (same input, controls and target): kept, not computed again.
   in.open_layer = 1;
-  in.relevance.enabled = false;
   const auto moved = engine.run(in, nullptr, {});
   CHECK(moved->layers_computed == 1);
+  CHECK(moved->relevance == thumbs->relevance);
   CHECK(moved->attentions[0].layers[0].pooled());
   CHECK(!moved->attentions[0].layers[1].pooled());
   CHECK(*moved->attentions[0].layers[1].stages[2].data == *full->attentions[0].layers[1].stages[2].data);
   // Layer 0, whole before, is now the thumbnail of its whole maps.
   CHECK(moved->attentions[0].layers[0].stages[2].rows == t);
   CHECK(*moved->attentions[0].layers[0].stages[2].data == *thumbnail(full->attentions[0].layers[0].stages[2], kThumbnailSide).data);
+
+  // A gate changes the explanation.
+  set_gate(in.controls, headlab::core::Stack::Decoder, 1, 0, 0.0f, 8);
+  const auto gated = engine.run(in, nullptr, {});
+  REQUIRE(gated->relevance);
+  CHECK(gated->relevance != moved->relevance);
+  CHECK(gated->relevance->heads.at(headlab::core::Stack::Decoder).at(1).at(0) == 0.0);  // a closed head carries none
+  in.controls = {};
+  in.relevance.enabled = false;
 
   // A figure of every head pools the open layer alike.
   const StageMaps pooled_open = thumbnail(moved->attentions[0].layers[1].stages[2], kThumbnailSide);

@@ -102,5 +102,13 @@ TEST_CASE("a batch refuses what only a single run does", "[run][batch]") {
   auto outside = b;
   outside.logit_positions = {2};
   CHECK_THROWS_WITH(core::run_batch(*model, {a, outside}), Catch::Contains("outside 0..1"));
+  auto mean = b;
+  mean.controls.at(core::Stack::Decoder, 1).ablation = core::Ablation::Mean;
+  auto mean_a = a;
+  mean_a.controls = mean.controls;
+  CHECK_THROWS_WITH(core::run_batch(*model, {mean_a, mean}), Catch::Contains("mean ablation"));
+  // A batch of one is checked alike, then runs as core::run.
+  CHECK_THROWS_WITH(core::run_batch(*model, {no_positions}), Catch::Contains("logit positions"));
+  CHECK(max_abs_diff(core::run_batch(*model, {b})[0]->logits, core::run(*model, b)->logits) == 0);
   CHECK(core::run_batch(*model, {}).empty());
 }
