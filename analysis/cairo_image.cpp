@@ -29,10 +29,10 @@ cairo_status_t png_to_memory(cairo_surface_t* image, std::string& bytes) {
 }
 
 void draw_pixels(cairo_t* cr, int cols, int rows, const std::function<uint32_t(int, int)>& pixel, double x, double y,
-                 double w, double h) {
+                 double w, double h, int64_t vector_cells) {
   if (cols <= 0 || rows <= 0) return;
   const double cw = w / cols, ch = h / rows;
-  if (int64_t(cols) * rows <= kVectorCells) {
+  if (int64_t(cols) * rows <= vector_cells) {
     // Cells as rectangles, a run of equal colours in a row as one: every viewer draws them sharp.
     // Each reaches a hair into its neighbours so antialiased edges leave no seams between them.
     const double seam = 0.02 * std::min(cw, ch);

@@ -16,9 +16,14 @@ namespace headlab::analysis {
 // Grids of at most this many cells are drawn as rectangles.
 inline constexpr int64_t kVectorCells = 64 * 64;
 
-// pixel(row, col) gives 0xRRGGBB; the cols × rows picture fills (x, y, w, h).
+// A figure of many maps draws them all as images once their cells together pass this many: a grid
+// of an 8B model's 1,024 heads as rectangles was a 396 MB SVG.
+inline constexpr int64_t kFigureVectorCells = int64_t(1) << 18;
+
+// pixel(row, col) gives 0xRRGGBB; the cols × rows picture fills (x, y, w, h). At most
+// `vector_cells` cells are drawn as rectangles, more as one image.
 void draw_pixels(cairo_t* cr, int cols, int rows, const std::function<uint32_t(int, int)>& pixel, double x, double y,
-                 double w, double h);
+                 double w, double h, int64_t vector_cells = kVectorCells);
 
 // An SVG ("svg") or PDF ("pdf") surface of width × height points whose bytes are appended to
 // `bytes` (which must outlive the surface) as cairo writes them; check cairo_surface_status.

@@ -35,6 +35,7 @@ Controller::Controller()
       generation_(std::make_unique<GenerationJob>(tasks_, models_)),
       patching_(std::make_unique<PatchingJob>(tasks_, models_)),
       convert_(std::make_unique<ConvertJob>(tasks_, models_)),
+      export_(std::make_unique<ExportJob>(tasks_, models_)),
       syntax_(std::make_unique<SyntaxJob>(tasks_, models_)),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
@@ -312,6 +313,7 @@ bool Controller::poll() {
   poll_generation(changed);
   poll_patching(changed);
   poll_convert(changed);
+  poll_export(changed);
   return changed;
 }
 

@@ -12,6 +12,7 @@
 #include "core/model/model_store.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -68,6 +69,9 @@ class Controller {
   // Intra-op threads for live re-runs (see live_threads_for_renderer).
   void set_live_threads(int threads) { worker_.set_threads(threads); }
   void stop_run() { worker_.stop(); }
+  // Writes a figure as a task (app/work/export_job.h): "wrote PATH" as a notice when done, an
+  // "export" error when it fails; throws while another figure is being written.
+  void start_export(const std::string& path, std::function<void()> write);
 
   // When the newest run was requested, if it has not been shown yet (for latency statistics).
   std::optional<std::chrono::steady_clock::time_point> take_unshown_request();
@@ -176,6 +180,8 @@ class Controller {
   void convert_model(const cmd::ConvertModel& c);
   void poll_convert(bool& changed);
   std::unique_ptr<ConvertJob> convert_;  // app/work/convert_job.h (via document.h)
+  void poll_export(bool& changed);
+  std::unique_ptr<ExportJob> export_;  // app/work/export_job.h (via document.h)
   bool open_converted_ = false;          // open the converted model when it is written
   std::unique_ptr<SyntaxJob> syntax_;  // declared in app/work/syntax_job.h (via document.h)
   std::unique_ptr<SyntaxRequest> syntax_requested_;  // the last request started; null = none

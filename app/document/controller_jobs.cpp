@@ -323,8 +323,30 @@ void Controller::poll_convert(bool& changed) {
 
 // Nothing of the window runs or waits: the live model, its run, and every job (the Syntax view's
 // sentence counts as waiting while the session asks for another one).
+void Controller::start_export(const std::string& path, std::function<void()> write) {
+  export_->start(path, std::move(write));
+  doc_.exporting = export_->status();
+}
+
+void Controller::poll_export(bool& changed) {
+  const ExportJobStatus st = export_->status();
+  auto& d = doc_.exporting;
+  if (st.serial != d.serial) {
+    changed = true;
+    if (!st.error.empty()) {
+      set_error("export", st.error);
+    } else {
+      clear_error("export");
+      notice("wrote " + st.path);
+    }
+  }
+  if (st.running != d.running) changed = true;
+  d = st;
+}
+
 bool Controller::idle() const {
-  if (doc_.syntax_job.running || doc_.generation_job.running || doc_.patching_job.running || doc_.convert.running)
+  if (doc_.syntax_job.running || doc_.generation_job.running || doc_.patching_job.running || doc_.convert.running ||
+      doc_.exporting.running)
     return false;
   const auto wanted = syntax_request();
   if (wanted && (!syntax_requested_ || !same_request(*wanted, *syntax_requested_))) return false;

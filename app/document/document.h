@@ -6,6 +6,7 @@
 #include "analysis/head_report.h"
 #include "app/work/convert_job.h"
 #include "app/work/dataset_job.h"
+#include "app/work/export_job.h"
 #include "app/work/generation_job.h"
 #include "app/work/patching_job.h"
 #include "app/work/syntax_job.h"
@@ -55,6 +56,8 @@ struct Document {
   JobStatus patching_job;
   // The Model view's conversion (app/work/convert_job.h): its progress, summary and error.
   ConvertJobStatus convert;
+  // The figure being written (app/work/export_job.h), and why the last one failed.
+  ExportJobStatus exporting;
   std::string banner;                 // "random weights — no trained model found"
   std::vector<std::string> notices;   // messages for the user (session warnings …), newest last
   std::vector<ErrorMessage> errors;   // what failed, newest last, one per kind

@@ -84,14 +84,16 @@ double text_width(cairo_t* cr, const std::string& s, double size) {
 }
 
 // Draws a map as one embedded image (not a rectangle per cell) scaled with nearest-neighbour.
-void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap colormap, double x, double y, double w, double h) {
+// `vector_cells`: analysis::draw_pixels's, lowered for a figure of many maps.
+void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap colormap, double x, double y, double w, double h,
+              int64_t vector_cells = analysis::kVectorCells) {
   analysis::draw_pixels(
       cr, cols, rows,
       [&](int r, int c) {
         const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.data[static_cast<size_t>(r) * cols + c]));
         return (uint32_t(rgb.r) << 16) | (uint32_t(rgb.g) << 8) | rgb.b;
       },
-      x, y, w, h);
+      x, y, w, h, vector_cells);
   if (map.gate < 1.0f) {
     cairo_set_source_rgba(cr, 0.1, 0.1, 0.1, 0.75 * (1.0 - map.gate));
     cairo_rectangle(cr, x, y, w, h);
@@ -202,11 +204,15 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   for (int h = 0; h < heads; ++h) text(cr, x0 + h * (cell + pad) + cell / 2 - 6, y0 - 4, "H" + std::to_string(h), 8);
   MapRange shown;
   bool one_scale = true;  // every map coloured over the same range (the absolute 0–1 of weights)
+  int64_t maps_drawn = 0;
+  for (const auto& l : maps) maps_drawn += static_cast<int64_t>(l.size());
+  const int64_t vector_cells =
+      maps_drawn * rows * cols > analysis::kFigureVectorCells ? 0 : analysis::kVectorCells;  // many maps: images
   for (int l = 0; l < layers; ++l) {
     cairo_set_source_rgb(cr, 0, 0, 0);
     text(cr, margin, y0 + l * (cell + pad) + cell / 2 + 3, "L" + std::to_string(l), 8);
     for (int h = 0; h < static_cast<int>(maps[l].size()); ++h) {
-      draw_map(cr, maps[l][h], rows, cols, colormap, x0 + h * (cell + pad), y0 + l * (cell + pad), cell, cell);
+      draw_map(cr, maps[l][h], rows, cols, colormap, x0 + h * (cell + pad), y0 + l * (cell + pad), cell, cell, vector_cells);
       const MapRange& r = maps[l][h].range;
       if (l + h > 0 && (r.lo != shown.lo || r.hi != shown.hi || r.log != shown.log)) one_scale = false;
       shown = r;

@@ -124,7 +124,11 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
                         !wb.doc().session.view.auto_range);
     m.gate = wb.doc().session.controls.get(sel.stack, sel.layer).gate(sel.head);
-    write_attention_map(path, title, m, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack), cmap);
+    // Written as a task; `snap` keeps the buffers `m` points into.
+    wb.start_export(path, [snap = wb.doc().snapshot, path, title, m, rows = sm.rows, cols = sm.cols,
+                           tokens = labels(*wb.doc().snapshot, sel.stack), cmap] {
+      write_attention_map(path, title, m, rows, cols, tokens, cmap);
+    });
   } else if (figure == "heads-grid") {
     std::vector<std::vector<FigureMap>> grid;
     int rows = 0, cols = 0;
@@ -145,17 +149,25 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
         grid.back().push_back(m);
       }
     }
-    write_heads_grid(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " attention, every head (" + stage_name(sel.stage) + ")" +
-                               (side > 0 ? ", max-pooled to at most " + std::to_string(side) + "² per head" : ""),
-                     grid, rows, cols, cmap);
+    const std::string grid_title =
+        wb.doc().model->name + " — " + core::stack_name(sel.stack) + " attention, every head (" + stage_name(sel.stage) + ")" +
+        (side > 0 ? ", max-pooled to at most " + std::to_string(side) + "² per head" : "");
+    // Written as a task (1,024 maps take seconds); the copies of `pooled` share the buffers `grid`
+    // points into, and `snap` keeps the snapshot's.
+    wb.start_export(path, [snap = wb.doc().snapshot, pooled = std::move(pooled), grid = std::move(grid), path, grid_title,
+                           rows, cols, cmap] { write_heads_grid(path, grid_title, grid, rows, cols, cmap); });
   } else if (figure == "head-view") {
     const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];
     if (sm.pooled()) throw std::runtime_error("export " + path + ": layer " + std::to_string(sel.layer) + "'s whole maps are still being computed");
     std::vector<const float*> heads;
     for (int h = 0; h < sm.heads; ++h) heads.push_back(sm.head(h));
-    write_head_view(path, wb.doc().model->name + " — " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) + ", heads by colour",
-                    heads, sm.rows, sm.cols, labels(*wb.doc().snapshot, sel.stack), wb.doc().session.view.auto_range,
-                    sel.head);
+    wb.start_export(path, [snap = wb.doc().snapshot, path, heads,
+                           view_title = wb.doc().model->name + " — " + core::stack_name(sel.stack) + " layer " +
+                                        std::to_string(sel.layer) + ", heads by colour",
+                           rows = sm.rows, cols = sm.cols, tokens = labels(*wb.doc().snapshot, sel.stack),
+                           relative = wb.doc().session.view.auto_range, selected = sel.head] {
+      write_head_view(path, view_title, heads, rows, cols, tokens, relative, selected);
+    });
   } else {
     throw std::runtime_error("export " + path + ": '" + figure + "' has no vector export (use .png)");
   }

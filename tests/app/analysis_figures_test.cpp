@@ -224,6 +224,27 @@ TEST_CASE("the input's figures carry their title, token labels and colour bar as
   CHECK(element(grid_svg, "title") == "demo — all heads");
   CHECK(element(grid_svg, "desc").find("2 layers (L0–L1) × 4 heads (H0–H3), each map 3 × 3") != std::string::npos);
   CHECK(element(grid_svg, "desc").find("colour bar: viridis") != std::string::npos);
+  CHECK(grid_svg.find("<image") == std::string::npos);  // a few small maps: sharp rectangles
+
+  // An 8B model's grid, 32 × 32 heads of 57 × 57 thumbnails (noise, so few cells merge): images, not
+  // 3.3 million rectangles. Both ways written here to compare their sizes.
+  {
+    const int n = 57;
+    std::vector<float> noise(size_t(n) * n);
+    for (size_t i = 0; i < noise.size(); ++i) noise[i] = float((i * 2654435761u) % 1000) / 1000.0f;
+    FigureMap m;
+    m.data = noise.data();
+    m.range = map_range(noise.data(), noise.size(), false, false, true);
+    std::vector<std::vector<FigureMap>> big(32, std::vector<FigureMap>(32, m));
+    write_heads_grid(dir.str("big.svg"), "32 × 32", big, n, n, Colormap::Viridis);
+    const std::string big_svg = slurp(dir.str("big.svg"));
+    CHECK(big_svg.find("<image") != std::string::npos);
+    std::vector<std::vector<FigureMap>> one(1, std::vector<FigureMap>(1, m));
+    write_heads_grid(dir.str("one.svg"), "one", one, n, n, Colormap::Viridis);
+    const std::string one_svg = slurp(dir.str("one.svg"));
+    CHECK(one_svg.find("<image") == std::string::npos);  // one map of 57 × 57: rectangles
+    CHECK(big_svg.size() < 1024 * one_svg.size() / 4);   // ≥ 4× smaller than rectangles for every map
+  }
 
   write_head_view(dir.str("heads.svg"), "demo — head view", {map.data(), map.data()}, 3, 3, tokens);
   const std::string heads_desc = element(slurp(dir.str("heads.svg")), "desc");

@@ -1,0 +1,47 @@
+#include "app/work/export_job.h"
+
+#include "app/tasks/task_track.h"
+
+#include <stdexcept>
+
+namespace headlab::app {
+namespace {
+
+struct Written {
+  std::string path;
+};
+
+}  // namespace
+
+void ExportJob::start(const std::string& path, std::function<void()> write) {
+  if (track().busy()) throw std::runtime_error("export " + path + ": " + status().path + " is still being written");
+  TaskOptions o;
+  o.name = "writing " + path;
+  o.lane = "export";
+  o.kind = "export";
+  launch<Written>(o, [path, write = std::move(write)](Task& task) {
+    task.phase("writing " + path);
+    write();
+    return std::make_shared<const Written>(Written{path});
+  });
+}
+
+ExportJobStatus ExportJob::status() const {
+  ExportJobStatus s;
+  const auto& task = newest();
+  if (!task) return s;
+  const Task::Status t = task->status();  // read once: the fields below describe the same moment
+  s.running = t.state == TaskState::Queued || t.state == TaskState::Running;
+  const std::string prefix = "writing ";
+  s.path = task->options().name.substr(prefix.size());
+  if (!s.running && counted_ != task.get()) {
+    counted_ = task.get();
+    ++finished_;
+  }
+  s.serial = finished_;
+  if (t.state == TaskState::Failed) s.error = t.error;
+  if (t.state == TaskState::Stopped) s.error = "export " + s.path + ": stopped before it was written";
+  return s;
+}
+
+}  // namespace headlab::app
