@@ -92,12 +92,7 @@ ConvertJobStatus ConvertJob::status() const {
   s.running = t.state == TaskState::Queued || t.state == TaskState::Running;
   s.elapsed_seconds = t.elapsed_s;
   s.fraction = t.fraction;
-  // One count per finished conversion (done, stopped or failed), counted the first time it is seen.
-  if (!s.running && counted_ != task.get()) {
-    counted_ = task.get();
-    ++finished_;
-  }
-  s.serial = finished_;
+  s.serial = finished_count(s.running);
   switch (t.state) {
     case TaskState::Queued: s.phase = "loading the model"; break;
     case TaskState::Running: s.phase = t.phase; break;

@@ -46,10 +46,6 @@ class ConvertJob : public Job {
   // nothing is written.
   void start(const ConvertRequest& request);
   ConvertJobStatus status() const;
-
- private:
-  mutable const void* counted_ = nullptr;  // the conversion last counted as finished
-  mutable unsigned finished_ = 0;
 };
 
 }  // namespace headlab::app

@@ -34,11 +34,7 @@ ExportJobStatus ExportJob::status() const {
   s.running = t.state == TaskState::Queued || t.state == TaskState::Running;
   const std::string prefix = "writing ";
   s.path = task->options().name.substr(prefix.size());
-  if (!s.running && counted_ != task.get()) {
-    counted_ = task.get();
-    ++finished_;
-  }
-  s.serial = finished_;
+  s.serial = finished_count(s.running);
   if (t.state == TaskState::Failed) s.error = t.error;
   if (t.state == TaskState::Stopped) s.error = "export " + s.path + ": stopped before it was written";
   return s;

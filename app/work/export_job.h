@@ -29,10 +29,6 @@ class ExportJob : public Job {
   // std::runtime_error while another export is being written.
   void start(const std::string& path, std::function<void()> write);
   ExportJobStatus status() const;
-
- private:
-  mutable const void* counted_ = nullptr;  // the export last counted as finished
-  mutable unsigned finished_ = 0;
 };
 
 }  // namespace headlab::app

@@ -53,4 +53,13 @@ std::shared_ptr<const void> Job::shown_any() const {
   return shown_;
 }
 
+unsigned Job::finished_count(bool running) const {
+  const auto& task = newest();
+  if (task && !running && counted_ != task.get()) {
+    counted_ = task.get();
+    ++finished_;
+  }
+  return finished_;
+}
+
 }  // namespace headlab::app

@@ -61,6 +61,10 @@ class Job {
 
   const std::shared_ptr<Task>& newest() const;
   const TaskTrack& track() const { return *track_; }
+  // How many of the newest tasks have been seen finished (done, stopped or failed), each counted the
+  // first time a status read finds it so (`running`: what that read found): a poller that keeps the
+  // last count learns that one more ended.
+  unsigned finished_count(bool running) const;
 
   std::shared_ptr<TaskManager> tasks_;
   std::shared_ptr<core::ModelStore> models_;
@@ -71,6 +75,8 @@ class Job {
 
   std::unique_ptr<TaskTrack> track_;
   mutable std::shared_ptr<const void> shown_;
+  mutable const void* counted_ = nullptr;  // the task last counted as finished
+  mutable unsigned finished_ = 0;
 };
 
 }  // namespace headlab::app

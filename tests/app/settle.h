@@ -15,7 +15,12 @@ inline void settle(app::Controller& c, int seconds = 120) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (std::chrono::steady_clock::now() < until) {
     c.poll();
-    if (c.idle()) return;
+    // Idle once more after a poll: work that ended between the poll and the check has been taken in
+    // (and anything it asked for in turn is running).
+    if (c.idle()) {
+      c.poll();
+      if (c.idle()) return;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const auto& d = c.doc();
