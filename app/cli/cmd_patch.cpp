@@ -9,16 +9,20 @@
 #include "app/cli/cli_args.h"
 #include "core/asset_paths.h"
 #include "core/atomic_file.h"
+#include "core/cancelled.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 namespace headlab::app {
@@ -120,6 +124,9 @@ void table_figure(const analysis::PatchTable& t, bool heads, bool each, const st
   analysis::write_heatmap(analysis::effect_heatmap(title, subtitle, axis, cols, rows), folder, name, written);
 }
 
+std::atomic<bool> g_patch_interrupted{false};
+extern "C" void on_patch_sigint(int) { g_patch_interrupted.store(true); }
+
 int patch_command(const PatchOptions& o) {
   refuse_overwrite(o.out + "/patch.json", o.force);
   core::use_batch_threads();
@@ -145,15 +152,43 @@ int patch_command(const PatchOptions& o) {
     if (done == total) std::fprintf(stderr, "\n");
     return true;
   };
+  // Ctrl-C stops the exact re-runs (an 8B model's 1,024 heads take most of an hour on a CPU) and
+  // writes what is complete: attribution patching whole, the exact cells run so far, marked partial.
   analysis::PatchResult result;
+  std::optional<analysis::PatchResult> so_far;
+  r.partial = [&so_far](const analysis::PatchResult& p) { so_far = p; };
+  g_patch_interrupted = false;
+  r.cancel = &g_patch_interrupted;
+  bool stopped = false;
+  auto previous = std::signal(SIGINT, on_patch_sigint);
   try {
     result = analysis::patch_activations(*model, r);
+  } catch (const core::Cancelled&) {
+    std::signal(SIGINT, previous);
+    if (!so_far) throw;  // stopped before anything was measured: nothing to write
+    result = *so_far;
+    stopped = true;
   } catch (const std::invalid_argument& e) {
+    std::signal(SIGINT, previous);
     throw UsageError(e.what());
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  int64_t exact_run = 0, exact_cells = 0;
+  for (const auto& layer : result.exact)
+    for (const auto& unit : layer)
+      for (double v : unit) ++exact_cells, exact_run += std::isnan(v) ? 0 : 1;
+  if (stopped) {
+    std::fprintf(stderr, "\n");
+    result.notes.push_back("stopped (Ctrl-C) after " + std::to_string(exact_run) + " of " + std::to_string(exact_cells) +
+                           " exact re-runs; the cells not run are null");
   }
   const bool heads = core::site_has_heads(r.site);
   nlohmann::json j;
   j["format"] = "headlab-patch";
+  j["partial"] = stopped;
   j["model"] = o.model;
   j["site"] = core::site_name(r.site);
   j["metric"] = analysis::metric_name(r.metric);
@@ -173,7 +208,7 @@ int patch_command(const PatchOptions& o) {
     const auto normalised = result.normalised(result.exact);
     j["normalised"] = normalised.empty() ? nlohmann::json(nullptr) : table_json(normalised, heads, r.each_position);
     j["layers_run"] = result.layers_run;
-    if (!normalised.empty())
+    if (!normalised.empty() && !stopped)  // a stopped run's table has holes: the JSON says which
       table_figure(normalised, heads, r.each_position, "Activation patching: " + what + " from the corrupted run",
                    std::string("(patched − corrupt) / (clean − corrupt) of ") + analysis::metric_name(r.metric) +
                        "; 1 = the clean result kept, 0 = the corrupted one",
@@ -189,7 +224,7 @@ int patch_command(const PatchOptions& o) {
                    figures);
   }
   j["correlation"] = result.correlation ? nlohmann::json(*result.correlation) : nlohmann::json(nullptr);
-  if (!o.path_sender.empty()) {
+  if (!o.path_sender.empty() && !stopped) {
     const auto sender = parse_head(o.path_sender, "--path");
     std::vector<analysis::HeadRef> receivers;
     std::stringstream in(o.path_receivers);
@@ -229,8 +264,8 @@ int patch_command(const PatchOptions& o) {
   for (const auto& note : result.notes) std::printf("note: %s\n", note.c_str());
   std::printf("wrote %s/patch.json", o.out.c_str());
   for (const auto& f : figures) std::printf(", %s", f.c_str());
-  std::printf("\n");
-  return 0;
+  std::printf("%s\n", stopped ? " [partial: stopped before the end]" : "");
+  return stopped ? 130 : 0;
 }
 
 }  // namespace

@@ -17,7 +17,10 @@
 #include "core/model/run.h"
 #include "core/model/transformer.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
+#include <fstream>
 #include <string>
 
 using namespace headlab;
@@ -299,4 +302,58 @@ TEST_CASE("direct logit attribution adds up and matches apply_ln_to_stack in flo
   run.capture = core::kCaptureHeadOutputs | core::kCaptureResidual | core::kCapturePatchSites;
   const auto trace = core::run(*model, run);
   CHECK_THROWS_WITH(analysis::logit_attribution(*model, *trace, 7, 11, 12), Catch::Contains("post-LN"));
+}
+
+TEST_CASE("headlab patch writes its tables, and on Ctrl-C what is complete, marked partial", "[analysis][patching][cli]") {
+  test::TempDir dir("patch-cli");
+  // A model whose exact re-runs take long: 12 layers of 8 heads, a patch per head and position of
+  // 120 tokens (11,520 re-runs).
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
+  config.encoder->layers = 12;
+  core::save_model(*core::make_random_model(config, 3), dir.str("model"));
+  std::string clean, corrupt;
+  for (int i = 0; i < 120; ++i) {
+    clean += std::to_string(i % 50 + 5) + (i + 1 < 120 ? "," : "");
+    corrupt += std::to_string((i * 7) % 50 + 5) + (i + 1 < 120 ? "," : "");
+  }
+  const std::string base = std::string(HEADLAB_BINARY) + " patch --model " + dir.str("model") + " --clean-ids " + clean +
+                           " --corrupt-ids " + corrupt + " --metric logit --answer-id 7 --no-special-tokens";
+  std::string output;
+
+  // A whole run on a short input: complete, not partial.
+  const std::string short_ids = " --clean-ids 5,6,7,8 --corrupt-ids 9,6,7,8";
+  const int whole = test::run_command(std::string(HEADLAB_BINARY) + " patch --model " + dir.str("model") + short_ids +
+                                          " --metric logit --answer-id 7 --no-special-tokens --out " + dir.str("whole") + " 2>&1",
+                                      output);
+  INFO(output);
+  REQUIRE(whole == 0);
+  const auto done = nlohmann::json::parse(std::ifstream(dir.str("whole/patch.json")));
+  CHECK(done["partial"] == false);
+  CHECK(done["effects"].size() == 12);
+  for (const auto& layer : done["effects"])
+    for (const auto& v : layer) CHECK(v.is_number());
+
+  // SIGINT a second after the first exact re-run is reported: attribution whole, some exact cells.
+  const std::string log = dir.str("stderr.txt");
+  const int code = test::run_command(
+      "sh -c '" + base + " --positions each --out " + dir.str("stopped") + " 2>" + log +
+          " & pid=$!; i=0; while ! grep -q \"exact patching\" " + log +
+          " && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; sleep 1; kill -INT $pid; wait $pid'",
+      output);
+  INFO(output);
+  CHECK(code == 130);
+  const auto stopped = nlohmann::json::parse(std::ifstream(dir.str("stopped/patch.json")));
+  CHECK(stopped["partial"] == true);
+  int64_t measured = 0, missing = 0;
+  for (const auto& layer : stopped["effects"])
+    for (const auto& unit : layer)
+      for (const auto& v : unit) (v.is_null() ? missing : measured) += 1;
+  CHECK(measured > 0);
+  CHECK(missing > 0);
+  for (const auto& layer : stopped["attribution"])  // one backward pass, done before any re-run
+    for (const auto& unit : layer)
+      for (const auto& v : unit) CHECK(v.is_number());
+  bool noted = false;
+  for (const auto& n : stopped["notes"]) noted = noted || n.get<std::string>().find("stopped (Ctrl-C)") != std::string::npos;
+  CHECK(noted);
 }
