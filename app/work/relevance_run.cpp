@@ -42,6 +42,7 @@ std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const cor
   // weights W·(gates): the maps that multiply the values (Abnar & Zuidema 2020).
   const core::StackTrace& stack = enc_dec ? trace.decoder : trace.main_stack();
   out->flow_stack = enc_dec ? core::Stack::Decoder : (trace.decoder.empty() ? core::Stack::Encoder : core::Stack::Decoder);
+  torch::Tensor rollout;  // [T, T] float64
   if (trace.maps.pooled()) {
     // The trace keeps thumbnails: the rollout comes from a run that hands each layer's whole maps
     // over once and keeps none of them (flow, which needs them all at once, keeps the maps whole:
@@ -56,26 +57,22 @@ std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const cor
     again.maps.thumbnail_side = 1;
     again.logit_positions = {0};
     again.cancel = cancel;
-    torch::Tensor rollout;  // [T, T] float64
     again.on_layer = [&](core::Stack s, int, const core::AttentionStages& stages) {
       if (s == out->flow_stack) rollout = analysis::rollout_step(rollout, core::value_weights(stages));
     };
     core::run(model, again);
-    if (rollout.defined()) {
-      const auto row = rollout[out->position].contiguous();
-      out->rollout.assign(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
+  } else {
+    std::vector<torch::Tensor> maps;
+    for (const auto& layer : stack.layers) maps.push_back(core::value_weights(layer.self));
+    if (!maps.empty() && maps.front().defined()) {
+      rollout = analysis::attention_rollout(maps);
+      // Flow solves a max-flow problem per input token (~0.3 s at 128 tokens): only when asked for.
+      if (input.relevance.flow) out->flow = analysis::attention_flow(maps, out->position);
     }
-    out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return out;
   }
-  std::vector<torch::Tensor> maps;
-  for (const auto& layer : stack.layers) maps.push_back(core::value_weights(layer.self));
-  if (!maps.empty() && maps.front().defined()) {
-    const auto rollout = analysis::attention_rollout(maps).to(torch::kFloat64).contiguous();  // [T, T]
-    const auto row = rollout[out->position];
+  if (rollout.defined()) {
+    const auto row = rollout[out->position].to(torch::kFloat64).contiguous();
     out->rollout.assign(row.data_ptr<double>(), row.data_ptr<double>() + row.numel());
-    // Flow solves a max-flow problem per input token (~0.3 s at 128 tokens): only when asked for.
-    if (input.relevance.flow) out->flow = analysis::attention_flow(maps, out->position);
   }
   out->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
