@@ -4,7 +4,10 @@
 #include <GL/gl.h>
 #include <GL/glext.h>
 
+#include "app/layout/map_levels.h"
+
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <cstdlib>
@@ -245,30 +248,17 @@ int HeadTextures::sync(const AttentionMaps* maps, Stage stage, const MapStyle& s
       if (layer.heads[h].texture) glDeleteTextures(1, &layer.heads[h].texture);
     layer.heads.resize(heads);
     if (heads == 0) continue;
-    if (!gpu_colour()) pixels_.resize(static_cast<size_t>(sm.rows) * sm.cols * 4);
     const size_t cells = static_cast<size_t>(sm.rows) * sm.cols;
     const bool shade = lm.masked && lm.masked->size() == cells;
     for (int h = 0; h < heads; ++h) {
       Entry& e = layer.heads[h];
       const float* data = sm.head(h);
-      e.range = map_range(data, static_cast<size_t>(sm.rows) * sm.cols, logits, style.log_scale, !style.auto_range);
-      if (!gpu_colour()) {
-        colorize(data, sm.rows, sm.cols, e.range, style.colormap, pixels_.data());
-        if (shade)
-          for (size_t i = 0; i < cells; ++i)
-            if ((*lm.masked)[i]) std::memcpy(&pixels_[i * 4], kMaskedRgba, 4);
-      } else if (shade) {
-        // Forbidden keys go up as NaN, which the shader hatches.
-        masked_.assign(data, data + cells);
-        for (size_t i = 0; i < cells; ++i)
-          if ((*lm.masked)[i]) masked_[i] = std::numeric_limits<float>::quiet_NaN();
-        data = masked_.data();
-      }
+      e.range = map_range(data, cells, logits, style.log_scale, !style.auto_range);
       if (!e.texture) {
         glGenTextures(1, &e.texture);
         glBindTexture(GL_TEXTURE_2D, e.texture);
-        // Crisp cells when enlarged; averaged (not aliased) when a long input is drawn small.
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+        // Crisp cells when enlarged; drawn smaller, the GL picks the max-pooled level that fits.
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST_MIPMAP_NEAREST);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
@@ -276,22 +266,33 @@ int HeadTextures::sync(const AttentionMaps* maps, Stage stage, const MapStyle& s
         glBindTexture(GL_TEXTURE_2D, e.texture);
       }
       glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-      if (gpu_colour()) {
-        // Raw weights; the shader colours them with the range and the colormap texture.
-        if (e.width == sm.cols && e.height == sm.rows) {
-          glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, sm.cols, sm.rows, GL_RED, GL_FLOAT, data);
-        } else {
-          glTexImage2D(GL_TEXTURE_2D, 0, GL_R32F, sm.cols, sm.rows, 0, GL_RED, GL_FLOAT, data);
-          e.width = sm.cols;
-          e.height = sm.rows;
+      // Forbidden keys are NaN in every level: the shader hatches them, the CPU path paints them.
+      const auto levels = max_levels(data, sm.rows, sm.cols, shade ? lm.masked->data() : nullptr);
+      const bool same_size = e.width == sm.cols && e.height == sm.rows;
+      for (size_t k = 0; k < levels.size(); ++k) {
+        const MapLevel& lv = levels[k];
+        const GLint level = static_cast<GLint>(k);
+        if (gpu_colour()) {
+          // Raw weights; the shader colours them with the range and the colormap texture.
+          if (same_size)
+            glTexSubImage2D(GL_TEXTURE_2D, level, 0, 0, lv.cols, lv.rows, GL_RED, GL_FLOAT, lv.values.data());
+          else
+            glTexImage2D(GL_TEXTURE_2D, level, GL_R32F, lv.cols, lv.rows, 0, GL_RED, GL_FLOAT, lv.values.data());
+          continue;
         }
-      } else if (e.width == sm.cols && e.height == sm.rows) {
-        glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, sm.cols, sm.rows, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
-      } else {
-        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, sm.cols, sm.rows, 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
-        e.width = sm.cols;
-        e.height = sm.rows;
+        const size_t n = lv.values.size();
+        pixels_.resize(n * 4);
+        colorize(lv.values.data(), lv.rows, lv.cols, e.range, style.colormap, pixels_.data());
+        for (size_t i = 0; i < n; ++i)
+          if (std::isnan(lv.values[i])) std::memcpy(&pixels_[i * 4], kMaskedRgba, 4);
+        if (same_size)
+          glTexSubImage2D(GL_TEXTURE_2D, level, 0, 0, lv.cols, lv.rows, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
+        else
+          glTexImage2D(GL_TEXTURE_2D, level, GL_RGBA, lv.cols, lv.rows, 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels_.data());
       }
+      glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL, static_cast<GLint>(levels.size()) - 1);
+      e.width = sm.cols;
+      e.height = sm.rows;
       ++uploaded;
     }
   }

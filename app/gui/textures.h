@@ -2,7 +2,9 @@
 // layer of the attention and stage on show. Only layers whose buffers changed are re-uploaded.
 // Where the GL compiles HeadLab's colormap shader, each map is uploaded as raw weights (GL_R32F)
 // and coloured on the GPU from a 256×1 colormap texture and the map's range; otherwise it is
-// coloured on the CPU and uploaded as RGBA.
+// coloured on the CPU and uploaded as RGBA. Each texture carries max-pooled mipmap levels
+// (app/layout/map_levels.h), so a map drawn smaller than its size (a heads-grid cell, a long input
+// fitted into the map view) keeps its brightest cells instead of averaging a sharp head away.
 #pragma once
 
 #include "app/work/workbench_engine.h"
@@ -65,7 +67,6 @@ class HeadTextures {
   Stage stage_ = Stage::U;
   MapStyle style_;
   std::vector<uint8_t> pixels_;
-  std::vector<float> masked_;  // a map with its forbidden keys as NaN, for the shader
   double last_upload_ms_ = 0;
 
   // The GPU path: the program, its uniforms, the colormap texture and per-draw parameters that

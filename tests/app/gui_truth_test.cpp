@@ -148,6 +148,51 @@ TEST_CASE("a uniform head is drawn dark on the default 0–1 scale, bright only 
   CHECK(json::parse(slurp(dir.str("bright.json")))["view"]["auto_range"] == true);
 }
 
+TEST_CASE("a sharp head drawn smaller than its map keeps its weight's colour", "[app][gui][scale]") {
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI minification test skipped");
+  TempDir dir("gui-minify");
+  // The default's L3 H7 puts most of each row's weight on the previous token. At ~300 tokens the map
+  // view fits the map into fewer pixels than it has cells; averaging would draw that one-cell
+  // diagonal at a fraction of its weight (a faint line), the max-pooled levels at its own.
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += "The old man looked at the sea and the sky, and the sea was calm and blue that morning. ";
+  write_script(dir.str("script.json"),
+               json::array({{{"action", "set_text"}, {"text", text}},
+                            {{"action", "select_head"}, {"layer", 3}, {"head", 7}},
+                            {{"action", "export"}, {"view", "attention_map"}, {"path", dir.str("map.png")}, {"figure_only", true}},
+                            {{"action", "quit"}}}));
+  std::string out;
+  INFO(out);
+  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("script.json"), "1000x900"), out) == 0);
+  cairo_surface_t* s = cairo_image_surface_create_from_png(dir.str("map.png").c_str());
+  REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
+  const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+  INFO("figure " << w << " x " << h);
+  // The figure is smaller than the 300 × 300 map: the case that minifies.
+  CHECK(h < 600);
+  // Pixels in the colours of weights 0.7–1, above the colour bar (the figure's last 40 rows).
+  std::vector<headlab::app::Rgb> hot;
+  for (float t = 0.7f; t <= 1.0f; t += 0.025f) hot.push_back(headlab::app::colormap_rgb(headlab::app::Colormap::Viridis, t));
+  int hot_pixels = 0;
+  const int stride = cairo_image_surface_get_stride(s);
+  const unsigned char* data = cairo_image_surface_get_data(s);
+  for (int y = 0; y < h - 40; ++y)
+    for (int x = 0; x < w; ++x) {
+      const uint32_t c = reinterpret_cast<const uint32_t*>(data + y * stride)[x];
+      const int r = (c >> 16) & 255, g = (c >> 8) & 255, b = c & 255;
+      for (const auto& rgb : hot)
+        if (std::abs(r - rgb.r) + std::abs(g - rgb.g) + std::abs(b - rgb.b) < 24) {
+          ++hot_pixels;
+          break;
+        }
+    }
+  cairo_surface_destroy(s);
+  // The diagonal spans ~200 rows of pixels, each with a hot pixel or two. Drawn by GL's linear
+  // minification instead, not one pixel of it reaches the colour of 0.7.
+  INFO(hot_pixels << " pixels in the colours of weights ≥ 0.7");
+  CHECK(hot_pixels > 150);
+}
+
 TEST_CASE("a refused input marks the views and its error clears after a success", "[app][gui][errors]") {
   SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI refusal test skipped");
   TempDir dir("gui-refused");
