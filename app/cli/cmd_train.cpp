@@ -1,5 +1,6 @@
 // `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
 #include "core/token_counts.h"
@@ -22,7 +23,8 @@ std::atomic<bool> g_interrupt{false};
 extern "C" void on_sigint(int) { g_interrupt.store(true); }
 
 struct TrainCliOptions {
-  std::string config, out, objective, tokenizer, decay = "cosine", dtype = "F32";
+  std::string config, out, objective, tokenizer, decay = "cosine", dtype = "F32", new_token_rows = "typical";
+  std::string device;  // --device
   std::vector<std::string> data, frozen_heads;  // LAYER.HEAD, parsed into train.frozen_heads
   core::train::TrainOptions train;
   double held_out = 0.02;
@@ -31,6 +33,7 @@ struct TrainCliOptions {
 
 int train_command(TrainCliOptions& options) {
   namespace fs = std::filesystem;
+  options.train.device = device_option(options.device);  // a card this process cannot use: refused first
   if (!options.train.resume && !options.force)
     for (const char* file : {"checkpoint.pt", "config.json", "model.safetensors"})
       if (fs::exists(fs::path(options.out) / file))
@@ -70,6 +73,11 @@ int train_command(TrainCliOptions& options) {
   std::cerr << data.train.size() << " training examples (" << data.train_tokens() << " tokens), "
             << data.held_out.size() << " held out; " << config.parameter_count() << " parameters, "
             << core::train::to_string(o.objective) << "\n";
+  // The model carries the token counts of its training text: the frequency corpus the rare-word
+  // measure ranks tokens by (headlab analyze), and where --new-token-rows frequency starts new rows.
+  const auto counts = core::count_tokens_in_files(*tokenizer, options.data);
+  o.new_token_rows = core::train::parse_new_token_rows(options.new_token_rows);
+  if (o.new_token_rows == core::train::NewTokenRows::Frequency) o.token_counts = counts.counts;
   g_interrupt.store(false);
   o.interrupt = &g_interrupt;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -81,10 +89,7 @@ int train_command(TrainCliOptions& options) {
     throw;
   }
   std::signal(SIGINT, previous);
-  // The model carries the token counts of its training text: the frequency corpus the rare-word
-  // measure ranks tokens by (headlab analyze).
-  core::save_token_counts(core::count_tokens_in_files(*tokenizer, options.data),
-                          (std::filesystem::path(options.out) / "token_counts.json").string());
+  core::save_token_counts(counts, (std::filesystem::path(options.out) / "token_counts.json").string());
   std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
             << result.last_eval_step << "): loss "
             << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("
@@ -117,7 +122,8 @@ void add_train_command(CLI::App& app, Action& action) {
                   "Stop after this step; the schedule stays --steps long (continue with --resume)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
-  cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt");
+  add_device_option(cmd, options->device);
+  cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt (on the device it was made on)");
   cmd->add_flag("--force", options->force, "Start over in an --out folder that already holds a model");
   cmd->add_option("--init", o.init_from,
                   "Start from this model folder's weights (same architecture; its tokenizer or one that extends it; fresh "
@@ -135,6 +141,11 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_flag("--freeze-known-tokens", o.freeze_known_tokens,
                 "With --init and a --tokenizer that extends the model's (the same tokens at the same ids, then "
                 "new ones): only the new tokens' embedding and output rows train");
+  cmd->add_option("--new-token-rows", options->new_token_rows,
+                  "With a --tokenizer that extends the --init model's: how the new tokens' rows start, typical (drawn "
+                  "with the known rows' mean and covariance, the default) or frequency (each the mean of the 32 known "
+                  "rows nearest in count in the training text)")
+      ->check(CLI::IsMember({"typical", "frequency"}));
   cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(CLI::Range(4, 100000));
   cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(CLI::PositiveNumber);
   cmd->add_option("--lr", o.lr, "Peak learning rate");

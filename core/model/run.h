@@ -85,9 +85,9 @@ struct RunRequest {
   // Positions whose logits to compute (the LM head is per position); empty = every position. A
   // live view that shows one position skips the rest of the [T, V] head.
   std::vector<int64_t> logit_positions;
-  // When set and compatible (same ids, same capture, residuals kept), only layers from the first
-  // one whose controls differ are recomputed; the result equals a full run. When no layer changed
-  // but the logit positions did, only the head runs again.
+  // When set and compatible (same ids, capture, thumbnail side; residuals kept), only layers from
+  // the first one whose controls differ are recomputed (equal to a full run); no layer changed but
+  // the logit positions did: only the head runs again; only maps.full_layer: that one layer.
   std::shared_ptr<const Trace> previous;
   ProgressFn progress;
   LayerFn on_layer;

@@ -6,6 +6,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <stdexcept>
 
@@ -50,6 +52,51 @@ torch::Tensor draw_rows_like(const torch::Tensor& known, int64_t n, uint64_t see
   std::vector<int64_t> shape(known.sizes().begin(), known.sizes().end());
   shape[0] = n;
   return (mean + z.mm(lower.t())).to(torch::kFloat32).reshape(shape);
+}
+
+NewTokenRows parse_new_token_rows(const std::string& name) {
+  if (name == "typical") return NewTokenRows::Typical;
+  if (name == "frequency") return NewTokenRows::Frequency;
+  throw std::invalid_argument("new token rows '" + name + "': expected typical or frequency");
+}
+
+torch::Tensor rows_by_frequency(const torch::Tensor& known, const std::vector<int64_t>& counts,
+                                const std::vector<int64_t>& excluded, int64_t n, int64_t neighbours) {
+  const int64_t K = known.dim() >= 1 ? known.size(0) : 0;
+  if (static_cast<int64_t>(counts.size()) < K + n)
+    throw std::invalid_argument("rows_by_frequency: " + std::to_string(counts.size()) + " token counts for " +
+                                std::to_string(K + n) + " tokens");
+  std::vector<int64_t> candidates;  // known ids that may be neighbours, by (count, id)
+  for (int64_t id = 0; id < K; ++id)
+    if (std::find(excluded.begin(), excluded.end(), id) == excluded.end()) candidates.push_back(id);
+  if (neighbours < 1 || static_cast<int64_t>(candidates.size()) < neighbours)
+    throw std::invalid_argument("rows_by_frequency: " + std::to_string(candidates.size()) + " known tokens for " +
+                                std::to_string(neighbours) + " neighbours");
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int64_t a, int64_t b) { return counts[size_t(a)] < counts[size_t(b)]; });
+  auto level = [&](int64_t id) { return std::log1p(static_cast<double>(counts[size_t(id)])); };
+  torch::NoGradGuard no_grad;
+  const torch::Tensor rows = known.reshape({K, -1}).to(torch::kFloat64);  // [K, D]
+  torch::Tensor out = torch::empty({n, rows.size(1)}, torch::kFloat64);   // [n, D]
+  const int64_t C = static_cast<int64_t>(candidates.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const double target = level(K + i);
+    // The window of `neighbours` grows from the insertion point towards the nearer side.
+    int64_t right = std::lower_bound(candidates.begin(), candidates.end(), counts[size_t(K + i)],
+                                     [&](int64_t id, int64_t c) { return counts[size_t(id)] < c; }) -
+                    candidates.begin();
+    int64_t left = right - 1;
+    std::vector<int64_t> chosen;
+    while (static_cast<int64_t>(chosen.size()) < neighbours) {
+      const bool take_left =
+          right >= C || (left >= 0 && target - level(candidates[size_t(left)]) <= level(candidates[size_t(right)]) - target);
+      chosen.push_back(take_left ? candidates[size_t(left--)] : candidates[size_t(right++)]);
+    }
+    out[i] = rows.index_select(0, torch::tensor(chosen, torch::kLong)).mean(0);
+  }
+  std::vector<int64_t> shape(known.sizes().begin(), known.sizes().end());
+  shape[0] = n;
+  return out.to(torch::kFloat32).reshape(shape);
 }
 
 }  // namespace headlab::core::train

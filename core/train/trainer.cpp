@@ -2,6 +2,7 @@
 #include "core/json_integer.h"
 
 #include "core/atomic_file.h"
+#include "core/model/device.h"
 #include "core/model/model.h"
 #include "core/model/safetensors_torch.h"
 #include "core/train/checkpoint.h"
@@ -140,9 +141,12 @@ void truncate_log(const std::string& path, int64_t step) {
 // loader `load_model` uses: every parameter present with its shape (or drawn afresh by --reinit, so
 // it may be missing), no unknown tensor. With a grown vocabulary (`known_tokens` > 0, see
 // grown_vocabulary) the vocabulary-sized tensors fill their first `known_tokens` rows, and the new
-// tokens' rows are drawn like the known ones (draw_rows_like, seeded with `seed`).
-void init_from_folder(Transformer& model, const std::string& folder, int64_t known_tokens,
-                      const std::vector<std::string>& reinit_patterns, uint64_t seed) {
+// tokens' rows start as o.new_token_rows says (drawn like the known ones, seeded with o.seed, or
+// from the known rows nearest in o.token_counts, special tokens never among them).
+void init_from_folder(Transformer& model, int64_t known_tokens, const std::vector<int64_t>& specials,
+                      const TrainOptions& o) {
+  const std::string& folder = o.init_from;
+  const auto& reinit_patterns = o.reinit_patterns;
   try {
     const auto file = SafetensorsFile::open((fs::path(folder) / "model.safetensors").string());
     // What --reinit draws afresh need not be in the folder (a deeper model from a shallower one).
@@ -165,7 +169,10 @@ void init_from_folder(Transformer& model, const std::string& folder, int64_t kno
       require_finite(rows, file.path(), item.key());
       item.value().narrow(0, 0, known_tokens).copy_(rows);
       const int64_t fresh = item.value().size(0) - known_tokens;
-      item.value().narrow(0, known_tokens, fresh).copy_(draw_rows_like(rows, fresh, mix_seed(seed, fresh)));
+      item.value().narrow(0, known_tokens, fresh)
+          .copy_(o.new_token_rows == NewTokenRows::Frequency
+                     ? rows_by_frequency(rows, o.token_counts, specials, fresh)
+                     : draw_rows_like(rows, fresh, mix_seed(o.seed, fresh)));
     }
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("--init: ") + e.what());
@@ -219,11 +226,26 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (o.freeze_known_tokens && known_tokens == 0)
     throw std::invalid_argument("--freeze-known-tokens needs --init with a model whose tokenizer the run's "
                                 "--tokenizer extends (the same tokens at the same ids, then new ones)");
+  if (o.new_token_rows == NewTokenRows::Frequency) {
+    if (known_tokens == 0)
+      throw std::invalid_argument("--new-token-rows frequency needs --init with a model whose tokenizer the run's "
+                                  "--tokenizer extends");
+    if (static_cast<int64_t>(o.token_counts.size()) != config.vocab_size)
+      throw std::invalid_argument("--new-token-rows frequency needs the training text's count of each of the " +
+                                  std::to_string(config.vocab_size) + " tokens (got " +
+                                  std::to_string(o.token_counts.size()) + ")");
+  }
   if (!o.init_from.empty() && !o.resume) {
-    init_from_folder(model, o.init_from, known_tokens, o.reinit_patterns, o.seed);
+    init_from_folder(model, known_tokens, specials.specials, o);
     if (!o.reinit_patterns.empty()) reinitialize(model, cfg, o);
   } else {
     initialize_weights(model, o.seed);
+  }
+  // Drawn and loaded on the CPU (the same start on any device), then moved before the optimizer
+  // and the frozen copies are made.
+  if (!o.device.is_cpu()) {
+    use_exact_float32();
+    model->to(o.device);
   }
   model->train();
 
@@ -247,7 +269,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   double schedule_seconds = o.steps > 0 ? 0 : o.minutes * 60;
   json fingerprint = {{"objective", to_string(o.objective)}, {"seed", o.seed}, {"seq_len", o.seq_len},
                       {"batch_size", batch_size}, {"train_examples", data.train.size()},
-                      {"held_out_examples", data.held_out.size()}};
+                      {"held_out_examples", data.held_out.size()}, {"device", device_name(o.device)}};
   auto masking_json = [](const Masking& m) {
     json j{{"rate", m.rate}, {"mask", m.mask}, {"random", m.random}};
     if (m.rarity != 0.0) j["rarity"] = m.rarity;  // absent = 0, as in checkpoints from before the option
@@ -260,6 +282,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (!o.reinit_patterns.empty()) fingerprint["reinit"] = o.reinit_patterns;   // likewise
   if (known_tokens > 0) fingerprint["known_tokens"] = known_tokens;            // likewise
   if (o.freeze_known_tokens) fingerprint["freeze_known_tokens"] = true;        // likewise
+  if (o.new_token_rows == NewTokenRows::Frequency) fingerprint["new_token_rows"] = "frequency";  // likewise
   if (!o.frozen_heads.empty()) {  // likewise
     json heads = json::array();
     for (const auto& h : o.frozen_heads) heads.push_back(to_string(h));
@@ -271,15 +294,21 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   }
   if (o.resume) {
     if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
-    json meta = load_checkpoint(ckpt_path, model, optimizer);
+    // The fingerprint first: a checkpoint of another run (or made on another device) is refused
+    // by name before its state is loaded.
+    json meta = read_checkpoint_meta(ckpt_path);
     for (auto& [k, v] : fingerprint.items()) {
       // Checkpoints from before masking was an option used BERT's 15% / 80-10-10.
-      const json stored = meta.at("fingerprint").value(k, k == "masking" ? masking_json(Masking{}) : json());
+      // Checkpoints from before the device option trained on the CPU.
+      const json stored = meta.at("fingerprint").value(k, k == "masking" ? masking_json(Masking{})
+                                                          : k == "device"  ? json("cpu")
+                                                                           : json());
       if (stored != v)
         throw std::runtime_error(ckpt_path + ": the checkpoint was made with " + k + " = " + stored.dump() +
                                  ", this run has " + v.dump());
     }
     if (to_json(cfg) != meta.at("config")) throw std::runtime_error(ckpt_path + ": made for another config");
+    load_checkpoint(ckpt_path, model, optimizer);
     step = meta.at("step");
     tokens_seen = meta.at("tokens");
     loss_sum = meta.at("loss_sum");

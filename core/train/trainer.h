@@ -7,6 +7,7 @@
 #include "core/train/data.h"
 #include "core/train/forward.h"
 #include "core/train/frozen_weights.h"
+#include "core/train/grown_vocabulary.h"
 #include "core/model/transformer.h"
 
 #include <atomic>
@@ -37,6 +38,9 @@ struct TrainOptions {
   int64_t eval_batches = 20;    // held-out batches per evaluation
   int64_t checkpoint_every = 0; // steps between checkpoints (0 = at each evaluation)
   int threads = 0;              // intra-op threads (0 = all cores)
+  // Where the model trains: the CPU, or a card (TF32 off, so it computes what the CPU computes within
+  // float32 rounding). Batches are built on the CPU and moved; a checkpoint resumes on its device.
+  torch::Device device = torch::kCPU;
   std::string out;              // output folder
   bool resume = false;
   // A native model folder (same architecture; the same tokenizer or one it extends) whose weights replace the random start:
@@ -55,9 +59,12 @@ struct TrainOptions {
   // With init_from and a tokenizer that extends the folder's (its tokens at the same ids, then new
   // ones; e.g. subword pieces added to a word-level vocabulary): the known tokens' rows of the
   // vocabulary-sized tensors (token embeddings, output bias, untied output weights) keep the loaded
-  // values and only the new tokens' rows train. Without it the known rows train as well. Either way
-  // the new rows start drawn like the known ones (core/train/grown_vocabulary.h).
+  // values and only the new tokens' rows train. Without it the known rows train as well.
   bool freeze_known_tokens = false;
+  // How the new tokens' rows start (core/train/grown_vocabulary.h): drawn like the known ones, or
+  // each the mean of the known rows nearest in training count, which needs `token_counts`.
+  NewTokenRows new_token_rows = NewTokenRows::Typical;
+  std::vector<int64_t> token_counts;  // [vocab] each id's count in the training text (token_counts.json)
   std::string tokenizer_json;   // copied into the output folder
   std::string dtype = "F32";    // weight type of the model folder
   bool progress = true;         // a progress line on stderr (rewritten in place on a terminal)

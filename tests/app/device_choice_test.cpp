@@ -73,6 +73,19 @@ TEST_CASE("the --device option refuses a card this process cannot use in one lin
   CHECK(std::filesystem::exists(out));
 }
 
+TEST_CASE("train --device refuses a card this process cannot use in one line, before reading data", "[device][cli]") {
+  SKIP_UNLESS(core::cuda_device_count() == 0, "a card is here: the card tests train on it");
+  TempDir dir("device-train");
+  std::string output;
+  const std::string cmd = std::string(HEADLAB_BINARY) + " train --config " + HEADLAB_SOURCE_DIR +
+                          "/assets/configs/mha.json --data " + dir.str("absent.txt") + " --tokenizer " +
+                          dir.str("absent.json") + " --steps 1 --out " + dir.str("out") + " --device cuda";
+  CHECK(headlab::test::run_command(cmd, output) == 2);
+  CHECK_THAT(output, Contains("--device: device 'cuda': "));
+  CHECK(std::count(output.begin(), output.end(), '\n') == 1);  // one line: not the missing files
+  CHECK_FALSE(std::filesystem::exists(dir.str("out")));
+}
+
 TEST_CASE("the model store keeps a folder once per device and refuses a device it cannot use before loading",
           "[device][model_store]") {
   core::ModelStore store;

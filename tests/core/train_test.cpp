@@ -11,6 +11,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -650,6 +652,35 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
   }
   CHECK(!torch::equal(load_tensor(frozen, "encoder.1.ffn.up.weight"), load_tensor(loaded, "encoder.1.ffn.up.weight")));
 
+  // --new-token-rows frequency: the new rows start from the known rows nearest in training count.
+  std::vector<int64_t> counts(static_cast<size_t>(grown));
+  for (int64_t id = 0; id < grown; ++id) counts[size_t(id)] = (id * 37) % 101;
+  {
+    auto o = quick_options(c.str("by_frequency"), Objective::Mlm, 1);
+    o.lr = 0;
+    o.init_from = a.str();
+    o.tokenizer_json = files.str("new.json");
+    o.new_token_rows = NewTokenRows::Frequency;
+    o.token_counts = counts;
+    o.dtype = "F32";
+    train_model(big, grown_data, specials, o);
+    const auto by_frequency = core::SafetensorsFile::open(c.str("by_frequency/model.safetensors"));
+    for (const std::string name : {"tokens.weight", "head_bias"}) {
+      INFO(name);
+      const auto before = load_tensor(loaded, name);
+      const auto rows = load_tensor(by_frequency, name);
+      CHECK(torch::equal(rows.narrow(0, 0, kVocab), before));
+      CHECK(torch::allclose(rows.narrow(0, kVocab, 8), rows_by_frequency(before, counts, specials.specials, 8)));
+      CHECK(!torch::allclose(rows.narrow(0, kVocab, 8), load_tensor(start, name).narrow(0, kVocab, 8)));
+    }
+    o.token_counts.pop_back();
+    CHECK_THROWS_WITH(train_model(big, grown_data, specials, o), Catch::Contains("count of each of the"));
+    o.token_counts = counts;
+    o.tokenizer_json = files.str("old.json");  // no grown vocabulary
+    CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), o),
+                      Catch::Contains("--new-token-rows frequency needs --init"));
+  }
+
   // The run's tokenizer must keep every known token at its id.
   auto swapped = word_tokens(grown);
   std::swap(swapped[5], swapped[6]);
@@ -699,3 +730,42 @@ TEST_CASE("new vocabulary rows are drawn with the known rows' mean and covarianc
   CHECK(drawn_flat.select(1, 1).abs().max().item<double>() < 1e-2);
   CHECK(drawn_flat.select(1, 0).std().item<double>() > 1.0);
 }
+
+TEST_CASE("new vocabulary rows can start as the mean of the known rows nearest in frequency", "[train]") {
+  // 60 known tokens (ids 0-1 special) with distinct counts, 5 new ones; an independent brute force:
+  // every candidate sorted by its distance in log(1 + count), the nearest 6 averaged.
+  const int64_t K = 60, n = 5, neighbours = 6;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  const auto known = at::normal(0, 1, {K, 4}, gen).to(torch::kFloat32);  // [K, 4]
+  std::vector<int64_t> counts(static_cast<size_t>(K + n));
+  for (int64_t id = 0; id < K; ++id) counts[size_t(id)] = (id * 7919) % 1000 + 1;  // distinct
+  counts[0] = counts[1] = 0;
+  const std::vector<int64_t> fresh = {0, 3, 250, 5000, 997};
+  for (int64_t i = 0; i < n; ++i) counts[size_t(K + i)] = fresh[size_t(i)];
+  const std::vector<int64_t> specials = {0, 1};
+  const auto rows = rows_by_frequency(known, counts, specials, n, neighbours);  // [n, 4]
+  REQUIRE(rows.sizes() == torch::IntArrayRef({n, 4}));
+  for (int64_t i = 0; i < n; ++i) {
+    INFO("new token with count " << fresh[size_t(i)]);
+    std::vector<std::pair<double, int64_t>> by_distance;
+    const double target = std::log(1.0 + double(fresh[size_t(i)]));
+    for (int64_t id = 2; id < K; ++id)
+      by_distance.emplace_back(std::abs(std::log(1.0 + double(counts[size_t(id)])) - target), id);
+    std::sort(by_distance.begin(), by_distance.end());
+    auto expected = torch::zeros({4}, torch::kFloat64);
+    for (int64_t k = 0; k < neighbours; ++k) expected += known[by_distance[size_t(k)].second].to(torch::kFloat64);
+    expected /= double(neighbours);
+    CHECK(torch::allclose(rows[i].to(torch::kFloat64), expected, 1e-6, 1e-6));
+  }
+  // A count beyond every known one takes the most frequent known rows; the special rows never count.
+  CHECK(!torch::allclose(rows[0], known.narrow(0, 0, 2).mean(0)));
+  // A bias [V] works alike.
+  const auto bias = rows_by_frequency(known.select(1, 0), counts, specials, n, neighbours);
+  CHECK(torch::allclose(bias, rows.select(1, 0)));
+  CHECK_THROWS_WITH(rows_by_frequency(known, std::vector<int64_t>(10), specials, n, neighbours),
+                    Catch::Contains("token counts"));
+  CHECK_THROWS_WITH(rows_by_frequency(known, counts, specials, n, K), Catch::Contains("neighbours"));
+  CHECK(parse_new_token_rows("frequency") == NewTokenRows::Frequency);
+  CHECK_THROWS_WITH(parse_new_token_rows("mean"), Catch::Contains("typical or frequency"));
+}
+

@@ -13,6 +13,8 @@
 #include "core/model/run.h"
 #include "core/weights_policy.h"
 #include "core/hf_fixtures.h"
+#include "core/train/trainer.h"
+#include "synthetic_text.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -244,3 +246,45 @@ TEST_CASE("card: evaluation batches run on the card and give the CPU's loss", "[
   CHECK_FALSE(loss_line(on_cpu).empty());
   CHECK(loss_line(output) == loss_line(on_cpu));
 }
+
+TEST_CASE("card: training on the card follows the CPU's losses and writes a CPU-readable folder", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  using namespace headlab::core::train;
+  headlab::test::TempDir dir("card-train");
+  auto config = load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
+  config.vocab_size = static_cast<int>(headlab::test::kSyntheticVocab);
+  const auto specials = headlab::test::synthetic_specials();
+  const auto data = make_lm_dataset(headlab::test::synthetic_documents(4, 3000, 7), 32, Objective::Mlm, specials, 0.05);
+  auto options = [&](const std::string& out, torch::Device device) {
+    TrainOptions o;
+    o.steps = 40;
+    o.seed = 3;
+    o.seq_len = 32;
+    o.batch_tokens = 512;
+    o.lr = 3e-3;
+    o.eval_every = 20;
+    o.eval_batches = 4;
+    o.threads = 1;
+    o.out = out;
+    o.progress = false;
+    o.device = device;
+    return o;
+  };
+  const auto cpu = train_model(config, data, specials, options(dir.str("cpu"), torch::kCPU));
+  const auto card = train_model(config, data, specials, options(dir.str("card"), kCard));
+  REQUIRE(card.finished);
+  // The same start, batches and masks: the losses part only by float32 rounding over 40 steps.
+  CHECK(card.last_eval.loss == Approx(cpu.last_eval.loss).epsilon(1e-3));
+  auto a = load_model(dir.str("cpu")), b = load_model(dir.str("card"));
+  CHECK(model_device(*b).is_cpu());
+  const auto wa = a->module->named_parameters(), wb = b->module->named_parameters();
+  double worst = 0;
+  for (const auto& item : wa) worst = std::max(worst, max_abs_diff(item.value(), wb[item.key()]));
+  CHECK(worst < 1e-2);
+  // A checkpoint made on the card resumes there, and is refused on the CPU by name.
+  auto resume = options(dir.str("card"), torch::kCPU);
+  resume.resume = true;
+  resume.steps = 60;
+  CHECK_THROWS_WITH(train_model(config, data, specials, resume), Catch::Contains("device"));
+}
+
