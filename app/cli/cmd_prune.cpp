@@ -7,6 +7,7 @@
 #include "analysis/head_report.h"
 #include "analysis/line_chart.h"
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "app/document/session.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
@@ -33,6 +34,7 @@ using nlohmann::json;
 
 struct PruneCliOptions {
   std::string model, out, roles;
+  std::string device;  // --device
   std::vector<std::string> data, held_out;
   std::vector<double> lambdas{0.001, 0.003, 0.01, 0.03, 0.1};
   int64_t steps = 300, seq_len = 128, batch_tokens = 2048;
@@ -172,7 +174,9 @@ std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& ba
 int prune_command(const PruneCliOptions& o) {
   refuse_overwrite(o.out + "/prune.json", o.force);
   if (o.threads > 0) at::set_num_threads(o.threads);
+  const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
+  place_model(*model, device);
   if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer: prune trains on text");
   const RoleMap roles = roles_from(o.roles);
   const auto objective = core::train::objective_from_string(model->config.objective);
@@ -200,7 +204,10 @@ int prune_command(const PruneCliOptions& o) {
   for (double lambda : o.lambdas) {
     // Fine-tuning changes the weights: each λ starts again from the model as saved.
     auto working = o.fine_tune ? core::load_model(o.model) : model;
-    if (o.fine_tune) core::own_weights(*working);  // trained: float32 copies, not views of the files
+    if (o.fine_tune) {
+      core::own_weights(*working);  // trained: float32 copies, not views of the files
+      place_model(*working, device);
+    }
     core::train::PruneOptions p;
     p.lambda = lambda;
     p.steps = o.steps;
@@ -299,6 +306,7 @@ void add_prune_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<PruneCliOptions>();
   auto* cmd = app.add_subcommand("prune", command_description("prune"));
   cmd->add_option("--model", o->model, "Model folder")->required();
+  add_device_option(cmd, o->device);
   cmd->add_option("--data", o->data, "Text to train the gates on")->required();
   cmd->add_option("--held-out", o->held_out, "Text to measure quality on (default: every 10th sequence of --data)");
   cmd->add_option("--lambda", o->lambdas, "λ values, comma-separated (default 0.001,0.003,0.01,0.03,0.1)")

@@ -6,8 +6,11 @@ namespace headlab::core::train {
 
 namespace {
 
-torch::Tensor layer_gate(const std::vector<torch::Tensor>* gates, int layer) {
-  return gates && layer < static_cast<int>(gates->size()) ? (*gates)[layer] : torch::Tensor();
+// Layer `layer`'s gates on the hidden states' device (gate_tensors builds them on the CPU; a
+// trained gate already lives with the model, and `to` is then the tensor itself).
+torch::Tensor layer_gate(const std::vector<torch::Tensor>* gates, int layer, const torch::Device& device) {
+  if (!gates || layer >= static_cast<int>(gates->size()) || !(*gates)[layer].defined()) return torch::Tensor();
+  return (*gates)[layer].to(device);
 }
 
 torch::Tensor run_stack(Transformer& model, Stack stack, torch::Tensor h, BlockCall call,
@@ -16,8 +19,8 @@ torch::Tensor run_stack(Transformer& model, Stack stack, torch::Tensor h, BlockC
   const int layers = model->layer_count(stack);
   for (int l = 0; l < layers; ++l) {
     if (gates) {
-      call.self_gates = layer_gate(stack == Stack::Encoder ? &gates->encoder : &gates->decoder, l);
-      call.cross_gates = layer_gate(&gates->cross, l);
+      call.self_gates = layer_gate(stack == Stack::Encoder ? &gates->encoder : &gates->decoder, l, h.device());
+      call.cross_gates = layer_gate(&gates->cross, l, h.device());
     }
     h = model->block(stack, l)->forward(h, call, nullptr, nullptr);
   }

@@ -51,9 +51,11 @@ struct GatedLayer {
 std::vector<GatedLayer> gated_layers(Transformer& model, double init) {
   std::vector<GatedLayer> out;
   const auto& c = model->config();
+  // On the model's device: the gates train beside its weights.
+  const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(model->parameters().front().device());
   auto add = [&](Stack stack, int layers, const AttentionConfig& a) {
     for (int l = 0; l < layers; ++l)
-      out.push_back({stack, l, torch::full({a.output_heads()}, init, torch::kFloat32).set_requires_grad(true)});
+      out.push_back({stack, l, torch::full({a.output_heads()}, init, options).set_requires_grad(true)});
   };
   if (c.encoder) add(Stack::Encoder, c.encoder->layers, c.encoder->attention);
   if (c.decoder) {
@@ -111,7 +113,7 @@ PruneResult train_head_gates(Transformer& model, const std::vector<Example>& tra
     for (const auto& l : layers)
       gates_of(gates, l.stack).push_back(hard_concrete_sample(l.log_alpha.unsqueeze(0).expand({B, l.log_alpha.size(0)}), hc));
     auto task = batch_loss(model, batch, &gates).loss;
-    auto expected_open = torch::zeros({}, torch::kFloat32);
+    auto expected_open = torch::zeros({}, alphas.front().options().requires_grad(false));
     for (auto& l : layers) expected_open = expected_open + hard_concrete_open_probability(l.log_alpha, hc).sum();
     auto loss = task + o.lambda * expected_open;
     optimizer.zero_grad();

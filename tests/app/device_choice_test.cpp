@@ -73,7 +73,7 @@ TEST_CASE("the --device option refuses a card this process cannot use in one lin
   CHECK(std::filesystem::exists(out));
 }
 
-TEST_CASE("train --device refuses a card this process cannot use in one line, before reading data", "[device][cli]") {
+TEST_CASE("train and prune --device refuse a card this process cannot use in one line, before reading data", "[device][cli]") {
   SKIP_UNLESS(core::cuda_device_count() == 0, "a card is here: the card tests train on it");
   TempDir dir("device-train");
   std::string output;
@@ -84,6 +84,14 @@ TEST_CASE("train --device refuses a card this process cannot use in one line, be
   CHECK_THAT(output, Contains("--device: device 'cuda': "));
   CHECK(std::count(output.begin(), output.end(), '\n') == 1);  // one line: not the missing files
   CHECK_FALSE(std::filesystem::exists(dir.str("out")));
+  // prune alike, before its model loads.
+  const std::string prune = std::string(HEADLAB_BINARY) + " prune --model " + HEADLAB_SOURCE_DIR +
+                            "/assets/models/default --data " + dir.str("absent.txt") + " --out " + dir.str("pruned") +
+                            " --device cuda";
+  CHECK(headlab::test::run_command(prune, output) == 2);
+  CHECK_THAT(output, Contains("--device: device 'cuda': "));
+  CHECK(std::count(output.begin(), output.end(), '\n') == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.str("pruned")));
 }
 
 TEST_CASE("the model store keeps a folder once per device and refuses a device it cannot use before loading",

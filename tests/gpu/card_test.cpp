@@ -13,6 +13,7 @@
 #include "core/model/run.h"
 #include "core/weights_policy.h"
 #include "core/hf_fixtures.h"
+#include "core/train/head_pruning.h"
 #include "core/train/trainer.h"
 #include "synthetic_text.h"
 
@@ -286,5 +287,30 @@ TEST_CASE("card: training on the card follows the CPU's losses and writes a CPU-
   resume.resume = true;
   resume.steps = 60;
   CHECK_THROWS_WITH(train_model(config, data, specials, resume), Catch::Contains("device"));
+}
+
+TEST_CASE("card: head gates train beside the model on the card and gate it as on the CPU", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  using namespace headlab::core::train;
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  auto cpu = load_model(folder);
+  auto card = on_card(folder);
+  const auto specials = special_tokens(*cpu->tokenizer);
+  std::vector<std::vector<int64_t>> docs;
+  for (const std::string& sentence : {"the old man looked at the sea and the sky , and the sea was calm .",
+                                      "he thought of the boy who had helped him with the lines and the bait ."})
+    docs.push_back(cpu->tokenizer->encode(sentence, false).ids);
+  const auto data = make_lm_dataset(docs, 16, Objective::Mlm, specials, 0.0);
+  PruneOptions p;
+  p.steps = 5;
+  p.batch_size = 2;
+  p.lambda = 0.1;
+  const auto gates = train_head_gates(card->module, data.train, Objective::Mlm, specials, p);
+  REQUIRE(gates.layers.size() == 5);
+  // The trained gates, built on the CPU, gate the card's model as they gate the CPU's.
+  const auto tensors = gate_tensors(gates);
+  const auto on_cpu = evaluate_examples(cpu->module, data.train, Objective::Mlm, specials, {}, 1, 2, &tensors);
+  const auto there = evaluate_examples(card->module, data.train, Objective::Mlm, specials, {}, 1, 2, &tensors);
+  CHECK(there.loss == Approx(on_cpu.loss).epsilon(kCardTolerance));
 }
 
