@@ -4,8 +4,10 @@
 #pragma once
 
 #include "core/train/data.h"
+#include "core/train/trainer.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace headlab::test {
@@ -37,6 +39,26 @@ inline std::vector<std::vector<int64_t>> synthetic_documents(int docs, int lengt
     out.push_back(std::move(doc));
   }
   return out;
+}
+
+// Options for a short run on the stream: `steps` steps of 16 sequences of 32 tokens, one thread,
+// no progress line, one held-out evaluation at the start and one at the end.
+inline core::train::TrainOptions quick_train_options(const std::string& out, core::train::Objective objective,
+                                                     int64_t steps) {
+  core::train::TrainOptions o;
+  o.objective = objective;
+  o.steps = steps;
+  o.seed = 3;
+  o.seq_len = 32;
+  o.batch_tokens = 512;
+  o.lr = 3e-3;
+  o.warmup = 0.1;
+  o.eval_every = steps;
+  o.eval_batches = 4;
+  o.threads = 1;
+  o.out = out;
+  o.progress = false;
+  return o;
 }
 
 }  // namespace headlab::test

@@ -238,19 +238,7 @@ TEST_CASE("alibi, rope_interleaved and parallel_residual: config round trip, val
   const auto specials = headlab::test::synthetic_specials();
   auto data = train::make_lm_dataset(headlab::test::synthetic_documents(4, 3000, 7), 32, train::Objective::Causal,
                                      specials, 0.05);
-  train::TrainOptions o;
-  o.objective = train::Objective::Causal;
-  o.steps = 60;
-  o.seed = 3;
-  o.seq_len = 32;
-  o.batch_tokens = 512;
-  o.lr = 3e-3;
-  o.warmup = 0.1;
-  o.eval_every = 60;
-  o.eval_batches = 4;
-  o.threads = 1;
-  o.out = dir.str();
-  o.progress = false;
+  const auto o = headlab::test::quick_train_options(dir.str(), train::Objective::Causal, 60);
   const auto result = train::train_model(config, data, specials, o);
   CHECK(result.finished);
   std::ifstream log(dir.str("train_log.jsonl"));

@@ -46,22 +46,6 @@ core::ModelConfig example_config(const std::string& name) {
   return config;
 }
 
-TrainOptions quick_options(const std::string& out, Objective objective, int64_t steps) {
-  TrainOptions o;
-  o.objective = objective;
-  o.steps = steps;
-  o.seed = 3;
-  o.seq_len = 32;
-  o.batch_tokens = 512;
-  o.lr = 3e-3;
-  o.warmup = 0.1;
-  o.eval_every = steps;
-  o.eval_batches = 4;
-  o.threads = 1;
-  o.out = out;
-  o.progress = false;
-  return o;
-}
 
 std::vector<nlohmann::json> read_log(const std::string& path) {
   std::vector<nlohmann::json> lines;
@@ -92,7 +76,7 @@ TEST_CASE("training lowers the held-out loss for every example config", "[train]
       auto config = example_config(name);
       const auto objective = objective_from_string(config.objective);
       auto data = synthetic_dataset(objective, 32);
-      auto o = quick_options(dir.str(), objective, 100);
+      auto o = test::quick_train_options(dir.str(), objective, 100);
       auto result = train_model(config, data, synthetic_specials(), o);
       CHECK(result.finished);
       CHECK(result.step == 100);
@@ -116,7 +100,7 @@ TEST_CASE("resume continues exactly where an uninterrupted run would be", "[trai
       std::map<int64_t, double> full, resumed;
 
       test::TempDir a("resume_full");
-      auto o = quick_options(a.str(), objective, 24);
+      auto o = test::quick_train_options(a.str(), objective, 24);
       o.eval_every = 8;
       o.on_step = [&](int64_t step, double loss) { return full[step] = loss, true; };
       train_model(config, data, synthetic_specials(), o);
@@ -154,7 +138,7 @@ TEST_CASE("a run stopped mid-schedule (stop_at) and resumed equals one uninterru
   std::map<int64_t, double> full, parts;
 
   test::TempDir a("stop_full");
-  auto o = quick_options(a.str(), Objective::Mlm, 20);
+  auto o = test::quick_train_options(a.str(), Objective::Mlm, 20);
   o.eval_every = 5;
   o.on_step = [&](int64_t step, double loss) { return full[step] = loss, true; };
   train_model(config, data, synthetic_specials(), o);
@@ -181,32 +165,32 @@ TEST_CASE("the same seed trains the same model, resume refuses other settings", 
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("seed_a"), b("seed_b");
-  auto ra = train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 10));
-  auto rb = train_model(config, data, synthetic_specials(), quick_options(b.str(), Objective::Mlm, 10));
+  auto ra = train_model(config, data, synthetic_specials(), test::quick_train_options(a.str(), Objective::Mlm, 10));
+  auto rb = train_model(config, data, synthetic_specials(), test::quick_train_options(b.str(), Objective::Mlm, 10));
   CHECK(ra.last_eval.loss == rb.last_eval.loss);
-  auto o = quick_options(a.str(), Objective::Mlm, 20);
+  auto o = test::quick_train_options(a.str(), Objective::Mlm, 20);
   o.resume = true;
   o.seq_len = 16;
   CHECK_THROWS_WITH(train_model(config, make_lm_dataset(synthetic_documents(4, 3000, 7), 16, Objective::Mlm,
                                                         synthetic_specials(), 0.05),
                                 synthetic_specials(), o),
                     Catch::Contains("the checkpoint was made with"));
-  auto other_masking = quick_options(a.str(), Objective::Mlm, 20);
+  auto other_masking = test::quick_train_options(a.str(), Objective::Mlm, 20);
   other_masking.resume = true;
   other_masking.masking.random = 0.0;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_masking),
                     Catch::Contains("the checkpoint was made with masking = {\"mask\":0.8,\"random\":0.1,\"rate\":0.15}"));
-  auto other_rarity = quick_options(a.str(), Objective::Mlm, 20);
+  auto other_rarity = test::quick_train_options(a.str(), Objective::Mlm, 20);
   other_rarity.resume = true;
   other_rarity.masking.rarity = 0.5;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_rarity),
                     Catch::Contains("this run has {\"mask\":0.8,\"random\":0.1,\"rarity\":0.5,\"rate\":0.15}"));
-  auto other_share = quick_options(a.str(), Objective::Mlm, 20);
+  auto other_share = test::quick_train_options(a.str(), Objective::Mlm, 20);
   other_share.resume = true;
   other_share.masking.all_mask_share = 0.25;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), other_share),
                     Catch::Contains("this run has {\"all_mask_share\":0.25,\"mask\":0.8,"));
-  auto bad = quick_options(a.str(), Objective::Mlm, 10);
+  auto bad = test::quick_train_options(a.str(), Objective::Mlm, 10);
   bad.out = a.str("none");
   bad.resume = true;
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), bad), Catch::Contains("no checkpoint"));
@@ -384,11 +368,11 @@ TEST_CASE("init_from starts from a model folder's weights, other shapes are refu
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("init_a"), b("init_b"), c("init_c");
-  auto first = train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 100));
+  auto first = train_model(config, data, synthetic_specials(), test::quick_train_options(a.str(), Objective::Mlm, 100));
 
   // Phase 2 from phase 1's folder: its step-0 evaluation is phase 1's last one (same held-out
   // batches, same weights), far below a random start's.
-  auto o = quick_options(b.str(), Objective::Mlm, 10);
+  auto o = test::quick_train_options(b.str(), Objective::Mlm, 10);
   o.init_from = a.str();
   train_model(config, data, synthetic_specials(), o);
   auto la = read_log(a.str("train_log.jsonl")), lb = read_log(b.str("train_log.jsonl"));
@@ -405,7 +389,7 @@ TEST_CASE("init_from starts from a model folder's weights, other shapes are refu
   // Another architecture: the error names the folder and the tensor.
   auto wider = config;
   wider.ffn.inner_size *= 2;
-  auto w = quick_options(c.str(), Objective::Mlm, 10);
+  auto w = test::quick_train_options(c.str(), Objective::Mlm, 10);
   w.init_from = a.str();
   CHECK_THROWS_WITH(train_model(wider, data, synthetic_specials(), w),
                     Catch::Contains(a.str()) && Catch::Contains("has shape") && Catch::Contains("ffn"));
@@ -417,9 +401,9 @@ TEST_CASE("frozen heads keep their query/key rows while every other weight train
     INFO(name);
     auto config = example_config(name);
     test::TempDir a("freeze_a_" + name), b("freeze_b_" + name);
-    train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 20));
+    train_model(config, data, synthetic_specials(), test::quick_train_options(a.str(), Objective::Mlm, 20));
 
-    auto o = quick_options(b.str(), Objective::Mlm, 20);
+    auto o = test::quick_train_options(b.str(), Objective::Mlm, 20);
     o.init_from = a.str();
     o.frozen_heads = {{1, 2}, {0, 0}};
     train_model(config, data, synthetic_specials(), o);
@@ -458,8 +442,8 @@ TEST_CASE("frozen parameters by name keep their values, the rest trains", "[trai
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("freeze_p_a"), b("freeze_p_b");
-  train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 20));
-  auto o = quick_options(b.str(), Objective::Mlm, 20);
+  train_model(config, data, synthetic_specials(), test::quick_train_options(a.str(), Objective::Mlm, 20));
+  auto o = test::quick_train_options(b.str(), Objective::Mlm, 20);
   o.init_from = a.str();
   o.frozen_patterns = {"tokens.*", "encoder.0.*"};
   auto result = train_model(config, data, synthetic_specials(), o);
@@ -481,7 +465,7 @@ TEST_CASE("frozen parameters by name keep their values, the rest trains", "[trai
   CHECK(frozen > 10);
   CHECK(trained > 10);
 
-  auto typo = quick_options(b.str("typo"), Objective::Mlm, 2);
+  auto typo = test::quick_train_options(b.str("typo"), Objective::Mlm, 2);
   typo.frozen_patterns = {"encoder.0.atn.*"};
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
                     Catch::Contains("encoder.0.atn.*") && Catch::Contains("names no parameter"));
@@ -495,7 +479,7 @@ TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]
 
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir dir("freeze_bad");
-  auto o = quick_options(dir.str(), Objective::Mlm, 2);
+  auto o = test::quick_train_options(dir.str(), Objective::Mlm, 2);
   o.frozen_heads = {{2, 0}};  // the mha config has 2 layers
   CHECK_THROWS_WITH(train_model(example_config("mha"), data, synthetic_specials(), o),
                     Catch::Contains("no head 2.0") && Catch::Contains("2 layers"));
@@ -514,10 +498,10 @@ TEST_CASE("reinit draws parameters afresh after init, frozen heads keep the load
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir a("reinit_a"), fresh("reinit_fresh"), b("reinit_b");
-  train_model(config, data, synthetic_specials(), quick_options(a.str(), Objective::Mlm, 20));
+  train_model(config, data, synthetic_specials(), test::quick_train_options(a.str(), Objective::Mlm, 20));
   // lr 0: one step changes nothing, so the folders hold the starting weights.
   auto still = [&](const std::string& out) {
-    auto o = quick_options(out, Objective::Mlm, 1);
+    auto o = test::quick_train_options(out, Objective::Mlm, 1);
     o.lr = 0;
     o.dtype = "F32";
     return o;
@@ -607,7 +591,7 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
   const int64_t grown = kVocab + 8;
   write_word_level(files.str("old.json"), word_tokens(kVocab));
   write_word_level(files.str("new.json"), word_tokens(grown));
-  auto first_options = quick_options(a.str(), Objective::Mlm, 20);
+  auto first_options = test::quick_train_options(a.str(), Objective::Mlm, 20);
   first_options.tokenizer_json = files.str("old.json");
   first_options.dtype = "F32";
   train_model(config, data, synthetic_specials(), first_options);
@@ -623,7 +607,7 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
   auto grown_data = make_lm_dataset(docs, 32, Objective::Mlm, specials, 0.05);
 
   auto run = [&](const std::string& out, bool freeze, double lr = 3e-3) {
-    auto o = quick_options(out, Objective::Mlm, lr > 0 ? 20 : 1);
+    auto o = test::quick_train_options(out, Objective::Mlm, lr > 0 ? 20 : 1);
     o.lr = lr;
     o.init_from = a.str();
     o.tokenizer_json = files.str("new.json");
@@ -656,7 +640,7 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
   std::vector<int64_t> counts(static_cast<size_t>(grown));
   for (int64_t id = 0; id < grown; ++id) counts[size_t(id)] = (id * 37) % 101;
   {
-    auto o = quick_options(c.str("by_frequency"), Objective::Mlm, 1);
+    auto o = test::quick_train_options(c.str("by_frequency"), Objective::Mlm, 1);
     o.lr = 0;
     o.init_from = a.str();
     o.tokenizer_json = files.str("new.json");
@@ -685,7 +669,7 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
   auto swapped = word_tokens(grown);
   std::swap(swapped[5], swapped[6]);
   write_word_level(files.str("swapped.json"), swapped);
-  auto o = quick_options(b.str("x"), Objective::Mlm, 2);
+  auto o = test::quick_train_options(b.str("x"), Objective::Mlm, 2);
   o.init_from = a.str();
   o.tokenizer_json = files.str("swapped.json");
   CHECK_THROWS_WITH(train_model(big, grown_data, specials, o),

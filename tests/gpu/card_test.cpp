@@ -257,17 +257,7 @@ TEST_CASE("card: training on the card follows the CPU's losses and writes a CPU-
   const auto specials = headlab::test::synthetic_specials();
   const auto data = make_lm_dataset(headlab::test::synthetic_documents(4, 3000, 7), 32, Objective::Mlm, specials, 0.05);
   auto options = [&](const std::string& out, torch::Device device) {
-    TrainOptions o;
-    o.steps = 40;
-    o.seed = 3;
-    o.seq_len = 32;
-    o.batch_tokens = 512;
-    o.lr = 3e-3;
-    o.eval_every = 20;
-    o.eval_batches = 4;
-    o.threads = 1;
-    o.out = out;
-    o.progress = false;
+    auto o = headlab::test::quick_train_options(out, Objective::Mlm, 40);
     o.device = device;
     return o;
   };
