@@ -194,7 +194,7 @@ bool CircuitsView::exportFile(Workbench& wb, const std::string& path) {
     for (const auto& r : cols) row.push_back(r.layer > s.layer ? t[s.layer][s.head][r.layer][r.head] : std::nan(""));
     map.values.push_back(row);
   }
-  analysis::write_heatmap_file(map, path);
+  wb.start_export(path, [map, path] { analysis::write_heatmap_file(map, path); });
   return true;
 }
 

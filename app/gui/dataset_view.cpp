@@ -202,12 +202,14 @@ bool DatasetView::exportFile(Workbench& wb, const std::string& path) {
   const auto& report = wb.doc().report;
   if (!report) throw std::runtime_error("export " + path + ": no head report yet");
   const std::string folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path().string() : ".";
-  try {
-    analysis::write_report_files(*report, folder);
-    analysis::write_report_figures(*report, {}, (fs::path(folder) / "figures").string());
-  } catch (const std::exception& e) {
-    throw std::runtime_error("export " + folder + ": " + e.what());
-  }
+  wb.start_export(path, [report, folder] {
+    try {
+      analysis::write_report_files(*report, folder);
+      analysis::write_report_figures(*report, {}, (fs::path(folder) / "figures").string());
+    } catch (const std::exception& e) {
+      throw std::runtime_error("export " + folder + ": " + e.what());
+    }
+  });
   return true;
 }
 

@@ -15,9 +15,9 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
 // The same after the previous item on its line, or on a new line when the button would not fit.
 void export_buttons_same_line(Workbench& wb, const std::string& figure, const std::string& window_title);
 
-// Writes `figure` to `path`: .svg/.pdf through cairo — the attention map, heads grid and head view
-// as a task of the window's (Controller::start_export: a notice when written, an error when not),
-// the Analyse views' figures at once — and .png by queueing a capture of the window at `scale`.
+// Writes `figure` to `path`: .svg/.pdf through cairo as a task of the window's
+// (Controller::start_export: a notice when written, an error when not; the Analyse views start
+// theirs in View::exportFile) — and .png by queueing a capture of the window at `scale`.
 // Returns the path (written, being written or queued); throws with the path when it cannot start.
 std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
                           const std::string& path, int scale, bool figure_only = false);

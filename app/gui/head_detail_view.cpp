@@ -95,10 +95,10 @@ bool HeadDetailView::exportFile(Workbench& wb, const std::string& path) {
   if (!head)
     throw std::runtime_error("export " + path + ": the report has no " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) +
                              " head " + std::to_string(sel.head));
-  write_head_detail_figure(path,
-                           model_title(wb) + " — " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) + ", head " +
-                               std::to_string(sel.head),
-                           *head, report->settings);
+  const std::string title = model_title(wb) + " — " + core::stack_name(sel.stack) + " layer " +
+                            std::to_string(sel.layer) + ", head " + std::to_string(sel.head);
+  // `report` keeps the entry the task reads.
+  wb.start_export(path, [report, head, path, title] { write_head_detail_figure(path, title, *head, report->settings); });
   return true;
 }
 

@@ -208,10 +208,14 @@ bool HeadTableView::exportFile(Workbench& wb, const std::string& path) {
     if (!a.filter_role.empty()) title += ", role " + a.filter_role;
     if (a.filter_layer >= 0) title += ", layer " + std::to_string(a.filter_layer);
     if (!a.sort_by.empty()) title += ", by " + a.sort_by + (a.sort_descending ? " ▼" : " ▲");
-    write_head_table_figure(path, title, *report, shown_rows(*report, a));
+    wb.start_export(path, [report, path, title, rows = shown_rows(*report, a)] {
+      write_head_table_figure(path, title, *report, rows);
+    });
     return true;
   }
-  write_file_atomic(path, table_to_csv(*report, shown_rows(*report, wb.doc().session.analysis)));
+  wb.start_export(path, [report, path, rows = shown_rows(*report, wb.doc().session.analysis)] {
+    write_file_atomic(path, table_to_csv(*report, rows));
+  });
   return true;
 }
 

@@ -257,7 +257,7 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
       "(patched − counterfactual) / (clean − counterfactual) of " + r->settings.metric +
           "; 1 = the clean result kept, 0 = the counterfactual's",
       heads ? "head" : "", cols, rows);
-  analysis::write_heatmap_file(map, path);
+  wb.start_export(path, [map, path] { analysis::write_heatmap_file(map, path); });
   return true;
 }
 

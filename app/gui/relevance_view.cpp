@@ -213,7 +213,7 @@ bool RelevanceView::exportFile(Workbench& wb, const std::string& path) {
   auto it = rel.heads.find(sel.stack);
   if (it == rel.heads.end()) it = rel.heads.begin();
   if (it != rel.heads.end()) fig.stack = it->first, fig.heads = it->second;
-  write_relevance_figure(path, fig);
+  wb.start_export(path, [fig, path] { write_relevance_figure(path, fig); });
   return true;
 }
 

@@ -140,10 +140,11 @@ bool SpectraView::exportFile(Workbench& wb, const std::string& path) {
                              std::to_string(sel.layer) + " head " + std::to_string(sel.head) + " yet");
   if (!layer->heads[sel.head].applicable)
     throw std::runtime_error("export " + path + ": additive scoring has no bilinear key-query form: no spectrum");
-  write_spectra_figure(path,
-                       model_title(wb) + " — key-query spectra, " + core::stack_name(sel.stack) + " layer " + std::to_string(sel.layer) +
-                           " (head " + std::to_string(sel.head) + " highlighted)",
-                       layer->heads, sel.head);
+  const std::string title = model_title(wb) + " — key-query spectra, " + core::stack_name(sel.stack) + " layer " +
+                            std::to_string(sel.layer) + " (head " + std::to_string(sel.head) + " highlighted)";
+  wb.start_export(path, [snap, path, title, heads = &layer->heads, selected = sel.head] {
+    write_spectra_figure(path, title, *heads, selected);  // `snap` keeps the spectra
+  });
   return true;
 }
 

@@ -337,8 +337,9 @@ bool SyntaxView::exportFile(Workbench& wb, const std::string& path) {
                                                 std::filesystem::path(r.file).filename().string();
   const std::string title = model_title(wb) + " — " + sentence + ", " + core::stack_name(sel.stack) + " layer " +
                             std::to_string(sel.layer) + " head " + std::to_string(sel.head);
-  write_syntax_figure(path, title, r.words, r.heads, r.relations, predicted ? *predicted : std::vector<int>{},
-                      r.word_has_token);
+  wb.start_export(path, [syntax = doc.syntax, path, title, predicted = predicted ? *predicted : std::vector<int>{}] {
+    write_syntax_figure(path, title, syntax->words, syntax->heads, syntax->relations, predicted, syntax->word_has_token);
+  });
   return true;
 }
 

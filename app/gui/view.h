@@ -27,8 +27,8 @@ class View {
   ImVec2 figure_pos() const { return figure_pos_; }
   ImVec2 figure_size() const { return figure_size_; }
 
-  // Writes the view's figure or table to `path` when its extension is one the view offers
-  // (exportFormats); false otherwise. Throws naming the path when writing fails.
+  // Starts an export task writing the view's figure or table to `path` when the view offers its extension
+  // (exportFormats); false otherwise. Throws naming the path when there is nothing to write.
   virtual bool exportFile(Workbench& /*wb*/, const std::string& /*path*/) { return false; }
   // The workspace the view belongs to ("Explore", "Analyse"); "" = always on screen (the status bar).
   virtual std::string workspace() const { return "Explore"; }
