@@ -5,7 +5,9 @@
 // core/model/convert.h). Prints what the KV cache saves or each layer's reconstruction error and, with
 // --data, the model's loss and top-1 on that text before and after, as `headlab evaluate` measures.
 #include "app/cli/cli.h"
+#include "app/cli/cli_args.h"
 #include "core/model/convert.h"
+#include "core/model/device.h"
 #include "core/memory_budget.h"
 #include "core/model/model.h"
 #include "core/train/data.h"
@@ -29,19 +31,26 @@ struct ConvertOptions {
   std::vector<std::string> data;
   int64_t seq_len = 128;
   bool force = false;
+  std::string device;  // --device: where the quality before and after is measured
 };
 
-// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them.
-core::train::EvalResult quality(core::Model& model, const std::vector<std::string>& files, int64_t seq_len) {
+// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them, on `device`: a model
+// measured on a card goes there for the measurement and comes back as owned CPU copies, which the
+// conversion (on the CPU) and the writer read.
+core::train::EvalResult quality(core::Model& model, const std::vector<std::string>& files, int64_t seq_len,
+                                torch::Device device) {
   const auto objective = model.config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
   const auto specials = core::train::special_tokens(*model.tokenizer);
   const auto examples = core::train::load_text_dataset(files, *model.tokenizer, objective, seq_len, 0).train;
-  return core::train::evaluate_examples(model.module, examples, objective, specials, core::train::Masking{}, 1,
-                                        std::max<int64_t>(1, 2048 / seq_len));
+  place_model(model, device);
+  const auto result = core::train::evaluate_examples(model.module, examples, objective, specials, core::train::Masking{},
+                                                     1, std::max<int64_t>(1, 2048 / seq_len));
+  if (!device.is_cpu()) core::move_to_device(model, torch::kCPU);
+  return result;
 }
 
 void print_quality(core::Model& converted, const ConvertOptions& o, const core::train::EvalResult& before) {
-  const auto after = quality(converted, o.data, o.seq_len);
+  const auto after = quality(converted, o.data, o.seq_len, device_option(o.device));
   std::printf("on %zu file(s), %lld targets: loss %.4f → %.4f, top-1 %.2f%% → %.2f%%\n", o.data.size(),
               static_cast<long long>(before.targets), before.loss, after.loss, 100 * before.accuracy,
               100 * after.accuracy);
@@ -63,13 +72,14 @@ int convert_command(const ConvertOptions& o) {
   };
   for (int d : collaborative ? o.key_dims : std::vector<int>{0})
     refuse_overwrite((std::filesystem::path(out_of(d)) / "config.json").string(), o.force);
+  const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
   if (model->config.kind == core::StackKind::EncoderDecoder)
     throw UsageError("convert turns the self-attention of encoders or decoders; " + o.model + " is an encoder-decoder");
   if (!o.data.empty() && !model->tokenizer) throw UsageError(o.model + " has no tokenizer: --data needs one");
   const auto& a = (model->config.decoder ? model->config.decoder : model->config.encoder)->attention;
   core::train::EvalResult before;
-  if (!o.data.empty()) before = quality(*model, o.data, o.seq_len);
+  if (!o.data.empty()) before = quality(*model, o.data, o.seq_len, device);
 
   if (collaborative) {
     std::printf("%s: %d heads × key size %d (h·d_k = %d)\n", o.model.c_str(), a.heads, a.key_size, a.heads * a.key_size);
@@ -119,6 +129,7 @@ void add_convert_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<ConvertOptions>();
   auto* cmd = app.add_subcommand("convert", command_description("convert"));
   cmd->add_option("--model", o->model, "Model folder (native, or a Hugging Face folder HeadLab opens)")->required();
+  add_device_option(cmd, o->device);
   cmd->add_option("--to", o->to, "gqa, mqa or collaborative")
       ->required()
       ->check(CLI::IsMember({"gqa", "mqa", "collaborative"}));

@@ -73,7 +73,7 @@ TEST_CASE("the --device option refuses a card this process cannot use in one lin
   CHECK(std::filesystem::exists(out));
 }
 
-TEST_CASE("train and prune --device refuse a card this process cannot use in one line, before reading data", "[device][cli]") {
+TEST_CASE("train, prune and convert --device refuse a card this process cannot use in one line, before reading data", "[device][cli]") {
   SKIP_UNLESS(core::cuda_device_count() == 0, "a card is here: the card tests train on it");
   TempDir dir("device-train");
   std::string output;
@@ -92,6 +92,13 @@ TEST_CASE("train and prune --device refuse a card this process cannot use in one
   CHECK_THAT(output, Contains("--device: device 'cuda': "));
   CHECK(std::count(output.begin(), output.end(), '\n') == 1);
   CHECK_FALSE(std::filesystem::exists(dir.str("pruned")));
+  // convert alike.
+  const std::string convert = std::string(HEADLAB_BINARY) + " convert --model " + HEADLAB_SOURCE_DIR +
+                              "/assets/models/default --to gqa --groups 2 --out " + dir.str("converted") + " --device cuda";
+  CHECK(headlab::test::run_command(convert, output) == 2);
+  CHECK_THAT(output, Contains("--device: device 'cuda': "));
+  CHECK(std::count(output.begin(), output.end(), '\n') == 1);
+  CHECK_FALSE(std::filesystem::exists(dir.str("converted")));
 }
 
 TEST_CASE("the model store keeps a folder once per device and refuses a device it cannot use before loading",

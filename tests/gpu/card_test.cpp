@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -302,5 +303,37 @@ TEST_CASE("card: head gates train beside the model on the card and gate it as on
   const auto on_cpu = evaluate_examples(cpu->module, data.train, Objective::Mlm, specials, {}, 1, 2, &tensors);
   const auto there = evaluate_examples(card->module, data.train, Objective::Mlm, specials, {}, 1, 2, &tensors);
   CHECK(there.loss == Approx(on_cpu.loss).epsilon(kCardTolerance));
+}
+
+TEST_CASE("card: convert measures the quality before and after on the card as on the CPU", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  headlab::test::TempDir dir("card-convert");
+  {
+    std::ofstream text(dir.str("text.txt"));
+    for (int i = 0; i < 20; ++i) text << "the old man looked at the sea and the sky , and the sea was calm and blue .\n";
+  }
+  auto convert = [&](const std::string& device) {
+    std::string output;
+    const std::string cmd = std::string(HEADLAB_BINARY) + " convert --model " + HEADLAB_SOURCE_DIR +
+                            "/assets/models/default --to gqa --groups 2 --data " + dir.str("text.txt") + " --out " +
+                            dir.str("gqa-" + device) + " --device " + device;
+    INFO(output);
+    REQUIRE(headlab::test::run_command(cmd, output) == 0);
+    // "… loss A → B, top-1 …"
+    const auto at = output.find("loss ");
+    REQUIRE(at != std::string::npos);
+    std::istringstream in(output.substr(at + 5));
+    double before = 0, after = 0;
+    std::string arrow;
+    in >> before >> arrow >> after;
+    return std::make_pair(before, after);
+  };
+  const auto cpu = convert("cpu"), card = convert("cuda");
+  CHECK(card.first == Approx(cpu.first).epsilon(kCardTolerance));
+  CHECK(card.second == Approx(cpu.second).epsilon(kCardTolerance));
+  // The folder written after the card's measurement opens on the CPU and equals the CPU's.
+  auto a = load_model(dir.str("gqa-cpu")), b = load_model(dir.str("gqa-cuda"));
+  const auto wa = a->module->named_parameters(), wb = b->module->named_parameters();
+  for (const auto& item : wa) CHECK(max_abs_diff(item.value(), wb[item.key()]) == 0.0);
 }
 
