@@ -254,8 +254,8 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
         // Where it goes is the user's choice, starting from the last folder exported to.
         choose_export_path(wb, "Export the " + figure_title(figure) + " as " + upper, default_export_path(wb, figure, ext),
                            "." + ext, [&wb, figure, window_title, png, scale, figure_only](const std::string& path) {
+                             // A task or a capture: each says "wrote …" once the file is there.
                              export_figure(wb, figure, png ? window_title : "", path, scale, figure_only);
-                             wb.notice("exported " + path);
                            });
       }
     }

@@ -41,8 +41,7 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
             if (ImGui::MenuItem(label.c_str(), nullptr, false, wb.doc().snapshot != nullptr))
               choose_export_path(wb, "Export the " + std::string(name) + " figure", default_export_path(wb, figure, ext),
                                  std::string(".") + ext, [&wb, figure = std::string(figure)](const std::string& path) {
-                                   export_figure(wb, figure, "", path, 1);
-                                   wb.notice("exported " + path);
+                                   export_figure(wb, figure, "", path, 1);  // "wrote …" once written
                                  });
           }
         ImGui::Separator();
@@ -56,8 +55,7 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
           choice.accept = [&wb](const std::string& folder) {
             const std::string report_path = (fs::path(folder) / "head_report.json").string();
             export_or_ask(wb, report_path, [&wb, report_path] {
-              export_view(wb, "Dataset", report_path, 1);
-              wb.notice("exported " + fs::path(report_path).parent_path().string() + "/");
+              export_view(wb, "Dataset", report_path, 1);  // "wrote …" once written
             });
           };
           wb.file_dialog.open(std::move(choice));

@@ -9,9 +9,23 @@ namespace headlab::app {
 ScriptRunner::ScriptRunner(std::vector<ScriptAction> actions, std::string origin)
     : actions_(std::move(actions)), origin_(std::move(origin)), waiting_since_(std::chrono::steady_clock::now()) {}
 
+bool ScriptRunner::export_failed(Workbench& wb) {
+  const auto& st = wb.doc().exporting;
+  if (!export_serial_ || st.running || st.serial == *export_serial_) return false;
+  export_serial_.reset();
+  if (st.error.empty()) return false;
+  std::cerr << "headlab gui: " << origin_ << ": action " << export_index_ << " (export): " << st.error << "\n";
+  exit_code_ = 1;
+  wb.quit = true;
+  return true;
+}
+
 void ScriptRunner::step(Workbench& wb) {
   if (wb.quit) return;
   if (done()) {
+    // The last action's export is written before the window closes, and its failure fails the script.
+    if (export_serial_ && wb.doc().exporting.running) return;
+    if (export_failed(wb)) return;
     if (wb.captures.empty()) wb.quit = true;
     return;
   }
@@ -31,6 +45,7 @@ void ScriptRunner::step(Workbench& wb) {
   // An expected refusal: the last error must contain the text; it is printed and cleared.
   if (const auto* expect = std::get_if<cmd::ExpectError>(&actions_[next_].command)) {
     const int index = actions_[next_++].index;
+    export_serial_.reset();  // an export's failure, if that is what was expected, is checked here
     // The previous action's message: the status line's, or the one its view shows (a dataset run's,
     // the Syntax view's sentence).
     const Command* previous = next_ >= 2 ? &actions_[next_ - 2].command : nullptr;
@@ -62,7 +77,12 @@ void ScriptRunner::step(Workbench& wb) {
     wb.quit = true;
     return;
   }
+  if (export_failed(wb)) return;
   const ScriptAction& a = actions_[next_++];
+  if (std::holds_alternative<cmd::Export>(a.command)) {
+    export_serial_ = wb.doc().exporting.serial;
+    export_index_ = a.index;
+  }
   try {
     wb.execute(a.command);
   } catch (const std::exception& e) {

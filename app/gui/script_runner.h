@@ -5,6 +5,7 @@
 #include "app/document/script.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,16 @@ class ScriptRunner {
   int exit_code() const { return exit_code_; }
 
  private:
+  // An export the script started has failed (its task reports after the action): prints it and
+  // fails the script. False while it runs, after a success, or when none was started.
+  bool export_failed(Workbench& wb);
+
   std::vector<ScriptAction> actions_;
   std::string origin_;
   size_t next_ = 0;
   int exit_code_ = 0;
+  std::optional<unsigned> export_serial_;  // the export job's serial when the last export action ran
+  int export_index_ = 0;                   // that action's index in the script
   std::chrono::steady_clock::time_point waiting_since_;
 };
 

@@ -259,6 +259,10 @@ int HeadTextures::sync(const AttentionMaps* maps, Stage stage, const MapStyle& s
         glBindTexture(GL_TEXTURE_2D, e.texture);
         // Crisp cells when enlarged; drawn smaller, the GL picks the max-pooled level that fits.
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST_MIPMAP_NEAREST);
+        // Nearest-level selection rounds: without the bias a level up to √2 larger than the drawn
+        // size is sampled, and nearest sampling skips some of its rows and columns (a sink column
+        // could vanish). Biased by ½, the level is never larger than the drawn size.
+        glTexParameterf(GL_TEXTURE_2D, GL_TEXTURE_LOD_BIAS, 0.5f);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);

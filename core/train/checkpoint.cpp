@@ -48,7 +48,9 @@ nlohmann::json read_meta(torch::serialize::InputArchive& archive, const std::str
 nlohmann::json read_checkpoint_meta(const std::string& path) {
   torch::serialize::InputArchive archive;
   try {
-    archive.load_from(path);
+    // Onto the CPU: the record is read before the run knows the checkpoint fits its device (a
+    // card's checkpoint on a machine without one is refused by its fingerprint, not by torch).
+    archive.load_from(path, torch::kCPU);
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": cannot read checkpoint: " + e.what());
   }

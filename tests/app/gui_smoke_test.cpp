@@ -154,8 +154,9 @@ TEST_CASE("the window draws heatmaps and a scripted session saves identically", 
     {"action": "export", "view": "attention_map", "path": ")" << dir.str("map2.png") << R"(", "scale": 2},
     {"action": "screenshot", "path": ")" << dir.str("shot.png") << R"("},
     {"action": "quit"}]})";
+  const int rc = run_command(gui(dir, "gui --script " + dir.str("save.json")), out);
   INFO(out);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("save.json")), out) == 0);
+  REQUIRE(rc == 0);
   int width = 0;
   // The heads grid sits in the middle column's upper half.
   CHECK(distinct_colours(dir.str("shot.png"), 0.26, 0.08, 0.62, 0.40, &width) > 40);
@@ -228,8 +229,9 @@ TEST_CASE("the analysis views run a dataset, sort, filter, colour the grid and e
     {"action": "save_session", "path": ")" << dir.str("analysed.json") << R"("},
     {"action": "quit"}]})";
   std::string out;
+  const int rc = run_command(gui(dir, "gui --script " + dir.str("analyse.json")), out);
   INFO(out);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("analyse.json")), out) == 0);
+  REQUIRE(rc == 0);
   // The sorted table: 40 heads of the default model, the largest positional share first.
   std::ifstream sorted(dir.str("sorted.csv"));
   std::vector<std::string> lines;
@@ -290,8 +292,9 @@ TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs
     {"action": "screenshot", "path": ")" << dir.str("unparsed.png") << R"("},
     {"action": "quit"}]})";
   std::string out;
+  const int rc = run_command(gui(dir, "gui --script " + dir.str("syntax.json"), "1280x800"), out);
   INFO(out);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("syntax.json"), "1280x800"), out) == 0);
+  REQUIRE(rc == 0);
   // Typed text with its parse found in the file (sentence 1 of the sample): arcs both ways; a text
   // no sentence spells: the error in the view's red, and no arcs.
   CHECK(pixels_near(dir.str("typed.png"), 0x96AAD2, 0.29, 0.52, 0.69, 0.95) > 50);
@@ -338,8 +341,9 @@ TEST_CASE("a script exports each analysis view as SVG and PDF", "[app][gui][expo
     {"action": "quit"}]})";
   std::ofstream(dir.str("exports.json")) << script.str();
   std::string out;
+  const int rc = run_command(gui(dir, "gui --script " + dir.str("exports.json")), out);
   INFO(out);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("exports.json")), out) == 0);
+  REQUIRE(rc == 0);
   for (const char* view : views) {
     INFO(view);
     const std::string svg = slurp(dir.str(std::string(view) + ".svg"));

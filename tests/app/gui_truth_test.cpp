@@ -129,9 +129,16 @@ TEST_CASE("a uniform head is drawn dark on the default 0–1 scale, bright only 
   write_script(dir.str("dark-script.json"), dark);
   write_script(dir.str("bright-script.json"), bright);
   std::string out;
-  INFO(out);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("dark-script.json")), out) == 0);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("bright-script.json")), out) == 0);
+  int rc = run_command(gui(dir, "gui --script " + dir.str("dark-script.json")), out);
+  {
+    INFO(out);
+    REQUIRE(rc == 0);
+  }
+  rc = run_command(gui(dir, "gui --script " + dir.str("bright-script.json")), out);
+  {
+    INFO(out);
+    REQUIRE(rc == 0);
+  }
   using headlab::app::Colormap;
   const auto weight_colour = headlab::app::colormap_rgb(Colormap::Viridis, 0.125f);  // 1/8 on 0–1
   const auto top_colour = headlab::app::colormap_rgb(Colormap::Viridis, 1.0f);
@@ -162,8 +169,9 @@ TEST_CASE("a sharp head drawn smaller than its map keeps its weight's colour", "
                             {{"action", "export"}, {"view", "attention_map"}, {"path", dir.str("map.png")}, {"figure_only", true}},
                             {{"action", "quit"}}}));
   std::string out;
+  int rc = run_command(gui(dir, "gui --script " + dir.str("script.json"), "1000x900"), out);
   INFO(out);
-  REQUIRE(run_command(gui(dir, "gui --script " + dir.str("script.json"), "1000x900"), out) == 0);
+  REQUIRE(rc == 0);
   cairo_surface_t* s = cairo_image_surface_create_from_png(dir.str("map.png").c_str());
   REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
   const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
@@ -191,6 +199,35 @@ TEST_CASE("a sharp head drawn smaller than its map keeps its weight's colour", "
   // minification instead, not one pixel of it reaches the colour of 0.7.
   INFO(hot_pixels << " pixels in the colours of weights ≥ 0.7");
   CHECK(hot_pixels > 150);
+}
+
+TEST_CASE("a script fails when an export's task fails, unless the next action expects it", "[app][gui][errors]") {
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI export-failure test skipped");
+  TempDir dir("gui-export-fails");
+  std::ofstream(dir.str("file")) << "a file, not a folder";
+  const std::string path = dir.str("file") + "/map.svg";  // cannot be created
+  const json run = {{"action", "set_text"}, {"text", "The old man looked at the sea."}};
+  const json exported = {{"action", "export"}, {"view", "attention_map"}, {"path", path}};
+  write_script(dir.str("fails.json"), json::array({run, exported, {{"action", "quit"}}}));
+  write_script(dir.str("last.json"), json::array({run, exported}));  // the export is the script's last action
+  write_script(dir.str("expected.json"),
+               json::array({run, exported, {{"action", "expect_error"}, {"contains", "map.svg"}}, {{"action", "quit"}}}));
+  std::string out;
+  int rc = run_command(gui(dir, "gui --script " + dir.str("fails.json")), out);
+  {
+    INFO(out);
+    CHECK(rc == 1);
+    CHECK_THAT(out, Catch::Contains("(export)") && Catch::Contains("map.svg"));
+  }
+  rc = run_command(gui(dir, "gui --script " + dir.str("last.json")), out);
+  {
+    INFO(out);
+    CHECK(rc == 1);
+  }
+  rc = run_command(gui(dir, "gui --script " + dir.str("expected.json")), out);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("expected error"));
 }
 
 TEST_CASE("a refused input marks the views and its error clears after a success", "[app][gui][errors]") {

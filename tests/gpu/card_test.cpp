@@ -317,8 +317,9 @@ TEST_CASE("card: convert measures the quality before and after on the card as on
     const std::string cmd = std::string(HEADLAB_BINARY) + " convert --model " + HEADLAB_SOURCE_DIR +
                             "/assets/models/default --to gqa --groups 2 --data " + dir.str("text.txt") + " --out " +
                             dir.str("gqa-" + device) + " --device " + device;
+    const int rc = headlab::test::run_command(cmd, output);
     INFO(output);
-    REQUIRE(headlab::test::run_command(cmd, output) == 0);
+    REQUIRE(rc == 0);
     // "… loss A → B, top-1 …"
     const auto at = output.find("loss ");
     REQUIRE(at != std::string::npos);
