@@ -34,23 +34,19 @@ struct ConvertOptions {
   std::string device;  // --device: where the quality before and after is measured
 };
 
-// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them, on `device`: a model
-// measured on a card goes there for the measurement and comes back as owned CPU copies, which the
-// conversion (on the CPU) and the writer read.
-core::train::EvalResult quality(core::Model& model, const std::vector<std::string>& files, int64_t seq_len,
-                                torch::Device device) {
+// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them, where the model is.
+core::train::EvalResult quality(core::Model& model, const std::vector<std::string>& files, int64_t seq_len) {
   const auto objective = model.config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
   const auto specials = core::train::special_tokens(*model.tokenizer);
   const auto examples = core::train::load_text_dataset(files, *model.tokenizer, objective, seq_len, 0).train;
-  place_model(model, device);
-  const auto result = core::train::evaluate_examples(model.module, examples, objective, specials, core::train::Masking{},
-                                                     1, std::max<int64_t>(1, 2048 / seq_len));
-  if (!device.is_cpu()) core::move_to_device(model, torch::kCPU);
-  return result;
+  return core::train::evaluate_examples(model.module, examples, objective, specials, core::train::Masking{}, 1,
+                                        std::max<int64_t>(1, 2048 / seq_len));
 }
 
+// The converted model is measured on --device (moved there: it is written from there as well).
 void print_quality(core::Model& converted, const ConvertOptions& o, const core::train::EvalResult& before) {
-  const auto after = quality(converted, o.data, o.seq_len, device_option(o.device));
+  place_model(converted, device_option(o.device));
+  const auto after = quality(converted, o.data, o.seq_len);
   std::printf("on %zu file(s), %lld targets: loss %.4f → %.4f, top-1 %.2f%% → %.2f%%\n", o.data.size(),
               static_cast<long long>(before.targets), before.loss, after.loss, 100 * before.accuracy,
               100 * after.accuracy);
@@ -79,7 +75,11 @@ int convert_command(const ConvertOptions& o) {
   if (!o.data.empty() && !model->tokenizer) throw UsageError(o.model + " has no tokenizer: --data needs one");
   const auto& a = (model->config.decoder ? model->config.decoder : model->config.encoder)->attention;
   core::train::EvalResult before;
-  if (!o.data.empty()) before = quality(*model, o.data, o.seq_len, device);
+  // On a card the model before conversion is measured as a second copy there, so the one the
+  // conversion reads stays mapped from its files (a round trip would leave owned copies of an
+  // 8B model's 16 GB in memory).
+  if (!o.data.empty()) before = device.is_cpu() ? quality(*model, o.data, o.seq_len)
+                                                : quality(*load_model_on(o.model, o.device), o.data, o.seq_len);
 
   if (collaborative) {
     std::printf("%s: %d heads × key size %d (h·d_k = %d)\n", o.model.c_str(), a.heads, a.key_size, a.heads * a.key_size);
