@@ -44,8 +44,9 @@ core::train::EvalResult quality(core::Model& model, const std::vector<std::strin
 }
 
 // The converted model is measured on --device (moved there: it is written from there as well).
-void print_quality(core::Model& converted, const ConvertOptions& o, const core::train::EvalResult& before) {
-  place_model(converted, device_option(o.device));
+void print_quality(core::Model& converted, const ConvertOptions& o, const core::train::EvalResult& before,
+                   torch::Device device) {
+  place_model(converted, device);
   const auto after = quality(converted, o.data, o.seq_len);
   std::printf("on %zu file(s), %lld targets: loss %.4f → %.4f, top-1 %.2f%% → %.2f%%\n", o.data.size(),
               static_cast<long long>(before.targets), before.loss, after.loss, 100 * before.accuracy,
@@ -99,7 +100,7 @@ int convert_command(const ConvertOptions& o) {
       std::printf("shared key size D̃k = %d (%.0f%% of h·d_k): relative error of W_Q^i W_K^iᵀ per layer:", d,
                   100.0 * d / (a.heads * a.key_size));
       std::printf("%s\n", core::layer_errors_text(converted).c_str());
-      if (!o.data.empty()) print_quality(*converted.model, o, before);
+      if (!o.data.empty()) print_quality(*converted.model, o, before, device);
       save_converted(*converted.model, *model, o, out_of(d), core::conversion_label(o.to, 0, d));
     }
     return 0;
@@ -118,7 +119,7 @@ int convert_command(const ConvertOptions& o) {
     std::printf("KV cache: %lld → %lld bytes a token\n",
                 static_cast<long long>(core::kv_cache_bytes_per_token(model->config)),
                 static_cast<long long>(core::kv_cache_bytes_per_token(converted->config)));
-  if (!o.data.empty()) print_quality(*converted, o, before);
+  if (!o.data.empty()) print_quality(*converted, o, before, device);
   save_converted(*converted, *model, o, o.out, core::conversion_label(o.to, groups, 0));
   return 0;
 }

@@ -66,6 +66,7 @@ class Task {
     std::string error;        // why it failed (TaskState::Failed)
     uint64_t published = 0;   // how many results it has published
     bool superseded = false;  // replaced by a newer task of its lane
+    bool active() const { return state == TaskState::Queued || state == TaskState::Running; }
   };
   Status status() const;
   bool finished() const;  // Done, Failed or Stopped

@@ -89,7 +89,7 @@ ConvertJobStatus ConvertJob::status() const {
   const auto& task = newest();
   if (!task) return s;
   const Task::Status t = task->status();  // read once: every field below describes the same moment
-  s.running = t.state == TaskState::Queued || t.state == TaskState::Running;
+  s.running = t.active();
   s.elapsed_seconds = t.elapsed_s;
   s.fraction = t.fraction;
   s.serial = finished_count(s.running);

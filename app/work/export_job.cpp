@@ -34,7 +34,7 @@ ExportJobStatus ExportJob::status() const {
   const auto& task = newest();
   if (!task) return s;
   const Task::Status t = task->status();  // read once: the fields below describe the same moment
-  s.running = t.state == TaskState::Queued || t.state == TaskState::Running;
+  s.running = t.active();
   s.path = task->options().name.substr(kWriting.size());
   s.serial = finished_count(s.running);
   if (t.state == TaskState::Failed) s.error = t.error;

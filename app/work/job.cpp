@@ -34,7 +34,7 @@ JobStatus Job::status() const {
   const auto& task = track_->newest();
   if (!task) return s;
   const Task::Status t = task->status();
-  s.running = t.state == TaskState::Queued || t.state == TaskState::Running;
+  s.running = t.active();
   if (t.state == TaskState::Failed) s.error = t.error;
   return s;
 }

@@ -85,7 +85,7 @@ void WorkbenchWorker::refresh() const {
   while (!open_.empty()) {
     const auto& task = open_.front();
     const Task::Status s = task->status();
-    if (s.state == TaskState::Queued || s.state == TaskState::Running) break;  // in order: wait for it
+    if (s.active()) break;  // in order: wait for it
     const bool load = task->options().kind == "load";
     if (s.state == TaskState::Stopped) {
       // Superseded or stopped on purpose: nothing finished.

@@ -189,36 +189,26 @@ std::shared_ptr<const Trace> run(Model& model, const RunRequest& request) {
     dec_from = first_changed_layer(*previous, request, Stack::Decoder, dec_layers, enc_dec);
     if (enc_dec && enc_from < enc_layers) dec_from = 0;  // a new encoder output changes every decoder layer
     if (!enc_dec && config.kind == StackKind::Encoder) dec_from = 0;
-    if (enc_from == enc_layers && dec_from == dec_layers && previous->maps != request.maps) {
-      // The same layers with another one kept at full size: that layer's block runs again, alone.
-      auto adjusted = std::make_shared<Trace>(*previous);
-      adjusted->maps = request.maps;
-      adjusted->recomputed_stack.reset();
-      adjusted->recomputed_from = 0;
-      adjusted->layers_computed = adjust_full_layer(model, *adjusted, *previous, request, enc_from, dec_from);
-      if (adjusted->layers_computed > 0) {  // the one layer that ran
-        adjusted->recomputed_stack = layers_of(request.maps.full_stack);
-        adjusted->recomputed_from = request.maps.full_layer;
+    if (enc_from == enc_layers && dec_from == dec_layers) {
+      if (previous->logit_positions == request.logit_positions && previous->maps == request.maps)
+        return request.previous;
+      // The same layers: at most the one layer now kept at full size runs again, alone, and the head
+      // on the kept final hidden state when the positions differ.
+      auto same = std::make_shared<Trace>(*previous);
+      same->maps = request.maps;
+      same->recomputed_stack.reset();
+      same->recomputed_from = 0;
+      same->layers_computed = adjust_full_layer(model, *same, *previous, request, enc_from, dec_from);
+      if (same->layers_computed > 0) {  // the one layer that ran
+        same->recomputed_stack = layers_of(request.maps.full_stack);
+        same->recomputed_from = request.maps.full_layer;
       }
       if (previous->logit_positions != request.logit_positions) {
-        adjusted->logit_positions = request.logit_positions;
+        same->logit_positions = request.logit_positions;
         const Stack stack = previous->decoder.empty() ? Stack::Encoder : Stack::Decoder;
-        adjusted->logits = head_at(model, previous->main_stack().hidden.back().unsqueeze(0), stack, request.logit_positions);
+        same->logits = head_at(model, previous->main_stack().hidden.back().unsqueeze(0), stack, request.logit_positions);
       }
-      return adjusted;
-    }
-    if (enc_from == enc_layers && dec_from == dec_layers) {
-      if (previous->logit_positions == request.logit_positions) return request.previous;
-      // Same layers, other positions: only the head runs again, on the kept final hidden state.
-      auto head_only = std::make_shared<Trace>(*previous);
-      head_only->recomputed_stack.reset();
-      head_only->recomputed_from = 0;
-      head_only->layers_computed = 0;
-      head_only->logit_positions = request.logit_positions;
-      const Stack stack = previous->decoder.empty() ? Stack::Encoder : Stack::Decoder;
-      head_only->logits =
-          head_at(model, previous->main_stack().hidden.back().unsqueeze(0), stack, request.logit_positions);
-      return head_only;
+      return same;
     }
     *trace = *previous;  // shares the unchanged layers' tensors (they are never modified)
     trace->recomputed_stack.reset();
