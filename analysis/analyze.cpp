@@ -9,6 +9,7 @@
 #include "analysis/lrp.h"
 #include "analysis/spectra.h"
 #include "core/model/model.h"
+#include "core/precision.h"
 #include "core/model/run.h"
 #include "core/model/run_batch.h"
 #include "core/model/stacks.h"
@@ -120,6 +121,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   r.settings = o.settings;
   ReportSettings& s = r.settings;
   if (s.metrics.empty()) s.metrics = all_metrics();
+  s.precision = core::current_precision() == core::Precision::fast ? "fast" : "";
   for (const auto& m : s.metrics)
     if (!find_measure(m)) {
       std::string known;

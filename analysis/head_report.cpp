@@ -176,6 +176,7 @@ void settings_fields(Io& io, S& s) {
   io.optional("prev_token_threshold", s.prev_token_threshold);
   io.optional("induction_threshold", s.induction_threshold);
   io.optional("copying_threshold", s.copying_threshold);
+  io.unless_empty("precision", s.precision);
   auto shard = io.object("shard");
   shard.required("index", s.shard_index);
   shard.required("count", s.shard_count);
@@ -297,6 +298,9 @@ void merge_into(HeadReport& into, const HeadReport& other) {
   const auto& b = other.settings;
   if (a.metrics != b.metrics) differ("metrics");
   if (a.frequency_source != b.frequency_source || a.frequency_files != b.frequency_files) differ("frequency source");
+  if (a.precision != b.precision)
+    differ("precision (" + (a.precision.empty() ? std::string("exact") : a.precision) + " vs " +
+           (b.precision.empty() ? std::string("exact") : b.precision) + ")");
   if (a.rare_min_rank != b.rare_min_rank || a.strip_subtypes != b.strip_subtypes ||
       a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit || a.stage != b.stage ||
       a.max_tokens != b.max_tokens)

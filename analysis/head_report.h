@@ -55,6 +55,9 @@ struct ReportSettings {
   // and "softmax" in the report (stage_key).
   core::Stage stage = core::Stage::U;
   int shard_index = 0, shard_count = 1;  // this report holds sentences with index % count == index
+  // "fast" when the maps were computed in fast precision (core/precision.h); empty (and not
+  // written) when exactly, as every report before the choice existed was.
+  std::string precision;
   // The induction probe (analysis/measures/induction.cpp): `probe_sequences` sequences of
   // `probe_length` random tokens (0: as many as fit, at most 50) each repeated once, drawn with
   // `probe_seed`; a head is prev-token / induction when its score is ≥ the threshold.

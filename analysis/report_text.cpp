@@ -66,6 +66,7 @@ std::string to_markdown(const HeadReport& report) {
   const auto selected = measures_of(s);
   for (const Measure* m : selected)
     for (const auto& line : m->markdown_data(report)) md << line << "\n";
+  if (!s.precision.empty()) md << "- precision: " << s.precision << " (core/precision.h)\n";
   if (s.limit > 0) md << "- limit: first " << s.limit << " sentences\n";
   if (s.shard_count > 1) md << "- shard " << s.shard_index << " of " << s.shard_count << "\n";
   md << "- partial: "

@@ -1,6 +1,7 @@
 #include "app/cli/cli.h"
 
 #include "core/memory_budget.h"
+#include "core/precision.h"
 
 #include <CLI/CLI.hpp>
 
@@ -66,6 +67,11 @@ int cli_main(int argc_in, char** argv_in, const std::map<std::string, AddCommand
   app.add_option("--memory-limit", memory_limit,
                  "Refuse runs estimated to need more memory than this (e.g. 8G, 'none'; default: half the free "
                  "memory, or $HEADLAB_MEMORY_LIMIT); any command accepts it");
+  // Every command: how runs compute (core/precision.h).
+  std::string precision;
+  app.add_option("--precision", precision,
+                 "How runs compute: exact (float32 throughout; the default) or fast (stored BF16/F16 weights multiply "
+                 "in their dtype, TF32 on a card; maps and logits move by ~1e-2); any command accepts it");
   app.fallthrough();
   Action action;
   for (const auto& c : command_table()) {
@@ -100,6 +106,14 @@ int cli_main(int argc_in, char** argv_in, const std::map<std::string, AddCommand
       core::set_memory_limit(memory_limit == "none" ? -1 : core::parse_byte_size(memory_limit));
     } catch (const std::invalid_argument& e) {
       std::cerr << "headlab: --memory-limit: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  if (!precision.empty()) {
+    try {
+      core::set_precision(core::parse_precision(precision));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "headlab: --precision: " << e.what() << "\n";
       return 2;
     }
   }

@@ -85,7 +85,8 @@ int convert_command(const ConvertOptions& o) {
   if (collaborative) {
     std::printf("%s: %d heads × key size %d (h·d_k = %d)\n", o.model.c_str(), a.heads, a.key_size, a.heads * a.key_size);
     for (int d : o.key_dims) {
-      const auto cp = core::conversion_cp_options(o.iterations);
+      auto cp = core::conversion_cp_options(o.iterations);
+      cp.device = device;  // the CP sweeps run on the card too
       core::CollaborativeConversion converted;
       try {
         // A progress line on stderr: ALS on a large model takes minutes per layer.

@@ -17,7 +17,7 @@ bool front_end_serves(const std::vector<std::string>& args) {
   bool help = false, needs_engine = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--memory-limit") {  // a global option: its value is not the command
+    if (a == "--memory-limit" || a == "--precision") {  // global options: their values are not the command
       ++i;
       continue;
     }

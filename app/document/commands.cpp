@@ -190,6 +190,7 @@ template <class Io> void fields(Io& io, cmd::TakeFromCounterfactual& c) {
   io.optional("reset", c.reset);
 }
 template <class Io> void fields(Io& io, cmd::SetDevice& c) { io.required("device", c.device); }
+template <class Io> void fields(Io& io, cmd::SetPrecision& c) { io.required("precision", c.precision); }
 template <class Io> void fields(Io& io, cmd::ConvertModel& c) {
   io.required("to", c.to);
   io.optional("groups", c.groups);
@@ -281,8 +282,9 @@ const std::vector<std::string>& command_names() {
       "set_lrp_target", "save_session", "open_session", "export",            "screenshot",    "show_view",
       "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
       "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert", "trim_input", "close_report",
-      "set_patching", "run_patching", "stop_patching", "take_from_counterfactual", "set_device"};
-  static_assert(std::variant_size_v<Command> == 44, "one name per command");
+      "set_patching", "run_patching", "stop_patching", "take_from_counterfactual", "set_device",
+      "set_precision"};
+  static_assert(std::variant_size_v<Command> == 45, "one name per command");
   return names;
 }
 

@@ -175,6 +175,11 @@ struct TakeFromCounterfactual {
 // open where it was. A random-weight model stays on the CPU.
 struct SetDevice { std::string device; };
 
+// How runs compute: "exact" or "fast" (core/precision.h), for the whole process. The input runs
+// again at once, so the maps shown are the new precision's; refused while a long task (a dataset
+// analysis, patching, a conversion, an export) runs, since it would finish at another precision.
+struct SetPrecision { std::string precision; };
+
 // --- conversion (the Model view) ---
 // Converts the open model (`headlab convert`, core/model/convert.h) into `to` = "gqa" (with `groups`),
 // "mqa" or "collaborative" (with `key_dim`), written to the folder `out`; with `open`, the window
@@ -235,7 +240,8 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::SelectView, cmd::WaitFrames, cmd::SetMapView, cmd::Quit, cmd::ExpectError,
                              cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration, cmd::ConvertModel,
                              cmd::StopConvert, cmd::TrimInput, cmd::CloseReport, cmd::SetPatching,
-                             cmd::RunPatching, cmd::StopPatching, cmd::TakeFromCounterfactual, cmd::SetDevice>;
+                             cmd::RunPatching, cmd::StopPatching, cmd::TakeFromCounterfactual, cmd::SetDevice,
+                             cmd::SetPrecision>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();

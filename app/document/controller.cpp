@@ -9,6 +9,7 @@
 #include "app/work/dataset_job.h"
 #include "core/file_hash.h"
 #include "core/model/device.h"
+#include "core/precision.h"
 
 #include <filesystem>
 
@@ -240,6 +241,7 @@ bool Controller::selected_layer_missing() const {
 }
 
 void Controller::start(const std::string& model_folder, const std::string& session_path) {
+  doc_.session.precision = core::precision_name(core::current_precision());  // --precision, until a session says
   if (!session_path.empty()) {
     try {
       open_session(session_path);
@@ -264,6 +266,27 @@ void Controller::on(const cmd::SetDevice& c) {
   const std::string device = core::device_name(core::parse_device(c.device));  // throws the reason: nothing changes
   doc_.session.device = device;
   if (doc_.model && !doc_.model->folder.empty() && doc_.model->device != device) open_model(doc_.model->folder);
+}
+
+void Controller::on(const cmd::SetPrecision& c) {
+  const core::Precision precision = core::parse_precision(c.precision);  // throws the reason: nothing changes
+  if (precision == core::current_precision()) return;
+  if (!tasks_->active().empty())
+    throw std::invalid_argument("a task is running (" + tasks_->active().front()->status().name +
+                                "); stop it or let it finish first, so that what it measures has one precision");
+  doc_.session.precision = core::precision_name(precision);
+  core::set_precision(precision);
+  request_run();
+}
+
+void Controller::apply_session_precision() {
+  try {
+    core::set_precision(core::parse_precision(doc_.session.precision));
+  } catch (const std::invalid_argument& e) {
+    notice(std::string("Session: precision ") + e.what() + "; runs compute exactly");
+    doc_.session.precision = "exact";
+    core::set_precision(core::Precision::exact);
+  }
 }
 
 void Controller::open_model(const std::string& folder) {

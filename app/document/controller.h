@@ -120,6 +120,9 @@ class Controller {
   void on(const cmd::StopPatching& c);
   void on(const cmd::TakeFromCounterfactual& c);
   void on(const cmd::SetDevice& c);
+  void on(const cmd::SetPrecision& c);
+  // The loaded session's precision made the process's (an unknown one: exact, with a notice).
+  void apply_session_precision();
   void on(const cmd::SaveSession& c);
   void on(const cmd::OpenSession& c);
   // The window's commands (export, screenshot, …) reach the Controller only by mistake.

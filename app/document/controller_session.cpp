@@ -32,6 +32,7 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   doc_.session = std::move(loaded.state);
   doc_.session.recent_folders = recent;
   if (!doc_.session.imgui_ini.empty()) restore_layout(doc_.session.imgui_ini);
+  apply_session_precision();
   restore_report_of_session();
   std::error_code ec;
   if (!doc_.session.model_folder.empty() && !fs::is_directory(doc_.session.model_folder, ec)) {

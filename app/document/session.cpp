@@ -140,6 +140,7 @@ void session_fields(Io& io, S& s) {
     m.field("weights_hash", s.model_hash);
     m.field("random_config", s.random_config);
     m.field("device", s.device);
+    m.field("precision", s.precision);
   });
   io.section("input", [&](auto& in) {
     in.field("text", s.text);

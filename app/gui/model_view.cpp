@@ -65,7 +65,8 @@ void ModelView::drawSummary(Workbench& wb) {
     row("kind", m->kind + " · " + m->family + " · objective " + m->objective);
     row("parameters", with_commas(m->parameters) + " (" + m->weights_dtype + ")");
     if (m->mapped_bytes > 0)
-      row("in memory", core::format_bytes(m->mapped_bytes) + " of weights mapped from the files as stored; computed in float32");
+      row("in memory", core::format_bytes(m->mapped_bytes) + " of weights mapped from the files as stored; " +
+                              (wb.doc().session.precision == "fast" ? "multiplied as stored (fast)" : "computed in float32"));
     // Where the model runs; another choice opens it again there (cmd::SetDevice).
     ImGui::TableNextRow();
     ImGui::TableSetColumnIndex(0);
@@ -81,6 +82,29 @@ void ModelView::drawSummary(Workbench& wb) {
           if (ImGui::Selectable(d.c_str(), d == m->device) && d != m->device) wb.apply(cmd::SetDevice{d});
         ImGui::EndCombo();
       }
+    }
+    // How runs compute (cmd::SetPrecision; core/precision.h).
+    ImGui::TableNextRow();
+    ImGui::TableSetColumnIndex(0);
+    ImGui::TextDisabled("precision");
+    ImGui::TableSetColumnIndex(1);
+    const std::string& precision = wb.doc().session.precision;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
+    if (ImGui::BeginCombo("##precision", precision.c_str())) {
+      for (const char* p : {"exact", "fast"})
+        if (ImGui::Selectable(p, precision == p) && precision != p) wb.apply(cmd::SetPrecision{p});
+      ImGui::EndCombo();
+    }
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("exact: every product in float32 (TF32 off on a card).\n"
+                        "fast: weights kept as stored (BF16/F16) multiply in their dtype, TF32 on a card;\n"
+                        "maps and logits move by ~1e-2. Float32 weights on the CPU compute the same either way.");
+    // On the CPU fast precision changes only BF16 weights kept as stored (core/precision.h).
+    if (precision == "fast" && m->device == "cpu" && !(m->mapped_bytes > 0 && m->weights_dtype == "BF16")) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("the same as exact here: %s", m->mapped_bytes > 0 ? "F16 weights on the CPU compute in float32"
+                                                                           : "the weights are float32 copies");
+      ImGui::PopStyleColor();
     }
     row("sizes", "hidden " + std::to_string(m->hidden_size) +
                      (m->ffn_size > 0 ? " · ffn " + std::to_string(m->ffn_size) : std::string(" · no FFN")) + " · vocab " +

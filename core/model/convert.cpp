@@ -111,8 +111,9 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
     const int64_t h = a.heads, d = a.key_size, R = shared_key_size, group = a.heads / a.kv_heads;
     for (int l = 0; l < sc->layers; ++l) {
       const std::string p = std::string(stack_name(stack)) + "." + std::to_string(l) + ".attn.";
-      const torch::Tensor wq = source[p + "q.weight"].to(torch::kFloat64).view({h, d, -1});             // [h, d, D]
-      const torch::Tensor wk = source[p + "k.weight"].to(torch::kFloat64).view({a.kv_heads, d, -1})   // [kv, d, D]
+      // On the CP sweeps' device (options.device), in float64.
+      const torch::Tensor wq = source[p + "q.weight"].to(options.device, torch::kFloat64).view({h, d, -1});  // [h, d, D]
+      const torch::Tensor wk = source[p + "k.weight"].to(options.device, torch::kFloat64).view({a.kv_heads, d, -1})  // [kv, d, D]
                                    .repeat_interleave(group, 0);                                      // [h, d, D]
       const int64_t D = wq.size(2);
       // T_i = W_Q^i W_K^iᵀ in the x-space: score_i(t, s) = x_tᵀ T_i x_s (before the scale).
@@ -142,8 +143,8 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
       if (a.qkv_bias) {
         // r_i = W_K^i b_Q^i: the part of (x_t W_Q^i + b_Q^i)·(x_s W_K^i + b_K^i) that varies with the key
         // besides x_tᵀ T_i x_s.
-        const torch::Tensor bq = source[p + "q.bias"].to(torch::kFloat64).view({h, d});  // [h, d]
-        target[p + "content_bias"].copy_(torch::einsum("hd,hdD->hD", {bq, wk}));      // [h, D]
+        const torch::Tensor bq = source[p + "q.bias"].to(options.device, torch::kFloat64).view({h, d});  // [h, d]
+        target[p + "content_bias"].copy_(torch::einsum("hd,hdD->hD", {bq, wk}));                      // [h, D]
       }
       out.layers.push_back({stack, l, cp.relative_error, cp.iterations});
     }

@@ -19,9 +19,9 @@ torch::Tensor leading_vectors(const torch::Tensor& unfolded, int64_t rank, at::G
   const torch::Tensor u = std::get<0>(svd);  // [I, min(I, …)]
   const int64_t have = std::min<int64_t>(rank, u.size(1));
   torch::Tensor out = u.narrow(1, 0, have);
-  if (have < rank)
+  if (have < rank)  // drawn on the CPU, so a seed gives the same columns on any device
     out = torch::cat({out, at::normal(0, 1.0 / std::sqrt(double(u.size(0))), {u.size(0), rank - have}, generator)
-                               .to(torch::kFloat64)},
+                               .to(u.device(), torch::kFloat64)},
                      1);
   return out;
 }
@@ -49,16 +49,16 @@ CpResult cp_als(const torch::Tensor& t_in, int64_t rank, const CpOptions& o) {
   if (t_in.dim() != 3) throw std::invalid_argument("cp_als: needs a 3-way tensor [K, I, J]");
   if (rank < 1) throw std::invalid_argument("cp_als: rank must be ≥ 1");
   torch::NoGradGuard no_grad;
-  const torch::Tensor t = t_in.to(torch::kFloat64);
+  const torch::Tensor t = t_in.to(o.device, torch::kFloat64);
   const int64_t K = t.size(0), I = t.size(1), J = t.size(2);
   const double norm = t.norm().item<double>();
   auto generator = at::make_generator<at::CPUGeneratorImpl>(o.seed);
 
   CpResult r;
   if (o.init_a.defined()) {
-    r.a = o.init_a.to(torch::kFloat64).clone();
-    r.b = o.init_b.to(torch::kFloat64).clone();
-    r.c = o.init_c.to(torch::kFloat64).clone();
+    r.a = o.init_a.to(o.device, torch::kFloat64).clone();
+    r.b = o.init_b.to(o.device, torch::kFloat64).clone();
+    r.c = o.init_c.to(o.device, torch::kFloat64).clone();
     if (r.a.sizes() != torch::IntArrayRef({I, rank}) || r.b.sizes() != torch::IntArrayRef({J, rank}) ||
         r.c.sizes() != torch::IntArrayRef({K, rank}))
       throw std::invalid_argument("cp_als: starting factors must be [I, R], [J, R], [K, R]");
@@ -87,6 +87,9 @@ CpResult cp_als(const torch::Tensor& t_in, int64_t rank, const CpOptions& o) {
     if (previous - now < o.tolerance) break;
     previous = now;
   }
+  r.a = r.a.to(torch::kCPU);
+  r.b = r.b.to(torch::kCPU);
+  r.c = r.c.to(torch::kCPU);
   return r;
 }
 

@@ -19,6 +19,8 @@ struct CpOptions {
   torch::Tensor init_a, init_b, init_c;
   // Called after each sweep with (iteration, relative error); false stops early.
   std::function<bool(int, double)> on_iteration;
+  // Where the sweeps run (in float64 there: a card's cuBLAS and cuSOLVER); the factors come back on the CPU.
+  torch::Device device = torch::kCPU;
 };
 
 struct CpResult {

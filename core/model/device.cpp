@@ -107,7 +107,6 @@ void move_to_device(Model& model, torch::Device device) {
   // so a shortage of free memory alone is left to the copy below.
   if (measured && double(bytes) > 0.9 * double(total_bytes))
     throw too_large(device_name(device) + " can hold (" + gigabytes(double(total_bytes)) + ")");
-  if (device.is_cuda()) use_exact_float32();
   torch::NoGradGuard no_grad;
   try {
     model.module->to(device);

@@ -56,7 +56,7 @@ json minimal_action(const std::string& name) {
       {"convert_model", R"({"to": "gqa", "groups": 2, "out": "/tmp/x", "open": false})"},
       {"set_patching", R"({"counterfactual": "a c", "answer": " b", "wrong": "7", "metric": "prob", "site": "v"})"},
       {"take_from_counterfactual", R"({"layer": 1, "head": 3, "weight": 0.5, "reset": false})"},
-      {"set_device", R"({"device": "cuda:0"})"}};
+      {"set_device", R"({"device": "cuda:0"})"}, {"set_precision", R"({"precision": "fast"})"}};
   json j = required.count(name) ? json::parse(required.at(name)) : json::object();
   j["action"] = name;
   return j;

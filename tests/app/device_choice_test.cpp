@@ -11,6 +11,7 @@
 #include "core/model/device.h"
 #include "core/model/model.h"
 #include "core/model/model_store.h"
+#include "core/precision.h"
 
 #include <nlohmann/json.hpp>
 
@@ -172,4 +173,62 @@ TEST_CASE("the window's device choice: refused with its reason, kept in sessions
   bool told = false;
   for (const auto& e : d.doc().errors) told = told || (e.text.find("set_device: ") == 0 && e.text.find("runs on the CPU") != std::string::npos);
   CHECK(told);
+}
+
+TEST_CASE("the window's precision choice: runs the input again, kept in sessions, refused while a task runs, and an "
+          "unknown one in a session reads as exact", "[precision][app][commands]") {
+  TempDir dir("precision-window");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  ::setenv("HEADLAB_ASSETS", (std::string(HEADLAB_SOURCE_DIR) + "/assets").c_str(), 1);
+  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  app::Controller c;
+  c.execute(app::cmd::OpenModel{folder});
+  c.execute(app::cmd::SetText{"the cat sat on the mat", std::nullopt, true});
+  headlab::test::settle(c);
+  REQUIRE(c.doc().model);
+  CHECK(c.doc().session.precision == "exact");
+  CHECK(core::current_precision() == core::Precision::exact);
+
+  c.apply(app::cmd::SetPrecision{"turbo"});
+  CHECK(c.doc().last_error().find("'turbo' is not a precision") != std::string::npos);
+  CHECK(c.doc().session.precision == "exact");
+
+  // A dataset analysis running: refused, so that its report has one precision.
+  c.execute(app::cmd::RunDataset{{std::string(HEADLAB_SOURCE_DIR) + "/assets/data/en_ewt-dev-100.conllu"}, {"confidence"}, 0});
+  c.apply(app::cmd::SetPrecision{"fast"});
+  CHECK(c.doc().last_error().find("a task is running") != std::string::npos);
+  CHECK(core::current_precision() == core::Precision::exact);
+  headlab::test::settle(c);
+
+  const auto shown = c.doc().snapshot;
+  c.apply(app::cmd::SetPrecision{"fast"});
+  CHECK(c.doc().session.precision == "fast");
+  CHECK(core::current_precision() == core::Precision::fast);
+  headlab::test::settle(c);
+  REQUIRE(c.doc().snapshot);
+  CHECK(c.doc().snapshot != shown);  // the input ran again at the new precision
+
+  c.execute(app::cmd::SaveSession{dir.str("session.json")});
+  nlohmann::json session;
+  std::ifstream(dir.str("session.json")) >> session;
+  CHECK(session["model"]["precision"] == "fast");
+  session["model"]["precision"] = "half";
+  std::ofstream(dir.str("odd-session.json")) << session.dump(2);
+
+  c.execute(app::cmd::SetPrecision{"exact"});
+  CHECK(core::current_precision() == core::Precision::exact);
+  app::Controller d;
+  d.execute(app::cmd::OpenSession{dir.str("session.json")});
+  headlab::test::settle(d);
+  CHECK(d.doc().session.precision == "fast");
+  CHECK(core::current_precision() == core::Precision::fast);
+  app::Controller e;
+  e.execute(app::cmd::OpenSession{dir.str("odd-session.json")});
+  headlab::test::settle(e);
+  CHECK(e.doc().session.precision == "exact");
+  CHECK(core::current_precision() == core::Precision::exact);
+  bool told = false;
+  for (const auto& n : e.doc().notices) told = told || n.find("'half' is not a precision") != std::string::npos;
+  CHECK(told);
+  core::set_precision(core::Precision::exact);  // the process's default for the tests that follow
 }

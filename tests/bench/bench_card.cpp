@@ -1,4 +1,4 @@
-// bench_card DIR [--device cuda] [--tokens 128,1024] [--generate 32] [--repeat 5]: HeadLab on a card
+// bench_card DIR [--device cuda] [--tokens 128,1024] [--generate 32] [--repeat 5] [--precision exact|fast]: HeadLab on a card
 // (or, with --device cpu, the same measurements on the CPU), on a real-size folder
 // (tests/bench/make_real_size.py) or any model folder. tests/bench/bench_card_reference.py times
 // the same forward passes in Python transformers on the same card.
@@ -13,11 +13,14 @@
 //   LRP        analysis::lrp_relevance of the last position's top logit at the first T.
 //   generate   --generate tokens greedily with the KV cache after a 16-token prompt: tokens/s.
 //   memory     the card's memory in use after the runs (free vs total, from the CUDA runtime).
+// --precision fast (core/precision.h) multiplies BF16/F16 weights in their dtype and lets float32
+// products use TF32, as transformers computes a BF16 model; exact (the default) computes in float32.
 #include "bench_models.h"
 #include "analysis/lrp.h"
 #include "core/model/device.h"
 #include "core/model/generate.h"
 #include "core/model/model.h"
+#include "core/precision.h"
 #include "core/model/run.h"
 
 #include <torch/cuda.h>
@@ -67,10 +70,11 @@ std::vector<int64_t> some_ids(int64_t n, int64_t vocab) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_card DIR [--device cuda] [--tokens 128,1024] [--generate 32] [--repeat 5]\n");
+    std::fprintf(stderr, "usage: bench_card DIR [--device cuda] [--tokens 128,1024] [--generate 32] [--repeat 5] "
+                         "[--precision exact|fast]\n");
     return 2;
   }
-  std::string folder = argv[1], device_text = "cuda", tokens_text = "128,1024";
+  std::string folder = argv[1], device_text = "cuda", tokens_text = "128,1024", precision_text = "exact";
   int generate_count = 32, repeat = 5;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string key = argv[i], value = argv[i + 1];
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
     else if (key == "--tokens") tokens_text = value;
     else if (key == "--generate") generate_count = std::stoi(value);
     else if (key == "--repeat") repeat = std::stoi(value);
+    else if (key == "--precision") precision_text = value;
     else {
       std::fprintf(stderr, "bench_card: unknown option %s\n", key.c_str());
       return 2;
@@ -88,11 +93,13 @@ int main(int argc, char** argv) {
   for (std::string item; std::getline(in, item, ',');) lengths.push_back(std::stoll(item));
   try {
     const torch::Device device = parse_device(device_text);
+    set_precision(parse_precision(precision_text));
     double t0 = now();
     auto model = load_model(folder);
     move_to_device(*model, device);
     sync(device);
-    std::printf("bench_card %s on %s: %s, %d layers, weights %s\n", folder.c_str(), device_name(device).c_str(),
+    std::printf("bench_card %s on %s (%s precision): %s, %d layers, weights %s\n", folder.c_str(), device_name(device).c_str(),
+                precision_name(current_precision()),
                 model->config.family.c_str(), model->module->layer_count(Stack::Decoder) + model->module->layer_count(Stack::Encoder),
                 model->weights_dtype.c_str());
     std::printf("open + move      %8.3f s\n", now() - t0);

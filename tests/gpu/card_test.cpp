@@ -8,8 +8,10 @@
 #include "analysis/analyze.h"
 #include "analysis/lrp.h"
 #include "app/work/workbench_engine.h"
+#include "core/model/cp_als.h"
 #include "core/model/device.h"
 #include "core/model/generate.h"
+#include "core/precision.h"
 #include "core/model/run.h"
 #include "core/weights_policy.h"
 #include "core/hf_fixtures.h"
@@ -338,3 +340,55 @@ TEST_CASE("card: convert measures the quality before and after on the card as on
   for (const auto& item : wa) CHECK(max_abs_diff(item.value(), wb[item.key()]) == 0.0);
 }
 
+
+TEST_CASE("card: fast precision multiplies BF16 weights as stored and uses TF32, within BF16's rounding of exact", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  const std::string folder = headlab::test::hf::fixture("llama-bf16");
+  ::setenv("HEADLAB_WEIGHTS", "mapped", 1);
+  auto card = load_model(folder);
+  ::unsetenv("HEADLAB_WEIGHTS");
+  move_to_device(*card, kCard);
+  auto cpu = load_model(folder);  // float32 copies: the exact reference
+  RunRequest request;
+  request.ids = headlab::test::hf::read_expected(folder).ids;
+  request.capture = kCaptureWeights;
+  const auto reference = run(*cpu, request);
+  std::shared_ptr<const Trace> fast;
+  {
+    PrecisionScope scope(Precision::fast);
+    fast = run(*card, request);
+  }
+  const auto exact = run(*card, request);  // the scope ended: exact again, TF32 off
+  CHECK(relative_difference(exact->logits, reference->logits) < kCardTolerance);
+  const double logits = relative_difference(fast->logits, reference->logits);
+  double maps = 0;
+  for (size_t l = 0; l < reference->decoder.layers.size(); ++l)
+    maps = std::max(maps, max_abs_diff(fast->decoder.layers[l].self.weights, reference->decoder.layers[l].self.weights));
+  INFO("fast on the card: logits " << logits << " relative, maps " << maps);
+  CHECK(logits > 1e-5);  // BF16 products really ran
+  CHECK(logits < 3e-2);
+  CHECK(maps < 2e-2);
+  // A float32 model: TF32 products, within TF32's 10-bit mantissa of exact.
+  auto f32 = on_card(headlab::test::hf::fixture("llama"));
+  auto f32_cpu = load_model(headlab::test::hf::fixture("llama"));
+  PrecisionScope scope(Precision::fast);
+  CHECK(relative_difference(run(*f32, request)->logits, run(*f32_cpu, request)->logits) < 1e-2);
+}
+
+TEST_CASE("card: CP-ALS sweeps on the card give the CPU's decomposition", "[gpu]") {
+  SKIP_WITHOUT_CARD();
+  torch::manual_seed(7);
+  // A rank-6 tensor plus noise, decomposed at rank 5 (the truncated start leaves nothing to chance: 5 ≤ I, J).
+  const torch::Tensor t = cp_reconstruct(torch::randn({12, 6}, torch::kFloat64), torch::randn({10, 6}, torch::kFloat64),
+                                         torch::randn({4, 6}, torch::kFloat64)) +
+                          0.01 * torch::randn({4, 12, 10}, torch::kFloat64);
+  CpOptions o;
+  o.max_iterations = 60;
+  const CpResult cpu = cp_als(t, 5, o);
+  o.device = kCard;
+  const CpResult card = cp_als(t, 5, o);
+  CHECK(card.a.is_cpu());  // the factors come back to the host
+  CHECK(std::abs(card.iterations - cpu.iterations) <= 1);  // the tolerance stop may fall one sweep apart
+  CHECK(card.relative_error == Approx(cpu.relative_error).epsilon(1e-6));
+  CHECK(relative_difference(cp_reconstruct(card.a, card.b, card.c), cp_reconstruct(cpu.a, cpu.b, cpu.c)) < 1e-6);
+}

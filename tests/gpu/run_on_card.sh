@@ -7,7 +7,8 @@
 #   suite    the whole CPU suite against this LibTorch (ctest -LE gpu);
 #   fixtures the Hugging Face fixtures against the real transformers, layer by layer where one is off
 #            (tests/data/hf/check_with_transformers.py; started in the background during the build);
-#   bench    bench_card on a Llama-3.1-8B-shaped and a GPT-2-small-shaped folder, and the same forward
+#   bench    bench_card on a Llama-3.1-8B-shaped and a GPT-2-small-shaped folder (exact, then fast
+#            precision where time is left), and the same forward
 #            passes in transformers on the same card (tests/bench/bench_card_reference.py);
 #   cli      the engine's --device on the command line (run, generate, analyze of 500 UD sentences).
 # STEPS defaults to "gpu suite fixtures bench cli". It needs .deps/ beside it (tests/gpu/make_deps.sh:
@@ -108,6 +109,9 @@ step_bench() {
     [ "$(left)" -lt 90 ] && break
     dtype=bfloat16; [ $f = /tmp/gpt2-small ] && dtype=float32
     timeout $(within 60 120) build-card/tests/bench_card $f --device cuda --tokens 128,1024 --generate 32 >>"$OUT/bench.log" 2>&1
+    # Fast precision: BF16 products as transformers computes them (TF32 for the float32 GPT-2).
+    [ "$(left)" -gt 150 ] && timeout $(within 60 120) build-card/tests/bench_card $f --device cuda --tokens 128,1024 \
+      --generate 32 --precision fast >>"$OUT/bench.log" 2>&1
     timeout $(within 60 120) $PY tests/bench/bench_card_reference.py $f --dtype $dtype >>"$OUT/bench.log" 2>&1
   done
   grep -E "forward|gate|LRP|generate|memory|open|bench_card|transformers" "$OUT/bench.log" >>"$OUT/summary.txt"
