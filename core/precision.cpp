@@ -13,8 +13,8 @@ std::atomic<Precision> chosen{Precision::exact};
 Precision parse_precision(const std::string& text) {
   if (text == "exact") return Precision::exact;
   if (text == "fast") return Precision::fast;
-  throw std::invalid_argument("'" + text + "' is not a precision (exact: float32 throughout; fast: stored BF16/F16 "
-                              "weights multiply in their dtype, TF32 on a card)");
+  throw std::invalid_argument("'" + text + "' is not a precision (exact: float32 throughout; fast: BF16 weights "
+                              "multiply in BF16, TF32 on a card)");
 }
 
 const char* precision_name(Precision precision) { return precision == Precision::fast ? "fast" : "exact"; }

@@ -4,14 +4,17 @@
 //   exact  Every product in float32: a stored BF16/F16 weight is upcast block by block
 //          (core/model/linear.h) and a card's float32 products run without TF32, so results match
 //          a float32 reference, and the CPU's, within float32 rounding.
-//   fast   A weight kept in its stored BF16/F16 dtype multiplies in that dtype (its input rounded to
-//          it, float32 accumulation, the result back in float32), as transformers runs a BF16
-//          model; a card's float32 products may use TF32. Softmax, norms, residuals and every map
-//          the analyses read stay float32; the projections' inputs lose precision to ~3 significant
-//          digits, so maps and logits move by about 1e-2 relative. Nothing changes for float32
-//          weights on the CPU (small folders load as float32 copies: core/model/model.h).
+//   fast   A BF16 weight kept as stored multiplies in BF16, as transformers runs a BF16 model:
+//          its input (and bias) rounded to BF16, float32 accumulation, the result rounded to BF16
+//          and returned as float32. A card's float32 products may use TF32. Softmax, norms,
+//          residuals and every captured map stay float32, so maps and logits move by about 1e-2
+//          relative. F16 weights compute exactly (F16's range could overflow), as do float32 ones
+//          on the CPU (small folders load as float32 copies: core/model/model.h) and, on the CPU,
+//          a product of at most 8 rows (a generation step, a short input: the exact kernel reads
+//          BF16 faster there). LRP's conservation loosens to about 1e-2 · |f|.
 //
-// Reports made in fast mode say so (settings.precision), and shards of different precisions do not merge.
+// Reports made in fast mode say so (settings.precision), and shards of different precisions do not
+// merge. Training and head pruning always compute exactly.
 // The choice lives here, without LibTorch, so the front end's option parsing can set it; the products
 // read it (core/model/linear.cpp, which also sets torch's float32 matmul precision to match).
 #pragma once

@@ -70,8 +70,8 @@ int cli_main(int argc_in, char** argv_in, const std::map<std::string, AddCommand
   // Every command: how runs compute (core/precision.h).
   std::string precision;
   app.add_option("--precision", precision,
-                 "How runs compute: exact (float32 throughout; the default) or fast (stored BF16/F16 weights multiply "
-                 "in their dtype, TF32 on a card; maps and logits move by ~1e-2); any command accepts it");
+                 "How runs compute: exact (float32 throughout; the default) or fast (BF16 weights kept as stored "
+                 "multiply in BF16, TF32 on a card; maps and logits move by ~1e-2); any command accepts it");
   app.fallthrough();
   Action action;
   for (const auto& c : command_table()) {

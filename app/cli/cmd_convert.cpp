@@ -10,6 +10,7 @@
 #include "core/model/device.h"
 #include "core/memory_budget.h"
 #include "core/model/model.h"
+#include "core/precision.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 
@@ -34,8 +35,10 @@ struct ConvertOptions {
   std::string device;  // --device: where the quality before and after is measured
 };
 
-// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them, where the model is.
+// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them, where the model is;
+// exactly, before and after alike (the converted model's float32 weights have no fast products).
 core::train::EvalResult quality(core::Model& model, const std::vector<std::string>& files, int64_t seq_len) {
+  const core::PrecisionScope exact(core::Precision::exact);
   const auto objective = model.config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
   const auto specials = core::train::special_tokens(*model.tokenizer);
   const auto examples = core::train::load_text_dataset(files, *model.tokenizer, objective, seq_len, 0).train;

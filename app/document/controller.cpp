@@ -40,6 +40,7 @@ Controller::Controller()
       syntax_(std::make_unique<SyntaxJob>(tasks_, models_)),
       last_autosave_(std::chrono::steady_clock::now()) {
   assets_dir_ = find_assets_dir();
+  doc_.session.precision = core::precision_name(core::current_precision());  // --precision, until a session says
   try {
     doc_.session.recent_folders = load_recent_folders();
   } catch (const std::exception& e) {
@@ -241,7 +242,6 @@ bool Controller::selected_layer_missing() const {
 }
 
 void Controller::start(const std::string& model_folder, const std::string& session_path) {
-  doc_.session.precision = core::precision_name(core::current_precision());  // --precision, until a session says
   if (!session_path.empty()) {
     try {
       open_session(session_path);
@@ -270,23 +270,34 @@ void Controller::on(const cmd::SetDevice& c) {
 
 void Controller::on(const cmd::SetPrecision& c) {
   const core::Precision precision = core::parse_precision(c.precision);  // throws the reason: nothing changes
-  if (precision == core::current_precision()) return;
-  if (!tasks_->active().empty())
+  if (precision == core::current_precision() && doc_.session.precision == c.precision) return;
+  if (precision != core::current_precision() && !tasks_->active().empty())
     throw std::invalid_argument("a task is running (" + tasks_->active().front()->status().name +
                                 "); stop it or let it finish first, so that what it measures has one precision");
   doc_.session.precision = core::precision_name(precision);
   core::set_precision(precision);
-  request_run();
+  request_run();  // the engine drops its traces of the other precision (app/work/workbench_engine.cpp)
 }
 
 void Controller::apply_session_precision() {
+  const std::string now = core::precision_name(core::current_precision());
+  std::string wanted = doc_.session.precision;
+  doc_.session.precision = now;
+  if (wanted.empty() || wanted == now) return;  // a session from before the choice existed keeps the window's
+  core::Precision precision;
   try {
-    core::set_precision(core::parse_precision(doc_.session.precision));
+    precision = core::parse_precision(wanted);
   } catch (const std::invalid_argument& e) {
-    notice(std::string("Session: precision ") + e.what() + "; runs compute exactly");
-    doc_.session.precision = "exact";
-    core::set_precision(core::Precision::exact);
+    notice(std::string("Session: precision ") + e.what() + "; runs compute " + now);
+    return;
   }
+  if (!tasks_->active().empty()) {
+    notice("Session: its precision (" + wanted + ") is not applied while a task runs (" +
+           tasks_->active().front()->status().name + "); runs compute " + now);
+    return;
+  }
+  core::set_precision(precision);
+  doc_.session.precision = wanted;
 }
 
 void Controller::open_model(const std::string& folder) {

@@ -95,7 +95,7 @@ struct SessionState {
   std::string model_hash;        // weights hash when saved
   std::string random_config;     // config.json of the random model (model_folder == "")
   std::string device = "cpu";    // where the folder's model runs: "cpu" or "cuda:N" (core/model/device.h)
-  std::string precision = "exact";  // how runs compute: "exact" or "fast" (core/precision.h)
+  std::string precision;  // how runs compute: "exact" or "fast" (core/precision.h); "" in a session from before
   std::string text;
   std::string decoder_text;
   core::ModelControls controls;

@@ -66,7 +66,8 @@ void ModelView::drawSummary(Workbench& wb) {
     row("parameters", with_commas(m->parameters) + " (" + m->weights_dtype + ")");
     if (m->mapped_bytes > 0)
       row("in memory", core::format_bytes(m->mapped_bytes) + " of weights mapped from the files as stored; " +
-                              (wb.doc().session.precision == "fast" ? "multiplied as stored (fast)" : "computed in float32"));
+                              (wb.doc().session.precision == "fast" && m->weights_dtype == "BF16" ? "multiplied as stored (fast)"
+                                                                                           : "computed in float32"));
     // Where the model runs; another choice opens it again there (cmd::SetDevice).
     ImGui::TableNextRow();
     ImGui::TableSetColumnIndex(0);
@@ -97,13 +98,14 @@ void ModelView::drawSummary(Workbench& wb) {
     }
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("exact: every product in float32 (TF32 off on a card).\n"
-                        "fast: weights kept as stored (BF16/F16) multiply in their dtype, TF32 on a card;\n"
+                        "fast: BF16 weights kept as stored multiply in BF16, TF32 on a card;\n"
                         "maps and logits move by ~1e-2. Float32 weights on the CPU compute the same either way.");
     // On the CPU fast precision changes only BF16 weights kept as stored (core/precision.h).
     if (precision == "fast" && m->device == "cpu" && !(m->mapped_bytes > 0 && m->weights_dtype == "BF16")) {
+      const std::string why = m->mapped_bytes > 0 ? m->weights_dtype + " weights compute in float32 in either precision"
+                                                  : std::string("the weights are float32 copies");
       ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      ImGui::TextWrapped("the same as exact here: %s", m->mapped_bytes > 0 ? "F16 weights on the CPU compute in float32"
-                                                                           : "the weights are float32 copies");
+      ImGui::TextWrapped("the same as exact here: %s", why.c_str());
       ImGui::PopStyleColor();
     }
     row("sizes", "hidden " + std::to_string(m->hidden_size) +

@@ -12,6 +12,7 @@
 #include "core/model/model.h"
 #include "core/model/run.h"
 #include "core/model/stacks.h"
+#include "core/precision.h"
 
 #include <torch/torch.h>
 
@@ -168,6 +169,23 @@ struct WorkbenchEngine::Impl {
       patches.push_back(patch);
     }
     return patches;
+  }
+
+  // The precision the kept traces were computed in (core/precision.h). Another one since: they are
+  // dropped, so nothing shown or reused below comes from the other precision.
+  core::Precision traces_precision = core::Precision::exact;
+  void forget_traces_of_another_precision() {
+    if (traces_precision == core::current_precision()) return;
+    traces_precision = core::current_precision();
+    last_trace.reset();
+    base_trace.reset();
+    base_logp = torch::Tensor();
+    base_outputs.clear();
+    base_outputs_k = 0;
+    cf_trace.reset();
+    cf_ids.clear();
+    for (auto& layers : cache) layers.clear();  // one list per attention stays
+    relevance.reset();
   }
 
   void reset(std::shared_ptr<core::Model> m, const std::string& folder, bool random) {
@@ -475,6 +493,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
   m.map_side = request.maps.thumbnail_side;
   snap->maps = request.maps;
 
+  m.forget_traces_of_another_precision();
   // A trace this request can start from: same input and capture (a trace with another full layer
   // re-runs only that layer, core::run).
   auto compatible = [&](const std::shared_ptr<const core::Trace>& t) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cmath>
 #include <cstdint>
 
@@ -26,10 +27,13 @@ thread_local bool weights_arrive_later = false;
 // only in fast precision. Set here, where every run's first product passes, so a choice made after
 // a model moved to a card (the window's) reaches the card's products too.
 std::atomic<int> matmul_precision_set{-1};
+std::mutex matmul_precision_mutex;
 void sync_matmul_precision() {
-  const int want = static_cast<int>(current_precision());
-  if (matmul_precision_set.exchange(want) != want)
-    at::globalContext().setFloat32MatmulPrecision(current_precision() == Precision::fast ? "high" : "highest");
+  const Precision want = current_precision();
+  if (matmul_precision_set.load() == static_cast<int>(want)) return;
+  std::lock_guard<std::mutex> lock(matmul_precision_mutex);
+  at::globalContext().setFloat32MatmulPrecision(want == Precision::fast ? "high" : "highest");
+  matmul_precision_set.store(static_cast<int>(want));
 }
 
 constexpr int64_t kStepBytes = 4 << 20;
@@ -173,14 +177,14 @@ torch::Tensor stored_linear(const torch::Tensor& x, const torch::Tensor& w, cons
   sync_matmul_precision();
   // torch::nn::Linear's own arithmetic (addmm for matrices, matmul then + b otherwise), bit for bit.
   if (w.scalar_type() == x.scalar_type()) return torch::nn::functional::linear(x, w, b);
-  // Fast (core/precision.h): the product in the stored dtype, accumulated in float32 by the
-  // BLAS, back in x's dtype; autograd differentiates through both casts.
-  // On the CPU: LibTorch's kernels multiply BF16 but not F16 in 1.13 (an F16 weight stays exact), and a
-  // generation step's few rows stay with few_rows_product, which reads a BF16 weight faster than a BF16
-  // GEMV does (9.3 against 6.4 tokens/s for a Llama-3.2-1B shape on AVX-512).
-  if (current_precision() == Precision::fast && x.is_floating_point() && w.is_floating_point() &&
-      c10::elementSize(w.scalar_type()) < c10::elementSize(x.scalar_type()) &&
-      (!w.is_cpu() || (w.scalar_type() == torch::kBFloat16 && x.numel() > kFewRows * x.size(-1))))
+  // Fast (core/precision.h): the product in BF16 (x and b rounded to it, float32 accumulation, the
+  // result rounded to BF16), back in x's dtype; autograd differentiates through the casts. Only BF16:
+  // F16's range (65504) could overflow on activations float32 holds, and LibTorch 1.13's CPU kernels
+  // have no F16 product. On the CPU a generation step's few rows stay with few_rows_product, which
+  // reads a BF16 weight faster than a BF16 GEMV does (9.3 against 6.4 tokens/s for a Llama-3.2-1B
+  // shape on AVX-512).
+  if (current_precision() == Precision::fast && w.scalar_type() == torch::kBFloat16 &&
+      x.scalar_type() == torch::kFloat32 && (!w.is_cpu() || x.numel() > kFewRows * x.size(-1)))
     return torch::nn::functional::linear(x.to(w.scalar_type()), w, b.defined() ? b.to(w.scalar_type()) : b)
         .to(x.scalar_type());
   // [..., K] → [M, K] and back: the row blocks work on matrices.

@@ -1,5 +1,7 @@
 #include "core/train/head_pruning.h"
 
+#include "core/precision.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -74,6 +76,7 @@ std::vector<torch::Tensor>& gates_of(HeadGateTensors& t, Stack stack) {
 
 PruneResult train_head_gates(Transformer& model, const std::vector<Example>& train, Objective objective,
                              const SpecialTokens& specials, const PruneOptions& o) {
+  const PrecisionScope exact(Precision::exact);  // gates train exactly, whatever the process's choice
   if (train.empty()) throw std::invalid_argument("head pruning: no training examples");
   if (o.steps < 0 || o.batch_size <= 0 || !(o.lr > 0) || !(o.lambda >= 0))
     throw std::invalid_argument("head pruning: steps ≥ 0, batch size > 0, learning rate > 0 and λ ≥ 0 are needed");

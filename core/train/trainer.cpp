@@ -5,6 +5,7 @@
 #include "core/model/device.h"
 #include "core/model/model.h"
 #include "core/model/safetensors_torch.h"
+#include "core/precision.h"
 #include "core/train/checkpoint.h"
 #include "core/train/forward.h"
 #include "core/train/grown_vocabulary.h"
@@ -196,6 +197,7 @@ void reinitialize(Transformer& model, const ModelConfig& cfg, const TrainOptions
 
 TrainResult train_model(const ModelConfig& config, const Dataset& data, const SpecialTokens& specials,
                         const TrainOptions& o) {
+  const PrecisionScope exact(Precision::exact);  // training computes exactly, whatever the process's choice
   if (o.out.empty()) throw std::invalid_argument("no output folder");
   if (config.vocab_size != specials.vocab_size)
     throw std::invalid_argument("config vocab_size " + std::to_string(config.vocab_size) + " differs from the " +

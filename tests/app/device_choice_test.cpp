@@ -11,6 +11,7 @@
 #include "core/model/device.h"
 #include "core/model/model.h"
 #include "core/model/model_store.h"
+#include "core/model/run.h"
 #include "core/precision.h"
 
 #include <nlohmann/json.hpp>
@@ -175,19 +176,32 @@ TEST_CASE("the window's device choice: refused with its reason, kept in sessions
   CHECK(told);
 }
 
-TEST_CASE("the window's precision choice: runs the input again, kept in sessions, refused while a task runs, and an "
-          "unknown one in a session reads as exact", "[precision][app][commands]") {
+TEST_CASE("the window's precision choice: runs the input again at the new precision, kept in sessions, refused "
+          "while a task runs, and an unknown one in a session keeps the window's", "[precision][app][commands]") {
+  const core::PrecisionScope restore(core::Precision::exact);  // whatever fails below, the tests after run exactly
   TempDir dir("precision-window");
   ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
   ::setenv("HEADLAB_ASSETS", (std::string(HEADLAB_SOURCE_DIR) + "/assets").c_str(), 1);
-  const std::string folder = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  // The default model in BF16, kept as stored: fast precision changes its products.
+  const std::string shipped = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string folder = dir.str("bf16");
+  core::save_model(*core::load_model(shipped), folder, "BF16", shipped + "/tokenizer.json");
+  ::setenv("HEADLAB_WEIGHTS", "mapped", 1);
   app::Controller c;
   c.execute(app::cmd::OpenModel{folder});
-  c.execute(app::cmd::SetText{"the cat sat on the mat", std::nullopt, true});
+  c.execute(app::cmd::SetText{"the cat sat on the [MASK] near the old door of the house .", std::nullopt, true});
   headlab::test::settle(c);
+  ::unsetenv("HEADLAB_WEIGHTS");
   REQUIRE(c.doc().model);
+  REQUIRE(c.doc().model->mapped_bytes > 0);
   CHECK(c.doc().session.precision == "exact");
-  CHECK(core::current_precision() == core::Precision::exact);
+  auto top_p = [&] {
+    REQUIRE(c.doc().snapshot);
+    REQUIRE(!c.doc().snapshot->outputs.empty());
+    REQUIRE(!c.doc().snapshot->outputs[0].top.empty());
+    return c.doc().snapshot->outputs[0].top[0].p;
+  };
+  const float exact_p = top_p();
 
   c.apply(app::cmd::SetPrecision{"turbo"});
   CHECK(c.doc().last_error().find("'turbo' is not a precision") != std::string::npos);
@@ -200,13 +214,15 @@ TEST_CASE("the window's precision choice: runs the input again, kept in sessions
   CHECK(core::current_precision() == core::Precision::exact);
   headlab::test::settle(c);
 
-  const auto shown = c.doc().snapshot;
   c.apply(app::cmd::SetPrecision{"fast"});
   CHECK(c.doc().session.precision == "fast");
   CHECK(core::current_precision() == core::Precision::fast);
   headlab::test::settle(c);
-  REQUIRE(c.doc().snapshot);
-  CHECK(c.doc().snapshot != shown);  // the input ran again at the new precision
+  // The input ran again, from scratch: the prediction is the fast one, not the kept exact trace's.
+  const float fast_p = top_p();
+  INFO("top-1 probability exact " << exact_p << ", fast " << fast_p);
+  CHECK(fast_p != exact_p);
+  CHECK(std::abs(fast_p - exact_p) < 2e-2);
 
   c.execute(app::cmd::SaveSession{dir.str("session.json")});
   nlohmann::json session;
@@ -214,21 +230,29 @@ TEST_CASE("the window's precision choice: runs the input again, kept in sessions
   CHECK(session["model"]["precision"] == "fast");
   session["model"]["precision"] = "half";
   std::ofstream(dir.str("odd-session.json")) << session.dump(2);
+  session["model"].erase("precision");
+  std::ofstream(dir.str("old-session.json")) << session.dump(2);
 
   c.execute(app::cmd::SetPrecision{"exact"});
   CHECK(core::current_precision() == core::Precision::exact);
+  headlab::test::settle(c);
+  CHECK(top_p() == exact_p);  // back to exact: the same numbers as before, bit for bit
+
   app::Controller d;
   d.execute(app::cmd::OpenSession{dir.str("session.json")});
   headlab::test::settle(d);
   CHECK(d.doc().session.precision == "fast");
   CHECK(core::current_precision() == core::Precision::fast);
-  app::Controller e;
-  e.execute(app::cmd::OpenSession{dir.str("odd-session.json")});
-  headlab::test::settle(e);
-  CHECK(e.doc().session.precision == "exact");
-  CHECK(core::current_precision() == core::Precision::exact);
-  bool told = false;
-  for (const auto& n : e.doc().notices) told = told || n.find("'half' is not a precision") != std::string::npos;
-  CHECK(told);
-  core::set_precision(core::Precision::exact);  // the process's default for the tests that follow
+  // An unknown precision, and a session from before the choice: the window keeps its own (fast here).
+  for (const char* name : {"odd-session.json", "old-session.json"}) {
+    app::Controller e;
+    e.execute(app::cmd::OpenSession{dir.str(name)});
+    headlab::test::settle(e);
+    INFO(name);
+    CHECK(e.doc().session.precision == "fast");
+    CHECK(core::current_precision() == core::Precision::fast);
+    bool told = false;
+    for (const auto& n : e.doc().notices) told = told || n.find("'half' is not a precision") != std::string::npos;
+    CHECK(told == (std::string(name) == "odd-session.json"));
+  }
 }

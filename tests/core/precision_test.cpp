@@ -12,6 +12,7 @@
 #include "core/model/run.h"
 #include "core/model/system_info.h"
 
+#include <ATen/Context.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -51,6 +52,28 @@ TEST_CASE("precision: the names, and a stored BF16 product in fast precision rou
     CHECK(torch::equal(fast_f32_weight, torch::linear(x.detach(), w32, b)));
   }
   CHECK(current_precision() == Precision::exact);  // the scope restored it
+  // Torch's float32 matmul precision followed at each product: TF32 allowed in fast, not in exact.
+  {
+    PrecisionScope scope(Precision::fast);
+    stored_linear(x.detach(), w, b);
+    CHECK(at::globalContext().float32MatmulPrecision() == at::Float32MatmulPrecision::HIGH);
+  }
+  stored_linear(x.detach(), w, b);
+  CHECK(at::globalContext().float32MatmulPrecision() == at::Float32MatmulPrecision::HIGHEST);
+  {
+    // What fast leaves exact: F16 weights, and on the CPU a product of at most 8 rows (a generation step).
+    PrecisionScope scope(Precision::fast);
+    const torch::Tensor half = w.to(torch::kHalf);
+    CHECK(torch::equal(stored_linear(x.detach(), half, b), [&] {
+      PrecisionScope exact(Precision::exact);
+      return stored_linear(x.detach(), half, b);
+    }()));
+    const torch::Tensor step = x.detach()[0].narrow(0, 0, 3);  // [3, 256]
+    CHECK(torch::equal(stored_linear(step, w, b), [&] {
+      PrecisionScope exact(Precision::exact);
+      return stored_linear(step, w, b);
+    }()));
+  }
   CHECK(fast.scalar_type() == torch::kFloat32);
   CHECK(relative_difference(exact.to(torch::kFloat64), reference) < 1e-6);
   const double fast_error = relative_difference(fast.to(torch::kFloat64), reference);

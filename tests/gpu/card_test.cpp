@@ -373,6 +373,7 @@ TEST_CASE("card: fast precision multiplies BF16 weights as stored and uses TF32,
   auto f32_cpu = load_model(headlab::test::hf::fixture("llama"));
   PrecisionScope scope(Precision::fast);
   CHECK(relative_difference(run(*f32, request)->logits, run(*f32_cpu, request)->logits) < 1e-2);
+  CHECK(at::globalContext().float32MatmulPrecision() == at::Float32MatmulPrecision::HIGH);  // TF32 allowed
 }
 
 TEST_CASE("card: CP-ALS sweeps on the card give the CPU's decomposition", "[gpu]") {
