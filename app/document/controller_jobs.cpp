@@ -300,6 +300,7 @@ void Controller::convert_model(const cmd::ConvertModel& c) {
   r.groups = c.groups;
   r.key_dim = c.key_dim;
   r.out = c.out;
+  r.device = doc_.session.device;
   convert_->start(r);
   open_converted_ = c.open;
   doc_.convert = convert_->status();

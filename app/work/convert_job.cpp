@@ -3,6 +3,7 @@
 #include "app/tasks/task_track.h"
 #include "core/cancelled.h"
 #include "core/model/convert.h"
+#include "core/model/device.h"
 #include "core/memory_budget.h"
 #include "core/model/model.h"
 #include "core/model/model_store.h"
@@ -24,14 +25,16 @@ struct Converted {
 std::shared_ptr<const Converted> convert(Task& task, const ConvertRequest& r, core::ModelStore& models) {
   try {
     task.phase("loading the model");
-    const auto model = models.get(r.model_folder, "cpu");  // conversion works on the CPU, whatever the view's device
+    // The weights are read on the CPU, whatever the view's device; the CP-ALS sweeps run on that device.
+    const auto model = models.get(r.model_folder, "cpu");
     if (model->config.kind == core::StackKind::EncoderDecoder)
       throw std::runtime_error("conversion turns the self-attention of encoders or decoders; this is an encoder-decoder");
     std::shared_ptr<core::Model> converted;
     auto out = std::make_shared<Converted>();
     char line[160];
     if (r.to == "collaborative") {
-      const auto cp = core::conversion_cp_options(r.iterations);
+      auto cp = core::conversion_cp_options(r.iterations);
+      cp.device = core::parse_device(r.device);
       auto result = core::convert_to_collaborative(*model, r.key_dim, cp, [&](int layer, int layers, int sweep, double e) {
         task.check();  // within one ALS sweep of a Stop
         std::snprintf(line, sizeof line, "fitting layer %d of %d: sweep %d, relative error %.4f", layer + 1, layers,

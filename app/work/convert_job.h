@@ -19,6 +19,7 @@ struct ConvertRequest {
   int key_dim = 0;           // collaborative: shared key size D̃k
   int iterations = 200;      // collaborative: ALS sweeps at most
   std::string out;           // the new model folder (must not hold a model)
+  std::string device = "cpu";  // collaborative: where the CP-ALS sweeps run (the Model view's device)
 };
 
 struct ConvertJobStatus {

@@ -8,6 +8,7 @@
 #include "app/work/convert_job.h"
 #include "app/document/controller.h"
 #include "core/config.h"
+#include "core/model/device.h"
 #include "core/model/model.h"
 
 #include <chrono>
@@ -75,6 +76,18 @@ TEST_CASE("the conversion job writes a model folder and reports what it did", "[
   CHECK(st.error.find(mha) != std::string::npos);
   CHECK(st.error.find("divide") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.str("bad") + "/config.json"));
+
+  // The ALS sweeps run on the request's device (the view's): a card this build or machine cannot use
+  // is the job's error, and nothing is written.
+  if (core::cuda_device_count() == 0) {
+    ConvertRequest card{mha, "collaborative", 0, 32, 50, dir.str("on-card")};
+    card.device = "cuda";
+    job.start(card);
+    st = wait(job);
+    CHECK(st.phase == "failed");
+    CHECK(st.error.find("device 'cuda'") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.str("on-card") + "/config.json"));
+  }
 
   // Stopped during the ALS sweeps: nothing is written.
   job.start({mha, "collaborative", 0, 8, 100000, dir.str("stopped")});
