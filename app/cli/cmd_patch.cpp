@@ -12,6 +12,7 @@
 #include "core/cancelled.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
+#include "core/precision.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -190,6 +191,7 @@ int patch_command(const PatchOptions& o) {
   j["format"] = "headlab-patch";
   j["partial"] = stopped;
   j["model"] = o.model;
+  if (core::current_precision() == core::Precision::fast) j["precision"] = "fast";  // absent: exact
   j["site"] = core::site_name(r.site);
   j["metric"] = analysis::metric_name(r.metric);
   j["positions"] = r.each_position ? "each" : "all";

@@ -176,4 +176,20 @@ TEST_CASE("precision: --precision on the command line, recorded in reports that 
   CHECK(headlab::test::run_command(bin + " merge --out " + dir.str("merged") + " " + dir.str("shard0") + " " + dir.str("shard1"),
                                    out) != 0);
   CHECK_THAT(out, Contains("differ in precision (exact vs fast)"));
+
+  // The run dump's metadata says so too; an exact dump has no such entry.
+  for (const std::string precision : {"exact", "fast"}) {
+    const std::string dump = dir.str("run-" + precision + ".safetensors");
+    REQUIRE(succeeds(weights + bin + " --precision " + precision + " run --model " + dir.str("bf16") +
+                     " --text 'the cat sat on the mat' --out " + dump));
+    std::ifstream in(dump, std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, ' ');
+    in.read(&header[0], static_cast<std::streamsize>(n));
+    const auto meta = nlohmann::json::parse(header)["__metadata__"];
+    INFO(precision << ": " << meta.dump());
+    CHECK(meta.contains("precision") == (precision == "fast"));
+    if (precision == "fast") CHECK(meta["precision"] == "fast");
+  }
 }
