@@ -277,6 +277,11 @@ void Controller::on(const cmd::SetPrecision& c) {
   doc_.session.precision = core::precision_name(precision);
   core::set_precision(precision);
   request_run();  // the engine drops its traces of the other precision (app/work/workbench_engine.cpp)
+  // What other views show was computed at the other precision: the Syntax view's sentence is
+  // measured again at the next poll; a patching result goes (the Patching view runs it again).
+  syntax_requested_.reset();
+  doc_.syntax.reset();
+  doc_.patching.reset();
 }
 
 void Controller::apply_session_precision() {

@@ -202,6 +202,15 @@ TEST_CASE("the window's precision choice: runs the input again at the new precis
     return c.doc().snapshot->outputs[0].top[0].p;
   };
   const float exact_p = top_p();
+  // A patching result, measured exactly.
+  app::cmd::SetPatching patching;
+  patching.counterfactual = "the dog sat on the [MASK] near the old door of the house .";
+  patching.answer = "mat";
+  patching.wrong = "floor";
+  c.execute(patching);
+  c.execute(app::cmd::RunPatching{});
+  headlab::test::settle(c);
+  REQUIRE(c.doc().patching);
 
   c.apply(app::cmd::SetPrecision{"turbo"});
   CHECK(c.doc().last_error().find("'turbo' is not a precision") != std::string::npos);
@@ -217,6 +226,7 @@ TEST_CASE("the window's precision choice: runs the input again at the new precis
   c.apply(app::cmd::SetPrecision{"fast"});
   CHECK(c.doc().session.precision == "fast");
   CHECK(core::current_precision() == core::Precision::fast);
+  CHECK_FALSE(c.doc().patching);  // measured at the other precision: cleared
   headlab::test::settle(c);
   // The input ran again, from scratch: the prediction is the fast one, not the kept exact trace's.
   const float fast_p = top_p();
