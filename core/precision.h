@@ -11,7 +11,7 @@
 //          relative. F16 weights compute exactly (F16's range could overflow), as do float32 ones
 //          on the CPU (small folders load as float32 copies: core/model/model.h) and, on the CPU,
 //          a product of at most 8 rows (a generation step, a short input: the exact kernel reads
-//          BF16 faster there). LRP's conservation loosens to about 1e-2 · |f|.
+//          BF16 faster there). LRP's conservation loosens to ~1e-3 · |f| (a fast analysis judges it at 2e-2).
 //
 // Reports made in fast mode say so (settings.precision), and shards of different precisions do not
 // merge. Training and head pruning always compute exactly.

@@ -11,6 +11,7 @@
 #include "app/document/session.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
+#include "core/precision.h"
 #include "core/train/data.h"
 #include "core/train/head_pruning.h"
 #include "core/train/trainer.h"
@@ -172,6 +173,7 @@ std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& ba
 }
 
 int prune_command(const PruneCliOptions& o) {
+  const core::PrecisionScope exact(core::Precision::exact);  // gates and quality alike, whatever --precision says
   refuse_overwrite(o.out + "/prune.json", o.force);
   if (o.threads > 0) at::set_num_threads(o.threads);
   const torch::Device device = device_option(o.device);  // refused before the model loads

@@ -176,8 +176,8 @@ struct TakeFromCounterfactual {
 struct SetDevice { std::string device; };
 
 // How runs compute: "exact" or "fast" (core/precision.h), for the whole process. The input runs
-// again at once, so the maps shown are the new precision's; refused while a task the status bar shows
-// runs (a dataset analysis, patching, a conversion, an export), since it would finish at another one.
+// again at once, so the maps shown are the new precision's; refused while a dataset analysis, patching,
+// a generation, a conversion or an export runs, since it would finish at another precision.
 struct SetPrecision { std::string precision; };
 
 // --- conversion (the Model view) ---

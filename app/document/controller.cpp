@@ -268,20 +268,40 @@ void Controller::on(const cmd::SetDevice& c) {
   if (doc_.model && !doc_.model->folder.empty() && doc_.model->device != device) open_model(doc_.model->folder);
 }
 
-void Controller::on(const cmd::SetPrecision& c) {
-  const core::Precision precision = core::parse_precision(c.precision);  // throws the reason: nothing changes
-  if (precision == core::current_precision() && doc_.session.precision == c.precision) return;
-  if (precision != core::current_precision() && !tasks_->active().empty())
-    throw std::invalid_argument("a task is running (" + tasks_->active().front()->status().name +
-                                "); stop it or let it finish first, so that what it measures has one precision");
+// A task that would finish at another precision than it started with, if the precision changed now:
+// any but the live model's load and runs (superseded by the run that follows a change; the engine
+// drops traces of another precision) and the Syntax view's sentence (measured again). "" when none.
+std::string Controller::task_blocking_precision() const {
+  for (const auto& t : tasks_->active()) {
+    const std::string& lane = t->options().lane;
+    if (lane != "model" && lane != "syntax") return t->status().name;
+  }
+  return "";
+}
+
+void Controller::set_precision(core::Precision precision) {
   doc_.session.precision = core::precision_name(precision);
+  if (precision == core::current_precision()) return;
   core::set_precision(precision);
-  request_run();  // the engine drops its traces of the other precision (app/work/workbench_engine.cpp)
-  // What other views show was computed at the other precision: the Syntax view's sentence is
-  // measured again at the next poll; a patching result goes (the Patching view runs it again).
+  // What the views show was computed at the other precision: the input runs again (the engine drops
+  // its traces of the other precision, app/work/workbench_engine.cpp), the Syntax view's sentence is
+  // measured again at the next poll, and a patching result or generation goes (their views run them again).
+  request_run();
   syntax_requested_.reset();
   doc_.syntax.reset();
   doc_.patching.reset();
+  doc_.generation.reset();
+}
+
+void Controller::on(const cmd::SetPrecision& c) {
+  const core::Precision precision = core::parse_precision(c.precision);  // throws the reason: nothing changes
+  if (precision != core::current_precision()) {
+    const std::string blocking = task_blocking_precision();
+    if (!blocking.empty())
+      throw std::invalid_argument("a task is running (" + blocking +
+                                  "); stop it or let it finish first, so that what it measures has one precision");
+  }
+  set_precision(precision);
 }
 
 void Controller::apply_session_precision() {
@@ -296,13 +316,12 @@ void Controller::apply_session_precision() {
     notice(std::string("Session: precision ") + e.what() + "; runs compute " + now);
     return;
   }
-  if (!tasks_->active().empty()) {
-    notice("Session: its precision (" + wanted + ") is not applied while a task runs (" +
-           tasks_->active().front()->status().name + "); runs compute " + now);
+  if (const std::string blocking = task_blocking_precision(); !blocking.empty()) {
+    notice("Session: its precision (" + wanted + ") is not applied while a task runs (" + blocking +
+           "); runs compute " + now);
     return;
   }
-  core::set_precision(precision);
-  doc_.session.precision = wanted;
+  set_precision(precision);
 }
 
 void Controller::open_model(const std::string& folder) {

@@ -10,6 +10,7 @@
 #include "app/work/job.h"
 #include "app/work/worker.h"
 #include "core/model/model_store.h"
+#include "core/precision.h"
 
 #include <chrono>
 #include <functional>
@@ -121,8 +122,12 @@ class Controller {
   void on(const cmd::TakeFromCounterfactual& c);
   void on(const cmd::SetDevice& c);
   void on(const cmd::SetPrecision& c);
-  // The loaded session's precision made the process's (an unknown one: exact, with a notice).
+  // The loaded session's precision made the process's: an unknown one, or one a running task would
+  // not finish at, keeps the window's (with a notice), as does a session saved before the choice.
   void apply_session_precision();
+  // Makes `precision` the process's and the session's, and refreshes what was computed at another one.
+  void set_precision(core::Precision precision);
+  std::string task_blocking_precision() const;
   void on(const cmd::SaveSession& c);
   void on(const cmd::OpenSession& c);
   // The window's commands (export, screenshot, …) reach the Controller only by mistake.

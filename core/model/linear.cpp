@@ -29,9 +29,9 @@ thread_local bool weights_arrive_later = false;
 std::atomic<int> matmul_precision_set{-1};
 std::mutex matmul_precision_mutex;
 void sync_matmul_precision() {
-  const Precision want = current_precision();
-  if (matmul_precision_set.load() == static_cast<int>(want)) return;
+  if (matmul_precision_set.load() == static_cast<int>(current_precision())) return;
   std::lock_guard<std::mutex> lock(matmul_precision_mutex);
+  const Precision want = current_precision();  // read again under the lock: the last writer sets the newest choice
   at::globalContext().setFloat32MatmulPrecision(want == Precision::fast ? "high" : "highest");
   matmul_precision_set.store(static_cast<int>(want));
 }

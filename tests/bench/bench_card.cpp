@@ -13,8 +13,8 @@
 //   LRP        analysis::lrp_relevance of the last position's top logit at the first T.
 //   generate   --generate tokens greedily with the KV cache after a 16-token prompt: tokens/s.
 //   memory     the card's memory in use after the runs (free vs total, from the CUDA runtime).
-// --precision fast (core/precision.h) multiplies BF16/F16 weights in their dtype and lets float32
-// products use TF32, as transformers computes a BF16 model; exact (the default) computes in float32.
+// --precision fast (core/precision.h) multiplies BF16 weights in BF16, as transformers computes a BF16
+// model, and lets float32 products use TF32 (transformers leaves TF32 off); exact (the default) is float32.
 #include "bench_models.h"
 #include "analysis/lrp.h"
 #include "core/model/device.h"

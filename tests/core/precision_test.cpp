@@ -159,6 +159,8 @@ TEST_CASE("precision: --precision on the command line, recorded in reports that 
   std::ifstream(dir.str("fast/head_report.json")) >> fast;
   CHECK_FALSE(exact["settings"].contains("precision"));  // an exact report reads as every report before
   CHECK(fast["settings"]["precision"] == "fast");
+  CHECK(exact["settings"]["lrp_tolerance"] == 1e-3);
+  CHECK(fast["settings"]["lrp_tolerance"] == 2e-2);  // LRP's conservation loosens in BF16
   nlohmann::json after;
   std::ifstream(dir.str("fast-after/head_report.json")) >> after;
   CHECK(after["heads"] == fast["heads"]);

@@ -109,7 +109,8 @@ step_bench() {
     [ "$(left)" -lt 90 ] && break
     dtype=bfloat16; [ $f = /tmp/gpt2-small ] && dtype=float32
     timeout $(within 60 120) build-card/tests/bench_card $f --device cuda --tokens 128,1024 --generate 32 >>"$OUT/bench.log" 2>&1
-    # Fast precision: BF16 products as transformers computes them (TF32 for the float32 GPT-2).
+    # Fast precision: BF16 products as transformers computes them (and TF32 for the float32 GPT-2,
+    # which transformers' reference below leaves off: compare that one with care).
     [ "$(left)" -gt 150 ] && timeout $(within 60 120) build-card/tests/bench_card $f --device cuda --tokens 128,1024 \
       --generate 32 --precision fast >>"$OUT/bench.log" 2>&1
     timeout $(within 60 120) $PY tests/bench/bench_card_reference.py $f --dtype $dtype >>"$OUT/bench.log" 2>&1
