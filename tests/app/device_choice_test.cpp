@@ -248,7 +248,10 @@ TEST_CASE("the window's precision choice: runs the input again at the new precis
   headlab::test::settle(c);
   CHECK(top_p() == exact_p);  // back to exact: the same numbers as before, bit for bit
 
+  // Opened while the window's own model is still loading (as the start-up's recovery offer can be):
+  // the load is superseded, so the session's precision applies.
   app::Controller d;
+  d.execute(app::cmd::OpenModel{shipped});
   d.execute(app::cmd::OpenSession{dir.str("session.json")});
   headlab::test::settle(d);
   CHECK(d.doc().session.precision == "fast");
