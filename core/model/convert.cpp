@@ -1,5 +1,9 @@
 #include "core/model/convert.h"
 
+#include "core/memory_budget.h"
+#include "core/model/device.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -89,6 +93,21 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
   }
   const ModelConfig before = model.config;
   config.validate();
+  // A layer's sweeps hold T = [W_Q^i W_K^iᵀ] [h, D, D] in float64, its reconstruction and their
+  // difference at once: refused before any work where that cannot fit (8B: ~13 GB a layer).
+  int64_t sweep_bytes = 0;
+  for (const auto* sc : {&before.encoder, &before.decoder})
+    if (*sc) sweep_bytes = std::max<int64_t>(sweep_bytes, 3 * int64_t((*sc)->attention.heads) * config.hidden_size *
+                                                              config.hidden_size * int64_t(sizeof(double)));
+  size_t free_bytes = 0, total_bytes = 0;
+  const bool card = options.device.is_cuda() && card_memory(options.device.has_index() ? options.device.index() : 0,
+                                                            free_bytes, total_bytes);
+  const int64_t room = card ? int64_t(free_bytes) : memory_limit();
+  if (room > 0 && sweep_bytes > room)
+    throw MemoryLimitError("collaborative conversion needs about " + format_bytes(sweep_bytes) +
+                           " a layer for its CP-ALS sweeps (float64), more than the " + format_bytes(room) +
+                           (card ? " free on " + device_name(options.device) + "; run it on the CPU or free the card"
+                                 : " this process may use (--memory-limit); raise the limit or run it on a card"));
 
   CollaborativeConversion out;
   out.model = std::make_shared<Model>();

@@ -203,6 +203,16 @@ TEST_CASE("collaborative conversion at D̃k = h·dk is exact, smaller D̃k is a 
   auto talking = core::make_random_model(shipped("talking-heads"), 1);
   if (talking->config.positions != core::PositionKind::Rope && talking->config.positions != core::PositionKind::RopeLearned)
     CHECK_THROWS_WITH(core::convert_to_collaborative(*talking, 64), Catch::Contains("talking heads"));
+  // Sweeps that cannot fit are refused before any work, with the size (3 × h·D² float64 a layer).
+  auto small = core::make_random_model(shipped("mha"), 1);
+  const int64_t needed = 3 * int64_t(small->config.encoder->attention.heads) * small->config.hidden_size *
+                         small->config.hidden_size * 8;
+  core::set_memory_limit(needed - 1);
+  CHECK_THROWS_AS(core::convert_to_collaborative(*small, 64), core::MemoryLimitError);
+  CHECK_THROWS_WITH(core::convert_to_collaborative(*small, 64), Catch::Contains("CP-ALS sweeps"));
+  core::set_memory_limit(needed);
+  CHECK_NOTHROW(core::convert_to_collaborative(*small, 64));
+  core::set_memory_limit(0);  // the default again
 }
 
 TEST_CASE("headlab convert --to collaborative writes one folder per key size with its reconstruction error",
