@@ -159,6 +159,8 @@ void DatasetView::drawReport(Workbench& wb) {
   int roles = 0;
   for (const auto& h : r.heads) roles += h.roles.empty() ? 0 : 1;
   ImGui::Text("%zu heads, %d with a role", r.heads.size(), roles);
+  if (!r.settings.precision.empty())  // core/precision.h: measured with BF16 products
+    ImGui::TextDisabled("computed in %s precision (BF16 products)", r.settings.precision.c_str());
   if (r.settings.has("lrp"))
     ImGui::TextDisabled("LRP conservation: max residual %.2g·|f| (%lld sentences over tolerance)",
                         r.lrp_max_relative_residual, static_cast<long long>(r.lrp_sentences_over_tolerance));

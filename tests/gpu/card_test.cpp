@@ -290,8 +290,8 @@ TEST_CASE("card: head gates train beside the model on the card and gate it as on
   auto card = on_card(folder);
   const auto specials = special_tokens(*cpu->tokenizer);
   std::vector<std::vector<int64_t>> docs;
-  for (const std::string& sentence : {"the old man looked at the sea and the sky , and the sea was calm .",
-                                      "he thought of the boy who had helped him with the lines and the bait ."})
+  for (const char* sentence : {"the old man looked at the sea and the sky , and the sea was calm .",
+                               "he thought of the boy who had helped him with the lines and the bait ."})
     docs.push_back(cpu->tokenizer->encode(sentence, false).ids);
   const auto data = make_lm_dataset(docs, 16, Objective::Mlm, specials, 0.0);
   PruneOptions p;
