@@ -99,10 +99,8 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
   for (const auto* sc : {&before.encoder, &before.decoder})
     if (*sc) sweep_bytes = std::max<int64_t>(sweep_bytes, 3 * int64_t((*sc)->attention.heads) * config.hidden_size *
                                                               config.hidden_size * int64_t(sizeof(double)));
-  size_t free_bytes = 0, total_bytes = 0;
-  const bool card = options.device.is_cuda() && card_memory(options.device.has_index() ? options.device.index() : 0,
-                                                            free_bytes, total_bytes);
-  const int64_t room = card ? int64_t(free_bytes) : memory_limit();
+  const bool card = options.device.is_cuda();
+  const int64_t room = memory_room(options.device);
   if (room > 0 && sweep_bytes > room)
     throw MemoryLimitError("collaborative conversion needs about " + format_bytes(sweep_bytes) +
                            " a layer for its CP-ALS sweeps (float64), more than the " + format_bytes(room) +

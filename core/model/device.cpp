@@ -134,6 +134,10 @@ void check_run_memory(const MemoryEstimate& estimate, const Model& model, const 
                          ", capture fewer stages, or run on the CPU.");
 }
 
-void use_exact_float32() { at::globalContext().setFloat32MatmulPrecision("highest"); }  // TF32 off for matmuls
+int64_t memory_room(torch::Device device) {
+  if (!device.is_cuda()) return memory_limit();
+  size_t free_bytes = 0, total_bytes = 0;
+  return card_memory(card_index(device), free_bytes, total_bytes) ? static_cast<int64_t>(free_bytes) : -1;
+}
 
 }  // namespace headlab::core

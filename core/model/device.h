@@ -49,8 +49,8 @@ torch::Tensor ids_on_device(const std::vector<int64_t>& ids, const Model& model)
 // The name the CLI and sessions use: "cpu", "cuda:0".
 std::string device_name(torch::Device device);
 
-// Makes a card compute in float32 as the CPU does: TF32 off for matrix products, so results match
-// the CPU's within float32 rounding.
-void use_exact_float32();
+// The bytes a computation on `device` may still take: a card's free memory, or on the CPU the memory
+// limit (memory_limit()); -1 when unknown or unlimited.
+int64_t memory_room(torch::Device device);
 
 }  // namespace headlab::core

@@ -245,10 +245,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   }
   // Drawn and loaded on the CPU (the same start on any device), then moved before the optimizer
   // and the frozen copies are made.
-  if (!o.device.is_cpu()) {
-    use_exact_float32();
-    model->to(o.device);
-  }
+  if (!o.device.is_cpu()) model->to(o.device);  // TF32 stays off: training computes exactly (the scope above)
   model->train();
 
   std::vector<torch::Tensor> decay, no_decay;
