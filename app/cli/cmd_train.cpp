@@ -78,6 +78,7 @@ int train_command(TrainCliOptions& options) {
   const auto counts = core::count_tokens_in_files(*tokenizer, options.data);
   o.new_token_rows = core::train::parse_new_token_rows(options.new_token_rows);
   if (o.new_token_rows == core::train::NewTokenRows::Frequency) o.token_counts = counts.counts;
+  o.folder_counts = &counts;
   g_interrupt.store(false);
   o.interrupt = &g_interrupt;
   auto previous = std::signal(SIGINT, on_sigint);
@@ -89,7 +90,6 @@ int train_command(TrainCliOptions& options) {
     throw;
   }
   std::signal(SIGINT, previous);
-  core::save_token_counts(counts, (std::filesystem::path(options.out) / "token_counts.json").string());
   std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
             << result.last_eval_step << "): loss "
             << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("

@@ -336,6 +336,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   folder_model.config = cfg;
   folder_model.module = model;
 
+  bool counts_written = false;
   auto checkpoint = [&] {
     auto [epoch, offset] = order.position(step);
     json meta = {{"step", step}, {"tokens", tokens_seen}, {"loss_sum", loss_sum}, {"loss_count", loss_count},
@@ -344,6 +345,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
                  {"config", to_json(cfg)}, {"lr", o.lr}, {"threads", at::get_num_threads()}};
     save_checkpoint(ckpt_path, model, optimizer, meta);
     save_model(folder_model, o.out, o.dtype, o.tokenizer_json);
+    if (o.folder_counts && !counts_written) {
+      save_token_counts(*o.folder_counts, (fs::path(o.out) / "token_counts.json").string());
+      counts_written = true;
+    }
   };
   TrainResult result;
   auto log_eval = [&] {

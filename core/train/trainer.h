@@ -9,6 +9,7 @@
 #include "core/train/frozen_weights.h"
 #include "core/train/grown_vocabulary.h"
 #include "core/model/transformer.h"
+#include "core/token_counts.h"
 
 #include <atomic>
 #include <functional>
@@ -65,6 +66,10 @@ struct TrainOptions {
   // each the mean of the known rows nearest in training count, which needs `token_counts`.
   NewTokenRows new_token_rows = NewTokenRows::Typical;
   std::vector<int64_t> token_counts;  // [vocab] each id's count in the training text (token_counts.json)
+  // The training text's counts, written into `out` as token_counts.json with the first checkpoint, so
+  // that a folder analysed mid-run ranks rare words by the counts the finished model will carry (not
+  // by the dataset, the rare-word measure's fallback). Null: none written.
+  const TokenCounts* folder_counts = nullptr;
   std::string tokenizer_json;   // copied into the output folder
   std::string dtype = "F32";    // weight type of the model folder
   bool progress = true;         // a progress line on stderr (rewritten in place on a terminal)

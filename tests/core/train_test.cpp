@@ -132,6 +132,39 @@ TEST_CASE("resume continues exactly where an uninterrupted run would be", "[trai
   }
 }
 
+TEST_CASE("a folder mid-run carries its training counts from the first checkpoint", "[train]") {
+  // The rare-word measure ranks by the folder's token_counts.json, else by the dataset itself: a
+  // folder analysed before the run ends must already hold the counts the finished model carries.
+  auto config = example_config("mha");
+  auto data = synthetic_dataset(Objective::Mlm, 32);
+  core::TokenCounts counts;
+  counts.counts.assign(static_cast<size_t>(config.vocab_size), 0);
+  for (int64_t id = 0; id < config.vocab_size; ++id) counts.counts[size_t(id)] = 3 * id + 1;
+  counts.total = 7;
+  counts.files = {"corpus.txt"};
+  test::TempDir dir("mid_run_counts");
+  auto o = test::quick_train_options(dir.str(), Objective::Mlm, 24);
+  o.eval_every = 8;
+  o.folder_counts = &counts;
+  const std::string path = dir.str("token_counts.json");
+  bool before_checkpoint = true, after_checkpoint = false;
+  o.on_step = [&](int64_t step, double) {
+    if (step < 8) before_checkpoint = before_checkpoint && !std::filesystem::exists(path);
+    if (step == 9) {  // the checkpoint of step 8 is written; the run stops here, as a crash would
+      after_checkpoint = std::filesystem::exists(path) && core::load_token_counts(path).counts == counts.counts;
+      return false;
+    }
+    return true;
+  };
+  const auto result = train_model(config, data, synthetic_specials(), o);
+  CHECK(result.interrupted);
+  CHECK(before_checkpoint);
+  CHECK(after_checkpoint);
+  const auto loaded = core::load_token_counts(path);
+  CHECK(loaded.total == 7);
+  CHECK(loaded.files == counts.files);
+}
+
 TEST_CASE("a run stopped mid-schedule (stop_at) and resumed equals one uninterrupted run", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
