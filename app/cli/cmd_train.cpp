@@ -77,8 +77,7 @@ int train_command(TrainCliOptions& options) {
   // measure ranks tokens by (headlab analyze), and where --new-token-rows frequency starts new rows.
   const auto counts = core::count_tokens_in_files(*tokenizer, options.data);
   o.new_token_rows = core::train::parse_new_token_rows(options.new_token_rows);
-  if (o.new_token_rows == core::train::NewTokenRows::Frequency) o.token_counts = counts.counts;
-  o.folder_counts = &counts;
+  o.token_counts = &counts;
   g_interrupt.store(false);
   o.interrupt = &g_interrupt;
   auto previous = std::signal(SIGINT, on_sigint);

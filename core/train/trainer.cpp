@@ -172,7 +172,7 @@ void init_from_folder(Transformer& model, int64_t known_tokens, const std::vecto
       const int64_t fresh = item.value().size(0) - known_tokens;
       item.value().narrow(0, known_tokens, fresh)
           .copy_(o.new_token_rows == NewTokenRows::Frequency
-                     ? rows_by_frequency(rows, o.token_counts, specials, fresh)
+                     ? rows_by_frequency(rows, o.token_counts->counts, specials, fresh)
                      : draw_rows_like(rows, fresh, mix_seed(o.seed, fresh)));
     }
   } catch (const std::exception& e) {
@@ -232,10 +232,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     if (known_tokens == 0)
       throw std::invalid_argument("--new-token-rows frequency needs --init with a model whose tokenizer the run's "
                                   "--tokenizer extends");
-    if (static_cast<int64_t>(o.token_counts.size()) != config.vocab_size)
+    const size_t given = o.token_counts ? o.token_counts->counts.size() : 0;
+    if (static_cast<int64_t>(given) != config.vocab_size)
       throw std::invalid_argument("--new-token-rows frequency needs the training text's count of each of the " +
-                                  std::to_string(config.vocab_size) + " tokens (got " +
-                                  std::to_string(o.token_counts.size()) + ")");
+                                  std::to_string(config.vocab_size) + " tokens (got " + std::to_string(given) + ")");
   }
   if (!o.init_from.empty() && !o.resume) {
     init_from_folder(model, known_tokens, specials.specials, o);
@@ -345,8 +345,8 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
                  {"config", to_json(cfg)}, {"lr", o.lr}, {"threads", at::get_num_threads()}};
     save_checkpoint(ckpt_path, model, optimizer, meta);
     save_model(folder_model, o.out, o.dtype, o.tokenizer_json);
-    if (o.folder_counts && !counts_written) {
-      save_token_counts(*o.folder_counts, (fs::path(o.out) / "token_counts.json").string());
+    if (o.token_counts && !counts_written) {
+      save_token_counts(*o.token_counts, (fs::path(o.out) / "token_counts.json").string());
       counts_written = true;
     }
   };

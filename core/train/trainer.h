@@ -65,11 +65,11 @@ struct TrainOptions {
   // How the new tokens' rows start (core/train/grown_vocabulary.h): drawn like the known ones, or
   // each the mean of the known rows nearest in training count, which needs `token_counts`.
   NewTokenRows new_token_rows = NewTokenRows::Typical;
-  std::vector<int64_t> token_counts;  // [vocab] each id's count in the training text (token_counts.json)
-  // The training text's counts, written into `out` as token_counts.json with the first checkpoint, so
-  // that a folder analysed mid-run ranks rare words by the counts the finished model will carry (not
-  // by the dataset, the rare-word measure's fallback). Null: none written.
-  const TokenCounts* folder_counts = nullptr;
+  // The training text's counts (counts: [vocab]). Written into `out` as token_counts.json with the
+  // first checkpoint, so that a folder analysed mid-run ranks rare words by the counts the finished
+  // model will carry (not by the dataset, the rare-word measure's fallback); and where
+  // NewTokenRows::Frequency finds each new row's neighbours. Null: none written, none to start from.
+  const TokenCounts* token_counts = nullptr;
   std::string tokenizer_json;   // copied into the output folder
   std::string dtype = "F32";    // weight type of the model folder
   bool progress = true;         // a progress line on stderr (rewritten in place on a terminal)

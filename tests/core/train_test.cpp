@@ -145,7 +145,7 @@ TEST_CASE("a folder mid-run carries its training counts from the first checkpoin
   test::TempDir dir("mid_run_counts");
   auto o = test::quick_train_options(dir.str(), Objective::Mlm, 24);
   o.eval_every = 8;
-  o.folder_counts = &counts;
+  o.token_counts = &counts;
   const std::string path = dir.str("token_counts.json");
   bool before_checkpoint = true, after_checkpoint = false;
   o.on_step = [&](int64_t step, double) {
@@ -672,13 +672,15 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
   // --new-token-rows frequency: the new rows start from the known rows nearest in training count.
   std::vector<int64_t> counts(static_cast<size_t>(grown));
   for (int64_t id = 0; id < grown; ++id) counts[size_t(id)] = (id * 37) % 101;
+  core::TokenCounts training_counts;
+  training_counts.counts = counts;
   {
     auto o = test::quick_train_options(c.str("by_frequency"), Objective::Mlm, 1);
     o.lr = 0;
     o.init_from = a.str();
     o.tokenizer_json = files.str("new.json");
     o.new_token_rows = NewTokenRows::Frequency;
-    o.token_counts = counts;
+    o.token_counts = &training_counts;
     o.dtype = "F32";
     train_model(big, grown_data, specials, o);
     const auto by_frequency = core::SafetensorsFile::open(c.str("by_frequency/model.safetensors"));
@@ -690,9 +692,9 @@ TEST_CASE("init_from a model whose tokenizer the run's extends: known rows loade
       CHECK(torch::allclose(rows.narrow(0, kVocab, 8), rows_by_frequency(before, counts, specials.specials, 8)));
       CHECK(!torch::allclose(rows.narrow(0, kVocab, 8), load_tensor(start, name).narrow(0, kVocab, 8)));
     }
-    o.token_counts.pop_back();
+    training_counts.counts.pop_back();
     CHECK_THROWS_WITH(train_model(big, grown_data, specials, o), Catch::Contains("count of each of the"));
-    o.token_counts = counts;
+    training_counts.counts = counts;
     o.tokenizer_json = files.str("old.json");  // no grown vocabulary
     CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), o),
                       Catch::Contains("--new-token-rows frequency needs --init"));
