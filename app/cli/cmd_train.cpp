@@ -134,6 +134,10 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--reinit", o.reinit_patterns,
                   "With --init: draw the parameters matching these globs afresh (seeded); --freeze-heads rows stay as loaded")
       ->delimiter(',');
+  cmd->add_option("--zero", o.zero_patterns,
+                  "Start the parameters matching these globs at zero (with --freeze they stay there), e.g. "
+                  "'encoder.3.attn.q.weight': that layer's queries are their biases alone, the same at every position")
+      ->delimiter(',');
   cmd->add_option("--freeze-heads", options->frozen_heads,
                   "Keep these heads' query/key weights (LAYER.HEAD …) at their starting values, e.g. with --init")
       ->delimiter(',');

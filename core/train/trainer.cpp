@@ -193,6 +193,13 @@ void reinitialize(Transformer& model, const ModelConfig& cfg, const TrainOptions
   loaded_heads.restore();
 }
 
+// Sets the parameters matching the globs to zero (TrainOptions::zero_patterns).
+void zero_parameters(TransformerImpl& model, const std::vector<std::string>& globs) {
+  torch::NoGradGuard no_grad;
+  for (const auto& glob : globs)
+    for (auto& [name, param] : parameters_matching(model, glob, "--zero")) param.zero_();
+}
+
 }  // namespace
 
 TrainResult train_model(const ModelConfig& config, const Dataset& data, const SpecialTokens& specials,
@@ -243,6 +250,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   } else {
     initialize_weights(model, o.seed);
   }
+  if (!o.resume) zero_parameters(*model, o.zero_patterns);
   // Drawn and loaded on the CPU (the same start on any device), then moved before the optimizer
   // and the frozen copies are made.
   if (!o.device.is_cpu()) model->to(o.device);  // TF32 stays off: training computes exactly (the scope above)
@@ -279,6 +287,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (!o.init_from.empty()) fingerprint["init_from"] = o.init_from;  // absent = random initialisation
   if (!o.frozen_patterns.empty()) fingerprint["frozen"] = o.frozen_patterns;  // absent = none
   if (!o.reinit_patterns.empty()) fingerprint["reinit"] = o.reinit_patterns;   // likewise
+  if (!o.zero_patterns.empty()) fingerprint["zero"] = o.zero_patterns;         // likewise
   if (known_tokens > 0) fingerprint["known_tokens"] = known_tokens;            // likewise
   if (o.freeze_known_tokens) fingerprint["freeze_known_tokens"] = true;        // likewise
   if (o.new_token_rows == NewTokenRows::Frequency) fingerprint["new_token_rows"] = "frequency";  // likewise

@@ -56,6 +56,12 @@ struct TrainOptions {
   // frozen_heads keep the loaded values, so "*" keeps only those heads of the first phase. What they
   // match may be missing from the folder: a deeper config starts from a shallower model.
   std::vector<std::string> reinit_patterns;
+  // Parameters (globs) set to zero after the start is drawn or loaded (and after reinit_patterns).
+  // With frozen_patterns naming them as well they stay zero: a layer's query weights at zero leave
+  // each head's query its bias alone, the same at every position, so the layer's maps depend on the
+  // keys only (under RoPE, on the keys and the offset). Zero query weights are also muP's start
+  // (Yang et al. 2021, "Tensor Programs V").
+  std::vector<std::string> zero_patterns;
   std::vector<HeadRef> frozen_heads;
   // With init_from and a tokenizer that extends the folder's (its tokens at the same ids, then new
   // ones; e.g. subword pieces added to a word-level vocabulary): the known tokens' rows of the
