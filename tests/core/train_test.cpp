@@ -527,7 +527,7 @@ TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]
                     Catch::Contains("collaborative"));
 }
 
-TEST_CASE("zeroed parameters start at zero; frozen as well, they stay there while their biases train", "[train]") {
+TEST_CASE("zeroed parameters start at zero and, frozen as well, stay there while their biases train", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
   test::TempDir kept("zero_kept"), free("zero_free");
