@@ -177,7 +177,9 @@ TEST_CASE("relative_bias: generation with the cache gives the full run's last-po
     core::AttentionStages one;
     auto y = attention->forward(step, &one);
     INFO("position " << t);
-    CHECK(max_abs_diff(y.squeeze(1), out.select(1, t)) < 1e-5);
+    // One row against the whole sequence's product: float32 rounding, which the CPU's kernels (AVX-512,
+    // AMX) block differently, reaches 1.0e-5 on some machines; a wrong cache is off by far more.
+    CHECK(max_abs_diff(y.squeeze(1), out.select(1, t)) < 3e-5);
     CHECK(max_abs_diff(one.weights.select(2, 0), all.weights.select(2, t).narrow(2, 0, t + 1)) < 1e-6);
   }
 }
