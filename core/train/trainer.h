@@ -60,7 +60,7 @@ struct TrainOptions {
   // With frozen_patterns naming them as well they stay zero: a layer's query weights at zero leave
   // each head's query its bias alone, the same at every position, so the layer's maps depend on the
   // keys only (under RoPE, on the keys and the offset). Zero query weights are also muP's start
-  // (Yang et al. 2021, "Tensor Programs V").
+  // (Yang et al. 2022, "Tensor Programs V").
   std::vector<std::string> zero_patterns;
   std::vector<HeadRef> frozen_heads;
   // With init_from and a tokenizer that extends the folder's (its tokens at the same ids, then new

@@ -530,7 +530,7 @@ TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]
 TEST_CASE("zeroed parameters start at zero and, frozen as well, stay there while their biases train", "[train]") {
   auto config = example_config("mha");
   auto data = synthetic_dataset(Objective::Mlm, 32);
-  test::TempDir kept("zero_kept"), free("zero_free");
+  test::TempDir kept("zero_kept"), loose("zero_loose");
   auto o = test::quick_train_options(kept.str(), Objective::Mlm, 20);
   o.dtype = "F32";
   o.zero_patterns = {"encoder.0.attn.q.weight"};
@@ -542,14 +542,14 @@ TEST_CASE("zeroed parameters start at zero and, frozen as well, stay there while
   CHECK(load_tensor(f, "encoder.1.attn.q.weight").abs().max().item<float>() > 0.0f);  // other layers as drawn
 
   // Not frozen: zero is only the start, and the weights train away from it.
-  auto o2 = test::quick_train_options(free.str(), Objective::Mlm, 20);
+  auto o2 = test::quick_train_options(loose.str(), Objective::Mlm, 20);
   o2.dtype = "F32";
   o2.zero_patterns = {"encoder.0.attn.q.weight"};
   train_model(config, data, synthetic_specials(), o2);
-  auto g = core::SafetensorsFile::open(free.str("model.safetensors"));
+  auto g = core::SafetensorsFile::open(loose.str("model.safetensors"));
   CHECK(load_tensor(g, "encoder.0.attn.q.weight").abs().max().item<float>() > 0.0f);
 
-  auto typo = test::quick_train_options(free.str("typo"), Objective::Mlm, 2);
+  auto typo = test::quick_train_options(loose.str("typo"), Objective::Mlm, 2);
   typo.zero_patterns = {"encoder.0.atn.q.weight"};
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
                     Catch::Contains("--zero") && Catch::Contains("names no parameter"));
