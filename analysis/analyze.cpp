@@ -121,7 +121,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   r.settings = o.settings;
   ReportSettings& s = r.settings;
   if (s.metrics.empty()) s.metrics = all_metrics();
-  s.precision = core::current_precision() == core::Precision::fast ? "fast" : "";
+  s.precision = core::recorded_precision();
   // Fast precision loosens LRP's conservation (core/precision.h): the default tolerance follows, as written in the report.
   if (!s.precision.empty() && s.lrp_tolerance == ReportSettings{}.lrp_tolerance) s.lrp_tolerance = 2e-2;
   for (const auto& m : s.metrics)

@@ -25,4 +25,6 @@ void set_precision(Precision precision) {
 
 Precision current_precision() { return chosen.load(); }
 
+std::string recorded_precision() { return current_precision() == Precision::fast ? "fast" : ""; }
+
 }  // namespace headlab::core

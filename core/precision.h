@@ -29,6 +29,10 @@ enum class Precision { exact, fast };
 Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
 
+// What a report records of the process's choice: "fast", or "" for exact (reports leave the field
+// out then, so every report made before fast precision existed reads as exact).
+std::string recorded_precision();
+
 // The process's choice (exact until set). Runs read it per product: change it between runs, not
 // during one.
 void set_precision(Precision precision);

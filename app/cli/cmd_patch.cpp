@@ -191,7 +191,7 @@ int patch_command(const PatchOptions& o) {
   j["format"] = "headlab-patch";
   j["partial"] = stopped;
   j["model"] = o.model;
-  if (core::current_precision() == core::Precision::fast) j["precision"] = "fast";  // absent: exact
+  if (const std::string p = core::recorded_precision(); !p.empty()) j["precision"] = p;  // absent: exact
   j["site"] = core::site_name(r.site);
   j["metric"] = analysis::metric_name(r.metric);
   j["positions"] = r.each_position ? "each" : "all";

@@ -192,7 +192,7 @@ int run_command(const RunOptions& options) {
   std::string ids_text;
   for (size_t i = 0; i < request.ids.size(); ++i) ids_text += (i ? "," : "") + std::to_string(request.ids[i]);
   std::map<std::string, std::string> metadata{{"model", options.model}, {"ids", ids_text}};
-  if (core::current_precision() == core::Precision::fast) metadata["precision"] = "fast";  // absent: exact
+  if (const std::string p = core::recorded_precision(); !p.empty()) metadata["precision"] = p;  // absent: exact
   int64_t lrp_position = -1;  // the position LRP explained, once resolved
   if (lrp) {
     // analysis/LRP.md: raw head relevance per layer, input relevance per position, and the conservation check.

@@ -32,6 +32,7 @@ TEST_CASE("precision: the names, and a stored BF16 product in fast precision rou
   for (const char* bad : {"", "Fast", "bf16", "turbo"})
     CHECK_THROWS_WITH(parse_precision(bad), Contains(std::string("'") + bad + "' is not a precision"));
   REQUIRE(current_precision() == Precision::exact);  // the process's default
+  CHECK(recorded_precision().empty());                 // reports leave exact out
 
   torch::manual_seed(40);
   const torch::Tensor w = (torch::randn({96, 256}) * 0.05).to(torch::kBFloat16);
@@ -46,6 +47,7 @@ TEST_CASE("precision: the names, and a stored BF16 product in fast precision rou
   {
     PrecisionScope scope(Precision::fast);
     CHECK(current_precision() == Precision::fast);
+    CHECK(recorded_precision() == "fast");
     fast = stored_linear(x, w, b);
     const torch::Tensor w32 = w.to(torch::kFloat32);
     fast_f32_weight = stored_linear(x.detach(), w32, b);  // a float32 weight on the CPU: nothing to change
