@@ -54,13 +54,7 @@ for layers, path in ((4, sys.argv[2]), (5, sys.argv[3])):
 PY
 
 ewt="$OUT/en_ewt-ud-train.txt"
-[[ -f "$ewt" ]] || python3 - "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt" <<'PY'
-import sys
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    for line in open(sys.argv[1], encoding="utf-8"):
-        if line.startswith("# newdoc"): out.write("\n")
-        elif line.startswith("# text = "): out.write(line[9:].rstrip("\n") + "\n")
-PY
+[[ -f "$ewt" ]] || python3 "$here/tests/bench/ud_sentences.py" "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt"
 data=("$DATA"/*.txt "$MODERN/text/wikitext-2/valid.txt" "$ewt")
 
 tok="$OUT/tokenizer.json"

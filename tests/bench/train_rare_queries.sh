@@ -29,13 +29,7 @@ SEED="${SEED:-1}"; LAYER="${LAYER:-3}"; STEPS="${STEPS:-1400}"
 mkdir -p "$OUT"
 
 ewt="$OUT/en_ewt-ud-train.txt"; wiki="$OUT/wikitext-2-test-sentences.txt"
-[[ -f "$ewt" ]] || python3 - "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt" <<'PY'
-import sys
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    for line in open(sys.argv[1], encoding="utf-8"):
-        if line.startswith("# newdoc"): out.write("\n")
-        elif line.startswith("# text = "): out.write(line[9:].rstrip("\n") + "\n")
-PY
+[[ -f "$ewt" ]] || python3 "$here/tests/bench/ud_sentences.py" "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt"
 [[ -f "$wiki" ]] || python3 "$here/tests/bench/wikitext_sentences.py" "$MODERN/text/wikitext-2/test.txt" "$wiki"
 modern=("$MODERN/text/wikitext-2/valid.txt" "$ewt")
 

@@ -80,13 +80,7 @@ ewt="$OUT/en_ewt-ud-train.txt"
 modern=("$DATA"/*.txt "$MODERN/text/wikitext-2/valid.txt" "$ewt")
 pieces="$OUT/pieces_4k.json"; tokv="$OUT/tokenizer_v.json"; cfgv="$OUT/config_${tag}_v.json"
 modern_vocabulary() {
-  [[ -f "$ewt" ]] || python3 - "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt" <<'PY'
-import sys
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    for line in open(sys.argv[1], encoding="utf-8"):
-        if line.startswith("# newdoc"): out.write("\n")
-        elif line.startswith("# text = "): out.write(line[9:].rstrip("\n") + "\n")
-PY
+  [[ -f "$ewt" ]] || python3 "$here/tests/bench/ud_sentences.py" "$MODERN/ud/en_ewt-ud-train.conllu" "$ewt"
   [[ -f "$pieces" ]] || "$HEADLAB" train-tokenizer --data "${modern[@]}" --kind wordpiece --vocab-size 4000 \
     --limit-alphabet 400 --no-cls-sep --out "$pieces"
   python3 - "$tok" "$pieces" "$tokv" "$cfg5" "$cfgv" <<'PY'
