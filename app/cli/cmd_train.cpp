@@ -155,6 +155,10 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--warmup", o.warmup, "Warm-up fraction of the schedule")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--decay", options->decay, "cosine | linear")->check(CLI::IsMember({"cosine", "linear"}));
   cmd->add_option("--weight-decay", o.weight_decay, "AdamW weight decay");
+  cmd->add_option("--decay-only", o.decay_patterns,
+                  "Apply --weight-decay only to the weight matrices matching these globs (default: every matrix), "
+                  "e.g. 'encoder.4.attn.[qk].weight'")
+      ->delimiter(',');
   cmd->add_option("--mlm-rate", o.masking.rate, "MLM: share of tokens chosen as targets (BERT: 0.15)");
   cmd->add_option("--mlm-mask", o.masking.mask, "MLM: share of targets replaced by [MASK] (BERT: 0.8)");
   cmd->add_option("--mlm-random", o.masking.random, "MLM: share of targets replaced by a random token (BERT: 0.1; the rest stay)");

@@ -257,7 +257,18 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   model->train();
 
   std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  int64_t decayed_matrices = 0;
+  for (auto& item : model->named_parameters()) {
+    const bool decays = item.value().dim() >= 2 &&
+                        (o.decay_patterns.empty() || matches_any(o.decay_patterns, item.key()));
+    (decays ? decay : no_decay).push_back(item.value());
+    decayed_matrices += decays;
+  }
+  if (!o.decay_patterns.empty() && decayed_matrices == 0) {
+    std::string globs;
+    for (const auto& g : o.decay_patterns) globs += " '" + g + "'";
+    throw std::invalid_argument("--decay-only: no weight matrix of the model matches" + globs);
+  }
   auto adam = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(
         torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(wd));

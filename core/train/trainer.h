@@ -32,6 +32,11 @@ struct TrainOptions {
   double warmup = 0.05;         // fraction of the schedule spent warming up
   std::string decay = "cosine";  // "cosine" | "linear"
   double weight_decay = 0.01;
+  // Which matrices weight_decay applies to (globs; empty: every matrix — vectors such as biases and
+  // norm gains never decay). A phase can decay some heads' query/key weights hard, so what stays of
+  // their scores is their biases (under RoPE a function of the offset alone), while the value,
+  // output and feed-forward weights beside them train without decay.
+  std::vector<std::string> decay_patterns;
   Masking masking;              // MLM only
   double beta1 = 0.9, beta2 = 0.98, eps = 1e-6;
   double clip = 1.0;            // max gradient norm (0 = off)

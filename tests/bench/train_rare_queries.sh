@@ -18,14 +18,14 @@
 #
 # Environment: HEADLAB (binary, default build/app/headlab), DATA (books folder), MODERN (folder with
 # text/wikitext-2/ and ud/, default ../shared/data), OUT (run root, default runs/rare), SEED (1),
-# LAYER (3), STEPS (1400).
+# LAYER (3), STEPS (1400), TWIN=1 for the talking-heads twin (the same recipe on its config).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 HEADLAB="${HEADLAB:-$here/build/app/headlab}"
 DATA="${DATA:-$here/../shared/data/text/gutenberg}"
 MODERN="${MODERN:-$here/../shared/data}"
 OUT="${OUT:-$here/runs/rare}"
-SEED="${SEED:-1}"; LAYER="${LAYER:-3}"; STEPS="${STEPS:-1400}"
+SEED="${SEED:-1}"; LAYER="${LAYER:-3}"; STEPS="${STEPS:-1400}"; TWIN="${TWIN:-0}"
 mkdir -p "$OUT"
 
 ewt="$OUT/en_ewt-ud-train.txt"; wiki="$OUT/wikitext-2-test-sentences.txt"
@@ -37,11 +37,13 @@ tok="$OUT/tokenizer_whole_words.json"
 [[ -f "$tok" ]] || "$HEADLAB" train-tokenizer --data "$DATA"/*.txt "${modern[@]}" --kind wordpiece --vocab-size 10000 \
   --whole-words 9600 --limit-alphabet 400 --no-cls-sep --out "$tok"
 
-cfg="$OUT/config_queries_$LAYER.json"
-python3 - "$here/assets/models/default/config.json" "$cfg" "$LAYER" <<'PY'
+base=default tag=""; [[ "$TWIN" == 1 ]] && base=talking-heads tag=_th
+cfg="$OUT/config_queries_$LAYER$tag.json"
+python3 - "$here/assets/models/$base/config.json" "$cfg" "$LAYER" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["encoder"]["layers"] = 4
+c["encoder"].pop("local", None)  # the shipped default's windowed fifth layer comes later (train_default_chain.sh)
 c["encoder"]["nope_layers"] = [int(sys.argv[3])]
 c["vocab_size"] = 10000
 c["rope_dim"] = 16
@@ -50,7 +52,7 @@ c["description"] = (f"A 4-layer masked-LM encoder whose layer-{sys.argv[3]} quer
 json.dump(c, open(sys.argv[2], "w"), indent=2)
 PY
 
-model="$OUT/queries_${LAYER}_seed$SEED"
+model="$OUT/queries_${LAYER}${tag}_seed$SEED"
 q="encoder.$LAYER.attn.q.weight"
 "$HEADLAB" train --config "$cfg" --force --data "$DATA"/*.txt "${modern[@]}" "${modern[@]}" --tokenizer "$tok" \
   --objective mlm --batch-tokens 2048 --warmup 0.03 --eval-every 200 --eval-batches 10 --threads 1 \
