@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -256,18 +257,21 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   if (!o.device.is_cpu()) model->to(o.device);  // TF32 stays off: training computes exactly (the scope above)
   model->train();
 
-  std::vector<torch::Tensor> decay, no_decay;
-  int64_t decayed_matrices = 0;
-  for (auto& item : model->named_parameters()) {
-    const bool decays = item.value().dim() >= 2 &&
-                        (o.decay_patterns.empty() || matches_any(o.decay_patterns, item.key()));
-    (decays ? decay : no_decay).push_back(item.value());
-    decayed_matrices += decays;
-  }
-  if (!o.decay_patterns.empty() && decayed_matrices == 0) {
+  // The matrices weight decay reaches: every one, or those decay_patterns name (each glob must name
+  // a parameter; vectors such as biases and norm gains never decay).
+  std::set<std::string> decaying;
+  for (const auto& glob : o.decay_patterns)
+    for (const auto& [name, param] : parameters_matching(*model, glob, "--decay-only"))
+      if (param.dim() >= 2) decaying.insert(name);
+  if (!o.decay_patterns.empty() && decaying.empty()) {
     std::string globs;
     for (const auto& g : o.decay_patterns) globs += " '" + g + "'";
-    throw std::invalid_argument("--decay-only: no weight matrix of the model matches" + globs);
+    throw std::invalid_argument("--decay-only: no weight matrix matches" + globs + " (biases and norm gains never decay)");
+  }
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& item : model->named_parameters()) {
+    const bool decays = item.value().dim() >= 2 && (o.decay_patterns.empty() || decaying.count(item.key()) > 0);
+    (decays ? decay : no_decay).push_back(item.value());
   }
   auto adam = [&](double wd) {
     return std::make_unique<torch::optim::AdamWOptions>(

@@ -43,7 +43,7 @@ python3 - "$here/assets/models/$base/config.json" "$cfg" "$LAYER" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["encoder"]["layers"] = 4
-c["encoder"].pop("local", None)  # the shipped default's windowed fifth layer comes later (train_default_chain.sh)
+c["encoder"].pop("local", None)  # windowed layers of a deeper base config are not part of this recipe
 c["encoder"]["nope_layers"] = [int(sys.argv[3])]
 c["vocab_size"] = 10000
 c["rope_dim"] = 16

@@ -587,6 +587,10 @@ TEST_CASE("decay_patterns: weight decay reaches the matching matrices and no oth
   typo.decay_patterns = {"encoder.0.attn.q.bias"};  // a vector: biases never decay
   CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
                     Catch::Contains("--decay-only") && Catch::Contains("encoder.0.attn.q.bias"));
+  typo.decay_patterns = {"encoder.0.attn.q.weight", "encoder.0.atn.k.weight"};  // one glob misspelled
+  CHECK_THROWS_WITH(train_model(config, data, synthetic_specials(), typo),
+                    Catch::Contains("--decay-only") && Catch::Contains("encoder.0.atn.k.weight") &&
+                        Catch::Contains("names no parameter"));
 }
 
 TEST_CASE("reinit draws parameters afresh after init, frozen heads keep the loaded rows", "[train]") {
