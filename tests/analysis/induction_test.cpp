@@ -100,13 +100,26 @@ TEST_CASE("previous-token, duplicate-token and induction scores match a direct c
     CHECK(h.values.at("induction") == Approx(ind[size_t(i)] / queries).epsilon(1e-12));
     best_prev = std::max(best_prev, prev[size_t(i)] / queries);
   }
-  // The shipped default's L3 H7 attends to the token before (its positional head at −1).
-  CHECK(r.find(core::Stack::Encoder, 3, 7)->values.at("prev_token") > 0.9);
-  CHECK(best_prev > 0.9);
+  // The shipped default has no sharp previous-token head: its positional head at −1 (L4 H4) scores
+  // by the offset alone, softly (assets/README.md, "How the default gets its roles"), and on random
+  // tokens no head passes the 0.5 threshold. Lowered below the best head's score, the threshold
+  // gives exactly that head the role.
+  const int best = int(std::max_element(prev.begin(), prev.end()) - prev.begin());
+  CHECK(best_prev > 0.2);  // above a map uniform over 5 keys
+  CHECK(best_prev < 0.5);
 
   SECTION("roles follow the thresholds") {
-    const auto& l3h7 = *r.find(core::Stack::Encoder, 3, 7);
-    CHECK(std::count(l3h7.roles.begin(), l3h7.roles.end(), "prev-token") == 1);
+    int named = 0;
+    for (const auto& h : r.heads) named += std::count(h.roles.begin(), h.roles.end(), "prev-token");
+    CHECK(named == 0);
+    auto loose = r;
+    loose.settings.prev_token_threshold = best_prev - 1e-9;
+    loose.finalize();
+    for (int i = 0; i < layers * heads; ++i) {
+      const auto& roles = loose.find(core::Stack::Encoder, i / heads, i % heads)->roles;
+      INFO("layer " << i / heads << " head " << i % heads);
+      CHECK(std::count(roles.begin(), roles.end(), "prev-token") == (i == best ? 1 : 0));
+    }
     auto strict = r;
     strict.settings.prev_token_threshold = 1.0;
     strict.settings.induction_threshold = 0.0;
@@ -152,7 +165,7 @@ TEST_CASE("headlab analyze --probe induction runs without a dataset, other measu
   CHECK(j["settings"]["metrics"] == nlohmann::json::array({"induction"}));
   CHECK(j["settings"]["probe_length"] == 12);
   CHECK(j["heads"][0].contains("induction"));
-  CHECK(j["heads"][31]["prev_token"].get<double>() > 0.9);
+  CHECK(j["heads"][36]["prev_token"].get<double>() > 0.2);  // L4 H4, the positional head at −1
   CHECK(test::run_command(headlab + " analyze --out " + out.str("none") + " 2>&1", output) != 0);
   CHECK_THAT(output, Catch::Contains("--data is required"));
   CHECK(test::run_command(headlab + " analyze --metrics confidence,induction --out " + out.str("none") + " 2>&1",

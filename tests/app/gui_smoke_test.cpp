@@ -281,7 +281,7 @@ TEST_CASE("the Syntax view draws a sentence's gold arcs and a head's argmax arcs
     {"action": "run_dataset", "files": [")" << data << R"("], "metrics": ["syntactic"], "limit": 10},
     {"action": "select_sentence", "index": 2},
     {"action": "select_view", "view": "Syntax"},
-    {"action": "select_head", "layer": 3, "head": 2},
+    {"action": "select_head", "layer": 4, "head": 1},
     {"action": "screenshot", "path": ")" << dir.str("syntax.png") << R"("},
     {"action": "export", "view": "syntax", "path": ")" << dir.str("arcs.png") << R"(", "figure_only": true},
     {"action": "save_session", "path": ")" << dir.str("syntax-session.json") << R"("},

@@ -158,14 +158,15 @@ TEST_CASE("a uniform head is drawn dark on the default 0–1 scale, bright only 
 TEST_CASE("a sharp head drawn smaller than its map keeps its weight's colour", "[app][gui][scale]") {
   SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI minification test skipped");
   TempDir dir("gui-minify");
-  // The default's L3 H7 puts most of each row's weight on the previous token. At ~300 tokens the map
-  // view fits the map into fewer pixels than it has cells; averaging would draw that one-cell
-  // diagonal at a fraction of its weight (a faint line), the max-pooled levels at its own.
+  // The default's L4 H6 (in the layer whose heads see 2 tokens either side) puts most of each row's
+  // weight on one key near the diagonal. At ~300 tokens the map view fits the map into fewer pixels
+  // than it has cells; averaging would draw that one-cell band at a fraction of its weight (a faint
+  // line), the max-pooled levels at its own.
   std::string text;
   for (int i = 0; i < 12; ++i) text += "The old man looked at the sea and the sky, and the sea was calm and blue that morning. ";
   write_script(dir.str("script.json"),
                json::array({{{"action", "set_text"}, {"text", text}},
-                            {{"action", "select_head"}, {"layer", 3}, {"head", 7}},
+                            {{"action", "select_head"}, {"layer", 4}, {"head", 6}},
                             {{"action", "export"}, {"view", "attention_map"}, {"path", dir.str("map.png")}, {"figure_only", true}},
                             {{"action", "quit"}}}));
   std::string out;
@@ -195,7 +196,7 @@ TEST_CASE("a sharp head drawn smaller than its map keeps its weight's colour", "
         }
     }
   cairo_surface_destroy(s);
-  // The diagonal spans ~200 rows of pixels, each with a hot pixel or two. Drawn by GL's linear
+  // The band spans ~200 rows of pixels, most with a hot pixel or two. Drawn by GL's linear
   // minification instead, not one pixel of it reaches the colour of 0.7.
   INFO(hot_pixels << " pixels in the colours of weights ≥ 0.7");
   CHECK(hot_pixels > 150);

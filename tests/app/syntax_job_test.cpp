@@ -48,8 +48,8 @@ TEST_CASE("the Syntax view's argmax arcs score relations exactly as the head rep
   const auto report = analysis::analyze(*model, o).report;
   REQUIRE(report.sentences == kSentences);
 
-  // Layer 3 head 2 (the next-token head) and layer 1 head 0: relation hits summed over sentences.
-  const std::vector<std::pair<int, int>> heads{{3, 2}, {1, 0}};
+  // Layer 4 head 1 (the next-token head) and layer 1 head 0: relation hits summed over sentences.
+  const std::vector<std::pair<int, int>> heads{{4, 1}, {1, 0}};
   const int heads_per_layer = model->config.encoder->attention.output_heads();
   std::map<std::pair<int, int>, std::map<std::string, app::RelationAccuracy>> summed;
   app::SyntaxJob job;
@@ -115,12 +115,12 @@ TEST_CASE("the Syntax view's run applies gates and reports bad requests", "[synt
   const auto ud = analysis::read_conllu(kUd);
   for (size_t w = 0; w < open->words.size(); ++w) CHECK(open->words[w] == ud[2].words[w].form);
 
-  // Closing every head of layers 0–2 changes what layer 3 attends to.
-  for (int l = 0; l < 3; ++l) request.controls.at(headlab::core::Stack::Encoder, l).gates.assign(8, 0.0f);
+  // Closing every head of layers 0–3 changes what layer 4 attends to.
+  for (int l = 0; l < 4; ++l) request.controls.at(headlab::core::Stack::Encoder, l).gates.assign(8, 0.0f);
   const auto gated = run_once(job, request);
   REQUIRE(gated);
   bool differs = false;
-  for (int h = 0; h < 8; ++h) differs |= *gated->predicted(headlab::core::Stack::Encoder, 3, h) != *open->predicted(headlab::core::Stack::Encoder, 3, h);
+  for (int h = 0; h < 8; ++h) differs |= *gated->predicted(headlab::core::Stack::Encoder, 4, h) != *open->predicted(headlab::core::Stack::Encoder, 4, h);
   CHECK(differs);
   // Layer 0 sees the same input either way: its gates act on its output only.
   CHECK(gated->argmax.at(headlab::core::Stack::Encoder)[0] == open->argmax.at(headlab::core::Stack::Encoder)[0]);

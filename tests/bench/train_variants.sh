@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_variants.sh [VARIANT…] : the attention variants of the default model's size, trained alike,
-# for `headlab compare` (assets/README.md, "Comparing variants"). Every variant is the default model's shape
-# (5 layers, hidden 256, FFN 1024, RoPE, the shipped 10,083-token vocabulary), trained with the same
+# for `headlab compare` (assets/README.md, "Comparing variants"). Every variant has the shape of the
+# default model the study was run on (assets/studies/variants/base_config.json: 5 layers, hidden 256,
+# FFN 1024, RoPE, its 10,083-token vocabulary in assets/studies/variants/tokenizer.json), trained with the same
 # data (the books, WikiText-2 valid, the UD English-EWT train sentences), seed, schedule and token
 # budget: 64-token sequences, 2,048 tokens a batch, BERT masking, 1,200 steps.
 #
@@ -17,7 +18,7 @@
 #            under this budget (held-out loss 6.08 at step 1,200 against RoPE's 6.04 at step 200);
 #            assets/README.md's conversion study continues it for 1,200 more steps:
 #              headlab train --config OUT/config_mha-learned.json --init OUT/mha-learned --force \
-#                --data <the same files> --tokenizer assets/models/default/tokenizer.json --objective mlm \
+#                --data <the same files> --tokenizer assets/studies/variants/tokenizer.json --objective mlm \
 #                --seq-len 64 --batch-tokens 2048 --steps 1200 --warmup 0.02 --seed 2 --threads 1 \
 #                --out OUT/mha-learned-2400
 #
@@ -39,7 +40,7 @@ data=("$SHARED"/data/text/gutenberg/*.txt "$SHARED/data/text/wikitext-2/valid.tx
 variants=("$@")
 [[ ${#variants[@]} -gt 0 ]] || variants=(mha th collab gqa key64 wide4)
 for v in "${variants[@]}"; do
-  python3 - "$here/assets/models/default/config.json" "$OUT/config_$v.json" "$v" <<'EOF'
+  python3 - "$here/assets/studies/variants/base_config.json" "$OUT/config_$v.json" "$v" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))
 v = sys.argv[3]
@@ -73,7 +74,7 @@ c["description"] = ("An attention variant trained alike with the others for `hea
 json.dump(c, open(sys.argv[2], "w"), indent=2)
 EOF
   "$HEADLAB" train --config "$OUT/config_$v.json" --force --data "${data[@]}" \
-    --tokenizer "$here/assets/models/default/tokenizer.json" --objective mlm --seq-len 64 --batch-tokens 2048 \
+    --tokenizer "$here/assets/studies/variants/tokenizer.json" --objective mlm --seq-len 64 --batch-tokens 2048 \
     --steps "$STEPS" --warmup 0.05 --lr 1e-3 --eval-every 200 --eval-batches 10 --seed 1 --threads "$THREADS" \
     --out "$OUT/$v" 2>&1 | tail -n 3
 done
