@@ -944,21 +944,20 @@ TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and synta
   const auto r = analysis::analyze(*model, o).report;
   CHECK(r.sentences == 100);
   CHECK(r.settings.frequency_source == "model-folder");
-  const auto& plus_one = *r.find(headlab::core::Stack::Encoder, 3, 2);
-  const auto& minus_one = *r.find(headlab::core::Stack::Encoder, 3, 7);
+  // assets/README.md, "Shipped models": layer 4's L4 H1 looks one token ahead, L4 H4 one behind.
+  const auto& plus_one = *r.find(headlab::core::Stack::Encoder, 4, 1);
+  const auto& minus_one = *r.find(headlab::core::Stack::Encoder, 4, 4);
   CHECK(plus_one.positional_offset == 1);
   CHECK(plus_one.positional_share > 0.85);
   CHECK(minus_one.positional_offset == -1);
   CHECK(minus_one.positional_share > 0.85);
-  // Syntactic evidence (assets/README.md, "Shipped models"): L3 H3 and L3 H0 beat their best fixed offset by
-  // 10 points or more on a relation with 20 arcs or more.
-  for (int h : {3, 0}) {
-    INFO("L3 H" << h);
-    bool beats = false;
-    for (const auto& s : r.find(headlab::core::Stack::Encoder, 3, h)->syntactic)
-      beats = beats || (s.count >= 20 && s.accuracy >= s.baseline + 0.10);
-    CHECK(beats);
-  }
+  // Syntactic evidence: L4 H6 beats its best fixed offset by 10 points or more on a relation with
+  // 20 arcs or more (here case, 238 arcs: 55.0% against 35.3%). The other syntactic heads need the
+  // whole dev set to show (the [shared] test).
+  bool beats = false;
+  for (const auto& s : r.find(headlab::core::Stack::Encoder, 4, 6)->syntactic)
+    beats = beats || (s.count >= 20 && s.accuracy >= s.baseline + 0.10);
+  CHECK(beats);
   CHECK(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n.find("RoPE") != std::string::npos; }));
   REQUIRE(plus_one.spectrum);
   CHECK(plus_one.spectrum->singular_values.size() == 256);

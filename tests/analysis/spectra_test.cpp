@@ -433,16 +433,31 @@ TEST_CASE("the shipped default model: 5 layers × 8 heads, each form of rank at 
     REQUIRE(layer.heads.size() == 8);
     CHECK(layer.query.singular_values.size() == 256);
     CHECK(layer.product.singular_values.size() == 256);
-    for (const auto& head : layer.heads) {
+    for (int h = 0; h < 8; ++h) {
+      INFO("head " << h);
+      const auto& head = layer.heads[h];
       REQUIRE(head.singular_values.size() == 256);
+      if (layer.layer == 3) {
+        // Layer 3's query weights are zero by design (assets/README.md, "How the default gets its
+        // roles"): each query is its bias, so the bilinear form is the zero matrix, rank 0.
+        CHECK(head.singular_values[0] == 0);
+        CHECK(head.rank99 == 0);
+        continue;
+      }
+      if (layer.layer == 4 && (h == 1 || h == 4 || h == 5)) {
+        // The positional heads' query/key weights were decayed (train --decay-only) until only
+        // their biases steer them: σ_1 below 1/100 of the other layer-4 heads' (5.7 to 8.6).
+        CHECK(head.singular_values[0] < 0.05);
+        continue;
+      }
       CHECK(head.singular_values[31] > 0);
       CHECK(head.singular_values[32] == 0);
       CHECK(head.rank99 <= 32);
     }
   }
   // One head through the full [256, 256] SVD agrees with the factored route.
-  auto full = analysis::spectrum_of(analysis::key_query_form(*model, headlab::core::Stack::Encoder, 3, 5));
-  const auto& factored = spectra[3].heads[5].singular_values;
+  auto full = analysis::spectrum_of(analysis::key_query_form(*model, headlab::core::Stack::Encoder, 4, 6));
+  const auto& factored = spectra[4].heads[6].singular_values;
   for (int i = 0; i < 32; ++i) CHECK(std::abs(full.singular_values[i] - factored[i]) <= 1e-10 * factored[0]);
   CHECK(full.singular_values[32] < 1e-10 * factored[0]);
 }

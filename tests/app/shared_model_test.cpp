@@ -40,6 +40,9 @@ std::string big_causal_model(const TempDir& dir, int64_t* weight_bytes) {
   c.objective = "causal";
   c.decoder = c.encoder;
   c.encoder.reset();
+  // The default's layer 3 has no positions and its layer 4 a sliding window; this model is uniform.
+  c.decoder->nope_layers.clear();
+  c.decoder->local.reset();
   c.hidden_size = 768;
   c.ffn.inner_size = 3072;
   c.decoder->layers = 4;

@@ -41,6 +41,9 @@ std::string deep_model(const TempDir& dir) {
   c.objective = "causal";
   c.decoder = c.encoder;
   c.encoder.reset();
+  // The default's layer 3 has no positions and its layer 4 a sliding window; this model is uniform.
+  c.decoder->nope_layers.clear();
+  c.decoder->local.reset();
   c.hidden_size = 128;
   c.ffn.inner_size = 512;
   c.max_positions = 1024;

@@ -330,14 +330,21 @@ TEST_CASE("the engine gives the weights' key-query spectra and the input's logit
   REQUIRE(snap->logit_spectra);
   const auto& layers = snap->logit_spectra->at(headlab::core::Stack::Encoder);
   REQUIRE(layers.size() == static_cast<size_t>(att.layers));
-  const auto& s = layers.at(1).at(3).singular_values;
+  const auto& s = layers.at(2).at(3).singular_values;
   const size_t T = snap->tokens.ids.size();
   REQUIRE(T > static_cast<size_t>(att.key_size) + 10);
   REQUIRE(s.size() == T);
   // The low-rank bottleneck: a T×T logit matrix Q Kᵀ of key size d_k < T has rank ≤ d_k (RoPE
-  // rotates q and k but keeps d_k columns).
-  CHECK(s.at(att.key_size) < 1e-4 * s.at(0));
-  CHECK(s.at(att.key_size - 1) > 1e-4 * s.at(0));
+  // rotates q and k but keeps d_k columns). Beyond d_k only float32 rounding is left (~3e-8 of σ_1);
+  // the d_k-th direction stands well above it (8e-6 of σ_1 here: the trained head's spectrum falls
+  // steeply, but all d_k directions are used).
+  CHECK(s.at(att.key_size) < 1e-6 * s.at(0));
+  CHECK(s.at(att.key_size - 1) > 20 * s.at(att.key_size));
+  // Layer 3's query weights are zero (assets/README.md, "Shipped models"): every query is the same
+  // bias vector b, so Q Kᵀ = 1 (K b)ᵀ has rank 1.
+  const auto& nope = layers.at(3).at(2).singular_values;
+  CHECK(nope.at(0) > 0);
+  CHECK(nope.at(1) < 1e-6 * nope.at(0));
   in.logit_spectra = false;
   CHECK(!engine.run(in, nullptr, {})->logit_spectra);
 }
@@ -351,9 +358,9 @@ TEST_CASE("the Output view's Δp and KL equal the formula on core's logits", "[a
   const int heads = model->config.encoder->attention.output_heads();
   RunInput in;
   in.text = "She opened the [MASK] and looked out at the garden.";
-  // Gates that change the prediction: half the heads of the last two layers closed.
+  // Gates that change the prediction: every head of the last two layers closed.
   for (int l = model->config.encoder->layers - 2; l < model->config.encoder->layers; ++l)
-    for (int h = 0; h < heads; h += 2) set_gate(in.controls, headlab::core::Stack::Encoder, l, h, 0.0f, heads);
+    for (int h = 0; h < heads; ++h) set_gate(in.controls, headlab::core::Stack::Encoder, l, h, 0.0f, heads);
   const auto snap = engine.run(in, nullptr, {});
   REQUIRE(snap->outputs.size() == 1);
   const PositionOutput& out = snap->outputs[0];
