@@ -3,8 +3,11 @@
 #include "app/export/analysis_figures.h"
 
 #include "analysis/measure.h"
+#include "analysis/spectrum_curves.h"
 #include "app/export/figure_panels.h"
 #include "app/document/head_table.h"
+
+#include <cstdio>
 
 namespace headlab::app {
 
@@ -201,11 +204,18 @@ void write_spectra_figure(const std::string& path, const std::string& title, con
   energies.title = "Cumulative energy Σ_{j≤k} σ_j² / Σ σ²";
   energies.y_label = "energy";
   std::vector<std::string> description;
+  const double layer_top = largest_singular_value(heads);
   for (int pass = 0; pass < 2; ++pass)  // the other heads faint first, the selected one on top
     for (size_t h = 0; h < heads.size(); ++h) {
       const auto& s = heads[h];
       const bool chosen = int(h) == selected;
       if (chosen != (pass == 1) || !s.applicable || s.singular_values.empty()) continue;
+      if (negligible_form(s, layer_top)) {  // no curve: σ_k / σ_1 would draw it like a working form
+        char sigma[32];
+        std::snprintf(sigma, sizeof sigma, "%.3g", largest_singular_value(s));
+        description.push_back("H" + std::to_string(h) + ": key-query form zero or negligible (σ_1 = " + sigma + "), no curve");
+        continue;
+      }
       const Colour c = head_rgb(int(h));
       values.curves.push_back({relative_singular_values(s), c, chosen ? 1.0 : 0.35, chosen ? 2.0 : 1.0, chosen ? &s : nullptr});
       energies.curves.push_back({drawn_energy(s), c, chosen ? 1.0 : 0.35, chosen ? 2.0 : 1.0, chosen ? &s : nullptr});

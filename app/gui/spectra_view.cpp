@@ -60,16 +60,31 @@ void SpectraView::drawContent(Workbench& wb) {
   }
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("singular values of each head's T×S logit matrix for the current input");
   export_buttons_same_line(wb, "spectra", title());
-  ImGui::TextWrapped("%s L%d H%d: 90%% of the energy at rank %d, 95%% at %d, 99%% at %d; %zu of %zu singular values nonzero",
-                     core::stack_name(sel.stack), sel.layer, sel.head, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
-                     s.singular_values.size());
+  // σ_k / σ_1 hides a form's size: a head whose query or key weights are zero (or decayed to
+  // nothing) has no bilinear part, and is said so instead of drawn as a curve like the others.
+  const double layer_top = analysis::largest_singular_value(layer->heads);
+  const bool nothing = analysis::negligible_form(s, layer_top);
+  if (nothing)
+    ImGui::TextWrapped("%s L%d H%d: its key-query form W_Q W_Kᵀ is %s (σ_1 = %.3g; the layer's largest %.3g): its query or "
+                       "key weights are (nearly) zero, so its scores come from the bias terms alone and there is no "
+                       "spectrum to draw",
+                       core::stack_name(sel.stack), sel.layer, sel.head, analysis::largest_singular_value(s) > 0 ? "negligible" : "zero",
+                       analysis::largest_singular_value(s), layer_top);
+  else
+    ImGui::TextWrapped("%s L%d H%d: σ_1 = %.3g (%.2g%% of the layer's largest); 90%% of the energy at rank %d, 95%% at %d, "
+                       "99%% at %d; %zu of %zu singular values nonzero",
+                       core::stack_name(sel.stack), sel.layer, sel.head, analysis::largest_singular_value(s),
+                       100.0 * analysis::largest_singular_value(s) / layer_top, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
+                       s.singular_values.size());
   const bool show_input = input && snap && snap->logit_spectra;
+  const bool show_weights = whole_layer_ || !nothing;
   // One colour for the selected head in every plot and every draw, grey for the rest, with a key.
   const std::string selected_label = "H" + std::to_string(sel.head) + " (selected)";
-  const int plots = show_input ? 3 : 2;
+  const int plots = (show_weights ? 2 : 0) + (show_input ? 1 : 0);
+  if (plots == 0) return;
   const float h = std::max(80.0f, (ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y * (plots - 1)) / plots);
   const ImVec2 top = ImGui::GetCursorScreenPos();
-  {
+  if (show_weights) {
     Plot plot;
     plot.begin("sv", ImVec2(-1, h), "key-query singular values σ_k / σ_1", {""}, {"", log_scale_});
     if (whole_layer_) {
@@ -79,15 +94,15 @@ void SpectraView::drawContent(Workbench& wb) {
     } else {
       bool first = true;
       for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
-        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable) {
+        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable && !negligible_form(layer->heads[h2], layer_top)) {
           plot.add_line({}, relative_singular_values(layer->heads[h2]), kOtherHeads, first ? kOtherLabel : "");
           first = false;
         }
-      plot.add_line({}, relative_singular_values(s), kSelectedHead, selected_label);
+      if (!nothing) plot.add_line({}, relative_singular_values(s), kSelectedHead, selected_label);
     }
     plot.end();
   }
-  {
+  if (show_weights) {
     Plot plot;
     plot.begin("energy", ImVec2(-1, h), "cumulative energy Σ_{j≤k} σ_j² / Σ σ²", {show_input ? "" : "rank k"}, {"", false, AxisRange{0, 1.02}});
     if (whole_layer_ && layer->product.applicable) {
@@ -97,14 +112,16 @@ void SpectraView::drawContent(Workbench& wb) {
     } else {
       bool first = true;
       for (size_t h2 = 0; h2 < layer->heads.size(); ++h2)
-        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable) {
+        if (static_cast<int>(h2) != sel.head && layer->heads[h2].applicable && !negligible_form(layer->heads[h2], layer_top)) {
           plot.add_line({}, drawn_energy(layer->heads[h2]), kOtherHeads, first ? kOtherLabel : "");
           first = false;
         }
-      plot.add_line({}, drawn_energy(s), kSelectedHead, selected_label);
-      plot.add_vline(s.rank90, IM_COL32(255, 220, 80, 255), "90%");
-      plot.add_vline(s.rank95, IM_COL32(255, 170, 60, 255), "95%");
-      plot.add_vline(s.rank99, IM_COL32(255, 110, 60, 255), "99%");
+      if (!nothing) {
+        plot.add_line({}, drawn_energy(s), kSelectedHead, selected_label);
+        plot.add_vline(s.rank90, IM_COL32(255, 220, 80, 255), "90%");
+        plot.add_vline(s.rank95, IM_COL32(255, 170, 60, 255), "95%");
+        plot.add_vline(s.rank99, IM_COL32(255, 110, 60, 255), "99%");
+      }
     }
     plot.end();
   }

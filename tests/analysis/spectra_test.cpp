@@ -4,6 +4,7 @@
 #include "test_common.h"
 
 #include "analysis/spectra.h"
+#include "analysis/spectrum_curves.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
 
@@ -422,6 +423,36 @@ TEST_CASE("logit spectra: rank at most d_k when d_k < T (the low-rank bottleneck
 
   core::AttentionStages empty;
   CHECK_THROWS_AS(analysis::logit_spectra(empty), std::invalid_argument);
+}
+
+TEST_CASE("spectrum curves: a zero or negligible form draws nothing, a working one its ranks above 1e-9 σ_1", "[spectra]") {
+  const auto working = analysis::spectrum_from_singular_values({8, 2, 1e-3, 1e-12, 0});
+  CHECK(analysis::drawn_ranks(working) == 3);  // 1e-12 < 1e-9 · 8
+  const auto relative = analysis::relative_singular_values(working);
+  REQUIRE(relative.size() == 3);
+  CHECK(relative[0] == 1.0);
+  CHECK(relative[1] == 0.25);
+  CHECK(analysis::drawn_energy(working).size() == 3);
+
+  const auto zero = analysis::spectrum_from_singular_values({0, 0, 0});
+  CHECK(analysis::drawn_ranks(zero) == 0);
+  CHECK(analysis::relative_singular_values(zero).empty());
+  CHECK(analysis::drawn_energy(zero).empty());
+  CHECK(analysis::drawn_ranks(analysis::Spectrum{}) == 0);
+
+  // A decayed head's form beside its layer's: 4e-10 against 8.6 is nothing, 0.034 is small but real.
+  const auto decayed = analysis::spectrum_from_singular_values({4e-10, 1e-11});
+  const auto small = analysis::spectrum_from_singular_values({0.034, 1e-3});
+  const std::vector<analysis::Spectrum> layer = {working, zero, decayed, small, analysis::spectrum_from_singular_values({8.6})};
+  const double top = analysis::largest_singular_value(layer);
+  CHECK(top == 8.6);
+  CHECK(analysis::negligible_form(zero, top));
+  CHECK(analysis::negligible_form(decayed, top));
+  CHECK(!analysis::negligible_form(small, top));
+  CHECK(!analysis::negligible_form(working, top));
+  // A layer whose heads are all zero (the default's layer 3): each is, and the layer's top is 0.
+  CHECK(analysis::largest_singular_value(std::vector<analysis::Spectrum>{zero, zero}) == 0);
+  CHECK(analysis::negligible_form(zero, 0));
 }
 
 TEST_CASE("the shipped default model: 5 layers × 8 heads, each form of rank at most d_k = 32", "[spectra]") {

@@ -116,7 +116,8 @@ TEST_CASE("the spectra figure draws the selected head over its layer's other hea
   TempDir dir("spectra-figure");
   const std::vector<analysis::Spectrum> heads = {analysis::spectrum_from_singular_values({4, 2, 1, 0}),
                                                  analysis::spectrum_from_singular_values({10, 1, 0.1, 0.01}),
-                                                 analysis::spectrum_from_singular_values({1, 1, 1, 1})};
+                                                 analysis::spectrum_from_singular_values({1, 1, 1, 1}),
+                                                 analysis::spectrum_from_singular_values({0, 0, 0, 0})};
   const std::string title = "sample — key-query spectra, encoder layer 0 (head 1 highlighted)";
   write_spectra_figure(dir.str("s.svg"), title, heads, 1);
   const std::string svg = slurp(dir.str("s.svg"));
@@ -125,12 +126,18 @@ TEST_CASE("the spectra figure draws the selected head over its layer's other hea
   CHECK(svg.find("<title>" + title + "</title>") != std::string::npos);
   CHECK(svg.find("H1: 90% of the energy at rank 1, 95% at 1, 99% at 1") != std::string::npos);
   CHECK(svg.find("H2: 90% of the energy at rank 4") != std::string::npos);
+  // A head with a zero form (query or key weights zero) is named, not drawn as a curve.
+  CHECK(svg.find("H3: key-query form zero or negligible (σ_1 = 0), no curve") != std::string::npos);
+  CHECK(svg.find("H3: 90%") == std::string::npos);
+  // Chosen itself, the zero head leaves its layer's curves and the note.
+  write_spectra_figure(dir.str("zero.svg"), title, heads, 3);
+  CHECK(slurp(dir.str("zero.svg")).find("H3: key-query form zero") != std::string::npos);
   // The page is at least as wide as the title.
   CHECK(svg_size(svg, "width") > 400);
   write_spectra_figure(dir.str("s.pdf"), title, heads, 1);
   check_pdf(dir.str("s.pdf"));
   CHECK_THROWS_WITH(write_spectra_figure(dir.str("s.eps"), title, heads, 1), Catch::Matchers::Contains(dir.str("s.eps")));
-  CHECK_THROWS_WITH(write_spectra_figure(dir.str("s.svg"), title, heads, 3), Catch::Matchers::Contains("head 3 of 3"));
+  CHECK_THROWS_WITH(write_spectra_figure(dir.str("s.svg"), title, heads, 4), Catch::Matchers::Contains("head 4 of 4"));
 }
 
 TEST_CASE("the relevance figure shades tokens and heads and names the target", "[app][export]") {
