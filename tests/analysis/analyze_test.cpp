@@ -935,7 +935,7 @@ TEST_CASE("Ctrl-C during headlab analyze writes what is complete, marked partial
   CHECK(report.heads[0].queries == report.tokens - 2 * report.sentences);  // [CLS]/[SEP] are not queries
 }
 
-TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and syntactic heads show", "[analysis][assets]") {
+TEST_CASE("the shipped default on 100 UD EWT sentences: its positional, rare-word and syntactic heads show", "[analysis][assets]") {
   // The sample ships in tests/data/ud (CC BY-SA 4.0); the full dev set is checked by the [shared] test.
   auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
   analysis::AnalyzeOptions o;
@@ -951,6 +951,11 @@ TEST_CASE("the shipped default on 100 UD EWT sentences: its positional and synta
   CHECK(plus_one.positional_share > 0.85);
   CHECK(minus_one.positional_offset == -1);
   CHECK(minus_one.positional_share > 0.85);
+  // The rare-word head: L3 H2 puts its maximum on the sentence's rarest token (ranks from the model
+  // folder's token_counts.json) for 58.9% of the queries here.
+  const auto& rare = *r.find(headlab::core::Stack::Encoder, 3, 2);
+  CHECK(rare.rare);
+  CHECK(rare.rare_share > 0.5);
   // Syntactic evidence: L4 H6 beats its best fixed offset by 10 points or more on a relation with
   // 20 arcs or more (here case, 238 arcs: 55.0% against 35.3%). The other syntactic heads need the
   // whole dev set to show (the [shared] test).
