@@ -89,8 +89,11 @@ TEST_CASE("precision: the names, and a stored BF16 product in fast precision rou
   const auto gx_exact = torch::autograd::grad({exact}, {x}, {g})[0];
   const auto gx_fast = torch::autograd::grad({fast}, {x}, {g})[0];
   CHECK(gx_fast.scalar_type() == torch::kFloat32);
-  CHECK(relative_difference(gx_fast, gx_exact) < 2e-2);
   CHECK(relative_difference(gx_fast, gx_exact) > 0);
+  // Within BF16's rounding: how many roundings pile up depends on the CPU's kernel — 2.3% of the
+  // largest gradient here on an AMD EPYC without AVX-512 BF16 (g @ W accumulated in BF16), less
+  // where the kernel accumulates in float32. A wrong product (a missing cast, a 5% scale) exceeds 4%.
+  CHECK(relative_difference(gx_fast, gx_exact) < 4e-2);
 }
 
 TEST_CASE("precision: a BF16 folder kept as stored runs fast within BF16's rounding of its float32 copy", "[precision]") {
