@@ -1,6 +1,7 @@
 #include "analysis/composition.h"
 
 #include "analysis/circuit_weights.h"
+#include "analysis/spectrum_curves.h"
 #include "core/cancelled.h"
 
 #include <torch/torch.h>
@@ -71,6 +72,23 @@ Composition composition_scores(core::Model& model, const std::function<bool(int6
   };
   std::vector<torch::Tensor> ov_norms;
   for (const auto& layer : layers) ov_norms.push_back(layer.ov.frobenius());
+  if (has_qk) {
+    std::string zero_heads;
+    for (int64_t l = 0; l < L; ++l) {
+      const auto norms = layers[l].qk->frobenius().contiguous();  // [heads]
+      const double top = norms.max().item<double>();
+      auto& flags = out.qk_zero.emplace_back(static_cast<size_t>(norms.size(0)), false);
+      for (int64_t h = 0; h < norms.size(0); ++h) {
+        const double n = norms[h].item<double>();
+        flags[h] = !(n > 0) || n < kNegligible * top;
+        if (flags[h]) zero_heads += (zero_heads.empty() ? "" : ", ") + ("L" + std::to_string(l) + " H" + std::to_string(h));
+      }
+    }
+    if (!zero_heads.empty())
+      out.notes.push_back("composition: " + zero_heads + (zero_heads.find(',') == std::string::npos ? " has" : " have") +
+                          " a zero QK circuit (query or key weights zero or decayed away): nothing composes into "
+                          "their queries or keys, and their Q- and K-composition scores are given as 0");
+  }
   for (int64_t l2 = 1; l2 < L; ++l2) {
     const auto& receiver = layers[l2];
     std::optional<Factored> q, k;
@@ -83,8 +101,12 @@ Composition composition_scores(core::Model& model, const std::function<bool(int6
     for (int64_t l1 = 0; l1 < l2; ++l1) {
       const auto& sender = layers[l1].ov;
       if (q) {
-        fill(out.q, l1, l2, scores(product_norms(sender, *q), ov_norms[l1], qk_norm));
-        fill(out.k, l1, l2, scores(product_norms(sender, *k), ov_norms[l1], qk_norm));
+        // A negligible circuit's scores are scale-free ratios of rounding noise: 0, as for a zero one.
+        std::vector<double> keep;
+        for (bool zero : out.qk_zero[l2]) keep.push_back(zero ? 0.0 : 1.0);
+        const auto kept = torch::tensor(keep, torch::kFloat64);  // [heads of l2]
+        fill(out.q, l1, l2, scores(product_norms(sender, *q), ov_norms[l1], qk_norm) * kept.unsqueeze(0));
+        fill(out.k, l1, l2, scores(product_norms(sender, *k), ov_norms[l1], qk_norm) * kept.unsqueeze(0));
       }
       fill(out.v, l1, l2, scores(product_norms(sender, receiver.ov), ov_norms[l1], ov_norms[l2]));
     }

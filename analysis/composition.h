@@ -27,6 +27,10 @@ using CompositionTable = std::vector<std::vector<std::vector<std::vector<double>
 struct Composition {
   core::Stack stack = core::Stack::Encoder;
   CompositionTable q, k, v;  // q and k empty where the heads have no QK circuit (additive scoring)
+  // [layer][head]: the softmax head's QK circuit is zero or negligible (‖W_QK‖ below kNegligible of
+  // its layer's largest: query or key weights zero or decayed away). Nothing can compose into its
+  // queries or keys; q and k hold 0 there, and a note names the heads. Empty with q and k.
+  std::vector<std::vector<bool>> qk_zero;
   OvCircuits ov;             // each head's OV eigenvalues and copying score
   std::vector<std::string> notes;
 };

@@ -20,6 +20,7 @@ double largest_singular_value(const Spectrum& s);
 double largest_singular_value(const std::vector<Spectrum>& heads);
 // Zero, or σ_1 below kNegligible of `layer_top` (the largest σ_1 of its layer's heads): a form that
 // adds nothing to the scores beside the layer's other heads (a weight-decayed head's, 1e-10 of them).
+// analysis/composition.h judges a QK circuit's norm the same way.
 inline constexpr double kNegligible = 1e-6;
 bool negligible_form(const Spectrum& s, double layer_top);
 // σ_k / σ_1 over the drawn ranks, so heads of different scale share an axis.

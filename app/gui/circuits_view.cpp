@@ -42,6 +42,10 @@ std::vector<Head> receivers(const analysis::CompositionTable& t) {
   return out;
 }
 
+bool zero_qk(const analysis::Composition& c, const Head& h) {
+  return size_t(h.layer) < c.qk_zero.size() && size_t(h.head) < c.qk_zero[h.layer].size() && c.qk_zero[h.layer][h.head];
+}
+
 }  // namespace
 
 void CircuitsView::drawContent(Workbench& wb) {
@@ -108,8 +112,9 @@ void CircuitsView::drawContent(Workbench& wb) {
       for (size_t q = 0; q < cols.size(); ++q) {
         const ImVec2 p0(grid.x + q * cell, grid.y + r * cell), p1(p0.x + cell, p0.y + cell);
         const bool valid = cols[q].layer > rows[r].layer;
+        const bool no_qk = kind_ != 2 && zero_qk(c, cols[q]);  // nothing to compose into: grey, not 0
         const double v = valid ? t[rows[r].layer][rows[r].head][cols[q].layer][cols[q].head] : 0.0;
-        if (valid) {
+        if (valid && !no_qk) {
           const Rgb rgb = colormap_rgb(cmap, float(std::clamp(v, 0.0, 1.0)));
           dl->AddRectFilled(p0, p1, IM_COL32(rgb.r, rgb.g, rgb.b, 255));
         } else {
@@ -121,8 +126,9 @@ void CircuitsView::drawContent(Workbench& wb) {
         if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) wb.apply(cmd::SelectHead{c.stack, cols[q].layer, cols[q].head});
         if (ImGui::IsItemClicked(ImGuiMouseButton_Right)) wb.apply(cmd::SelectHead{c.stack, rows[r].layer, rows[r].head});
         if (ImGui::IsItemHovered())
-          ImGui::SetTooltip(valid ? "L%d H%d → L%d H%d: %.3f\nclick: select the receiver; right-click: the sender"
-                                  : "L%d H%d → L%d H%d: not a later layer",
+          ImGui::SetTooltip(!valid ? "L%d H%d → L%d H%d: not a later layer"
+                            : no_qk ? "L%d H%d → L%d H%d: the receiver's QK circuit is zero, nothing composes into it"
+                                    : "L%d H%d → L%d H%d: %.3f\nclick: select the receiver; right-click: the sender",
                             rows[r].layer, rows[r].head, cols[q].layer, cols[q].head, v);
         ImGui::PopID();
       }
@@ -142,7 +148,11 @@ void CircuitsView::drawContent(Workbench& wb) {
     ImGui::SetCursorScreenPos(ImVec2(origin.x, grid.y + rows.size() * cell + 6));
     ImGui::Dummy(ImVec2(1, 1));
     // The heads writing most into the selected head.
-    if (sel.layer > 0 && size_t(sel.layer) < t[0][0].size() && size_t(sel.head) < t[0][0][sel.layer].size()) {
+    if (kind_ != 2 && zero_qk(c, {sel.layer, sel.head})) {
+      ImGui::TextWrapped("L%d H%d's QK circuit is zero (its query or key weights are zero or decayed away): no head "
+                         "composes into its queries or keys; its scores come from the bias terms alone",
+                         sel.layer, sel.head);
+    } else if (sel.layer > 0 && size_t(sel.layer) < t[0][0].size() && size_t(sel.head) < t[0][0][sel.layer].size()) {
       std::vector<std::tuple<double, int, int>> into;
       for (const auto& s : rows)
         if (s.layer < sel.layer) into.emplace_back(t[s.layer][s.head][sel.layer][sel.head], s.layer, s.head);
@@ -179,7 +189,8 @@ bool CircuitsView::exportFile(Workbench& wb, const std::string& path) {
   if (!is_vector_path(path)) return false;
   const auto& snap = wb.doc().snapshot;
   if (!snap || !snap->circuits) throw std::runtime_error("export " + path + ": no circuits computed yet");
-  const auto& t = table_of(*snap->circuits, kind_);
+  const auto& c = *snap->circuits;
+  const auto& t = table_of(c, kind_);
   analysis::Heatmap map;
   map.title = std::string(kKinds[kind_]) + "-composition scores (Elhage et al. 2021)";
   map.subtitle = model_title(wb);
@@ -191,7 +202,8 @@ bool CircuitsView::exportFile(Workbench& wb, const std::string& path) {
   for (const auto& h : cols) map.cols.push_back("L" + std::to_string(h.layer) + " H" + std::to_string(h.head)), map.col_groups.push_back(h.layer);
   for (const auto& s : rows) {
     std::vector<double> row;
-    for (const auto& r : cols) row.push_back(r.layer > s.layer ? t[s.layer][s.head][r.layer][r.head] : std::nan(""));
+    for (const auto& r : cols)
+      row.push_back(r.layer > s.layer && (kind_ == 2 || !zero_qk(c, r)) ? t[s.layer][s.head][r.layer][r.head] : std::nan(""));
     map.values.push_back(row);
   }
   wb.start_export(path, [map, path] { analysis::write_heatmap_file(map, path); });

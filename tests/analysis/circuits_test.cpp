@@ -267,6 +267,46 @@ TEST_CASE("composition scores: additive heads have no QK circuit, and the scores
     }
 }
 
+TEST_CASE("composition scores: a head whose QK circuit is zero or negligible is named and scores 0", "[analysis][circuits]") {
+  // As in the shipped default: layer 3's query weights are zero, and a weight-decayed head's query
+  // rows shrink to nothing; the score ‖OV R‖/(‖OV‖ ‖R‖) is scale-free and would rate rounding noise.
+  using K = core::StackKind;
+  auto model = random_model(test::small_model(K::Decoder, test::attention(4, 4, 4, 4), 3, 40), 9);
+  const auto before = analysis::composition_scores(*model);
+  REQUIRE(before.qk_zero.size() == 3);
+  for (const auto& layer : before.qk_zero)
+    for (bool zero : layer) CHECK(!zero);
+  CHECK(before.q[0][0][2][1] > 0.01);
+  {
+    torch::NoGradGuard no_grad;
+    auto params = model->module->named_parameters();
+    params["decoder.2.attn.q.weight"].narrow(0, 4, 4).mul_(1e-9);  // head 1 of layer 2: decayed away
+    params["decoder.1.attn.q.weight"].zero_();                     // every head of layer 1
+    if (params.contains("decoder.1.attn.q.bias")) params["decoder.1.attn.q.bias"].zero_();
+  }
+  const auto after = analysis::composition_scores(*model);
+  for (int h = 0; h < 4; ++h) {
+    INFO("head " << h);
+    CHECK(after.qk_zero[1][h]);
+    CHECK(after.qk_zero[2][h] == (h == 1));
+    CHECK(!after.qk_zero[0][h]);
+    for (int h1 = 0; h1 < 4; ++h1) {
+      CHECK(after.q[0][h1][1][h] == 0);
+      CHECK(after.k[0][h1][1][h] == 0);
+    }
+  }
+  for (int l1 = 0; l1 < 2; ++l1)
+    for (int h1 = 0; h1 < 4; ++h1) {
+      CHECK(after.q[l1][h1][2][1] == 0);
+      CHECK(after.k[l1][h1][2][1] == 0);
+      CHECK(after.q[l1][h1][2][0] > 0);  // the heads beside it keep their scores
+      CHECK(after.v[l1][h1][2][1] == Approx(before.v[l1][h1][2][1]).epsilon(1e-12));  // V reads the values
+    }
+  CHECK(std::any_of(after.notes.begin(), after.notes.end(), [](const std::string& n) {
+    return n.find("L1 H0, L1 H1, L1 H2, L1 H3, L2 H1 have a zero QK circuit") != std::string::npos;
+  }));
+}
+
 TEST_CASE("headlab circuits writes circuits.json and the composition heatmaps", "[analysis][circuits][cli]") {
   test::TempDir dir("circuits-cli");
   auto model = random_model(test::small_model(core::StackKind::Decoder, test::attention(4, 2, 4, 4), 3, 40), 8);
