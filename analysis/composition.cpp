@@ -72,17 +72,23 @@ Composition composition_scores(core::Model& model, const std::function<bool(int6
   };
   std::vector<torch::Tensor> ov_norms;
   for (const auto& layer : layers) ov_norms.push_back(layer.ov.frobenius());
+  // Each receiver's ‖W_QK‖, with a negligible one set to 0: its scores would be scale-free ratios of
+  // rounding noise, and `scores` gives 0 where a circuit is zero.
+  std::vector<torch::Tensor> qk_norms;
   if (has_qk) {
     std::string zero_heads;
     for (int64_t l = 0; l < L; ++l) {
-      const auto norms = layers[l].qk->frobenius().contiguous();  // [heads]
+      auto norms = layers[l].qk->frobenius().contiguous();  // [heads]
       const double top = norms.max().item<double>();
       auto& flags = out.qk_zero.emplace_back(static_cast<size_t>(norms.size(0)), false);
       for (int64_t h = 0; h < norms.size(0); ++h) {
         const double n = norms[h].item<double>();
         flags[h] = !(n > 0) || n < kNegligible * top;
-        if (flags[h]) zero_heads += (zero_heads.empty() ? "" : ", ") + ("L" + std::to_string(l) + " H" + std::to_string(h));
+        if (!flags[h]) continue;
+        norms[h] = 0.0;
+        zero_heads += (zero_heads.empty() ? "" : ", ") + ("L" + std::to_string(l) + " H" + std::to_string(h));
       }
+      qk_norms.push_back(norms);
     }
     if (!zero_heads.empty())
       out.notes.push_back("composition: " + zero_heads + (zero_heads.find(',') == std::string::npos ? " has" : " have") +
@@ -92,21 +98,15 @@ Composition composition_scores(core::Model& model, const std::function<bool(int6
   for (int64_t l2 = 1; l2 < L; ++l2) {
     const auto& receiver = layers[l2];
     std::optional<Factored> q, k;
-    torch::Tensor qk_norm;
     if (has_qk) {
       q = *receiver.qk;
       k = Factored{q->S, q->M.defined() ? q->M.transpose(1, 2) : torch::Tensor(), q->P};
-      qk_norm = q->frobenius();
     }
     for (int64_t l1 = 0; l1 < l2; ++l1) {
       const auto& sender = layers[l1].ov;
       if (q) {
-        // A negligible circuit's scores are scale-free ratios of rounding noise: 0, as for a zero one.
-        std::vector<double> keep;
-        for (bool zero : out.qk_zero[l2]) keep.push_back(zero ? 0.0 : 1.0);
-        const auto kept = torch::tensor(keep, torch::kFloat64);  // [heads of l2]
-        fill(out.q, l1, l2, scores(product_norms(sender, *q), ov_norms[l1], qk_norm) * kept.unsqueeze(0));
-        fill(out.k, l1, l2, scores(product_norms(sender, *k), ov_norms[l1], qk_norm) * kept.unsqueeze(0));
+        fill(out.q, l1, l2, scores(product_norms(sender, *q), ov_norms[l1], qk_norms[l2]));
+        fill(out.k, l1, l2, scores(product_norms(sender, *k), ov_norms[l1], qk_norms[l2]));
       }
       fill(out.v, l1, l2, scores(product_norms(sender, receiver.ov), ov_norms[l1], ov_norms[l2]));
     }
