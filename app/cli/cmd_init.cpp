@@ -1,12 +1,15 @@
 // `headlab init --config CFG.json --out DIR [--seed N] [--dtype F32|F16|BF16]`: a random-weight model.
 #include "app/cli/cli.h"
 #include "core/model/model.h"
+#include "core/tokenizer/tokenizer.h"
 
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 namespace headlab::app {
 
@@ -22,15 +25,26 @@ void add_init_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", options->out, "Output folder")->required();
   cmd->add_option("--seed", options->seed, "Random seed");
   cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
-  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json to copy into the folder");
+  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json (or a folder holding one) to copy into the folder");
   cmd->add_flag("--force", options->force, "Replace a model already in --out");
   cmd->callback([options, &action] {
     action = [options] {
       for (const char* file : {"config.json", "model.safetensors"})
         refuse_overwrite((std::filesystem::path(options->out) / file).string(), options->force);
       const auto config = core::load_model_config(options->config);
+      // The tokenizer is read before anything is written (a folder names its tokenizer.json), so a bad
+      // one leaves no half-made folder behind; its ids must fit the config's vocabulary.
+      std::string tokenizer = options->tokenizer;
+      if (!tokenizer.empty() && std::filesystem::is_directory(tokenizer))
+        tokenizer = (std::filesystem::path(tokenizer) / "tokenizer.json").string();
+      if (!tokenizer.empty()) {
+        const auto loaded = core::Tokenizer::load(tokenizer);
+        if (loaded->vocab_size() > config.vocab_size)
+          throw std::runtime_error(tokenizer + ": its " + std::to_string(loaded->vocab_size()) +
+                                   " tokens do not fit the config's vocab_size " + std::to_string(config.vocab_size));
+      }
       auto model = core::make_random_model(config, options->seed);
-      core::save_model(*model, options->out, options->dtype, options->tokenizer);
+      core::save_model(*model, options->out, options->dtype, tokenizer);
       std::cout << "wrote " << options->out << " (" << config.parameter_count() << " parameters, "
                 << config.encoder.value_or(config.decoder.value_or(core::StackConfig{})).attention.variant_name()
                 << ")\n";

@@ -32,7 +32,7 @@ int count_lines(const std::string& text) {
 TEST_CASE("every shipped example config inits and runs, and the dump matches the engine", "[cli]") {
   const std::vector<std::string> names = {"mha",     "mqa",      "gqa",           "key-size", "talking-heads", "collaborative",
                                           "additive", "sliding-window", "dilated", "global",   "encoder-decoder",
-                                          "relative-position", "attention-only"};
+                                          "relative-position", "attention-only", "latent"};
   size_t found = 0;
   for (const auto& entry : fs::directory_iterator(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs")) found += entry.path().extension() == ".json";
   CHECK(found == names.size());
@@ -121,6 +121,28 @@ TEST_CASE("bad input gives one clear line and exit code 1 or 2", "[cli]") {
   std::ofstream(dir.str("bad.json")) << R"({"kind": "encoder", "vocab_size": 10, "hidden_size": 8, "hiden": 3})";
   CHECK(run_command(headlab_cmd("init --config " + dir.str("bad.json") + " --out " + dir.str("n")), out) == 1);
   CHECK(out.find("hiden") != std::string::npos);
+}
+
+TEST_CASE("init reads its tokenizer before it writes anything", "[cli]") {
+  TempDir dir("cli-init-tokenizer");
+  std::string out;
+  const std::string tokenizer_dir = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string init = headlab_cmd("init --config " + config_path("mha") + " --out " + dir.str("m"));
+  // A missing tokenizer, or one with more tokens than the config's vocabulary (the default's 10,000
+  // against mha.json's 1,000), is refused with nothing written: the same command then works.
+  CHECK(run_command(init + " --tokenizer " + dir.str("none.json"), out) == 1);
+  CHECK(out.find("none.json") != std::string::npos);
+  CHECK(run_command(init + " --tokenizer " + tokenizer_dir, out) == 1);
+  CHECK(out.find("do not fit the config's vocab_size 1000") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.str("m/model.safetensors")));
+  REQUIRE(run_command(init, out) == 0);
+  // A folder stands for the tokenizer.json inside it.
+  std::string config = headlab::core::read_file_bytes(config_path("mha"));
+  const std::string big = dir.str("big.json");
+  const std::string small_vocab = "\"vocab_size\": 1000,";
+  std::ofstream(big) << config.replace(config.find(small_vocab), small_vocab.size(), "\"vocab_size\": 10000,");
+  REQUIRE(run_command(headlab_cmd("init --config " + big + " --out " + dir.str("t") + " --tokenizer " + tokenizer_dir), out) == 0);
+  CHECK(fs::exists(dir.str("t/tokenizer.json")));
 }
 
 TEST_CASE("commands refuse to replace an existing output without --force", "[cli]") {
