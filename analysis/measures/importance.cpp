@@ -1,11 +1,13 @@
 // Importance (Michel et al. 2019): |∂loss/∂g_i| of each head's gate at g = 1, averaged over
 // sentences. A masked LM's loss masks every 7th word token from the 3rd (a sentence shorter than
-// that masks its last word token); a causal model's is its next-token loss.
+// that masks its last word token); a causal model's is its next-token loss (a one-token sentence has
+// none and is left out of the average).
 #include "analysis/dataset.h"
 #include "analysis/lrp.h"
 #include "analysis/measure.h"
 #include "analysis/measure_kit.h"
 #include "core/json_integer.h"
+#include "core/model/model.h"
 
 namespace headlab::analysis {
 namespace {
@@ -20,6 +22,10 @@ class ImportanceMeasure : public Measure {
   void add_sentence(HeadReport& report, SentenceWork& work) override {
     const auto& ts = work.tokens;
     const int64_t T = static_cast<int64_t>(ts.ids.size());
+    // A causal model's next-token loss needs a token after the first: a one-token sentence (a lone
+    // word under a tokenizer that adds no begin token) has nothing to predict and adds nothing here,
+    // while the other measures still read it.
+    if (work.model.config.kind == core::StackKind::Decoder && T < 2) return;
     std::vector<int64_t> masked;
     for (int64_t t = 0, k = 0; t < T; ++t)
       if (!ts.special[size_t(t)] && k++ % 7 == 2) masked.push_back(t);

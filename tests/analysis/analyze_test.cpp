@@ -909,6 +909,28 @@ TEST_CASE("an encoder-decoder is measured on every stack: encoder, decoder and c
                     [](const std::string& n) { return n.find("encoder-decoder") != std::string::npos; }));
 }
 
+TEST_CASE("a one-token sentence under a causal model has no next-token loss: importance leaves it out, the rest measure it",
+          "[analysis][analyze]") {
+  // GPT-2's tokenizer adds no begin token, so "Hello" is one token: nothing to predict.
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/gqa.json");
+  auto tokenizer = core::Tokenizer::load(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/tokenizers/gpt2/tokenizer.json");
+  config.vocab_size = static_cast<int>(tokenizer->vocab_size());
+  auto model = core::make_random_model(config, 3);
+  model->tokenizer = tokenizer;
+  test::TempDir data("analyze-one-token");
+  std::ofstream(data.str("x.txt")) << "Hello\nThe cat sat on the mat.\n";
+  REQUIRE(tokenizer->encode("Hello", false).ids.size() == 1);
+  analysis::AnalyzeOptions o;
+  o.data = {data.str("x.txt")};
+  o.settings.metrics = {"confidence", "importance"};
+  const auto r = analysis::analyze(*model, o).report;
+  CHECK(r.sentences == 2);
+  const auto* h = r.find(headlab::core::Stack::Decoder, 0, 0);
+  REQUIRE(h);
+  CHECK(h->importance_sentences == 1);
+  CHECK(h->importance > 0);
+}
+
 TEST_CASE("Ctrl-C during headlab analyze writes what is complete, marked partial", "[analysis][cli]") {
   TinyModel tiny;
   test::TempDir out("analyze-sigint");
