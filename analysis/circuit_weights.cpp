@@ -1,5 +1,7 @@
 #include "analysis/circuit_weights.h"
 
+#include "analysis/latent_reading.h"
+
 #include "core/model/model.h"
 #include "core/model/stacks.h"
 #include "core/model/transformer.h"
@@ -89,6 +91,7 @@ CircuitWeights circuit_weights(core::Model& model) {
   if (s.attention.scoring == core::Scoring::Additive)
     out.qk_notes.push_back("additive scoring (v_iᵀ tanh(q + k)) is not bilinear in the residual: heads have "
                         "no QK circuit, so no Q- or K-composition");
+  if (s.attention.latent) out.qk_notes.push_back(kLatentNote);
   if (s.attention.qk_norm)
     out.qk_notes.push_back("the per-head query and key norms scale W_Q and W_K by their weights; their RMS "
                         "denominators depend on the input and are left out");
@@ -100,7 +103,9 @@ CircuitWeights circuit_weights(core::Model& model) {
     auto reading = [&](const torch::Tensor& W) { return pre ? fold(W, block->attn_norm, c) : W; };
     // OV: W_V of each output head's (shared) value head, W_O's rows of that head.
     const int64_t dv = a.value_size, Ho = a.output_heads(), stored = a.value_heads_stored();
-    auto V = reading(per_head(attn.v->weight, stored, dv));  // [stored, D, d_v]
+    const LatentReading latent = latent_reading(attn);  // undefined without a latent
+    auto V = reading(latent.value.defined() ? latent.value.t().contiguous().view({stored, dv, -1}).transpose(1, 2)
+                                            : per_head(attn.v->weight, stored, dv));  // [stored, D, d_v]
     if (stored != Ho) V = V.repeat_interleave(Ho / stored, 0);
     auto O = f64(attn.o->weight).t().reshape({Ho, dv, -1});  // [Ho, d_v, D]
     if (c.sublayer_output_norm && block->attn_out_norm)
@@ -108,7 +113,13 @@ CircuitWeights circuit_weights(core::Model& model) {
     layer.ov = Factored{V, {}, O.transpose(1, 2).contiguous()};
     if (a.scoring == core::Scoring::Dot) {
       const int64_t dk = a.key_size, H = a.softmax_heads();
-      if (a.collaborative) {
+      if (latent.query.defined()) {
+        // Each head's non-rotated query and key parts through the latent [h, D, d_k − d_R].
+        const int64_t dN = dk - a.latent->rope_size;
+        auto Q = reading(latent.query.t().contiguous().view({H, dN, -1}).transpose(1, 2));
+        auto K = reading(latent.key.t().contiguous().view({H, dN, -1}).transpose(1, 2));
+        layer.qk = Factored{Q.contiguous(), {}, K.contiguous()};
+      } else if (a.collaborative) {
         // W̃_Q diag(m_h) W̃_Kᵀ: one shared pair of reading matrices, a diagonal per head.
         const int64_t shared = a.collaborative->shared_key_size;
         const auto Q = reading(per_head(attn.q->weight, 1, shared)).expand({H, -1, -1});

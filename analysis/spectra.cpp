@@ -1,5 +1,7 @@
 #include "analysis/spectra.h"
 
+#include "analysis/latent_reading.h"
+
 #include "core/model/attention.h"
 #include "core/model/model.h"
 
@@ -43,6 +45,11 @@ std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int
     throw std::out_of_range("head " + std::to_string(head) + " does not exist (" + std::to_string(c.softmax_heads()) +
                             " softmax heads)");
   if (c.scoring == core::Scoring::Additive) return {};  // no bilinear form
+  if (c.latent) {  // the non-rotated parts through the latent (analysis/latent_reading.h)
+    const auto r = latent_reading(a);
+    const int64_t dN = c.key_size - c.latent->rope_size;
+    return {r.query.narrow(1, head * dN, dN), r.key.narrow(1, head * dN, dN)};
+  }
   const auto WQ = as_columns(a.q), WK = as_columns(a.k);  // [D, width]
   if (c.collaborative) {
     // Cordonnier et al. 2020: B_h = W̃_Q diag(m_h) W̃_Kᵀ.
@@ -98,6 +105,14 @@ LayerSpectra layer_spectra(core::AttentionImpl& a, core::Stack stack, int layer)
   for (int h = 0; h < c.softmax_heads(); ++h) {
     auto [A, C] = head_factors(a, h);
     out.heads.push_back(A.defined() ? factored_spectrum(A, C) : not_applicable());
+  }
+  if (c.latent) {
+    const auto r = latent_reading(a);
+    out.note = kLatentNote;
+    out.query = spectrum_of(r.query);
+    out.key = spectrum_of(r.key);
+    out.product = factored_spectrum(r.query, r.key);
+    return out;
   }
   const auto WQ = as_columns(a.q), WK = as_columns(a.k);
   out.query = spectrum_of(WQ);

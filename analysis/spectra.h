@@ -61,6 +61,7 @@ struct LayerSpectra {
   // queries read them). Talking heads: the h_k key heads, unmixed. Collaborative: the shared
   // W̃_Q, W̃_K [D, D̃_k] and W̃_Q W̃_Kᵀ. Additive scoring: `product` is not applicable.
   Spectrum query, key, product;
+  std::string note;  // what the forms leave out, where they are not the whole logit (latent attention)
 };
 
 // Every attention layer of the model: the encoder's self-attention layers, then the decoder's, then

@@ -72,6 +72,24 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
     if (a.relative_bias->max_distance <= a.relative_bias->buckets / 2)
       problem("relative_bias.max_distance must be more than buckets / 2 (" + std::to_string(a.relative_bias->buckets / 2) + ")");
   }
+  if (a.latent) {
+    const auto& m = *a.latent;
+    const std::string w = "latent (multi-head latent attention): ";
+    if (m.kv_rank < 1) problem(w + "kv_rank must be >= 1");
+    if (m.q_rank < 0) problem(w + "q_rank must be >= 0 (0 = queries straight from the stream)");
+    if (m.kv_rank > kMaxInner || m.q_rank > kMaxInner) problem(w + "a latent rank above " + std::to_string(kMaxInner) + " is more than HeadLab opens");
+    if (m.rope_size < 0 || m.rope_size % 2 != 0) problem(w + "rope_size must be even and >= 0");
+    if (m.rope_size >= a.key_size)
+      problem(w + "rope_size (" + std::to_string(m.rope_size) + ") must be less than key_size (" +
+              std::to_string(a.key_size) + "): each key has a non-rotated part from the latent");
+    if (!(m.norm_eps > 0)) problem(w + "norm_eps must be > 0");
+    if (a.kv_heads != a.heads) problem(w + "every head has its own key and value up-projection: kv_heads must equal heads");
+    if (a.talking_heads) problem(w + "cannot be combined with talking_heads");
+    if (a.collaborative) problem(w + "cannot be combined with collaborative heads");
+    if (a.scoring != Scoring::Dot) problem(w + "needs dot-product scoring");
+    if (a.qk_norm) problem(w + "cannot be combined with qk_norm (its latents have norms of their own)");
+    if (a.qkv_clip > 0) problem(w + "cannot be combined with qkv_clip");
+  }
   validate_pattern(a.pattern, where + ".pattern", problems);
   (void)hidden;
 }
@@ -92,6 +110,16 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
   const int64_t D = hidden;
   int64_t n = 0;
   const int64_t qk_width = a.collaborative ? a.collaborative->shared_key_size : 0;
+  if (a.latent) {  // LatentAttention's parameters; the up projections have no biases
+    const auto& m = *a.latent;
+    const int64_t H = a.heads, qr = m.q_rank, r = m.kv_rank, dR = m.rope_size;
+    n += qr > 0 ? D * qr + (a.qkv_bias ? qr : 0) + qr + qr * H * a.key_size : D * H * a.key_size;
+    n += D * (r + dR) + (a.qkv_bias ? r + dR : 0) + r;
+    n += r * H * (a.key_size - dR) + r * H * a.value_size;
+    n += H * a.value_size * D + (a.out_bias ? D : 0);
+    if (a.sinks) n += H;
+    return n;
+  }
   if (a.collaborative) {
     n += D * qk_width * 2;                            // W̃_Q, W̃_K (no biases: re-parametrised)
     n += int64_t(a.heads) * qk_width;                 // mixing vectors m_i
@@ -141,6 +169,10 @@ bool StackConfig::is_local(int layer) const {
   return local && std::count(local->layers.begin(), local->layers.end(), layer) > 0;
 }
 
+bool MoeConfig::is_dense(int layer) const {
+  return std::find(dense_layers.begin(), dense_layers.end(), layer) != dense_layers.end();
+}
+
 AttentionConfig StackConfig::layer_attention(int layer) const {
   AttentionConfig a = attention;
   if (is_local(layer)) a.pattern = local->pattern;
@@ -163,6 +195,10 @@ std::string AttentionConfig::variant_name() const {
         << talking_heads->value_heads << ")";
   } else if (collaborative) {
     out << "collaborative(" << heads << "h, D̃k=" << collaborative->shared_key_size << ")";
+  } else if (latent) {
+    out << "MLA(" << heads << "h, latent " << latent->kv_rank;
+    if (latent->q_rank > 0) out << ", query latent " << latent->q_rank;
+    out << ", RoPE " << latent->rope_size << ")";
   } else if (kv_heads == heads) {
     out << "MHA(" << heads << "h)";
   } else if (kv_heads == 1) {
@@ -212,6 +248,20 @@ void ModelConfig::validate() const {
     if (e.top_k < 1 || e.top_k > e.experts)
       problem("ffn.moe.top_k must be in 1..experts (" + std::to_string(e.experts) + "), got " + std::to_string(e.top_k));
     if (e.shared_inner_size < 0) problem("ffn.moe.shared_inner_size must be >= 0 (0 = no shared expert)");
+    if (e.groups < 1 || e.experts % e.groups != 0)
+      problem("ffn.moe.groups (" + std::to_string(e.groups) + ") must divide experts (" + std::to_string(e.experts) + ")");
+    else if (e.top_groups < 1 || e.top_groups > e.groups)
+      problem("ffn.moe.top_groups must be in 1..groups (" + std::to_string(e.groups) + ")");
+    else if (e.top_groups * (e.experts / e.groups) < e.top_k)
+      problem("ffn.moe: top_groups × experts per group (" + std::to_string(e.top_groups * (e.experts / e.groups)) +
+              ") must be at least top_k (" + std::to_string(e.top_k) + ")");
+    if (e.group_score == GroupScore::TopTwoSum && e.groups > 1 && e.experts / e.groups < 2)
+      problem("ffn.moe.group_score top2_sum needs at least two experts a group");
+    if (!(e.scale > 0) || !std::isfinite(e.scale)) problem("ffn.moe.scale must be > 0");
+    if (!e.dense_layers.empty() && e.dense_inner_size < 1) problem("ffn.moe.dense_inner_size must be >= 1 with dense_layers");
+    limit(e.dense_inner_size, kMaxInner, "ffn.moe.dense_inner_size");
+    for (const auto* s : {&encoder, &decoder})
+      if (*s) validate_layer_list(e.dense_layers, (*s)->layers, "ffn.moe.dense_layers", problems);
     limit(e.shared_inner_size, kMaxInner, "ffn.moe.shared_inner_size");
   }
   // Only position tables allocate max_positions rows (a RoPE model may declare 10M positions).
@@ -271,6 +321,8 @@ void ModelConfig::validate() const {
       validate_attention(*stack->cross_attention, hidden_size, std::string(name) + ".cross_attention", problems);
     if (stack->cross_attention && stack->cross_attention->alibi)
       problem(std::string(name) + ".cross_attention.alibi: ALiBi biases a sequence's own tokens (self-attention only)");
+    if (stack->cross_attention && stack->cross_attention->latent)
+      problem(std::string(name) + ".cross_attention.latent: multi-head latent attention is a self-attention option");
     if (stack->cross_attention && stack->cross_attention->sinks)
       problem(std::string(name) + ".cross_attention.sinks: learned sinks are a self-attention option");
     if (stack->cross_attention && stack->cross_attention->relative_bias)
@@ -298,7 +350,13 @@ void ModelConfig::validate() const {
     }
     if (rotary) {
       const auto& a = stack->attention;
-      const int dim = rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
+      if (a.latent && rope_dim > 0)
+        problem(std::string(name) + ": rope_dim cannot be set with multi-head latent attention (its rotated size is "
+                "latent.rope_size)");
+      if (a.latent && a.latent->rope_size == 0)
+        problem(std::string(name) + ": multi-head latent attention with rotary positions needs latent.rope_size > 0");
+      const int dim = a.latent ? a.latent->rope_size
+                      : rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
       if (dim % 2 != 0) problem(std::string(name) + ": RoPE needs an even rotated size, got " + std::to_string(dim));
       if (rope_scaling.kind == RopeScalingKind::Dynamic && dim <= 2)
         problem(std::string(name) + ": dynamic RoPE scaling needs more than 2 rotated dims (its base grows as "
@@ -354,10 +412,12 @@ int64_t ModelConfig::parameter_count() const {
   const bool gated = ffn.kind == FfnKind::SwiGLU || ffn.kind == FfnKind::ClampedSwiGLU;
   auto one_ffn = [&](int64_t inner) { return (gated ? 3 : 2) * D * inner + (ffn.bias ? inner * (gated ? 2 : 1) + D : 0); };
   int64_t ffn_params = !has_ffn ? 0 : one_ffn(ffn.inner_size);
+  int64_t dense_params = 0;  // MoeConfig::dense_layers: a plain FFN
   if (has_ffn && ffn.moe) {
     const MoeConfig& e = *ffn.moe;
     ffn_params = e.experts * ffn_params + e.experts * D + (e.router_bias ? e.experts : 0) +
-                 (e.shared_inner_size > 0 ? one_ffn(e.shared_inner_size) : 0);
+                 (e.choice_bias ? e.experts : 0) + (e.shared_inner_size > 0 ? one_ffn(e.shared_inner_size) : 0);
+    dense_params = one_ffn(e.dense_inner_size);
   }
   auto stack_params = [&](const std::optional<StackConfig>& s) -> int64_t {
     if (!s) return 0;
@@ -368,7 +428,8 @@ int64_t ModelConfig::parameter_count() const {
     const int64_t missing = !first_attention_norm && sublayer_input_norm ? norm_params : 0;
     if (s->cross_attention)
       per_layer += attention_parameters(*s->cross_attention, hidden_size) + norms_per_sublayer * norm_params;
-    return per_layer * (s->shared_layers ? 1 : s->layers) - missing + relative_bias_parameters(s->attention) +
+    const int64_t dense = has_ffn && ffn.moe ? int64_t(ffn.moe->dense_layers.size()) * (dense_params - ffn_params) : 0;
+    return per_layer * (s->shared_layers ? 1 : s->layers) + dense - missing + relative_bias_parameters(s->attention) +
            (final_norm ? norm_params : 0);
   };
   n += stack_params(encoder) + stack_params(decoder);
@@ -408,7 +469,12 @@ std::string ModelConfig::summary() const {
       << (ffn.kind == FfnKind::None ? std::string() : " " + std::to_string(ffn.inner_size))
       << (ffn.moe ? " × " + std::to_string(ffn.moe->experts) + " experts, top " + std::to_string(ffn.moe->top_k) +
                         (ffn.moe->normalize ? "" : " (weights not renormalised)") +
-                        (ffn.moe->shared_inner_size > 0 ? ", a shared expert of " + std::to_string(ffn.moe->shared_inner_size) : "")
+                        (ffn.moe->shared_inner_size > 0 ? ", a shared expert of " + std::to_string(ffn.moe->shared_inner_size) : "") +
+                        (ffn.moe->scores == RouterScores::Sigmoid ? ", sigmoid router" : "") +
+                        (ffn.moe->groups > 1 ? ", best " + std::to_string(ffn.moe->top_groups) + " of " +
+                                                   std::to_string(ffn.moe->groups) + " groups" : "") +
+                        (!ffn.moe->dense_layers.empty() ? ", " + std::to_string(ffn.moe->dense_layers.size()) +
+                                                              " dense layer(s) of " + std::to_string(ffn.moe->dense_inner_size) : "")
                   : std::string())
       << (parallel_residual ? ", attention and FFN in parallel" : "");
   auto stack_line = [&](const std::optional<StackConfig>& s, const char* name) {

@@ -97,6 +97,28 @@ struct RelativeBias {
   int max_distance = 128;
 };
 
+// Multi-head latent attention (DeepSeek-V2, DeepSeek-AI 2024, arXiv 2405.04434, §2.1): every head's keys
+// and values come from one shared latent c_KV = RMSNorm(W_DKV x) of width kv_rank through per-head
+// up-projections (k_C = W_UK^h c_KV, v = W_UV^h c_KV), and each key ends in one rotated part k_R =
+// RoPE(W_KR x) of width rope_size that all heads share; each query is [q_C ; RoPE(q_R)], straight from
+// the stream or through a latent of its own (q_rank > 0: q = W_UQ RMSNorm(W_DQ x)). key_size is each
+// head's whole query/key width (non-rotated + rope_size), value_size each head's value width. A KV cache
+// holds c_KV and k_R only: kv_rank + rope_size numbers a token and layer, against MHA's
+// heads · (key_size + value_size). Parameters ("attn.*"): q_down [q_rank, D] and q_latent_norm
+// [q_rank] (with a query latent), q [heads · key_size, q_rank or D], kv_down [kv_rank + rope_size, D]
+// (latent rows, then the rotated key's), kv_latent_norm [kv_rank], k [heads · (key_size − rope_size),
+// kv_rank], v [heads · value_size, kv_rank], o. qkv_bias gives the down projections biases; the
+// up projections have none. Self-attention only; kv_heads must equal heads.
+struct LatentAttention {
+  int kv_rank = 0;         // d_c (kv_lora_rank)
+  int q_rank = 0;          // d_c' (q_lora_rank); 0 = no query latent
+  int rope_size = 0;       // d_R (qk_rope_head_dim); 0 = no decoupled rotated part
+  float norm_eps = 1e-6f;  // the latents' RMSNorm
+  bool operator==(const LatentAttention& o) const {
+    return kv_rank == o.kv_rank && q_rank == o.q_rank && rope_size == o.rope_size && norm_eps == o.norm_eps;
+  }
+};
+
 struct AttentionConfig {
   int heads = 8;          // query heads (output heads unless talking-heads)
   int kv_heads = 8;       // MHA: == heads; MQA: 1; GQA: divides heads
@@ -135,6 +157,7 @@ struct AttentionConfig {
   std::optional<TalkingHeads> talking_heads;
   std::optional<Collaborative> collaborative;
   std::optional<RelativeBias> relative_bias;  // self-attention only
+  std::optional<LatentAttention> latent;      // self-attention only
   AttentionPattern pattern;
 
   int logit_heads() const { return talking_heads ? talking_heads->key_heads : heads; }      // h_k
@@ -179,12 +202,31 @@ struct StackConfig {
 // (`normalize`: Mixtral; gpt-oss's softmax over the k logits is the same) or not (OLMoE, Qwen2-MoE
 // without norm_topk_prob). shared_inner_size > 0 adds an always-on expert of that inner size
 // ("ffn.shared.*", DeepSeek's shared experts).
+//
+// DeepSeek's routers (DeepSeek-AI 2024, arXiv 2405.04434 §2.2; arXiv 2412.19437 §2.1.2): `scores`
+// sigmoid instead of softmax; `groups` > 1 splits the experts into that many equal groups, keeps the
+// `top_groups` best (a group's score its best expert's, or the sum of its best two: `group_score`) and
+// picks the top_k among their experts; `choice_bias` adds a per-expert bias ("ffn.router_choice_bias"
+// [experts], DeepSeek-V3's e_score_correction_bias) to the scores used to choose, not to the weights;
+// the chosen weights (renormalised when `normalize`) are multiplied by `scale` (routed_scaling_factor).
+// `dense_layers` run a plain FFN of `dense_inner_size` instead of experts (first_k_dense_replace).
+enum class RouterScores { Softmax, Sigmoid };
+enum class GroupScore { Max, TopTwoSum };
 struct MoeConfig {
   int experts = 8;
   int top_k = 2;
   bool normalize = true;
   bool router_bias = false;
   int shared_inner_size = 0;
+  RouterScores scores = RouterScores::Softmax;
+  int groups = 1;
+  int top_groups = 1;
+  GroupScore group_score = GroupScore::Max;
+  bool choice_bias = false;
+  float scale = 1.0f;
+  std::vector<int> dense_layers;
+  int dense_inner_size = 0;
+  bool is_dense(int layer) const;
 };
 
 struct FfnConfig {

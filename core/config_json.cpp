@@ -37,6 +37,8 @@ constexpr EnumName<Activation> kActivations[] = {{Activation::Gelu, "gelu"},
                                                  {Activation::GeluTanh, "gelu_tanh"},
                                                  {Activation::Relu, "relu"},
                                                  {Activation::Silu, "silu"}};
+constexpr EnumName<RouterScores> kRouterScores[] = {{RouterScores::Softmax, "softmax"}, {RouterScores::Sigmoid, "sigmoid"}};
+constexpr EnumName<GroupScore> kGroupScores[] = {{GroupScore::Max, "max"}, {GroupScore::TopTwoSum, "top2_sum"}};
 constexpr EnumName<Scoring> kScorings[] = {{Scoring::Dot, "dot"}, {Scoring::Additive, "additive"}};
 constexpr EnumName<SinusoidLayout> kSinusoidLayouts[] = {{SinusoidLayout::Interleaved, "interleaved"},
                                                           {SinusoidLayout::Halves, "halves"}};
@@ -236,6 +238,9 @@ json to_json(const AttentionConfig& a) {
   if (a.collaborative) j["collaborative"] = {{"shared_key_size", a.collaborative->shared_key_size}};
   if (a.relative_bias)
     j["relative_bias"] = {{"buckets", a.relative_bias->buckets}, {"max_distance", a.relative_bias->max_distance}};
+  if (a.latent)
+    j["latent"] = {{"kv_rank", a.latent->kv_rank}, {"q_rank", a.latent->q_rank}, {"rope_size", a.latent->rope_size},
+                   {"norm_eps", a.latent->norm_eps}};
   return j;
 }
 
@@ -243,7 +248,7 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
                        "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "qk_norm_whole", "logit_softcap", "qkv_clip", "alibi", "sinks", "talking_heads",
-                       "collaborative", "relative_bias", "pattern"},
+                       "collaborative", "relative_bias", "latent", "pattern"},
                    where);
   AttentionConfig a;
   read(j, "heads", a.heads, where);
@@ -300,6 +305,18 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
     read(r, "max_distance", rb.max_distance, w);
     a.relative_bias = rb;
   }
+  if (j.contains("latent") && !j["latent"].is_null()) {
+    const std::string w = where + ".latent";
+    const json& l = j["latent"];
+    require_object(l, w);
+    check_known_keys(l, {"kv_rank", "q_rank", "rope_size", "norm_eps"}, w);
+    LatentAttention m;
+    read(l, "kv_rank", m.kv_rank, w);
+    read(l, "q_rank", m.q_rank, w);
+    read(l, "rope_size", m.rope_size, w);
+    read(l, "norm_eps", m.norm_eps, w);
+    a.latent = m;
+  }
   if (j.contains("pattern") && !j["pattern"].is_null()) a.pattern = pattern_from_json(j["pattern"], where + ".pattern");
   return a;
 }
@@ -336,6 +353,20 @@ json to_json(const ModelConfig& c) {
     const MoeConfig& e = *c.ffn.moe;
     j["ffn"]["moe"] = {{"experts", e.experts}, {"top_k", e.top_k}, {"normalize", e.normalize},
                        {"router_bias", e.router_bias}, {"shared_inner_size", e.shared_inner_size}};
+    // DeepSeek's router options only where set, so that other configs read as before.
+    auto& jm = j["ffn"]["moe"];
+    if (e.scores != RouterScores::Softmax) jm["scores"] = enum_to_name(kRouterScores, e.scores);
+    if (e.groups > 1) {
+      jm["groups"] = e.groups;
+      jm["top_groups"] = e.top_groups;
+      jm["group_score"] = enum_to_name(kGroupScores, e.group_score);
+    }
+    if (e.choice_bias) jm["choice_bias"] = true;
+    if (e.scale != 1.0f) jm["scale"] = e.scale;
+    if (!e.dense_layers.empty()) {
+      jm["dense_layers"] = e.dense_layers;
+      jm["dense_inner_size"] = e.dense_inner_size;
+    }
   }
   // Written only when set, so configs without them read in any HeadLab.
   if (c.norm_weight_offset != 0) j["norm_weight_offset"] = c.norm_weight_offset;
@@ -421,13 +452,24 @@ ModelConfig model_config_from_json(const json& j) {
     if (f.contains("moe") && !f["moe"].is_null()) {
       const json& e = f["moe"];
       require_object(e, "config.ffn.moe");
-      check_known_keys(e, {"experts", "top_k", "normalize", "router_bias", "shared_inner_size"}, "config.ffn.moe");
+      check_known_keys(e, {"experts", "top_k", "normalize", "router_bias", "shared_inner_size", "scores", "groups",
+                           "top_groups", "group_score", "choice_bias", "scale", "dense_layers", "dense_inner_size"},
+                       "config.ffn.moe");
       MoeConfig moe;
       read(e, "experts", moe.experts, "config.ffn.moe");
       read(e, "top_k", moe.top_k, "config.ffn.moe");
       read(e, "normalize", moe.normalize, "config.ffn.moe");
       read(e, "router_bias", moe.router_bias, "config.ffn.moe");
       read(e, "shared_inner_size", moe.shared_inner_size, "config.ffn.moe");
+      read_enum(e, "scores", kRouterScores, moe.scores, "config.ffn.moe");
+      read(e, "groups", moe.groups, "config.ffn.moe");
+      moe.top_groups = moe.groups;
+      read(e, "top_groups", moe.top_groups, "config.ffn.moe");
+      read_enum(e, "group_score", kGroupScores, moe.group_score, "config.ffn.moe");
+      read(e, "choice_bias", moe.choice_bias, "config.ffn.moe");
+      read(e, "scale", moe.scale, "config.ffn.moe");
+      read(e, "dense_layers", moe.dense_layers, "config.ffn.moe");
+      read(e, "dense_inner_size", moe.dense_inner_size, "config.ffn.moe");
       c.ffn.moe = moe;
     }
   }

@@ -104,7 +104,9 @@ int64_t kv_cache_bytes(const ModelConfig& config, int64_t tokens) {
     const AttentionConfig a = stack.layer_attention(l);
     const int64_t keys = a.collaborative ? a.collaborative->shared_key_size : int64_t(a.kv_heads) * a.key_size;
     const int64_t bias = a.collaborative && a.qkv_bias ? a.heads : 0;
-    const int64_t floats = keys + bias + int64_t(a.value_heads_stored()) * a.value_size;
+    // Multi-head latent attention caches the latent and the shared rotated key, nothing per head.
+    const int64_t floats = a.latent ? int64_t(a.latent->kv_rank) + a.latent->rope_size
+                                    : keys + bias + int64_t(a.value_heads_stored()) * a.value_size;
     int64_t kept = tokens;
     if (a.pattern.window > 0) {
       const int64_t reach = int64_t(a.pattern.window) * std::max(1, a.pattern.dilation) + 1;
@@ -122,6 +124,7 @@ int64_t kv_cache_bytes_per_token_as_mha(const ModelConfig& config) {
   ModelConfig mha = config;
   auto& a = mha.decoder->attention;
   if (!a.collaborative && !a.talking_heads) a.kv_heads = a.heads;
+  a.latent.reset();  // MLA: each head's keys and values, key_size and value_size wide
   return kv_cache_bytes_per_token(mha);
 }
 

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace headlab::test {
@@ -122,10 +123,21 @@ struct Attention {
   // qkv_clip (OLMo): the values clamped to [−c, c], the ratio clamp(z)/z recorded by the forward pass
   // (bias: true) and held by rule 3 when a source alone is propagated (bias: false).
   mutable Tensor clip_ratio;
+  // Multi-head latent attention: the latent's RMS [S, 1], recorded by the forward pass (bias: true) and
+  // held by rule 2 when a source alone is propagated; the values are W_UV^h (c / rms ⊙ γ).
+  mutable Tensor latent_rms;
   // O [h_v, T, d_v] = U · V for key/value input y [S, D].
   Tensor outputs(const Weights& w, const Tensor& y, bool bias) const {
     const int64_t S = y.size(0), stored = config.value_heads_stored(), hv = config.output_heads();
-    auto z = w.linear(y, prefix + ".v", bias);  // [S, stored · d_v]
+    Tensor z;
+    if (config.latent) {
+      const auto& m = *config.latent;
+      auto c = w.linear(y, prefix + ".kv_down", bias && config.qkv_bias).narrow(1, 0, m.kv_rank);  // [S, d_c]
+      if (bias) latent_rms = (c.pow(2).mean(-1, true) + double(m.norm_eps)).sqrt();
+      z = w.linear(c / latent_rms * w(prefix + ".kv_latent_norm"), prefix + ".v", false);  // [S, h · d_v]
+    } else {
+      z = w.linear(y, prefix + ".v", bias);  // [S, stored · d_v]
+    }
     if (config.qkv_clip > 0) {
       if (bias) clip_ratio = torch::where(z.eq(0), torch::ones_like(z), z.clamp(-config.qkv_clip, config.qkv_clip) / z);
       z = z * clip_ratio;
@@ -226,9 +238,23 @@ struct Ffn {
   // runs on every row, weighted by its share (0 where not chosen).
   Tensor mixture_forward(const Weights& w, const Tensor& x) {
     const core::MoeConfig& m = *config.moe;
-    auto probs = torch::softmax(w.linear(x, prefix + ".router", m.router_bias), -1);  // [rows, E]
-    auto [top_p, top_e] = probs.topk(m.top_k, -1);
-    if (m.normalize) top_p = top_p / top_p.sum(-1, true);
+    const auto logits = w.linear(x, prefix + ".router", m.router_bias);  // [rows, E]
+    const bool sigmoid = m.scores == core::RouterScores::Sigmoid;
+    auto probs = sigmoid ? torch::sigmoid(logits) : torch::softmax(logits, -1);
+    // DeepSeek: the experts chosen by the biased scores within the best groups (zero elsewhere).
+    auto choice = m.choice_bias ? probs + w(prefix + ".router_choice_bias") : probs;
+    if (m.groups > 1) {
+      const int64_t rows = choice.size(0), per = m.experts / m.groups;
+      auto grouped = choice.view({rows, m.groups, per});
+      auto best = m.group_score == core::GroupScore::Max ? std::get<0>(grouped.max(-1))
+                                                          : std::get<0>(grouped.topk(2, -1)).sum(-1);
+      auto keep = torch::zeros_like(best).scatter(1, std::get<1>(best.topk(m.top_groups, -1)), 1.0);
+      choice = choice * keep.repeat_interleave(per, 1);  // the kept groups' scores, 0 elsewhere
+    }
+    auto top_e = std::get<1>(choice.topk(m.top_k, -1));
+    auto top_p = probs.gather(1, top_e);
+    if (m.normalize) top_p = top_p / (top_p.sum(-1, true) + (sigmoid ? 1e-20 : 0.0));
+    top_p = top_p * double(m.scale);
     routing = torch::zeros_like(probs).scatter(1, top_e, top_p);
     core::FfnConfig one = config;
     one.moe.reset();
@@ -327,7 +353,12 @@ class Reference {
       L.has_ffn = c_.ffn.kind != core::FfnKind::None;
       if (L.has_ffn) {
         L.ffn_norm = present(p + "ffn_norm");
-        L.ffn = Ffn::make(p + "ffn", c_.ffn);
+        core::FfnConfig ffn = c_.ffn;
+        if (ffn.moe && ffn.moe->is_dense(l)) {  // DeepSeek's first layers: a plain FFN
+          ffn.inner_size = ffn.moe->dense_inner_size;
+          ffn.moe.reset();
+        }
+        L.ffn = Ffn::make(p + "ffn", ffn);
       }
       if (c_.sublayer_output_norm) {
         L.attn_out = norm(p + "attn_out_norm");

@@ -41,9 +41,11 @@ void token_chips(Workbench& wb, const TokenizedText& t, bool query_side) {
       const auto& snap = wb.doc().snapshot;
       if (query_side && snap)
         for (size_t l = 0; l < snap->experts.size(); ++l) {
-          if (i >= snap->experts[l].size()) break;
-          routed += (l % 4 == 0 ? "\n" : "   ") + std::string("L") + std::to_string(l) + ":";
-          for (int e : snap->experts[l][i]) routed += " " + std::to_string(e);
+          // A dense layer among expert layers (DeepSeek's first layers) ran no experts.
+          const bool dense = i >= snap->experts[l].size();
+          routed += (l % 4 == 0 ? "\n" : "   ") + std::string("L") + std::to_string(l) + ":" + (dense ? " dense" : "");
+          if (!dense)
+            for (int e : snap->experts[l][i]) routed += " " + std::to_string(e);
         }
       ImGui::SetTooltip("position %zu, id %s, %s%s%s", i, id.c_str(), t.tokens[i].c_str(),
                         routed.empty() ? "" : "\nexperts by layer (best first):", routed.c_str());

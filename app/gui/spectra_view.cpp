@@ -76,6 +76,11 @@ void SpectraView::drawContent(Workbench& wb) {
                        core::stack_name(sel.stack), sel.layer, sel.head, analysis::largest_singular_value(s),
                        100.0 * analysis::largest_singular_value(s) / layer_top, s.rank90, s.rank95, s.rank99, drawn_ranks(s),
                        s.singular_values.size());
+  if (!layer->note.empty()) {  // what the forms leave out, wrapped: it is a sentence
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", layer->note.c_str());
+    ImGui::PopStyleColor();
+  }
   const bool show_input = input && snap && snap->logit_spectra;
   const bool show_weights = whole_layer_ || !nothing;
   // One colour for the selected head in every plot and every draw, grey for the rest, with a key.

@@ -538,8 +538,14 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
       maps.layers.push_back(m.layer_maps(a, l, core::stages_of(*trace, att.stack, static_cast<int>(l)), rows, cols));
     snap->attentions.push_back(std::move(maps));
   }
-  for (const auto& layer : trace->main_stack().layers) {
-    if (!layer.experts.defined()) break;
+  const auto& stack_layers = trace->main_stack().layers;
+  const bool routed = std::any_of(stack_layers.begin(), stack_layers.end(), [](const auto& l) { return l.experts.defined(); });
+  for (const auto& layer : stack_layers) {
+    if (!routed) break;
+    if (!layer.experts.defined()) {  // a dense layer among expert layers: no experts for any token
+      snap->experts.emplace_back();
+      continue;
+    }
     const auto e = layer.experts.to(torch::kCPU, torch::kLong).contiguous();  // [T, k]
     const int64_t* ids = e.data_ptr<int64_t>();                  // read once, not one item() per cell
     const int64_t T = e.size(0), k = e.size(1);

@@ -35,6 +35,8 @@ const std::vector<Family>& families() {
       {"bloom", "modeling_bloom.py", {"BloomModel", "BloomForCausalLM"}, bloom_layout},
       {"mixtral", "modeling_mixtral.py", {"MixtralModel", "MixtralForCausalLM"}, mixtral_layout},
       {"gpt_oss", "modeling_gpt_oss.py", {"GptOssModel", "GptOssForCausalLM"}, gpt_oss_layout},
+      {"deepseek_v2", "modeling_deepseek_v2.py", {"DeepseekV2Model", "DeepseekV2ForCausalLM"}, deepseek_layout},
+      {"deepseek_v3", "modeling_deepseek_v3.py", {"DeepseekV3Model", "DeepseekV3ForCausalLM"}, deepseek_layout},
       {"electra", "modeling_electra.py", {"ElectraForMaskedLM", "ElectraForPreTraining", "ElectraModel"}, electra_layout},
       {"modernbert", "modeling_modernbert.py", {"ModernBertModel", "ModernBertForMaskedLM"}, modernbert_layout},
       {"albert", "modeling_albert.py", {"AlbertForMaskedLM", "AlbertForPreTraining", "AlbertModel"}, albert_layout},

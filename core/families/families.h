@@ -128,6 +128,7 @@ Layout gptj_layout(const FamilyInput& in);        // gptj.cpp
 Layout bloom_layout(const FamilyInput& in);       // bloom.cpp
 Layout mixtral_layout(const FamilyInput& in);     // moe.cpp
 Layout gpt_oss_layout(const FamilyInput& in);     // moe.cpp
+Layout deepseek_layout(const FamilyInput& in);    // deepseek.cpp: DeepSeek-V2, DeepSeek-V3
 Layout falcon_layout(const FamilyInput& in);      // falcon.cpp
 Layout phi_layout(const FamilyInput& in);         // phi.cpp: Phi-1, Phi-1.5, Phi-2
 Layout modernbert_layout(const FamilyInput& in);  // modernbert.cpp

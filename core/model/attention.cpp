@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <tuple>
 
 namespace headlab::core {
 namespace {
@@ -123,7 +124,19 @@ torch::Tensor apply_rope(const torch::Tensor& x, const RopeTables& tables, int64
 AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : config_(config) {
   const auto& c = config_;
   const int64_t D = hidden_size;
-  if (c.collaborative) {
+  if (c.latent) {
+    const auto& m = *c.latent;
+    const int64_t H = c.heads;
+    if (m.q_rank > 0) {
+      q_down = register_module("q_down", Linear(D, m.q_rank, c.qkv_bias));
+      q_latent_norm = register_parameter("q_latent_norm", torch::ones({m.q_rank}));
+    }
+    q = register_module("q", Linear(m.q_rank > 0 ? m.q_rank : D, H * c.key_size, false));
+    kv_down = register_module("kv_down", Linear(D, m.kv_rank + m.rope_size, c.qkv_bias));
+    kv_latent_norm = register_parameter("kv_latent_norm", torch::ones({m.kv_rank}));
+    k = register_module("k", Linear(m.kv_rank, H * (c.key_size - m.rope_size), false));
+    v = register_module("v", Linear(m.kv_rank, H * c.value_size, false));
+  } else if (c.collaborative) {
     const int64_t shared = c.collaborative->shared_key_size;
     // No query/key biases: the paper re-parametrises them into one content bias per head.
     q = register_module("q", Linear(D, shared, false));
@@ -135,8 +148,7 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
     k = register_module("k",
                         Linear(D, int64_t(c.kv_heads) * c.key_size, c.qkv_bias));
   }
-  v = register_module(
-      "v", Linear(D, int64_t(c.value_heads_stored()) * c.value_size, c.qkv_bias));
+  if (!c.latent) v = register_module("v", Linear(D, int64_t(c.value_heads_stored()) * c.value_size, c.qkv_bias));
   o = register_module("o",
                       Linear(int64_t(c.output_heads()) * c.value_size, D, c.out_bias));
   if (c.talking_heads) {
@@ -163,9 +175,22 @@ void AttentionImpl::forget_unreachable(LayerCache& cache, int64_t next) const {
   if (keep.all().item<bool>()) return;
   const auto index = keep.nonzero().view(-1);
   cache.keys = cache.keys.index_select(2, index);
-  cache.values = cache.values.index_select(2, index);
+  if (cache.values.defined()) cache.values = cache.values.index_select(2, index);
+  if (cache.latent.defined()) cache.latent = cache.latent.index_select(2, index);
   if (cache.key_bias.defined()) cache.key_bias = cache.key_bias.index_select(3, index);
   cache.positions = cache.positions.index_select(0, index);
+}
+
+std::pair<torch::Tensor, torch::Tensor> AttentionImpl::latent_keys_values(const torch::Tensor& latent,
+                                                                          const torch::Tensor& rope_key) {
+  // latent [B, 1, S, d_c], rope_key [B, 1, S, d_R] → keys [B, h, S, d_k] = [W_UK^h c ; k_R], values [B, h, S, d_v]
+  const auto& c = config_;
+  const int64_t B = latent.size(0), S = latent.size(2), H = c.heads, dR = c.latent->rope_size;
+  auto flat = latent.squeeze(1);                                                               // [B, S, d_c]
+  auto content = k(flat).view({B, S, H, c.key_size - dR}).transpose(1, 2);                     // [B, h, S, d_k − d_R]
+  auto keys = torch::cat({content, rope_key.expand({B, H, S, dR})}, -1);
+  auto values = v(flat).view({B, S, H, c.value_size}).transpose(1, 2);
+  return {keys, values};
 }
 
 torch::Tensor AttentionImpl::scores(const torch::Tensor& q_heads, const torch::Tensor& k_heads) const {
@@ -209,7 +234,26 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
 
   torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
   torch::Tensor k_new, v_new, bias_new;  // this call's keys (before GQA's repeat), values, content bias
-  if (c.collaborative) {
+  // Multi-head latent attention: this call's key/value latent [B, 1, S, d_c] and rotated key [B, 1, S, d_R].
+  torch::Tensor latent_new, rope_key_new;
+  if (c.latent) {
+    const auto& m = *c.latent;
+    const int64_t dR = m.rope_size, dN = c.key_size - dR;
+    // The latents' RMSNorm; with LRP the root-mean-square is a constant (analysis/LRP.md rule 2).
+    auto latent_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
+      auto rms = (t.pow(2).mean(-1, true) + m.norm_eps).sqrt();
+      return t / (call.lrp ? rms.detach() : rms) * w;
+    };
+    auto qx = m.q_rank > 0 ? q(latent_norm(q_down(x), q_latent_norm)) : q(x);  // [B, T, heads · d_k]
+    q_heads = qx.view({B, T, c.heads, c.key_size}).transpose(1, 2);              // [B, h, T, d_k] = [q_C ; q_R]
+    if (call.rope.defined())
+      q_heads = torch::cat({q_heads.narrow(-1, 0, dN), apply_rope(q_heads.narrow(-1, dN, dR), call.rope, offset)}, -1);
+    auto compressed = kv_down(y);  // [B, S, d_c + d_R]
+    latent_new = latent_norm(compressed.narrow(-1, 0, m.kv_rank), kv_latent_norm).unsqueeze(1);  // [B, 1, S, d_c]
+    rope_key_new = compressed.narrow(-1, m.kv_rank, dR).unsqueeze(1);                           // [B, 1, S, d_R]
+    if (call.rope.defined()) rope_key_new = apply_rope(rope_key_new, call.rope, offset);
+    if (!cache) std::tie(k_new, v_new) = latent_keys_values(latent_new, rope_key_new);
+  } else if (c.collaborative) {
     const int64_t shared = c.collaborative->shared_key_size;
     auto qs = q(x).view({B, 1, T, shared});  // X W̃_Q
     if (call.rope.defined()) qs = apply_rope(qs, call.rope, offset);
@@ -249,12 +293,13 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     q_heads = apply_patches(q_heads, Site::Q, *call.patches);
     k_new = apply_patches(k_new, Site::K, *call.patches);
   }
-  if (!cached_memory) {
+  if (!cached_memory && !c.latent) {
     v_new = clipped(v(y)).view({B, y.size(1), c.value_heads_stored(), c.value_size}).transpose(1, 2);  // [B, kv, S, d_v]
-    if (patched) v_new = apply_patches(v_new, Site::V, *call.patches);
     // Collaborative content bias r_iᵀ x_s, per key.
     if (content_bias.defined()) bias_new = torch::matmul(y, content_bias.t()).transpose(1, 2).unsqueeze(2);  // [B, h, 1, S]
   }
+
+  if (patched) v_new = apply_patches(v_new, Site::V, *call.patches);
 
   // The keys this call attends to: its own, or the cache's with its own appended.
   torch::Tensor keys = k_new, values = v_new, key_bias = bias_new, key_positions;
@@ -269,8 +314,14 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       auto append = [](const torch::Tensor& old, const torch::Tensor& add, int64_t dim) {
         return old.defined() && add.defined() ? torch::cat({old, add}, dim) : add;
       };
-      cache->keys = keys = append(cache->keys, k_new, 2);
-      cache->values = values = append(cache->values, v_new, 2);
+      if (c.latent) {  // the latents and rotated keys are kept; every head's keys and values come from them
+        cache->keys = append(cache->keys, rope_key_new, 2);
+        cache->latent = append(cache->latent, latent_new, 2);
+        std::tie(keys, values) = latent_keys_values(cache->latent, cache->keys);
+      } else {
+        cache->keys = keys = append(cache->keys, k_new, 2);
+        cache->values = values = append(cache->values, v_new, 2);
+      }
       cache->key_bias = key_bias = append(cache->key_bias, bias_new, 3);
       cache->positions = append(cache->positions, positions, 0);
     }

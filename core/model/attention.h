@@ -12,6 +12,8 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <utility>
+
 namespace headlab::core {
 
 // Which stages a run keeps: Capture (core/controls.h).
@@ -118,12 +120,19 @@ class AttentionImpl : public torch::nn::Module {
   torch::Tensor score_v;    // additive scoring v: [h, d_k]
   torch::Tensor q_norm, k_norm;  // qk_norm RMSNorm weights: [d_k] each
   torch::Tensor sinks;           // AttentionConfig::sinks: the learned sink logit per softmax head [h]
+  // AttentionConfig::latent (multi-head latent attention): the down projections to the query latent
+  // [q_rank, D] (with one) and to the key/value latent and shared rotated key [kv_rank + rope_size, D],
+  // and the latents' RMSNorm weights [q_rank], [kv_rank]; q, k and v are then the up projections.
+  Linear q_down{nullptr}, kv_down{nullptr};
+  torch::Tensor q_latent_norm, kv_latent_norm;
   // RelativeBias table [buckets, h_k]: a parameter of layer 0's module, the same tensor in the
   // stack's other layers (core/model/transformer.cpp shares it).
   torch::Tensor relative_bias;
 
  private:
   torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k) const;  // J
+  // Multi-head latent attention: every head's keys and values from the latents (AttentionConfig::latent).
+  std::pair<torch::Tensor, torch::Tensor> latent_keys_values(const torch::Tensor& latent, const torch::Tensor& rope_key);
   // Drops the cached keys no query from position `next` on can reach (a sliding window's past).
   void forget_unreachable(LayerCache& cache, int64_t next) const;
   AttentionConfig config_;

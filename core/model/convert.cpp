@@ -33,6 +33,10 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups) {
   for (auto* stack : {&config.encoder, &config.decoder}) {
     if (!*stack) continue;
     const auto& a = (*stack)->attention;
+    if (a.latent)
+      throw std::invalid_argument("GQA conversion pools per-head key and value projections; " + config.name +
+                                  " uses multi-head latent attention, whose heads already share one latent (its KV "
+                                  "cache holds the latent, not per-head keys and values)");
     if (a.collaborative || a.talking_heads)
       throw std::invalid_argument("GQA conversion pools per-head keys and values; " + config.name +
                                   " uses " + (a.collaborative ? "collaborative attention" : "talking heads"));
@@ -87,6 +91,9 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
                                                      " uses talking heads");
     if (a.scoring != Scoring::Dot) throw std::invalid_argument("collaborative conversion needs dot-product scoring");
     if (a.qk_norm) throw std::invalid_argument("collaborative conversion: per-head q/k norms do not factor");
+    if (a.latent)
+      throw std::invalid_argument("collaborative conversion: " + config.name + " uses multi-head latent attention, "
+                                  "whose keys pass through a normalised latent and do not factor");
     const float scale = a.logit_scale();  // kept: the products are taken unscaled
     a.scale = scale;
     a.collaborative = Collaborative{shared_key_size};

@@ -4,7 +4,7 @@ namespace headlab::core {
 
 int64_t LayerCache::bytes() const {
   int64_t n = 0;
-  for (const auto* t : {&keys, &values, &key_bias})  // positions: 8 bytes a token, bookkeeping
+  for (const auto* t : {&keys, &values, &key_bias, &latent})  // positions: 8 bytes a token, bookkeeping
     if (t->defined()) n += t->numel() * static_cast<int64_t>(t->element_size());
   return n;
 }

@@ -79,6 +79,7 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x, bool lrp) {
 
 MixtureImpl::MixtureImpl(const FfnConfig& config, int64_t hidden_size) : moe_(*config.moe) {
   router = register_module("router", Linear(hidden_size, moe_.experts, moe_.router_bias));
+  if (moe_.choice_bias) choice_bias = register_parameter("router_choice_bias", torch::zeros({moe_.experts}));
   FfnConfig expert = config;
   expert.moe.reset();
   experts = register_module("experts", torch::nn::ModuleList());
@@ -93,9 +94,26 @@ MixtureImpl::MixtureImpl(const FfnConfig& config, int64_t hidden_size) : moe_(*c
 torch::Tensor MixtureImpl::forward(const torch::Tensor& x, bool lrp, torch::Tensor* routing) {
   const int64_t D = x.size(-1);
   auto flat = x.reshape({-1, D});                                 // [N, D]
-  auto probs = torch::softmax(router(flat), -1);                  // [N, E]
-  auto [top_p, top_e] = probs.topk(moe_.top_k, -1);               // [N, k] each, best first
-  if (moe_.normalize) top_p = top_p / top_p.sum(-1, /*keepdim=*/true);
+  const auto logits = router(flat);                               // [N, E]
+  const bool sigmoid = moe_.scores == RouterScores::Sigmoid;
+  auto probs = sigmoid ? torch::sigmoid(logits) : torch::softmax(logits, -1);  // [N, E]
+  // The scores that choose: with DeepSeek-V3's bias, and zero outside the best groups (as transformers'
+  // masked_fill(…, 0.0)).
+  auto choice = choice_bias.defined() ? probs + choice_bias : probs;
+  if (moe_.groups > 1) {
+    const int64_t N = choice.size(0), G = moe_.groups, per = moe_.experts / G;
+    auto grouped = choice.view({N, G, per});
+    auto group_scores = moe_.group_score == GroupScore::Max ? std::get<0>(grouped.max(-1))
+                                                            : std::get<0>(grouped.topk(2, -1)).sum(-1);  // [N, G]
+    auto best = std::get<1>(group_scores.topk(moe_.top_groups, -1));                                    // [N, g]
+    auto keep = torch::zeros_like(group_scores, torch::kBool).scatter(1, best, true);                  // [N, G]
+    choice = choice.masked_fill(keep.unsqueeze(-1).expand({N, G, per}).reshape({N, moe_.experts}).logical_not(), 0.0);
+  }
+  auto top_e = std::get<1>(choice.topk(moe_.top_k, -1));         // [N, k], best first
+  auto top_p = probs.gather(1, top_e);                            // [N, k]
+  // DeepSeek-V3 adds 1e-20 to the sum (sigmoid scores); softmax scores are positive.
+  if (moe_.normalize) top_p = top_p / (top_p.sum(-1, /*keepdim=*/true) + (sigmoid ? 1e-20 : 0.0));
+  if (moe_.scale != 1.0f) top_p = top_p * moe_.scale;
   if (lrp) top_p = top_p.detach();
   auto out = torch::zeros_like(flat);
   for (int64_t e = 0; e < moe_.experts; ++e) {
@@ -135,9 +153,14 @@ BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool ro
     if (out_norms) cross_out_norm = register_module("cross_out_norm", norm());
   }
   if (model.ffn.kind == FfnKind::None) return;  // attention only
-  if (model.ffn.moe)
+  if (model.ffn.moe && !model.ffn.moe->is_dense(layer)) {
     moe = register_module("ffn", Mixture(model.ffn, model.hidden_size));
-  else
+  } else if (model.ffn.moe) {  // MoeConfig::dense_layers: a plain FFN of its own size
+    FfnConfig dense = model.ffn;
+    dense.moe.reset();
+    dense.inner_size = model.ffn.moe->dense_inner_size;
+    ffn = register_module("ffn", FeedForward(dense, model.hidden_size));
+  } else
     ffn = register_module("ffn", FeedForward(model.ffn, model.hidden_size));
   if (input_norms) ffn_norm = register_module("ffn_norm", norm());
   if (out_norms) ffn_out_norm = register_module("ffn_out_norm", norm());
@@ -305,7 +328,7 @@ RopeTables TransformerImpl::rope_tables(int64_t T, Stack stack) const {
   const auto& s = *(stack == Stack::Encoder ? c.encoder : c.decoder);
   const auto& a = s.attention;
   const int64_t head_dim = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
-  const int64_t rot = c.rope_dim > 0 ? c.rope_dim : head_dim;
+  const int64_t rot = a.latent ? a.latent->rope_size : c.rope_dim > 0 ? c.rope_dim : head_dim;  // MLA: the decoupled part
   // Hugging Face: emb = cat(freqs, freqs) (rotate-half layout), or each angle twice side by side
   // (interleaved: GPT-J's repeat_interleave); cos and sin × the attention factor.
   auto table = [&](const RopeFrequencies& f) {

@@ -55,6 +55,7 @@ class MixtureImpl : public torch::nn::Module {
   // rule 1, as attention weights).
   torch::Tensor forward(const torch::Tensor& x, bool lrp = false, torch::Tensor* routing = nullptr);
   Linear router{nullptr};
+  torch::Tensor choice_bias;  // MoeConfig::choice_bias: added to the scores that choose [experts]
   torch::nn::ModuleList experts{nullptr};
   FeedForward shared{nullptr};
 

@@ -94,6 +94,12 @@ std::vector<Variant> variants() {
   llama.lm_head.bias = false;
   out.push_back({"SwiGLU + RMSNorm pre-norm, RoPE, GQA, untied head", llama, {}});
 
+  // Multi-head latent attention: values from a normalised latent (rule 2 holds its RMS), a query latent.
+  auto latent = headlab::test::llama_like(small_model(K::Decoder, attention(4, 4, 6, 3)));
+  latent.lm_head.bias = false;
+  latent.decoder->attention.latent = core::LatentAttention{5, 4, 2, 1e-6f};
+  out.push_back({"multi-head latent attention (query latent, a rotated part of 2)", latent, {}});
+
   auto bert = small_model(K::Encoder, attention(4, 4, 4, 4));
   bert.norm_placement = core::NormPlacement::Post;
   bert.embedding_norm = true;

@@ -3,10 +3,13 @@
 // low-rank bottleneck of the logits (Bhojanapalli et al. 2020).
 #include "test_common.h"
 
+#include "analysis/composition.h"
 #include "analysis/spectra.h"
 #include "analysis/spectrum_curves.h"
+#include "core/model/attention.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
+#include "core/model/transformer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -491,4 +494,45 @@ TEST_CASE("the shipped default model: 5 layers × 8 heads, each form of rank at 
   const auto& factored = spectra[4].heads[6].singular_values;
   for (int i = 0; i < 32; ++i) CHECK(std::abs(full.singular_values[i] - factored[i]) <= 1e-10 * factored[0]);
   CHECK(full.singular_values[32] < 1e-10 * factored[0]);
+}
+
+TEST_CASE("latent attention: each head's key-query form is its non-rotated logit through the latents", "[spectra][latent]") {
+  using Catch::Matchers::Contains;
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/latent.json");
+  auto model = core::make_random_model(config, 5);
+  torch::NoGradGuard no_grad;
+  auto& attn = *model->module->block(core::Stack::Decoder, 0)->attn;
+  const auto& a = attn.config();
+  const int64_t r = a.latent->kv_rank, dR = a.latent->rope_size, dN = a.key_size - dR, T = 6;
+  // The shared rotated key zeroed: the logits are the non-rotated part alone, which the form must give
+  // once the latents' RMS denominators (input-dependent, left out of the form) are put back.
+  attn.kv_down->weight.narrow(0, r, dR).zero_();
+  const auto x = torch::randn({1, T, int64_t(config.hidden_size)});
+  core::AttentionCall call;
+  call.query_input = x;
+  call.key_input = x;
+  call.capture = core::kCaptureLogits;
+  core::AttentionStages stages;
+  attn.forward(call, &stages);
+  auto rms = [&](const torch::Tensor& c) { return (c.pow(2).mean(-1) + double(a.latent->norm_eps)).sqrt()[0]; };  // [T]
+  const auto rq = rms(attn.q_down(x)), rk = rms(attn.kv_down(x).narrow(-1, 0, r));
+  for (int h = 0; h < a.heads; ++h) {
+    INFO("head " << h);
+    const auto B = analysis::key_query_form(*model, core::Stack::Decoder, 0, h).to(torch::kFloat32);  // [D, D]
+    const auto bilinear = torch::matmul(torch::matmul(x[0], B), x[0].t());                            // [T, T]
+    const auto logits = stages.logits[0][h] / a.logit_scale() * rq.unsqueeze(1) * rk.unsqueeze(0);
+    CHECK(max_abs_diff(bilinear, logits) < 1e-4 * bilinear.abs().max().item<double>());
+  }
+  const auto spectra = analysis::key_query_spectra(*model);
+  REQUIRE(spectra.size() == 2);
+  CHECK_THAT(spectra[0].note, Contains("multi-head latent attention") && Contains("RoPE part"));
+  for (const auto& s : spectra[0].heads) {  // rank at most the non-rotated width
+    const double top = s.singular_values.front();
+    CHECK(std::count_if(s.singular_values.begin(), s.singular_values.end(), [&](double v) { return v > 1e-9 * top; }) <= dN);
+  }
+  const auto composition = analysis::composition_scores(*model);
+  CHECK(std::any_of(composition.notes.begin(), composition.notes.end(),
+                    [](const std::string& n) { return n.find("multi-head latent attention") != std::string::npos; }));
+  REQUIRE(composition.v.size() == 2);
+  CHECK(composition.v[0][0][1][0] > 0);  // the values read through the latent compose
 }

@@ -1,9 +1,10 @@
 // Generation benchmark (not a test): per-token latency with the KV cache against recomputing the
 // whole sequence every step, at 32/128/512 tokens of context, for a GPT-2-small-shaped decoder
-// (12 × 12 heads, 768 wide, 50257 vocabulary) and a default-sized one (5 × 8 heads, 256 wide, 12000
-// vocabulary), random weights, on all cores. Target: with the cache a token's cost grows no faster
+// (12 × 12 heads, 768 wide, 50257 vocabulary), a default-sized one (5 × 8 heads, 256 wide, 12000
+// vocabulary) and the same with multi-head latent attention, random weights, on all cores. Target: with the cache a token's cost grows no faster
 // than linearly in T, and at 512 tokens it is ≥ 10× cheaper than recomputing. Then the cache's bytes
-// per token for MHA, MQA, GQA and a sliding window of 64, measured against the formula
+// per token for MHA, MQA, GQA, a sliding window of 64 and multi-head latent attention (a latent of
+// 128 and a rotated key of 16 beside 8 heads of 32), measured against the formula
 // (core::kv_cache_bytes). Run: build/tests/bench_generate [--steps N (default 8)]
 #include "core/model/generate.h"
 #include "core/memory_budget.h"
@@ -25,7 +26,9 @@ using namespace headlab;
 
 namespace {
 
-core::ModelConfig decoder(int layers, int heads, int kv_heads, int hidden, int vocab, int window = 0) {
+// latent > 0: multi-head latent attention with a key/value latent of that width and a rotated key of
+// half a head (DeepSeek-V2's proportions: d_c = 4·d_h, d_R = d_h/2), the heads' widths unchanged.
+core::ModelConfig decoder(int layers, int heads, int kv_heads, int hidden, int vocab, int window = 0, int latent = 0) {
   std::ifstream in(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/mha.json");
   auto c = nlohmann::json::parse(in);
   c["kind"] = "decoder";
@@ -41,6 +44,10 @@ core::ModelConfig decoder(int layers, int heads, int kv_heads, int hidden, int v
   stack["attention"]["kv_heads"] = kv_heads;
   stack["attention"]["key_size"] = hidden / heads;
   stack["attention"]["value_size"] = hidden / heads;
+  if (latent > 0) {
+    stack["attention"]["latent"] = {{"kv_rank", latent}, {"q_rank", 0}, {"rope_size", hidden / heads / 2}};
+    c["positions"] = "rope";
+  }
   if (window > 0) stack["attention"]["pattern"] = {{"window", window}, {"dilation", 1}, {"global_tokens", nlohmann::json::array()}};
   c["decoder"] = stack;
   return core::model_config_from_json(c);
@@ -77,8 +84,10 @@ int main(int argc, char** argv) {
     const char* name;
     int layers, heads, hidden, vocab;
   };
-  for (const Shape& s : {Shape{"GPT-2-small-shaped", 12, 12, 768, 50257}, Shape{"default-sized", 5, 8, 256, 12000}}) {
-    auto model = core::make_random_model(decoder(s.layers, s.heads, s.heads, s.hidden, s.vocab), 1);
+  for (const Shape& s : {Shape{"GPT-2-small-shaped", 12, 12, 768, 50257}, Shape{"default-sized", 5, 8, 256, 12000},
+                         Shape{"default-sized MLA", 5, 8, 256, 12000}}) {
+    const bool mla = std::strstr(s.name, "MLA") != nullptr;
+    auto model = core::make_random_model(decoder(s.layers, s.heads, s.heads, s.hidden, s.vocab, 0, mla ? 4 * s.hidden / s.heads : 0), 1);
     for (int T : {32, 128, 512}) {
       const double cached = ms_per_token(*model, T, steps, true);
       const double full = ms_per_token(*model, T, std::max(2, steps / 2), false);
@@ -88,11 +97,11 @@ int main(int argc, char** argv) {
   std::printf("\nKV cache bytes per token, default-sized decoder (5 layers, 8 heads of 32), after 512 tokens:\n");
   struct Variant {
     const char* name;
-    int kv_heads, window;
+    int kv_heads, window, latent;
   };
-  for (const Variant& v : {Variant{"MHA", 8, 0}, Variant{"MQA", 1, 0}, Variant{"GQA (2 groups)", 2, 0},
-                           Variant{"sliding window 64", 8, 64}}) {
-    const auto config = decoder(5, 8, v.kv_heads, 256, 12000, v.window);
+  for (const Variant& v : {Variant{"MHA", 8, 0, 0}, Variant{"MQA", 1, 0, 0}, Variant{"GQA (2 groups)", 2, 0, 0},
+                           Variant{"sliding window 64", 8, 64, 0}, Variant{"MLA (latent 128)", 8, 0, 128}}) {
+    const auto config = decoder(5, 8, v.kv_heads, 256, 12000, v.window, v.latent);
     auto model = core::make_random_model(config, 1);
     core::GenerateRequest r;
     for (int i = 0; i < 511; ++i) r.prompt.push_back(1 + i % 997);

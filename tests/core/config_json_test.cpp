@@ -4,6 +4,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
+#include "core/model/transformer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -249,4 +250,67 @@ TEST_CASE("sinks, a mixture of experts and the clamped GLU are read, written bac
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["gate"] = "sigmoid"; }), Contains("unknown key 'gate'"));
   CHECK_THAT(error([](json& b) { b["ffn"]["limit"] = 0.0; }), Contains("ffn.limit must be > 0"));
   CHECK_THAT(error([](json& b) { b["ffn"]["kind"] = "none"; }), Contains("ffn.moe needs an FFN kind"));
+}
+
+TEST_CASE("multi-head latent attention and DeepSeek's router are read, written back and validated", "[config][moe][latent]") {
+  using Catch::Matchers::Contains;
+  json j = json::parse(R"({
+    "vocab_size": 100, "hidden_size": 32, "kind": "decoder", "positions": "rope", "max_positions": 64,
+    "norm": "rmsnorm",
+    "ffn": {"kind": "swiglu", "inner_size": 8, "activation": "silu", "bias": false,
+            "moe": {"experts": 8, "top_k": 2, "normalize": true, "router_bias": false, "shared_inner_size": 8,
+                    "scores": "sigmoid", "groups": 4, "top_groups": 2, "group_score": "top2_sum",
+                    "choice_bias": true, "scale": 2.5, "dense_layers": [0], "dense_inner_size": 20}},
+    "decoder": {"layers": 2, "attention": {"heads": 4, "kv_heads": 4, "key_size": 10, "value_size": 6,
+                "qkv_bias": false, "out_bias": false,
+                "latent": {"kv_rank": 12, "q_rank": 8, "rope_size": 4, "norm_eps": 1e-6}}}
+  })");
+  const ModelConfig c = model_config_from_json(j);
+  REQUIRE(c.decoder->attention.latent);
+  CHECK(c.decoder->attention.latent->kv_rank == 12);
+  CHECK(c.decoder->attention.latent->q_rank == 8);
+  CHECK(c.decoder->attention.latent->rope_size == 4);
+  REQUIRE(c.ffn.moe);
+  CHECK(c.ffn.moe->scores == RouterScores::Sigmoid);
+  CHECK(c.ffn.moe->group_score == GroupScore::TopTwoSum);
+  CHECK(c.ffn.moe->dense_layers == std::vector<int>{0});
+  check_contains(to_json(c), j, "config");
+  CHECK(model_config_from_json(to_json(c)).decoder->attention.latent == c.decoder->attention.latent);
+  // Attention: q_down 32·8, its norm 8, q 8·(4·10); kv_down 32·(12 + 4), its norm 12; k 12·(4·6), v 12·(4·6); o 24·32.
+  const int64_t attention = 32 * 8 + 8 + 8 * 40 + 32 * 16 + 12 + 12 * 24 + 12 * 24 + 24 * 32;
+  const int64_t dense = 3 * 32 * 20, expert = 3 * 32 * 8;
+  const int64_t moe = 8 * expert + 8 * 32 + 8 + 3 * 32 * 8;  // experts, router, choice bias, shared expert
+  CHECK(c.parameter_count() == 100 * 32 + 2 * attention + dense + moe + 4 * 32 + 32);  // tied head
+  Transformer module(c);
+  int64_t stored = 0;
+  for (const auto& p : module->parameters()) stored += p.numel();
+  CHECK(c.parameter_count() == stored);
+  CHECK_THAT(c.summary(), Contains("MLA(4h, latent 12, query latent 8, RoPE 4)") && Contains("sigmoid router") &&
+                              Contains("best 2 of 4 groups") && Contains("1 dense layer(s) of 20"));
+
+  auto error = [&](const std::function<void(json&)>& edit) {
+    json bad = j;
+    edit(bad);
+    try {
+      model_config_from_json(bad).validate();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["kv_heads"] = 2; }), Contains("kv_heads must equal heads"));
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["latent"]["rope_size"] = 10; }),
+             Contains("rope_size (10) must be less than key_size (10)"));
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["latent"]["rope_size"] = 3; }), Contains("rope_size must be even"));
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["latent"]["kv_rank"] = 0; }), Contains("kv_rank must be >= 1"));
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["qk_norm"] = true; }), Contains("cannot be combined with qk_norm"));
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["talking_heads"] = {{"key_heads", 4}, {"softmax_heads", 4}, {"value_heads", 4}}; }),
+             Contains("cannot be combined with talking_heads"));
+  CHECK_THAT(error([](json& b) { b["rope_dim"] = 2; }), Contains("rope_dim cannot be set with multi-head latent attention"));
+  CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["latent"]["rank"] = 4; }), Contains("unknown key 'rank'"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["groups"] = 3; }), Contains("ffn.moe.groups (3) must divide experts (8)"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["top_groups"] = 5; }), Contains("ffn.moe.top_groups must be in 1..groups (4)"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["top_k"] = 5; }), Contains("must be at least top_k (5)"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["dense_layers"] = {2}; }), Contains("ffn.moe.dense_layers[0]: layer 2 is not in 0..1"));
+  CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["scores"] = "tanh"; }), Contains("tanh"));
 }

@@ -1,7 +1,7 @@
 // Generation with the KV cache: every step fed from the cache equals recomputing the whole sequence
 // (logits and the new query's attention row in every head, 1e-5) for every attention variant and
 // every Hugging Face decoder family, with head controls applied; sliding windows keep a bounded
-// cache; MQA and GQA keep 1/h and g/h of MHA's; sampling is reproducible by seed.
+// cache; MQA and GQA keep 1/h and g/h of MHA's, latent attention its latent; sampling is reproducible by seed.
 #include "test_common.h"
 
 #include "core/config.h"
@@ -71,7 +71,7 @@ void expect_cache_equals_recompute(core::Model& model, GenerateRequest request) 
 
 TEST_CASE("a step from the KV cache equals recomputing the sequence, every variant", "[generate]") {
   for (const char* name : {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive",
-                           "sliding-window", "dilated", "global", "encoder-decoder", "relative-position"}) {
+                           "sliding-window", "dilated", "global", "encoder-decoder", "relative-position", "latent"}) {
     for (const char* positions : {"shipped", "rope", "sinusoidal"}) {
       DYNAMIC_SECTION(name << ", positions " << positions) {
         json j = shipped_config(name);
@@ -112,7 +112,7 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
   for (const char* family : {"gpt2", "llama", "llama-bf16", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "llama31",
                              "llama-linear", "qwen2-yarn", "gemma3-scaled", "phi3", "smollm3", "gemma", "opt", "olmo", "olmo-clip",
                              "pythia", "gptj", "bloom", "mixtral", "gpt-oss", "phi", "falcon", "falcon-40b",
-                             "falcon-sequential", "olmo2"}) {
+                             "falcon-sequential", "olmo2", "deepseek-v2-lite", "deepseek-v2", "deepseek-v3"}) {
     DYNAMIC_SECTION(family) {
       auto model = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + family);
       GenerateRequest request;
@@ -170,6 +170,13 @@ TEST_CASE("the cache holds h_kv heads of keys and values, a sliding window bound
   CHECK(core::kv_cache_bytes_per_token(as_decoder(mqa)) == per_head);
   CHECK(core::kv_cache_bytes_per_token_as_mha(as_decoder(mqa)) == core::kv_cache_bytes_per_token(as_decoder(mha)));
   CHECK(core::kv_cache_bytes_per_token_as_mha(as_decoder(mha)) == core::kv_cache_bytes_per_token(as_decoder(mha)));
+
+  // Multi-head latent attention keeps the latent and the shared rotated key: (16 + 4) numbers a token
+  // and layer against MHA's 8 heads × (12 + 8) with the same heads.
+  json latent = shipped_config("latent");
+  CHECK(bytes_after(latent, 10) == tokens * 2 * (16 + 4) * 4);
+  CHECK(core::kv_cache_bytes_per_token(as_decoder(latent)) == 2 * (16 + 4) * 4);
+  CHECK(core::kv_cache_bytes_per_token_as_mha(as_decoder(latent)) == 2 * 8 * (12 + 8) * 4);
 
   // A sliding window of w keeps at most w + 1 positions a layer however long the text grows.
   json sliding = shipped_config("sliding-window");

@@ -38,7 +38,7 @@ inline const std::vector<std::string>& one_per_family() {
   static const std::vector<std::string> names{
       "bert", "roberta", "distilbert", "gpt2", "llama", "llama-bf16", "qwen2", "mistral", "qwen3", "electra", "albert",
       "gemma2", "gemma3", "bart", "t5", "llama31", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj", "bloom",
-      "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "olmo2", "modernbert"};
+      "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "olmo2", "modernbert", "deepseek-v2", "deepseek-v3"};
   return names;
 }
 
