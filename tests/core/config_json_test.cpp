@@ -16,6 +16,18 @@ using nlohmann::json;
 
 namespace {
 
+// The error `base` with `edit` applied gives when read, or "(no error)".
+std::string config_error(const json& base, const std::function<void(json&)>& edit) {
+  json bad = base;
+  edit(bad);
+  try {
+    model_config_from_json(bad).validate();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 // An encoder-decoder that sets every key away from its default.
 const char* kHandWritten = R"({
   "format": "headlab-model",
@@ -180,16 +192,7 @@ TEST_CASE("rope_scaling is read key by key, written back, and refused where it c
   CHECK(c.rope_scaling.attention_factor == 1.25);
   check_contains(to_json(c), j, "config");
 
-  auto error = [&](const std::function<void(json&)>& edit) {
-    json bad = j;
-    edit(bad);
-    try {
-      model_config_from_json(bad);
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error = [&](const std::function<void(json&)>& edit) { return config_error(j, edit); };
   using Catch::Matchers::Contains;
   CHECK_THAT(error([](json& b) { b["rope_scaling"]["type"] = "longrope"; }),
              Contains("rope_scaling.type") && Contains("longrope") && Contains("llama3"));
@@ -235,16 +238,7 @@ TEST_CASE("sinks, a mixture of experts and the clamped GLU are read, written bac
   CHECK_THAT(c.summary(), Contains("× 8 experts, top 2 (weights not renormalised), a shared expert of 16") &&
                               Contains("clamped SwiGLU (limit 7.0)") && Contains("sinks"));
 
-  auto error = [&](const std::function<void(json&)>& edit) {
-    json bad = j;
-    edit(bad);
-    try {
-      model_config_from_json(bad).validate();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error = [&](const std::function<void(json&)>& edit) { return config_error(j, edit); };
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["top_k"] = 9; }), Contains("ffn.moe.top_k must be in 1..experts (8)"));
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["experts"] = 0; }), Contains("ffn.moe.experts must be in 1..1024"));
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["gate"] = "sigmoid"; }), Contains("unknown key 'gate'"));
@@ -288,16 +282,7 @@ TEST_CASE("multi-head latent attention and DeepSeek's router are read, written b
   CHECK_THAT(c.summary(), Contains("MLA(4h, latent 12, query latent 8, RoPE 4)") && Contains("sigmoid router") &&
                               Contains("best 2 of 4 groups") && Contains("1 dense layer(s) of 20"));
 
-  auto error = [&](const std::function<void(json&)>& edit) {
-    json bad = j;
-    edit(bad);
-    try {
-      model_config_from_json(bad).validate();
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-    return std::string("(no error)");
-  };
+  auto error = [&](const std::function<void(json&)>& edit) { return config_error(j, edit); };
   CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["kv_heads"] = 2; }), Contains("kv_heads must equal heads"));
   CHECK_THAT(error([](json& b) { b["decoder"]["attention"]["latent"]["rope_size"] = 10; }),
              Contains("rope_size (10) must be less than key_size (10)"));

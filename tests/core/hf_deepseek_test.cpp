@@ -19,14 +19,8 @@
 using namespace headlab::core;
 using namespace headlab::test::hf;
 using Catch::Matchers::Contains;
-using headlab::test::max_abs_diff;
 
 namespace {
-
-torch::Tensor reference(const std::string& folder, const std::string& name) {
-  auto file = SafetensorsFile::open(fixture(folder) + "/expected.safetensors");
-  return load_tensor(file, name).clone();
-}
 
 // Each token's experts as run, layer by layer, against the reference's (dense layers have none).
 void check_experts(const std::string& folder, int dense_layers) {
@@ -42,7 +36,7 @@ void check_experts(const std::string& folder, int dense_layers) {
       continue;
     }
     REQUIRE(experts.defined());
-    CHECK(torch::equal(experts.to(torch::kFloat32), reference(folder, "experts." + std::to_string(l))));
+    CHECK(torch::equal(experts.to(torch::kFloat32), expected_tensor(folder, "experts." + std::to_string(l))));
   }
 }
 

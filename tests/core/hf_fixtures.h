@@ -108,6 +108,12 @@ struct Expected {
   std::map<std::string, std::vector<torch::Tensor>> stack_attentions;
 };
 
+// One tensor of a fixture's reference (expected.safetensors beside its weights), e.g. "experts.1".
+inline torch::Tensor expected_tensor(const std::string& folder, const std::string& name) {
+  auto file = SafetensorsFile::open(fixture(folder) + "/expected.safetensors");
+  return load_tensor(file, name).clone();
+}
+
 inline Expected read_expected(const std::string& folder) {
   auto file = SafetensorsFile::open(folder + "/expected.safetensors");
   Expected e;

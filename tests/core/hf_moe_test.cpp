@@ -22,16 +22,6 @@ using Catch::Matchers::Contains;
 using headlab::test::max_abs_diff;
 using headlab::test::TempDir;
 
-namespace {
-
-// The reference's tensor `name` (expected.safetensors beside the fixture's weights).
-torch::Tensor reference(const std::string& folder, const std::string& name) {
-  auto file = SafetensorsFile::open(fixture(folder) + "/expected.safetensors");
-  return load_tensor(file, name).clone();
-}
-
-}  // namespace
-
 TEST_CASE("hf import: gpt-oss: learned sinks, alternating sliding layers, YaRN, a clamped-GLU mixture of experts",
           "[hf_import][moe]") {
   auto model = load_model(fixture("gpt-oss"));
@@ -65,10 +55,10 @@ TEST_CASE("hf import: gpt-oss: learned sinks, alternating sliding layers, YaRN, 
     const auto& layer = trace->decoder.layers[size_t(l)];
     const std::string n = "." + std::to_string(l);
     REQUIRE(layer.self.sink_share.defined());
-    CHECK(max_abs_diff(layer.self.sink_share, reference("gpt-oss", "sink_share" + n)) <= kAttentionTolerance);
+    CHECK(max_abs_diff(layer.self.sink_share, expected_tensor("gpt-oss", "sink_share" + n)) <= kAttentionTolerance);
     CHECK(max_abs_diff(layer.self.weights.sum(-1) + layer.self.sink_share, torch::ones_like(layer.self.sink_share)) < 1e-6);
     REQUIRE(layer.experts.defined());
-    CHECK(torch::equal(layer.experts.to(torch::kFloat32), reference("gpt-oss", "experts" + n)));
+    CHECK(torch::equal(layer.experts.to(torch::kFloat32), expected_tensor("gpt-oss", "experts" + n)));
   }
   const Errors errors = compare(*model, expected);
   CHECK(errors.attention <= kAttentionTolerance);
@@ -166,7 +156,7 @@ TEST_CASE("hf import: Mixtral: softmax routing to the top 2 of 4 SwiGLU experts,
   const auto trace = run(*model, request);
   for (int l = 0; l < 2; ++l)
     CHECK(torch::equal(trace->decoder.layers[size_t(l)].experts.to(torch::kFloat32),
-                       reference("mixtral", "experts." + std::to_string(l))));
+                       expected_tensor("mixtral", "experts." + std::to_string(l))));
   CHECK_FALSE(trace->decoder.layers[0].self.sink_share.defined());  // no sinks, no share
 
   const FixtureVariants v("mixtral");
