@@ -38,15 +38,16 @@ core::Attention attention_of(core::Model& model, core::Stack stack, int layer) {
 // A projection's weight [out, in] as the paper's W [in, out] (D × width), float64.
 torch::Tensor as_columns(const core::Linear& projection) { return f64(projection->weight).t(); }
 
-// The two factors of head h's form B_h = A Cᵀ (each [D, r]); undefined for additive scoring.
-std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int head) {
+// The two factors of head h's form B_h = A Cᵀ (each [D, r]); undefined for additive scoring. `latent`:
+// the module's latent_reading, where it has one, read once for all its heads.
+std::pair<torch::Tensor, torch::Tensor> head_factors(core::AttentionImpl& a, int head, const LatentReading& latent = {}) {
   const auto& c = a.config();
   if (head < 0 || head >= c.softmax_heads())
     throw std::out_of_range("head " + std::to_string(head) + " does not exist (" + std::to_string(c.softmax_heads()) +
                             " softmax heads)");
   if (c.scoring == core::Scoring::Additive) return {};  // no bilinear form
   if (c.latent) {  // the non-rotated parts through the latent (analysis/latent_reading.h)
-    const auto r = latent_reading(a);
+    const auto r = latent.query.defined() ? latent : latent_reading(a);
     const int64_t dN = c.key_size - c.latent->rope_size;
     return {r.query.narrow(1, head * dN, dN), r.key.narrow(1, head * dN, dN)};
   }
@@ -102,12 +103,12 @@ LayerSpectra layer_spectra(core::AttentionImpl& a, core::Stack stack, int layer)
   LayerSpectra out;
   out.stack = stack;
   out.layer = layer;
+  const LatentReading r = latent_reading(a);  // undefined without a latent
   for (int h = 0; h < c.softmax_heads(); ++h) {
-    auto [A, C] = head_factors(a, h);
+    auto [A, C] = head_factors(a, h, r);
     out.heads.push_back(A.defined() ? factored_spectrum(A, C) : not_applicable());
   }
   if (c.latent) {
-    const auto r = latent_reading(a);
     out.note = kLatentNote;
     out.query = spectrum_of(r.query);
     out.key = spectrum_of(r.key);

@@ -388,8 +388,13 @@ double ModelConfig::parameter_estimate() const {
   auto stack = [&](const std::optional<StackConfig>& s) {
     if (!s) return 0.0;
     const auto& a = s->attention;
-    const double attention = D * (double(a.heads) * a.key_size + double(a.kv_heads) * (a.key_size + a.value_size) +
-                                  double(a.heads) * a.value_size);
+    double attention = D * (double(a.heads) * a.key_size + double(a.kv_heads) * (a.key_size + a.value_size) +
+                            double(a.heads) * a.value_size);
+    if (a.latent) {  // the down projections, the up projections from the latents, W_O
+      const double qr = a.latent->q_rank, r = a.latent->kv_rank, H = a.heads;
+      attention = (qr > 0 ? D * qr + qr * H * a.key_size : D * H * a.key_size) + D * (r + a.latent->rope_size) +
+                  r * H * (a.key_size - a.latent->rope_size + a.value_size) + H * a.value_size * D;
+    }
     const double ffn_units = ffn.moe ? double(ffn.moe->experts) * F + double(ffn.moe->shared_inner_size) + 1 : F;
     return (s->shared_layers ? 1.0 : double(s->layers)) * (attention * (s->cross_attention ? 2 : 1) + 3 * D * ffn_units);
   };

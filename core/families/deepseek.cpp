@@ -94,13 +94,13 @@ Layout deepseek_layout(const FamilyInput& in) {
   const int expert_inner = c.integer("moe_intermediate_size", v3 ? 2048 : 1407);
   m.ffn = ffn_config(FfnKind::SwiGLU, expert_inner, Activation::Silu, v3 ? false : c.boolean("mlp_bias", false));
   MoeConfig moe;
-  moe.experts = c.integer("n_routed_experts", v3 ? 256 : 0);
-  moe.top_k = c.integer("num_experts_per_tok", v3 ? 8 : 0);
+  moe.experts = c.integer("n_routed_experts", v3 ? 256 : 64);
+  moe.top_k = c.integer("num_experts_per_tok", v3 ? 8 : 0);  // DeepseekV2Config: None, which cannot run
   if (moe.experts < 1 || moe.top_k < 1 || moe.top_k > moe.experts)
     c.fail("num_experts_per_tok (" + std::to_string(moe.top_k) + ") must be in 1..n_routed_experts (" +
            std::to_string(moe.experts) + ")");
   moe.scale = static_cast<float>(c.number("routed_scaling_factor", v3 ? 2.5 : 1.0));
-  const int shared = optional_rank(c, "n_shared_experts", v3 ? 1 : 0);
+  const int shared = optional_rank(c, "n_shared_experts", v3 ? 1 : 2);
   moe.shared_inner_size = shared * expert_inner;
   if (v3) {
     moe.scores = RouterScores::Sigmoid;
@@ -164,6 +164,9 @@ Layout deepseek_layout(const FamilyInput& in) {
     s.copy(n + "ffn.router.weight", f + "gate.weight");
     if (v3) s.copy(n + "ffn.router_choice_bias", f + "gate.e_score_correction_bias");
     const bool stacked = in.has(f + "experts.gate_up_proj");
+    if (stacked && m.ffn.bias)  // DeepseekV2Experts' stacked gate_up_proj and down_proj have no biases
+      c.fail("mlp_bias true with experts stored stacked (mlp.experts.gate_up_proj): transformers' stacked experts "
+             "have no biases");
     for (int64_t e = 0; e < E; ++e) {
       const std::string ne = n + "ffn.experts." + std::to_string(e) + ".";
       if (!stacked) {
@@ -190,19 +193,13 @@ Layout deepseek_layout(const FamilyInput& in) {
   s.norm("decoder_norm", p + "norm", false);
   const bool tied = add_decoder_head(layout, s, in, false);
   layout.sources = s.take();
-  // DeepSeek-V3's hub checkpoint stores a multi-token-prediction layer after the last one
-  // (model.layers.61.*), which transformers skips (_keys_to_ignore_on_load_unexpected) and so does HeadLab.
-  const std::string layers_prefix = p + "layers.";
-  const int layers = stack.layers;
-  layout.ignorable = [tied, layers_prefix, layers](const std::string& name) {
-    if (starts_with(name, layers_prefix)) {
-      const std::string rest = name.substr(layers_prefix.size());
-      const size_t dot = rest.find('.');
-      if (dot != std::string::npos && dot > 0 && rest.find_first_not_of("0123456789") == dot &&
-          std::stoll(rest.substr(0, dot)) >= layers)
-        return true;
-    }
-    return ends_with(name, "rotary_emb.inv_freq") || (tied && name == "lm_head.weight");
+  // DeepSeek-V3's hub checkpoint stores its multi-token-prediction layer after the last one
+  // (model.layers.61.* beside 61 layers), which transformers skips (_keys_to_ignore_on_load_unexpected)
+  // and so does HeadLab; any other unread tensor is still an error.
+  const std::string next_layer = v3 ? p + "layers." + std::to_string(stack.layers) + "." : std::string();
+  layout.ignorable = [tied, next_layer](const std::string& name) {
+    return (!next_layer.empty() && starts_with(name, next_layer)) || ends_with(name, "rotary_emb.inv_freq") ||
+           (tied && name == "lm_head.weight");
   };
   return layout;
 }

@@ -406,6 +406,10 @@ void initialize_weights(Transformer& model, uint64_t seed) {
       p.fill_(1.0 - config.norm_weight_offset);
     } else if (ends_with(".q_norm") || ends_with(".k_norm")) {
       p.fill_(1.0 - qk_norm_offset(name));
+    } else if (ends_with("_latent_norm")) {  // latent attention's RMSNorms start as the identity
+      p.fill_(1.0);
+    } else if (ends_with("router_choice_bias")) {  // DeepSeek-V3's e_score_correction_bias starts at 0
+      p.zero_();
     } else if (ends_with(".bias") || ends_with("head_bias")) {
       p.zero_();
     } else if (ends_with("pre_mix") || ends_with("post_mix")) {

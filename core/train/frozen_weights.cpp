@@ -71,6 +71,9 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
   const AttentionConfig& a = sc.attention;
   if (a.collaborative)
     throw std::invalid_argument("--freeze-heads: collaborative attention shares its query/key projections across heads");
+  if (a.latent)
+    throw std::invalid_argument("--freeze-heads: multi-head latent attention derives every head's keys and values "
+                                "from one shared latent and rotated key; no head's weights stand apart");
   if (a.kv_heads != a.heads)
     throw std::invalid_argument("--freeze-heads: " + a.variant_name() + " shares key heads between query heads; it " +
                                 "needs one key head per query head (MHA)");

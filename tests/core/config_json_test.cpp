@@ -4,6 +4,7 @@
 #include "test_common.h"
 
 #include "core/config.h"
+#include "core/model/model.h"
 #include "core/model/transformer.h"
 
 #include <nlohmann/json.hpp>
@@ -279,6 +280,13 @@ TEST_CASE("multi-head latent attention and DeepSeek's router are read, written b
   int64_t stored = 0;
   for (const auto& p : module->parameters()) stored += p.numel();
   CHECK(c.parameter_count() == stored);
+  // A random model starts with the latents' norms as the identity and no choice bias, as transformers does.
+  auto random = make_random_model(c, 1);
+  const auto params = random->module->named_parameters();
+  CHECK(torch::equal(params["decoder.0.attn.kv_latent_norm"], torch::ones({12})));
+  CHECK(torch::equal(params["decoder.1.attn.q_latent_norm"], torch::ones({8})));
+  CHECK(torch::equal(params["decoder.1.ffn.router_choice_bias"], torch::zeros({8})));
+  CHECK(params["decoder.1.attn.kv_down.weight"].std().item<double>() == Approx(0.02).epsilon(0.2));
   CHECK_THAT(c.summary(), Contains("MLA(4h, latent 12, query latent 8, RoPE 4)") && Contains("sigmoid router") &&
                               Contains("best 2 of 4 groups") && Contains("1 dense layer(s) of 20"));
 

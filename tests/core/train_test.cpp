@@ -525,6 +525,8 @@ TEST_CASE("frozen heads: bad heads and shared projections are refused", "[train]
                     Catch::Contains("shares key heads"));
   CHECK_THROWS_WITH(train_model(example_config("collaborative"), data, synthetic_specials(), o),
                     Catch::Contains("collaborative"));
+  CHECK_THROWS_WITH(train_model(example_config("latent"), synthetic_dataset(Objective::Causal, 32), synthetic_specials(), causal),
+                    Catch::Contains("multi-head latent attention"));
 }
 
 TEST_CASE("zeroed parameters start at zero and, frozen as well, stay there while their biases train", "[train]") {
