@@ -314,10 +314,9 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
       auto append = [](const torch::Tensor& old, const torch::Tensor& add, int64_t dim) {
         return old.defined() && add.defined() ? torch::cat({old, add}, dim) : add;
       };
-      if (c.latent) {  // the latents and rotated keys are kept; every head's keys and values come from them
-        cache->keys = append(cache->keys, rope_key_new, 2);
+      if (c.latent) {  // the latents and rotated keys are kept, and read through the absorbed projections below
+        cache->keys = keys = append(cache->keys, rope_key_new, 2);
         cache->latent = append(cache->latent, latent_new, 2);
-        std::tie(keys, values) = latent_keys_values(cache->latent, cache->keys);
       } else {
         cache->keys = keys = append(cache->keys, k_new, 2);
         cache->values = values = append(cache->values, v_new, 2);
@@ -328,7 +327,14 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     key_positions = cache->positions;
   }
   const int64_t S = keys.size(2);
-  if (c.collaborative) {
+  // Multi-head latent attention from the cache: the keys and values are never expanded per head. As the
+  // paper's inference does, W_UK is absorbed into the queries and W_UV applied after the weights:
+  // q_C·(W_UK c) = (q_C W_UK)·c and Σ_s w_s W_UV c_s = W_UV Σ_s w_s c_s.
+  const bool absorbed = c.latent && cache;
+  torch::Tensor latent_all;  // [B, 1, S, d_c]
+  if (absorbed) {
+    latent_all = cache->latent;
+  } else if (c.collaborative) {
     k_heads = keys.expand({B, c.heads, S, c.collaborative->shared_key_size});
   } else {
     k_heads = keys;
@@ -336,9 +342,18 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     if (c.kv_heads != c.heads) k_heads = k_heads.repeat_interleave(c.heads / c.kv_heads, 1);
   }
   auto v_heads = values;
-  if (c.value_heads_stored() != h_v) v_heads = v_heads.repeat_interleave(h_v / c.value_heads_stored(), 1);
+  if (v_heads.defined() && c.value_heads_stored() != h_v) v_heads = v_heads.repeat_interleave(h_v / c.value_heads_stored(), 1);
 
-  auto J = scores(q_heads, k_heads);  // [B, h_k, T, S]
+  torch::Tensor J;  // [B, h_k, T, S]
+  if (absorbed) {
+    const int64_t dR = c.latent->rope_size, dN = c.key_size - dR;
+    const auto up_keys = k->weight.view({1, c.heads, dN, c.latent->kv_rank}).to(q_heads.dtype());  // W_UK per head
+    const auto absorbed_queries = torch::matmul(q_heads.narrow(-1, 0, dN), up_keys);                 // [B, h, T, d_c]
+    J = (torch::matmul(absorbed_queries, latent_all.transpose(-1, -2)) +
+         torch::matmul(q_heads.narrow(-1, dN, dR), keys.transpose(-1, -2))) * c.logit_scale();
+  } else {
+    J = scores(q_heads, k_heads);
+  }
   // Collaborative content bias r_iᵀ x_s, added before the scale as in the authors' code.
   if (key_bias.defined()) J = J + key_bias * c.logit_scale();
   if (self && c.alibi) {
@@ -390,7 +405,13 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
 
   auto U = c.talking_heads ? mix_heads(W_used, post_mix) : W_used;  // [B, h_v, T, S]
   if (controls && !controls->post_mix.empty()) U = mix_heads(U, user_matrix(controls->post_mix, h_v, "post_mix").to(U.options()));
-  auto O = torch::matmul(U, v_heads);  // [B, h_v, T, d_v] — the paper's O = einsum(U, V)
+  torch::Tensor O;  // [B, h_v, T, d_v] — the paper's O = einsum(U, V)
+  if (absorbed) {
+    const auto up_values = v->weight.view({1, c.heads, c.value_size, c.latent->kv_rank}).to(U.dtype());  // W_UV
+    O = torch::matmul(torch::matmul(U, latent_all), up_values.transpose(-1, -2));
+  } else {
+    O = torch::matmul(U, v_heads);
+  }
   if (patched) O = apply_patches(O, Site::Z, *call.patches);
 
   auto gated = O;

@@ -2,7 +2,7 @@
 // fed so far, in the form the layer's attention variant stores them — per kv head for MHA, MQA and
 // GQA (h_kv × S × d_k and d_v: MQA keeps 1/h of MHA's, GQA g/h), the one shared key projection of
 // collaborative heads, the key heads of talking heads, the latent and shared rotated key of multi-head
-// latent attention (each step expands them into every head's keys and values again). A sliding-window layer keeps only the keys
+// latent attention (read through the absorbed up-projections, never expanded per head). A sliding-window layer keeps only the keys
 // a later query can still reach (the last w·dilation positions, and global tokens), so its cache
 // is bounded by the window. Cross-attention keys and values of an encoder-decoder are computed once.
 #pragma once
