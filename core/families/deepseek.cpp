@@ -81,11 +81,9 @@ Layout deepseek_layout(const FamilyInput& in) {
   double scale = 1.0 / std::sqrt(double(nope + rot));
   if (v3)
     if (const json* r = rope_object(c); r && r->is_object() && r->contains("mscale_all_dim") && (*r)["mscale_all_dim"].is_number()) {
-      const double all_dim = (*r)["mscale_all_dim"].get<double>(), factor = r->value("factor", 1.0);
-      if (all_dim != 0 && factor > 1) {
-        const double mscale = 0.1 * all_dim * std::log(factor) + 1.0;
-        scale *= mscale * mscale;
-      }
+      const double all_dim = (*r)["mscale_all_dim"].get<double>();
+      const double mscale = all_dim != 0 ? yarn_mscale(r->value("factor", 1.0), all_dim) : 1.0;
+      scale *= mscale * mscale;
     }
   stack.attention.scale = static_cast<float>(scale);
 

@@ -106,15 +106,14 @@ RopeObject read_rope_object(const HfConfig& c, const json& object, const std::st
         r.truncate = object["truncate"].get<bool>();
       }
       // The attention factor: given, or from DeepSeek's mscale pair, or YaRN's 0.1·ln(s) + 1.
-      auto get_mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
       const double mscale = rope_number(c, object, key, "mscale", 0.0);
       const double mscale_all_dim = rope_number(c, object, key, "mscale_all_dim", 0.0);
       if (object.contains("attention_factor") && !object["attention_factor"].is_null())
         r.attention_factor = rope_number(c, object, key, "attention_factor", 1.0);
       else if (mscale != 0 && mscale_all_dim != 0)
-        r.attention_factor = get_mscale(r.factor, mscale) / get_mscale(r.factor, mscale_all_dim);
+        r.attention_factor = yarn_mscale(r.factor, mscale) / yarn_mscale(r.factor, mscale_all_dim);
       else
-        r.attention_factor = get_mscale(r.factor, 1.0);
+        r.attention_factor = yarn_mscale(r.factor, 1.0);
       break;
     }
   }
@@ -162,5 +161,7 @@ RopeSettings read_rope(const HfConfig& c, int max_positions, double default_thet
   if (!(rope.theta > 0) || !std::isfinite(rope.theta)) c.fail("rope_theta must be a positive number, got " + json(rope.theta).dump());
   return rope;
 }
+
+double yarn_mscale(double factor, double m) { return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; }
 
 }  // namespace headlab::core::hf

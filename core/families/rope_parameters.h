@@ -38,4 +38,8 @@ struct RopeSettings {
 };
 RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta);
 
+// YaRN's magnitude scale for a context `factor` (modeling_rope_utils.py's get_mscale, DeepSeek's
+// yarn_get_mscale): 0.1·m·ln(factor) + 1, or 1 where factor ≤ 1.
+double yarn_mscale(double factor, double m);
+
 }  // namespace headlab::core::hf

@@ -232,6 +232,12 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     return t * torch::where(t.eq(0), torch::ones_like(t), clamped / t).detach();
   };
 
+  // An RMSNorm of the last dim scaled by `w`: the q/k norms (Qwen3, OLMo 2) and the latents' (MLA). With
+  // LRP the root-mean-square is a constant (analysis/LRP.md rule 2).
+  auto rms_normalise = [&](const torch::Tensor& t, const torch::Tensor& w, double eps) {
+    auto rms = (t.pow(2).mean(-1, true) + eps).sqrt();
+    return t / (call.lrp ? rms.detach() : rms) * w;
+  };
   torch::Tensor q_heads, k_heads;  // [B, h_k, T, d], [B, h_k, S, d]
   torch::Tensor k_new, v_new, bias_new;  // this call's keys (before GQA's repeat), values, content bias
   // Multi-head latent attention: this call's key/value latent [B, 1, S, d_c] and rotated key [B, 1, S, d_R].
@@ -239,11 +245,7 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
   if (c.latent) {
     const auto& m = *c.latent;
     const int64_t dR = m.rope_size, dN = c.key_size - dR;
-    // The latents' RMSNorm; with LRP the root-mean-square is a constant (analysis/LRP.md rule 2).
-    auto latent_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
-      auto rms = (t.pow(2).mean(-1, true) + m.norm_eps).sqrt();
-      return t / (call.lrp ? rms.detach() : rms) * w;
-    };
+    auto latent_norm = [&](const torch::Tensor& t, const torch::Tensor& w) { return rms_normalise(t, w, m.norm_eps); };
     auto qx = m.q_rank > 0 ? q(latent_norm(q_down(x), q_latent_norm)) : q(x);  // [B, T, heads · d_k]
     q_heads = qx.view({B, T, c.heads, c.key_size}).transpose(1, 2);              // [B, h, T, d_k] = [q_C ; q_R]
     if (call.rope.defined())
@@ -264,10 +266,9 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     }
   } else {
     // RMSNorm of the queries and keys before RoPE, per head over d_k (Qwen3) or over the whole
-    // projection (OLMo 2); with LRP the root-mean-square is a constant (analysis/LRP.md rule 2).
+    // projection (OLMo 2).
     auto rms_norm = [&](const torch::Tensor& t, const torch::Tensor& w) {
-      auto rms = (t.pow(2).mean(-1, true) + c.qk_norm_eps).sqrt();
-      return t / (call.lrp ? rms.detach() : rms) * (c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w);
+      return rms_normalise(t, c.qk_norm_weight_offset != 0 ? w + c.qk_norm_weight_offset : w, c.qk_norm_eps);
     };
     const bool whole = c.qk_norm && c.qk_norm_whole;
     auto qx = clipped(q(x));  // [B, T, heads · d_k]
