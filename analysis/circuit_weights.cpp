@@ -1,6 +1,7 @@
 #include "analysis/circuit_weights.h"
 
 #include "analysis/latent_reading.h"
+#include "analysis/spectra.h"
 
 #include "core/model/model.h"
 #include "core/model/stacks.h"
@@ -92,6 +93,7 @@ CircuitWeights circuit_weights(core::Model& model) {
     out.qk_notes.push_back("additive scoring (v_iᵀ tanh(q + k)) is not bilinear in the residual: heads have "
                         "no QK circuit, so no Q- or K-composition");
   if (s.attention.latent) out.qk_notes.push_back(kLatentNote);
+  if (s.attention.disentangled) out.qk_notes.push_back(kDisentangledNote);
   if (s.attention.qk_norm)
     out.qk_notes.push_back("the per-head query and key norms scale W_Q and W_K by their weights; their RMS "
                         "denominators depend on the input and are left out");

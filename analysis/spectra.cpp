@@ -115,6 +115,7 @@ LayerSpectra layer_spectra(core::AttentionImpl& a, core::Stack stack, int layer)
     out.product = factored_spectrum(r.query, r.key);
     return out;
   }
+  if (c.disentangled) out.note = kDisentangledNote;
   const auto WQ = as_columns(a.q), WK = as_columns(a.k);
   out.query = spectrum_of(WQ);
   out.key = spectrum_of(WK);

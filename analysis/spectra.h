@@ -61,8 +61,14 @@ struct LayerSpectra {
   // queries read them). Talking heads: the h_k key heads, unmixed. Collaborative: the shared
   // W̃_Q, W̃_K [D, D̃_k] and W̃_Q W̃_Kᵀ. Additive scoring: `product` is not applicable.
   Spectrum query, key, product;
-  std::string note;  // what the forms leave out, where they are not the whole logit (latent attention)
+  std::string note;  // what the forms leave out, where they are not the whole logit (latent, disentangled attention)
 };
+
+// The sentence the analyses show beside a disentangled (DeBERTa) layer's forms.
+inline constexpr const char* kDisentangledNote =
+    "disentangled attention: the key-query forms are the content-to-content term W_Q^h W_K^hᵀ; the "
+    "content-to-position and position-to-content terms (each query and key against the relative-position "
+    "table) depend on the distance and are not in them";
 
 // Every attention layer of the model: the encoder's self-attention layers, then the decoder's, then
 // the decoder's cross-attention layers (stack "cross").

@@ -90,6 +90,26 @@ void validate_attention(const AttentionConfig& a, int hidden, const std::string&
     if (a.qk_norm) problem(w + "cannot be combined with qk_norm (its latents have norms of their own)");
     if (a.qkv_clip > 0) problem(w + "cannot be combined with qkv_clip");
   }
+  if (a.disentangled) {
+    const auto& d = *a.disentangled;
+    const std::string w = "disentangled (DeBERTa's relative attention): ";
+    if (d.buckets < 0) problem(w + "buckets must be >= 0 (0 = offsets clamped to max_distance)");
+    if (d.buckets > 0 && (d.buckets < 2 || d.buckets % 2 != 0)) problem(w + "buckets must be even and >= 2");
+    if (d.max_distance < 1) problem(w + "max_distance must be >= 1");
+    if (d.buckets > 0 && d.max_distance <= d.buckets / 2 + 1)
+      problem(w + "with buckets, max_distance must be more than buckets / 2 + 1 (" + std::to_string(d.buckets / 2 + 1) +
+              "): the logarithmic rows reach from buckets / 2 to it");
+    if (d.span() > kMaxPositions) problem(w + "a position table above " + std::to_string(2 * kMaxPositions) + " rows is more than HeadLab opens");
+    if (!d.c2p && !d.p2c) problem(w + "needs c2p, p2c or both (without either it is plain attention)");
+    if (d.table_norm && !(d.table_norm_eps > 0)) problem(w + "table_norm_eps must be > 0");
+    if (a.kv_heads != a.heads) problem(w + "its position keys are per query head: kv_heads must equal heads");
+    if (a.talking_heads) problem(w + "cannot be combined with talking_heads");
+    if (a.collaborative) problem(w + "cannot be combined with collaborative heads");
+    if (a.latent) problem(w + "cannot be combined with multi-head latent attention");
+    if (a.scoring != Scoring::Dot) problem(w + "needs dot-product scoring");
+    if (a.qk_norm) problem(w + "cannot be combined with qk_norm (the position keys are not normalised)");
+    if (a.qkv_clip > 0) problem(w + "cannot be combined with qkv_clip");
+  }
   validate_pattern(a.pattern, where + ".pattern", problems);
   (void)hidden;
 }
@@ -136,12 +156,17 @@ int64_t attention_parameters(const AttentionConfig& a, int hidden) {
     n += int64_t(a.logit_heads()) * a.softmax_heads() + int64_t(a.softmax_heads()) * a.output_heads();
   if (a.scoring == Scoring::Additive) n += int64_t(a.heads) * a.key_size;
   if (a.sinks) n += a.softmax_heads();
+  if (a.disentangled && !a.disentangled->shared_keys)  // attn.pos_k, attn.pos_q, each with a bias
+    n += ((a.disentangled->c2p ? 1 : 0) + (a.disentangled->p2c ? 1 : 0)) * (D + 1) * a.heads * a.key_size;
   return n;
 }
 
-// The relative position bias table, stored once per stack (RelativeBias).
-int64_t relative_bias_parameters(const AttentionConfig& a) {
-  return a.relative_bias ? int64_t(a.relative_bias->buckets) * a.logit_heads() : 0;
+// The relative position tables, stored once per stack: T5's bias (RelativeBias) and DeBERTa's
+// position embeddings with their LayerNorm (Disentangled).
+int64_t relative_position_parameters(const AttentionConfig& a, int hidden) {
+  int64_t n = a.relative_bias ? int64_t(a.relative_bias->buckets) * a.logit_heads() : 0;
+  if (a.disentangled) n += (2 * int64_t(a.disentangled->span()) + (a.disentangled->table_norm ? 2 : 0)) * hidden;
+  return n;
 }
 
 // Only the keys of its kind, so that a config says what it runs.
@@ -185,6 +210,8 @@ float AttentionConfig::logit_scale() const {
   // Collaborative: 1/sqrt(D̃_k / h) as in Cordonnier et al.'s code, so an MHA re-written as
   // collaborative (D̃_k = h·d_k) keeps its 1/sqrt(d_k).
   if (collaborative) return 1.0f / std::sqrt(static_cast<float>(collaborative->shared_key_size) / heads);
+  // DeBERTa: 1/sqrt(d·(1 + c2p + p2c)) for the content and position terms alike.
+  if (disentangled) return 1.0f / std::sqrt(static_cast<float>(key_size) * static_cast<float>(disentangled->terms()));
   return 1.0f / std::sqrt(static_cast<float>(key_size));
 }
 
@@ -212,6 +239,12 @@ std::string AttentionConfig::variant_name() const {
   if (qkv_clip > 0) out << " qkv-clip=" << qkv_clip;
   if (alibi) out << " ALiBi";
   if (sinks) out << " sinks";
+  if (disentangled) {
+    out << " disentangled(" << (disentangled->c2p && disentangled->p2c ? "c2p+p2c" : disentangled->c2p ? "c2p" : "p2c");
+    if (disentangled->buckets > 0) out << ", " << disentangled->buckets << " log buckets to " << disentangled->max_distance;
+    else out << ", offsets to ±" << disentangled->max_distance;
+    out << ")";
+  }
   if (pattern.window > 0) {
     out << " window=" << pattern.window;
     if (pattern.dilation > 1) out << " dilation=" << pattern.dilation;
@@ -325,6 +358,9 @@ void ModelConfig::validate() const {
       problem(std::string(name) + ".cross_attention.latent: multi-head latent attention is a self-attention option");
     if (stack->cross_attention && stack->cross_attention->sinks)
       problem(std::string(name) + ".cross_attention.sinks: learned sinks are a self-attention option");
+    if (stack->cross_attention && stack->cross_attention->disentangled)
+      problem(std::string(name) + ".cross_attention.disentangled: relative positions are between a sequence's own "
+              "tokens (self-attention only)");
     if (stack->cross_attention && stack->cross_attention->relative_bias)
       problem(std::string(name) + ".cross_attention.relative_bias: relative positions are between a sequence's own "
               "tokens (self-attention only)");
@@ -395,8 +431,12 @@ double ModelConfig::parameter_estimate() const {
       attention = (qr > 0 ? D * qr + qr * H * a.key_size : D * H * a.key_size) + D * (r + a.latent->rope_size) +
                   r * H * (a.key_size - a.latent->rope_size + a.value_size) + H * a.value_size * D;
     }
+    if (a.disentangled && !a.disentangled->shared_keys)  // pos_k, pos_q
+      attention += ((a.disentangled->c2p ? 1 : 0) + (a.disentangled->p2c ? 1 : 0)) * D * a.heads * a.key_size;
     const double ffn_units = ffn.moe ? double(ffn.moe->experts) * F + double(ffn.moe->shared_inner_size) + 1 : F;
-    return (s->shared_layers ? 1.0 : double(s->layers)) * (attention * (s->cross_attention ? 2 : 1) + 3 * D * ffn_units);
+    const double tables = a.disentangled ? 2.0 * a.disentangled->span() * D : 0.0;  // once per stack
+    return (s->shared_layers ? 1.0 : double(s->layers)) * (attention * (s->cross_attention ? 2 : 1) + 3 * D * ffn_units) +
+           tables;
   };
   return n + stack(encoder) + stack(decoder);
 }
@@ -434,7 +474,7 @@ int64_t ModelConfig::parameter_count() const {
     if (s->cross_attention)
       per_layer += attention_parameters(*s->cross_attention, hidden_size) + norms_per_sublayer * norm_params;
     const int64_t dense = has_ffn && ffn.moe ? int64_t(ffn.moe->dense_layers.size()) * (dense_params - ffn_params) : 0;
-    return per_layer * (s->shared_layers ? 1 : s->layers) + dense - missing + relative_bias_parameters(s->attention) +
+    return per_layer * (s->shared_layers ? 1 : s->layers) + dense - missing + relative_position_parameters(s->attention, hidden_size) +
            (final_norm ? norm_params : 0);
   };
   n += stack_params(encoder) + stack_params(decoder);

@@ -119,13 +119,39 @@ struct LatentAttention {
   }
 };
 
+// Disentangled attention (DeBERTa, He et al. 2021, arXiv 2006.03654, §3.1; transformers'
+// DisentangledSelfAttention): besides content-to-content q_i·k_j, each logit adds content-to-position
+// q_i·k^P_δ (c2p) and position-to-content k_j·q^P_δ (p2c), where δ is the key's relative position
+// i − j as a row of one position table P [2·span, D] per stack and k^P = P W_K, q^P = P W_Q — the
+// layer's own projections with their biases (`shared_keys`, DeBERTa-v3's share_att_key) or its own
+// ("attn.pos_k", "attn.pos_q"). With `buckets` > 0 (DeBERTa-v3's position_buckets) offsets up to ±
+// buckets/2 keep a row each and larger ones share logarithmic rows up to max_distance; else offsets
+// are clamped to ±max_distance. span = buckets, or max_distance without buckets. The default scale is
+// 1/sqrt(key_size · (1 + c2p + p2c)) for all three terms. The table, LayerNorm'd when `table_norm`
+// (norm_rel_ebd "layer_norm"), is stored once per stack in layer 0's self-attention ("attn.rel_embeddings",
+// "attn.rel_norm"). Self-attention only; kv_heads must equal heads.
+struct Disentangled {
+  int buckets = 0;          // position_buckets; 0 = none (offsets clamped)
+  int max_distance = 512;   // max_relative_positions
+  bool c2p = true, p2c = true;
+  bool shared_keys = true;  // share_att_key
+  bool table_norm = true;   // norm_rel_ebd "layer_norm"
+  float table_norm_eps = 1e-7f;
+  int span() const { return buckets > 0 ? buckets : max_distance; }
+  int terms() const { return 1 + (c2p ? 1 : 0) + (p2c ? 1 : 0); }
+  bool operator==(const Disentangled& o) const {
+    return buckets == o.buckets && max_distance == o.max_distance && c2p == o.c2p && p2c == o.p2c &&
+           shared_keys == o.shared_keys && table_norm == o.table_norm && table_norm_eps == o.table_norm_eps;
+  }
+};
+
 struct AttentionConfig {
   int heads = 8;          // query heads (output heads unless talking-heads)
   int kv_heads = 8;       // MHA: == heads; MQA: 1; GQA: divides heads
   int key_size = 64;      // d_k per head (Bhojanapalli et al. 2020: need not be hidden/heads)
   int value_size = 64;    // d_v per head
   Scoring scoring = Scoring::Dot;
-  std::optional<float> scale;  // logit scale; default 1/sqrt(key_size) (dot), 1 (additive)
+  std::optional<float> scale;  // logit scale; default 1/sqrt(key_size) (dot; disentangled: 1/sqrt(key_size · terms)), 1 (additive)
   bool qkv_bias = true;
   bool out_bias = true;
   // Per-head RMSNorm of queries and keys over d_k, with learned weights [d_k], before RoPE (Qwen3's
@@ -158,6 +184,7 @@ struct AttentionConfig {
   std::optional<Collaborative> collaborative;
   std::optional<RelativeBias> relative_bias;  // self-attention only
   std::optional<LatentAttention> latent;      // self-attention only
+  std::optional<Disentangled> disentangled;   // self-attention only
   AttentionPattern pattern;
 
   int logit_heads() const { return talking_heads ? talking_heads->key_heads : heads; }      // h_k

@@ -241,6 +241,11 @@ json to_json(const AttentionConfig& a) {
   if (a.latent)
     j["latent"] = {{"kv_rank", a.latent->kv_rank}, {"q_rank", a.latent->q_rank}, {"rope_size", a.latent->rope_size},
                    {"norm_eps", a.latent->norm_eps}};
+  if (const auto& d = a.disentangled)
+    j["disentangled"] = {{"buckets", d->buckets},         {"max_distance", d->max_distance},
+                         {"c2p", d->c2p},                 {"p2c", d->p2c},
+                         {"shared_keys", d->shared_keys}, {"table_norm", d->table_norm},
+                         {"table_norm_eps", d->table_norm_eps}};
   return j;
 }
 
@@ -248,7 +253,7 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
   require_object(j, where);
   check_known_keys(j, {"heads", "kv_heads", "key_size", "value_size", "scoring", "scale", "qkv_bias", "out_bias",
                        "qk_norm", "qk_norm_eps", "qk_norm_weight_offset", "qk_norm_whole", "logit_softcap", "qkv_clip", "alibi", "sinks", "talking_heads",
-                       "collaborative", "relative_bias", "latent", "pattern"},
+                       "collaborative", "relative_bias", "latent", "disentangled", "pattern"},
                    where);
   AttentionConfig a;
   read(j, "heads", a.heads, where);
@@ -316,6 +321,21 @@ AttentionConfig attention_config_from_json(const json& j, const std::string& whe
     read(l, "rope_size", m.rope_size, w);
     read(l, "norm_eps", m.norm_eps, w);
     a.latent = m;
+  }
+  if (j.contains("disentangled") && !j["disentangled"].is_null()) {
+    const std::string w = where + ".disentangled";
+    const json& d = j["disentangled"];
+    require_object(d, w);
+    check_known_keys(d, {"buckets", "max_distance", "c2p", "p2c", "shared_keys", "table_norm", "table_norm_eps"}, w);
+    Disentangled m;
+    read(d, "buckets", m.buckets, w);
+    read(d, "max_distance", m.max_distance, w);
+    read(d, "c2p", m.c2p, w);
+    read(d, "p2c", m.p2c, w);
+    read(d, "shared_keys", m.shared_keys, w);
+    read(d, "table_norm", m.table_norm, w);
+    read(d, "table_norm_eps", m.table_norm_eps, w);
+    a.disentangled = m;
   }
   if (j.contains("pattern") && !j["pattern"].is_null()) a.pattern = pattern_from_json(j["pattern"], where + ".pattern");
   return a;

@@ -39,6 +39,7 @@ const std::vector<Family>& families() {
       {"deepseek_v3", "modeling_deepseek_v3.py", {"DeepseekV3Model", "DeepseekV3ForCausalLM"}, deepseek_layout},
       {"electra", "modeling_electra.py", {"ElectraForMaskedLM", "ElectraForPreTraining", "ElectraModel"}, electra_layout},
       {"modernbert", "modeling_modernbert.py", {"ModernBertModel", "ModernBertForMaskedLM"}, modernbert_layout},
+      {"deberta_v2", "modeling_deberta_v2.py", {"DebertaV2ForMaskedLM", "DebertaV2Model"}, deberta_layout},
       {"albert", "modeling_albert.py", {"AlbertForMaskedLM", "AlbertForPreTraining", "AlbertModel"}, albert_layout},
       {"gemma", "modeling_gemma.py", {"GemmaModel", "GemmaForCausalLM"}, gemma_layout},
       {"gemma2", "modeling_gemma2.py", {"Gemma2Model", "Gemma2ForCausalLM"}, gemma_layout},

@@ -132,6 +132,7 @@ Layout deepseek_layout(const FamilyInput& in);    // deepseek.cpp: DeepSeek-V2, 
 Layout falcon_layout(const FamilyInput& in);      // falcon.cpp
 Layout phi_layout(const FamilyInput& in);         // phi.cpp: Phi-1, Phi-1.5, Phi-2
 Layout modernbert_layout(const FamilyInput& in);  // modernbert.cpp
+Layout deberta_layout(const FamilyInput& in);     // deberta.cpp: DeBERTa-v2/v3
 Layout bart_layout(const FamilyInput& in);        // seq2seq.cpp: BART, Marian, mBART
 Layout t5_layout(const FamilyInput& in);          // seq2seq.cpp
 

@@ -77,6 +77,26 @@ torch::Tensor relative_position_buckets(const torch::Tensor& query_positions, co
   return bucket + torch::where(small, relative, large);
 }
 
+torch::Tensor disentangled_position_rows(const torch::Tensor& query_positions, const torch::Tensor& key_positions,
+                                         const Disentangled& d) {
+  auto relative = query_positions.view({-1, 1}) - key_positions.view({1, -1});  // [T, S]: i − j
+  if (d.buckets > 0) {
+    // make_log_bucket_position: offsets within ±mid keep their value; beyond, ⌈log(|δ|/mid) /
+    // log((max_distance − 1)/mid) · (mid − 1)⌉ + mid with δ's sign.
+    const int64_t mid = d.buckets / 2;
+    const auto sign = relative.sign();
+    const auto near = relative.lt(mid).logical_and(relative.gt(-mid));
+    const auto magnitude = torch::where(near, torch::full_like(relative, mid - 1), relative.abs());
+    const auto denominator = torch::log(torch::tensor(static_cast<float>(double(d.max_distance - 1) / double(mid))));
+    const auto logarithmic =
+        torch::ceil(torch::log(magnitude.to(torch::kFloat32) / float(mid)) / denominator.to(relative.device()) * float(mid - 1)) + float(mid);
+    relative = torch::where(magnitude.le(mid), relative.to(torch::kFloat32), logarithmic * sign.to(torch::kFloat32))
+                   .to(torch::kLong);
+  }
+  const int64_t span = d.span();
+  return torch::clamp(relative + span, 0, 2 * span - 1);
+}
+
 torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp) {
   auto capped = torch::tanh(x / cap) * cap;
   if (!lrp) return capped;
@@ -161,6 +181,45 @@ AttentionImpl::AttentionImpl(const AttentionConfig& config, int hidden_size) : c
     q_norm = register_parameter("q_norm", torch::ones({c.qk_norm_whole ? int64_t(c.heads) * c.key_size : c.key_size}));
     k_norm = register_parameter("k_norm", torch::ones({c.qk_norm_whole ? int64_t(c.kv_heads) * c.key_size : c.key_size}));
   }
+  if (c.disentangled && !c.disentangled->shared_keys) {  // the position table's own projections, with biases
+    if (c.disentangled->c2p) pos_k = register_module("pos_k", Linear(D, int64_t(c.heads) * c.key_size, true));
+    if (c.disentangled->p2c) pos_q = register_module("pos_q", Linear(D, int64_t(c.heads) * c.key_size, true));
+  }
+}
+
+torch::Tensor AttentionImpl::disentangled_scores(const torch::Tensor& q_heads, const torch::Tensor& k_heads,
+                                                 int64_t offset, const torch::Tensor& key_positions) const {
+  const auto& c = config_;
+  const auto& d = *c.disentangled;
+  if (!rel_embeddings.defined()) throw std::logic_error("disentangled attention: the stack's position table was not set");
+  const int64_t B = q_heads.size(0), H = q_heads.size(1), T = q_heads.size(2), S = k_heads.size(2), dk = c.key_size;
+  const auto query_positions = torch::arange(offset, offset + T, key_positions.options());
+  auto rows = disentangled_position_rows(query_positions, key_positions, d);  // [T, S]
+  // Only the table rows these offsets reach are projected (a short input reads a few of 2·span).
+  const int64_t first = rows.min().item<int64_t>(), count = rows.max().item<int64_t>() - first + 1;
+  rows = rows - first;
+  // The table in float32 at least whatever the run's precision (it is small); float64 in a float64 run.
+  const auto table_type = q_heads.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+  auto table = rel_embeddings.narrow(0, first, count).to(q_heads.device(), table_type);  // [n, D]
+  if (rel_norm)
+    table = torch::layer_norm(table, {table.size(1)}, rel_norm->weight.to(table.options()), rel_norm->bias.to(table.options()),
+                              d.table_norm_eps);
+  // The table through one of this layer's projections, per head: [n, D] → [1, h, n, d_k].
+  auto per_head = [&](const Linear& projection) {
+    return stored_linear(table, projection->weight, projection->bias).to(q_heads.dtype()).view({1, count, H, dk}).permute({0, 2, 1, 3});
+  };
+  torch::Tensor out = torch::zeros({B, H, T, S}, q_heads.options());
+  if (d.c2p) {  // q_i · k^P_{row(i, j)}
+    const auto position_keys = per_head(d.shared_keys ? k : pos_k);
+    const auto all = torch::matmul(q_heads, position_keys.transpose(-1, -2));  // [B, h, T, n]
+    out = out + all.gather(-1, rows.view({1, 1, T, S}).expand({B, H, T, S}));
+  }
+  if (d.p2c) {  // k_j · q^P_{row(i, j)} (transformers indexes −δ(j, i), the same row: the buckets are odd)
+    const auto position_queries = per_head(d.shared_keys ? q : pos_q);
+    const auto all = torch::matmul(k_heads, position_queries.transpose(-1, -2));  // [B, h, S, n]
+    out = out + all.gather(-1, rows.t().contiguous().view({1, 1, S, T}).expand({B, H, S, T})).transpose(-1, -2);
+  }
+  return out;
 }
 
 void AttentionImpl::forget_unreachable(LayerCache& cache, int64_t next) const {
@@ -364,6 +423,11 @@ torch::Tensor AttentionImpl::forward(const AttentionCall& call, AttentionStages*
     const auto distance = (query_positions.unsqueeze(1) - keys_at.unsqueeze(0)).abs().to(J.scalar_type());  // [T, S]
     const auto slopes = alibi_slopes(J.size(1)).to(J.options()).view({1, -1, 1, 1});
     J = J - slopes * distance;
+  }
+  if (self && c.disentangled) {
+    // DeBERTa: content-to-position and position-to-content logits, at the content logits' scale.
+    const auto keys_at = key_positions.defined() ? key_positions : torch::arange(S, positions_on);
+    J = J + disentangled_scores(q_heads, k_heads, offset, keys_at) * c.logit_scale();
   }
   if (self && c.relative_bias) {
     // T5: one learned scalar per head and bucket of the key's offset, after the (unit) scale; an

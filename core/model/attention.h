@@ -1,5 +1,6 @@
 // One attention module for every variant HeadLab runs: MHA/MQA/GQA, decoupled key and value
-// sizes, talking-heads, collaborative, dot-product or additive scoring, and Longformer patterns.
+// sizes, talking-heads, collaborative, latent, disentangled, dot-product or additive scoring, and
+// Longformer patterns.
 // On request it hands back every stage per head (see AttentionStages).
 #pragma once
 
@@ -10,6 +11,7 @@
 #include "core/model/patch.h"
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include <utility>
@@ -94,6 +96,13 @@ torch::Tensor attention_allowed(const torch::Tensor& query_positions, const torc
 torch::Tensor relative_position_buckets(const torch::Tensor& query_positions, const torch::Tensor& key_positions,
                                         int buckets, int max_distance, bool bidirectional);
 
+// DeBERTa's row of the position table (Disentangled, core/config.h) for each key from each query, for
+// queries at query_positions [T] and keys at key_positions [S]: [T, S] int64 in [0, 2·span).
+// Transcribes transformers' build_relative_position and make_log_bucket_position (its logarithm in
+// float32 as there), then clamp(δ + span, 0, 2·span − 1) as DisentangledSelfAttention does.
+torch::Tensor disentangled_position_rows(const torch::Tensor& query_positions, const torch::Tensor& key_positions,
+                                         const Disentangled& d);
+
 // Soft-capping cap · tanh(x / cap) (Gemma 2). With `lrp` it passes relevance unchanged: x · [capped / x]
 // with the bracket constant (analysis/LRP.md rule 3).
 torch::Tensor soft_cap(const torch::Tensor& x, float cap, bool lrp = false);
@@ -128,8 +137,18 @@ class AttentionImpl : public torch::nn::Module {
   // RelativeBias table [buckets, h_k]: a parameter of layer 0's module, the same tensor in the
   // stack's other layers (core/model/transformer.cpp shares it).
   torch::Tensor relative_bias;
+  // Disentangled attention: the position table [2·span, D] and its LayerNorm — layer 0's parameters, the
+  // same in the stack's other layers, like relative_bias — and, without shared keys, this layer's own
+  // projections of the table (c2p: pos_k, p2c: pos_q).
+  torch::Tensor rel_embeddings;
+  torch::nn::LayerNorm rel_norm{nullptr};
+  Linear pos_k{nullptr}, pos_q{nullptr};
 
  private:
+  // DeBERTa's c2p and p2c logits [B, h, T, S] (unscaled) for queries q_heads [B, h, T, d_k] at positions
+  // [offset, offset + T) and keys k_heads [B, h, S, d_k] at key_positions [S].
+  torch::Tensor disentangled_scores(const torch::Tensor& q_heads, const torch::Tensor& k_heads, int64_t offset,
+                                    const torch::Tensor& key_positions) const;
   torch::Tensor scores(const torch::Tensor& q, const torch::Tensor& k) const;  // J
   // Multi-head latent attention: every head's keys and values from the latents (AttentionConfig::latent).
   std::pair<torch::Tensor, torch::Tensor> latent_keys_values(const torch::Tensor& latent, const torch::Tensor& rope_key);

@@ -37,6 +37,10 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups) {
       throw std::invalid_argument("GQA conversion pools per-head key and value projections; " + config.name +
                                   " uses multi-head latent attention, whose heads already share one latent (its KV "
                                   "cache holds the latent, not per-head keys and values)");
+    if (a.disentangled)
+      throw std::invalid_argument("GQA conversion pools per-head keys; " + config.name +
+                                  " uses disentangled attention, whose position-to-content term reads every query "
+                                  "head's own keys");
     if (a.collaborative || a.talking_heads)
       throw std::invalid_argument("GQA conversion pools per-head keys and values; " + config.name +
                                   " uses " + (a.collaborative ? "collaborative attention" : "talking heads"));
@@ -94,6 +98,9 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
     if (a.latent)
       throw std::invalid_argument("collaborative conversion: " + config.name + " uses multi-head latent attention, "
                                   "whose keys pass through a normalised latent and do not factor");
+    if (a.disentangled)
+      throw std::invalid_argument("collaborative conversion: " + config.name + " uses disentangled attention, whose "
+                                  "position terms read each head's own queries and keys");
     const float scale = a.logit_scale();  // kept: the products are taken unscaled
     a.scale = scale;
     a.collaborative = Collaborative{shared_key_size};

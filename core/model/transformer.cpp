@@ -142,6 +142,13 @@ BlockImpl::BlockImpl(const ModelConfig& model, const StackConfig& stack, bool ro
   if (const auto& rb = stack.attention.relative_bias; rb && layer <= 0)
     attn->relative_bias =
         attn->register_parameter("relative_bias", torch::zeros({rb->buckets, stack.attention.logit_heads()}));
+  // DeBERTa's position table and its LayerNorm: likewise one per stack, in layer 0.
+  if (const auto& d = stack.attention.disentangled; d && layer <= 0) {
+    attn->rel_embeddings = attn->register_parameter("rel_embeddings", torch::zeros({2 * int64_t(d->span()), model.hidden_size}));
+    if (d->table_norm)
+      attn->rel_norm = attn->register_module(
+          "rel_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({model.hidden_size}).eps(d->table_norm_eps)));
+  }
   // Pre-LN blocks without input norms (sublayer_input_norm false), and ModernBERT's layer 0, feed
   // attention the stream itself.
   const bool input_norms = model.sublayer_input_norm;
@@ -268,9 +275,13 @@ TransformerImpl::TransformerImpl(const ModelConfig& config) : config_(config) {
       const bool nope = std::count(stack.nope_layers.begin(), stack.nope_layers.end(), l) > 0;
       list->push_back(Block(c, stack, /*rotary=*/!nope, l));
     }
-    // Every layer adds the relative position bias table of layer 0.
-    for (size_t l = 1; l < list->size(); ++l)
-      list->ptr<BlockImpl>(l)->attn->relative_bias = list->ptr<BlockImpl>(0)->attn->relative_bias;
+    // Every layer reads the relative position tables of layer 0.
+    for (size_t l = 1; l < list->size(); ++l) {
+      auto& first = *list->ptr<BlockImpl>(0)->attn;
+      auto& attn = *list->ptr<BlockImpl>(l)->attn;
+      attn.relative_bias = first.relative_bias;
+      attn.rel_embeddings = first.rel_embeddings, attn.rel_norm = first.rel_norm;  // DeBERTa's position table
+    }
     register_module(name, list);
     if (c.final_norm)
       final_norm = register_module(norm_name, Norm(c.norm, c.hidden_size, c.norm_eps, c.norm_weight_offset));
@@ -402,7 +413,9 @@ void initialize_weights(Transformer& model, uint64_t seed) {
     auto ends_with = [&](const std::string& suffix) {
       return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
-    if (ends_with("norm.weight")) {
+    if (ends_with("rel_norm.weight")) {  // DeBERTa's position-table LayerNorm (a plain torch LayerNorm)
+      p.fill_(1.0);
+    } else if (ends_with("norm.weight")) {
       p.fill_(1.0 - config.norm_weight_offset);
     } else if (ends_with(".q_norm") || ends_with(".k_norm")) {
       p.fill_(1.0 - qk_norm_offset(name));

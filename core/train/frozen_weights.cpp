@@ -87,8 +87,10 @@ FrozenWeights::FrozenWeights(TransformerImpl& model, const ModelConfig& config, 
       const int64_t begin = int64_t(h.head) * rows;
       slices_.push_back({param, param.narrow(0, begin, rows).clone(), begin});
     };
-    // q, k: [heads·d_k, D] weights and [heads·d_k] biases, head-major rows.
-    for (auto* linear : {&attn->q, &attn->k}) {
+    // q, k (and disentangled attention's own position projections): [heads·d_k, D] weights and
+    // [heads·d_k] biases, head-major rows.
+    for (auto* linear : {&attn->q, &attn->k, &attn->pos_q, &attn->pos_k}) {
+      if (!*linear) continue;
       keep((*linear)->weight, a.key_size);
       keep((*linear)->bias, a.key_size);
     }

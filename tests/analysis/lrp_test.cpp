@@ -108,6 +108,13 @@ std::vector<Variant> variants() {
   bert.lm_head.transform = true;
   out.push_back({"BERT-like: post-LN, embedding norm, token types, LM head transform", bert, {}});
 
+  // Disentangled attention (DeBERTa): the position terms reach the logits only, which rule 1 holds.
+  auto deberta = bert;
+  deberta.positions = core::PositionKind::None;
+  deberta.type_vocab_size = 0;
+  deberta.encoder->attention.disentangled = core::Disentangled{4, 8, true, true, false, true, 1e-7f};
+  out.push_back({"disentangled attention (own position projections, log buckets)", deberta, {}});
+
   auto rope = small_model(K::Encoder, attention(4, 4, 4, 4));
   rope.positions = core::PositionKind::RopeLearned;
   rope.rope_dim = 2;

@@ -536,3 +536,24 @@ TEST_CASE("latent attention: each head's key-query form is its non-rotated logit
   REQUIRE(composition.v.size() == 2);
   CHECK(composition.v[0][0][1][0] > 0);  // the values read through the latent compose
 }
+
+TEST_CASE("disentangled attention: the forms are the content term, and the analyses say so", "[spectra][disentangled]") {
+  using Catch::Matchers::Contains;
+  auto config = core::load_model_config(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs/disentangled.json");
+  auto model = core::make_random_model(config, 5);
+  const auto spectra = analysis::key_query_spectra(*model);
+  REQUIRE(spectra.size() == 2);
+  CHECK_THAT(spectra[0].note, Contains("disentangled attention") && Contains("content-to-position"));
+  // The content term alone: head h's form is W_Q^hᵀ W_K^h over its rows of the projections, nothing of
+  // the position table.
+  auto& attn = *model->module->block(core::Stack::Encoder, 1)->attn;
+  for (int h = 0; h < 4; ++h) {
+    const auto rows = [&](const torch::Tensor& w) { return w.narrow(0, int64_t(h) * 16, 16).to(torch::kFloat64); };
+    const auto expected = torch::matmul(rows(attn.q->weight).t(), rows(attn.k->weight));  // [D, D]
+    const auto form = analysis::key_query_form(*model, core::Stack::Encoder, 1, h);
+    CHECK(max_abs_diff(form, expected) < 1e-9 * expected.abs().max().item<double>());
+  }
+  const auto composition = analysis::composition_scores(*model);
+  CHECK(std::any_of(composition.notes.begin(), composition.notes.end(),
+                    [](const std::string& n) { return n.find("disentangled attention") != std::string::npos; }));
+}

@@ -32,7 +32,7 @@ int count_lines(const std::string& text) {
 TEST_CASE("every shipped example config inits and runs, and the dump matches the engine", "[cli]") {
   const std::vector<std::string> names = {"mha",     "mqa",      "gqa",           "key-size", "talking-heads", "collaborative",
                                           "additive", "sliding-window", "dilated", "global",   "encoder-decoder",
-                                          "relative-position", "attention-only", "latent"};
+                                          "relative-position", "attention-only", "latent", "disentangled"};
   size_t found = 0;
   for (const auto& entry : fs::directory_iterator(std::string(HEADLAB_SOURCE_DIR) + "/assets/configs")) found += entry.path().extension() == ".json";
   CHECK(found == names.size());

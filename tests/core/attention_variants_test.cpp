@@ -7,6 +7,7 @@
 #include "core/model/attention.h"
 #include "core/attention_test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -154,6 +155,35 @@ Reference standard_reference(core::AttentionImpl& a, const Mat& x, const Mat& y,
   }
   finish(a, values, r);
   return r;
+}
+
+// DeBERTa's row of the position table for query i and key j, from He et al. 2021 (§3.1: δ = i − j kept
+// within [−k, k)) and DeBERTa-v3's logarithmic buckets (beyond buckets/2, ⌈log(|δ|/mid) /
+// log((max_distance − 1)/mid) · (mid − 1)⌉ + mid with δ's sign), in float64.
+int64_t deberta_row(int64_t i, int64_t j, const core::Disentangled& d) {
+  double delta = double(i - j);
+  if (d.buckets > 0) {
+    const double mid = d.buckets / 2;
+    if (std::abs(delta) > mid) {
+      const double bucket = std::ceil(std::log(std::abs(delta) / mid) / std::log((d.max_distance - 1) / mid) * (mid - 1)) + mid;
+      delta = delta > 0 ? bucket : -bucket;
+    }
+  }
+  const int64_t k = d.span();
+  return std::clamp<int64_t>(int64_t(delta) + k, 0, 2 * k - 1);
+}
+
+// LayerNorm of each row in float64 (biased variance).
+Mat layer_norm_rows(const Mat& x, const torch::Tensor& weight, const torch::Tensor& bias, double eps) {
+  const Vec w = to_vec(weight), b = to_vec(bias);
+  Mat out = x;
+  for (auto& row : out) {
+    double mean = 0, var = 0;
+    for (double v : row) mean += v / row.size();
+    for (double v : row) var += (v - mean) * (v - mean) / row.size();
+    for (size_t i = 0; i < row.size(); ++i) row[i] = (row[i] - mean) / std::sqrt(var + eps) * w[i] + b[i];
+  }
+  return out;
 }
 
 using headlab::test::EngineResult;
@@ -494,4 +524,90 @@ TEST_CASE("every attention row sums to 1, causal rows are exactly 0 above the di
       }
     }
   }
+}
+
+TEST_CASE("disentangled attention's position rows follow DeBERTa's clamp and log buckets", "[attention][variants][disentangled]") {
+  // DeBERTa-v3's own shape (256 buckets to 512), a small one that buckets within a sentence, and v2's clamp.
+  for (const auto& d : {core::Disentangled{256, 512}, core::Disentangled{8, 64}, core::Disentangled{0, 6}}) {
+    INFO("buckets " << d.buckets << ", max_distance " << d.max_distance);
+    const int64_t n = 700;
+    const auto rows = core::disentangled_position_rows(torch::arange(n), torch::arange(n), d);
+    REQUIRE(rows.sizes() == torch::IntArrayRef({n, n}));
+    auto a = rows.accessor<int64_t, 2>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) wrong += a[i][j] != deberta_row(i, j, d);
+    CHECK(wrong == 0);
+  }
+  // Queries at later positions (a cached step) read the rows of their absolute offsets.
+  const core::Disentangled d{8, 64};
+  const auto step = core::disentangled_position_rows(torch::arange(20, 21), torch::arange(21), d);
+  for (int64_t j = 0; j < 21; ++j) CHECK(step[0][j].item<int64_t>() == deberta_row(20, j, d));
+}
+
+TEST_CASE("disentangled attention matches DeBERTa's content-to-position and position-to-content terms",
+          "[attention][variants][disentangled]") {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(23);
+  struct Terms { bool c2p, p2c; };
+  for (const bool shared : {true, false})
+    for (const Terms terms : {Terms{true, true}, Terms{true, false}, Terms{false, true}})
+      for (const int buckets : {0, 4}) {
+        auto config = make_config(2, 2, 3, 4);
+        config.disentangled = core::Disentangled{buckets, buckets > 0 ? 9 : 3, terms.c2p, terms.p2c, shared, true, 1e-7f};
+        const auto& d = *config.disentangled;
+        CHECK(config.logit_scale() == Approx(1.0 / std::sqrt(3.0 * (1 + terms.c2p + terms.p2c))));
+        core::Attention attn(config, kHidden);
+        randomize(*attn);
+        REQUIRE(attn->pos_k.is_empty() == (shared || !terms.c2p));
+        REQUIRE(attn->pos_q.is_empty() == (shared || !terms.p2c));
+        // The stack hands every layer its table (core/model/transformer.cpp); here the test does.
+        attn->rel_embeddings = torch::randn({2 * int64_t(d.span()), kHidden});
+        attn->rel_norm = torch::nn::LayerNorm(torch::nn::LayerNormOptions({kHidden}).eps(d.table_norm_eps));
+        attn->rel_norm->weight.copy_(1 + 0.2 * torch::randn({kHidden}));
+        attn->rel_norm->bias.copy_(0.2 * torch::randn({kHidden}));
+        const Mat table = layer_norm_rows(to_mat(attn->rel_embeddings), attn->rel_norm->weight, attn->rel_norm->bias, d.table_norm_eps);
+        auto x = torch::randn({2, 7, kHidden});
+        for (bool causal : {false, true}) {
+          INFO((shared ? "shared" : "own") << " position projections, c2p " << terms.c2p << ", p2c " << terms.p2c
+                                            << ", buckets " << buckets << (causal ? ", causal" : ""));
+          const auto e = run_engine(attn, x, x, causal);
+          for (int64_t b = 0; b < 2; ++b) {
+            const Mat xb = to_mat(x[b]);
+            const int64_t T = xb.size(), dk = config.key_size, dv = config.value_size;
+            const double scale = 1.0 / std::sqrt(double(dk) * d.terms());
+            Reference r;
+            std::vector<Mat> values;
+            for (int i = 0; i < config.heads; ++i) {
+              const Mat Q = project(xb, attn->q->weight, attn->q->bias, i * dk, dk);
+              const Mat K = project(xb, attn->k->weight, attn->k->bias, i * dk, dk);
+              const auto& pk_lin = shared ? attn->k : attn->pos_k;
+              const auto& pq_lin = shared ? attn->q : attn->pos_q;
+              const Mat PK = terms.c2p ? project(table, pk_lin->weight, pk_lin->bias, i * dk, dk) : Mat();
+              const Mat PQ = terms.p2c ? project(table, pq_lin->weight, pq_lin->bias, i * dk, dk) : Mat();
+              values.push_back(project(xb, attn->v->weight, attn->v->bias, i * dv, dv));
+              Mat logits(T, Vec(T)), w(T);
+              for (int64_t t = 0; t < T; ++t) {
+                std::vector<bool> allowed(T);
+                for (int64_t s = 0; s < T; ++s) {
+                  const int64_t row = deberta_row(t, s, d);
+                  double score = 0;
+                  for (int64_t j = 0; j < dk; ++j) {
+                    score += Q[t][j] * K[s][j];
+                    if (terms.c2p) score += Q[t][j] * PK[row][j];
+                    if (terms.p2c) score += K[s][j] * PQ[row][j];
+                  }
+                  logits[t][s] = score * scale;
+                  allowed[s] = !causal || s <= t;
+                }
+                w[t] = masked_softmax(logits[t], allowed);
+              }
+              r.logits.push_back(logits);
+              r.weights.push_back(w);
+            }
+            finish(*attn, values, r);
+            check_against(e, b, r);
+          }
+        }
+      }
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -16,6 +17,14 @@ using namespace headlab::core;
 using nlohmann::json;
 
 namespace {
+
+// The numbers the module built from `c` holds: what parameter_count must equal.
+int64_t module_parameters(const ModelConfig& c) {
+  Transformer module(c);
+  int64_t n = 0;
+  for (const auto& p : module->parameters()) n += p.numel();
+  return n;
+}
 
 // The error `base` with `edit` applied gives when read, or "(no error)".
 std::string config_error(const json& base, const std::function<void(json&)>& edit) {
@@ -276,10 +285,7 @@ TEST_CASE("multi-head latent attention and DeepSeek's router are read, written b
   const int64_t dense = 3 * 32 * 20, expert = 3 * 32 * 8;
   const int64_t moe = 8 * expert + 8 * 32 + 8 + 3 * 32 * 8;  // experts, router, choice bias, shared expert
   CHECK(c.parameter_count() == 100 * 32 + 2 * attention + dense + moe + 4 * 32 + 32);  // tied head
-  Transformer module(c);
-  int64_t stored = 0;
-  for (const auto& p : module->parameters()) stored += p.numel();
-  CHECK(c.parameter_count() == stored);
+  CHECK(c.parameter_count() == module_parameters(c));
   // A random model starts with the latents' norms as the identity and no choice bias, as transformers does.
   auto random = make_random_model(c, 1);
   const auto params = random->module->named_parameters();
@@ -306,4 +312,46 @@ TEST_CASE("multi-head latent attention and DeepSeek's router are read, written b
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["top_k"] = 5; }), Contains("must be at least top_k (5)"));
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["dense_layers"] = {2}; }), Contains("ffn.moe.dense_layers[0]: layer 2 is not in 0..1"));
   CHECK_THAT(error([](json& b) { b["ffn"]["moe"]["scores"] = "tanh"; }), Contains("tanh"));
+}
+
+TEST_CASE("disentangled attention is read, written back, counted and validated", "[config][disentangled]") {
+  using Catch::Matchers::Contains;
+  json j = json::parse(R"({
+    "vocab_size": 100, "hidden_size": 32, "kind": "encoder", "positions": "none", "max_positions": 64,
+    "norm_placement": "post", "embedding_norm": true, "final_norm": false,
+    "ffn": {"kind": "mlp", "inner_size": 8, "activation": "gelu", "bias": true},
+    "encoder": {"layers": 2, "attention": {"heads": 4, "kv_heads": 4, "key_size": 8, "value_size": 8,
+                "disentangled": {"buckets": 8, "max_distance": 32, "c2p": true, "p2c": false,
+                                 "shared_keys": false, "table_norm": true, "table_norm_eps": 1e-7}}}
+  })");
+  const ModelConfig c = model_config_from_json(j);
+  REQUIRE(c.encoder->attention.disentangled);
+  const Disentangled& d = *c.encoder->attention.disentangled;
+  CHECK((d.buckets == 8 && d.max_distance == 32 && d.c2p && !d.p2c && !d.shared_keys && d.span() == 8));
+  check_contains(to_json(c), j, "config");
+  CHECK(model_config_from_json(to_json(c)).encoder->attention.disentangled == c.encoder->attention.disentangled);
+  CHECK(c.encoder->attention.logit_scale() == Approx(1.0 / std::sqrt(8.0 * 2)));
+  // Per layer: q, k, v, o (32·32 + 32 each), FFN 32·8 + 8 + 8·32 + 32, two LayerNorms, and pos_k (32·32 + 32);
+  // once: the table 16 rows and its LayerNorm.
+  const int64_t layer = 4 * (32 * 32 + 32) + (32 * 8 + 8 + 8 * 32 + 32) + 2 * 64 + (32 * 32 + 32);
+  CHECK(c.parameter_count() == 100 * 32 + 64 + 2 * layer + 16 * 32 + 64);  // tokens, embedding norm, layers, table
+  CHECK(c.parameter_count() == module_parameters(c));
+  // A random model's table norm starts as the identity; the table itself is random.
+  auto random = make_random_model(c, 1);
+  const auto params = random->module->named_parameters();
+  CHECK(torch::equal(params["encoder.0.attn.rel_norm.weight"], torch::ones({32})));
+  CHECK(params["encoder.0.attn.rel_embeddings"].std().item<double>() == Approx(0.02).epsilon(0.2));
+  CHECK(params.find("encoder.1.attn.rel_embeddings") == nullptr);  // stored once, in layer 0
+  CHECK_THAT(c.summary(), Contains("disentangled(c2p, 8 log buckets to 32)"));
+
+  auto error = [&](const std::function<void(json&)>& edit) { return config_error(j, edit); };
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["kv_heads"] = 2; }), Contains("kv_heads must equal heads"));
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["disentangled"]["buckets"] = 7; }), Contains("buckets must be even"));
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["disentangled"]["max_distance"] = 5; }),
+             Contains("max_distance must be more than buckets / 2 + 1 (5)"));
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["disentangled"]["c2p"] = false; }), Contains("needs c2p, p2c or both"));
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["latent"] = {{"kv_rank", 4}}; }),
+             Contains("cannot be combined with multi-head latent attention"));
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["scoring"] = "additive"; }), Contains("needs dot-product scoring"));
+  CHECK_THAT(error([](json& b) { b["encoder"]["attention"]["disentangled"]["span"] = 4; }), Contains("unknown key 'span'"));
 }

@@ -26,7 +26,7 @@ std::string error_of(const nlohmann::json& j) {
 
 TEST_CASE("config JSON round-trips for every example", "[config]") {
   for (const char* name : {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive", "sliding-window",
-                           "dilated", "global", "encoder-decoder", "relative-position", "latent"}) {
+                           "dilated", "global", "encoder-decoder", "relative-position", "latent", "disentangled"}) {
     INFO(name);
     const auto config = example(name);
     const auto again = model_config_from_json(to_json(config));
@@ -90,7 +90,7 @@ TEST_CASE("nope_layers round-trips and is checked", "[config][positions]") {
 TEST_CASE("parameter_count matches the module's parameters", "[config]") {
   // The count in `headlab info` comes from the config; check it against the real module.
   for (const char* name : {"mha", "gqa", "key-size", "talking-heads", "collaborative", "additive", "encoder-decoder",
-                           "relative-position", "latent"}) {
+                           "relative-position", "latent", "disentangled"}) {
     INFO(name);
     const auto config = example(name);
     headlab::core::Transformer module(config);

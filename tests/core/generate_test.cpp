@@ -71,7 +71,7 @@ void expect_cache_equals_recompute(core::Model& model, GenerateRequest request) 
 
 TEST_CASE("a step from the KV cache equals recomputing the sequence, every variant", "[generate]") {
   for (const char* name : {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive",
-                           "sliding-window", "dilated", "global", "encoder-decoder", "relative-position", "latent"}) {
+                           "sliding-window", "dilated", "global", "encoder-decoder", "relative-position", "latent", "disentangled"}) {
     for (const char* positions : {"shipped", "rope", "sinusoidal"}) {
       DYNAMIC_SECTION(name << ", positions " << positions) {
         json j = shipped_config(name);

@@ -40,12 +40,6 @@ void check_experts(const std::string& folder, int dense_layers) {
   }
 }
 
-int64_t stored_parameters(Model& model) {
-  int64_t n = 0;
-  for (const auto& p : model.module->parameters()) n += p.numel();
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("hf import: DeepSeek-V3: latent attention, YaRN with mscale, the sigmoid router with its bias and groups",

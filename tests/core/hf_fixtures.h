@@ -38,7 +38,8 @@ inline const std::vector<std::string>& one_per_family() {
   static const std::vector<std::string> names{
       "bert", "roberta", "distilbert", "gpt2", "llama", "llama-bf16", "qwen2", "mistral", "qwen3", "electra", "albert",
       "gemma2", "gemma3", "bart", "t5", "llama31", "phi3", "smollm3", "gemma", "opt", "olmo", "pythia", "gptj", "bloom",
-      "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "olmo2", "modernbert", "deepseek-v2", "deepseek-v3"};
+      "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "olmo2", "modernbert", "deepseek-v2", "deepseek-v3",
+      "deberta-v3"};
   return names;
 }
 
@@ -46,6 +47,13 @@ inline const std::vector<std::string>& one_per_family() {
 inline double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
   const double scale = b.detach().to(torch::kCPU).abs().max().item<double>();
   return headlab::test::max_abs_diff(a, b) / (scale > 0 ? scale : 1.0);
+}
+
+// The numbers a loaded model holds: what ModelConfig::parameter_count must equal.
+inline int64_t stored_parameters(Model& model) {
+  int64_t n = 0;
+  for (const auto& p : model.module->parameters()) n += p.numel();
+  return n;
 }
 
 inline std::string fixture(const std::string& name) { return std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/" + name; }

@@ -200,7 +200,8 @@ TEST_CASE("hf import: every family matches the reference logits and attention ma
                         Case{"falcon-40b", "falcon", "F32"}, Case{"falcon-sequential", "falcon", "F32"},
                         Case{"olmo2", "olmo2", "F32"}, Case{"modernbert", "modernbert", "F32"},
                         Case{"deepseek-v2-lite", "deepseek_v2", "F32"}, Case{"deepseek-v2", "deepseek_v2", "F32"},
-                        Case{"deepseek-v3", "deepseek_v3", "F32"}}) {
+                        Case{"deepseek-v3", "deepseek_v3", "F32"}, Case{"deberta-v3", "deberta_v2", "F32"},
+                        Case{"deberta-v2", "deberta_v2", "F32"}}) {
     DYNAMIC_SECTION(c.folder) {
       auto model = load_model(fixture(c.folder));
       CHECK(model->config.family == c.family);
@@ -1067,7 +1068,8 @@ TEST_CASE("hf import: LRP explains each family's own logit and conserves it", "[
                              "albert", "gemma2", "gemma3", "bart", "mbart", "marian", "t5", "t5-v1_1", "llama31",
                              "qwen2-yarn", "phi3", "smollm3", "gemma", "opt", "olmo", "olmo-clip", "pythia", "gptj",
                              "bloom", "mixtral", "gpt-oss", "gpt-oss-mxfp4", "phi", "falcon", "falcon-40b",
-                             "falcon-sequential", "olmo2", "modernbert", "deepseek-v2-lite", "deepseek-v2", "deepseek-v3"}) {
+                             "falcon-sequential", "olmo2", "modernbert", "deepseek-v2-lite", "deepseek-v2", "deepseek-v3",
+                             "deberta-v3", "deberta-v2"}) {
     DYNAMIC_SECTION(folder) {
       auto model = load_model(fixture(folder));
       const Expected expected = read_expected(fixture(folder));

@@ -69,7 +69,7 @@ void check_same_losses(const std::map<int64_t, double>& expected, const std::map
 
 TEST_CASE("training lowers the held-out loss for every example config", "[train]") {
   const std::vector<std::string> names = {"mha", "mqa", "gqa", "key-size", "talking-heads", "collaborative", "additive",
-                                          "sliding-window", "dilated", "global", "encoder-decoder", "relative-position", "latent"};
+                                          "sliding-window", "dilated", "global", "encoder-decoder", "relative-position", "latent", "disentangled"};
   for (const auto& name : names) {
     DYNAMIC_SECTION(name) {
       test::TempDir dir("train_" + name);

@@ -17,7 +17,7 @@ modeling_qwen2.py, modeling_mistral.py, modeling_qwen3.py, modeling_gemma2.py an
 types: fixtures_rope_scaling.py; Phi-3, SmolLM3, Gemma, OPT and OLMo: fixtures_decoders.py; GPT-NeoX,
 GPT-J and BLOOM: fixtures_parallel.py; Mixtral and gpt-oss: fixtures_moe.py; Phi-2 and Falcon:
 fixtures_phi_falcon.py; OLMo 2 and ModernBERT: fixtures_olmo2_modernbert.py; DeepSeek-V2 and -V3:
-fixtures_deepseek.py)
+fixtures_deepseek.py; DeBERTa-v3 and -v2: fixtures_deberta.py)
 (activation formulas, norms, RoPE, GQA repeat_kv, masks), written against the Hugging Face weight
 names and layouts -- they share nothing with HeadLab's C++. They run in float64 from the stored
 weights (for the BF16 folder: from the BF16-rounded weights), so the C++ float32 run is compared
@@ -730,7 +730,8 @@ def main():
                        ("fixtures_moe", 7000),  # Mixtral, gpt-oss
                        ("fixtures_phi_falcon", 8000),  # Phi-2, Falcon's three layouts
                        ("fixtures_olmo2_modernbert", 9000),  # OLMo 2, ModernBERT
-                       ("fixtures_deepseek", 10000)):  # DeepSeek-V2 (and -Lite), DeepSeek-V3
+                       ("fixtures_deepseek", 10000),  # DeepSeek-V2 (and -Lite), DeepSeek-V3
+                       ("fixtures_deberta", 11000)):  # DeBERTa-v3, DeBERTa-v2
         for i, make in enumerate(importlib.import_module(name).MAKERS):
             make(torch.Generator().manual_seed(seed + i))
 
