@@ -80,6 +80,7 @@ int generate_command(const GenerateOptions& o) {
   const auto result = core::generate(*model, request, on_step);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n");
+  std::fflush(stdout);  // the text's line ends before the summary on stderr, also in a log of both
   std::fprintf(stderr, "%zu tokens (%s) in %.2f s, %.1f ms a token; KV cache %s\n", result.tokens.size(),
                result.stopped.c_str(), seconds, result.tokens.empty() ? 0.0 : 1000 * seconds / result.tokens.size(),
                request.use_cache && !result.steps.empty()
