@@ -25,38 +25,41 @@ const LayerTable kDebertaLayer = {
     {"ffn_norm", "output.LayerNorm", Piece::Norm, Bias::Always},
 };
 
-// pos_att_type: a list (["p2c", "c2p"]) or, in older folders, one string ("p2c|c2p"), as
-// DebertaV2Config reads it.
+// A "|"-separated setting ("p2c|c2p", "layer_norm"), each part lowercased and stripped of spaces, as
+// DebertaV2Config and DebertaV2Encoder read them; empty parts dropped.
+std::vector<std::string> setting_parts(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, '|');) {
+    for (auto& ch : part) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const auto first = part.find_first_not_of(' '), last = part.find_last_not_of(' ');
+    if (first != std::string::npos) parts.push_back(part.substr(first, last - first + 1));
+  }
+  return parts;
+}
+
+bool contains(const std::vector<std::string>& parts, const char* part) {
+  return std::find(parts.begin(), parts.end(), part) != parts.end();
+}
+
+// pos_att_type: a list (["p2c", "c2p"]) or, in older folders, one string ("p2c|c2p").
 std::vector<std::string> position_terms(const HfConfig& c) {
   std::vector<std::string> terms;
   const nlohmann::json* value = c.find("pos_att_type");
   if (!value) return terms;
-  auto add = [&](std::string term) {
-    for (auto& ch : term) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    const auto first = term.find_first_not_of(' '), last = term.find_last_not_of(' ');
-    term = first == std::string::npos ? "" : term.substr(first, last - first + 1);
-    if (term.empty()) return;
-    if (term != "c2p" && term != "p2c") c.fail("pos_att_type '" + term + "' is not a DeBERTa term (c2p, p2c)");
-    terms.push_back(term);
-  };
   if (value->is_string()) {
-    std::stringstream text(value->get<std::string>());
-    for (std::string term; std::getline(text, term, '|');) add(term);
+    terms = setting_parts(value->get<std::string>());
   } else if (value->is_array()) {
     for (const auto& term : *value) {
       if (!term.is_string()) c.fail("pos_att_type must list strings (c2p, p2c)");
-      add(term.get<std::string>());
+      for (auto& part : setting_parts(term.get<std::string>())) terms.push_back(part);
     }
   } else {
     c.fail("pos_att_type must be a list or a '|'-separated string of c2p and p2c");
   }
+  for (const auto& term : terms)
+    if (term != "c2p" && term != "p2c") c.fail("pos_att_type '" + term + "' is not a DeBERTa term (c2p, p2c)");
   return terms;
-}
-
-bool has_term(const std::vector<std::string>& terms, const char* term) {
-  for (const auto& t : terms)
-    if (t == term) return true;
-  return false;
 }
 
 }  // namespace
@@ -101,21 +104,11 @@ Layout deberta_layout(const FamilyInput& in) {
   stack.layers = c.integer("num_hidden_layers", 24);
   stack.attention = attention(heads, heads, head_dim, true, true);
   const auto terms = position_terms(c);
-  const bool c2p = has_term(terms, "c2p"), p2c = has_term(terms, "p2c");
+  const bool c2p = contains(terms, "c2p"), p2c = contains(terms, "p2c");
   // The scale counts the position terms named (each once), even where relative_attention leaves them out.
   const float factor = 1.0f + (c2p ? 1.0f : 0.0f) + (p2c ? 1.0f : 0.0f);
   stack.attention.scale = 1.0f / std::sqrt(static_cast<float>(head_dim) * factor);
-  // norm_rel_ebd: "|"-separated, lowercased and stripped, as DebertaV2Encoder reads it.
-  bool table_norm = false;
-  {
-    std::string text = c.string("norm_rel_ebd", "none");
-    for (auto& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    std::stringstream parts(text);
-    for (std::string part; std::getline(parts, part, '|');) {
-      const auto first = part.find_first_not_of(' '), last = part.find_last_not_of(' ');
-      table_norm |= first != std::string::npos && part.substr(first, last - first + 1) == "layer_norm";
-    }
-  }
+  const bool table_norm = contains(setting_parts(c.string("norm_rel_ebd", "none")), "layer_norm");
   // relative_attention with no term named runs plain attention (transformers adds a score of 0).
   const bool relative = c.boolean("relative_attention", false) && (c2p || p2c);
   if (relative) {

@@ -208,18 +208,18 @@ torch::Tensor AttentionImpl::disentangled_scores(const torch::Tensor& q_heads, c
   auto per_head = [&](const Linear& projection) {
     return stored_linear(table, projection->weight, projection->bias).to(q_heads.dtype()).view({1, count, H, dk}).permute({0, 2, 1, 3});
   };
-  torch::Tensor out = torch::zeros({B, H, T, S}, q_heads.options());
+  torch::Tensor c2p, p2c;  // [B, h, T, S]
   if (d.c2p) {  // q_i · k^P_{row(i, j)}
     const auto position_keys = per_head(d.shared_keys ? k : pos_k);
     const auto all = torch::matmul(q_heads, position_keys.transpose(-1, -2));  // [B, h, T, n]
-    out = out + all.gather(-1, rows.view({1, 1, T, S}).expand({B, H, T, S}));
+    c2p = all.gather(-1, rows.view({1, 1, T, S}).expand({B, H, T, S}));
   }
   if (d.p2c) {  // k_j · q^P_{row(i, j)} (transformers indexes −δ(j, i), the same row: the buckets are odd)
     const auto position_queries = per_head(d.shared_keys ? q : pos_q);
     const auto all = torch::matmul(k_heads, position_queries.transpose(-1, -2));  // [B, h, S, n]
-    out = out + all.gather(-1, rows.t().contiguous().view({1, 1, S, T}).expand({B, H, S, T})).transpose(-1, -2);
+    p2c = all.gather(-1, rows.t().contiguous().view({1, 1, S, T}).expand({B, H, S, T})).transpose(-1, -2);
   }
-  return out;
+  return c2p.defined() && p2c.defined() ? c2p + p2c : c2p.defined() ? c2p : p2c;  // validate() asks for one
 }
 
 void AttentionImpl::forget_unreachable(LayerCache& cache, int64_t next) const {
