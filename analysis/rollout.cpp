@@ -171,7 +171,9 @@ at::Tensor residual_attention(const at::Tensor& maps) {
   auto m = maps.detach().to(torch::kCPU, torch::kFloat64);
   auto A = m.dim() == 3 ? m.mean(0) : m;  // the heads' average
   // Abnar & Zuidema: the residual connection as an identity edge of equal weight, A' = 0.5 A + 0.5 I,
-  // each row renormalised (a no-op when A's rows already sum to 1).
+  // each row renormalised (a no-op when A's rows already sum to 1). With learned sinks A's rows sum to
+  // 1 − the heads' mean sink share; the sink carries no token, so renormalising spreads its share over
+  // the tokens in proportion to A' — rollout follows where the read tokens came from.
   auto R = 0.5 * A + 0.5 * torch::eye(A.size(0), A.options().dtype(torch::kFloat64));
   return R / R.sum(1, /*keepdim=*/true);
 }

@@ -8,6 +8,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 namespace headlab::analysis {
 
 using kit::stat_of;
@@ -25,6 +27,7 @@ void RowMeanMeasure::add_layer(HeadReport& report, core::Stack stack, int layer,
   // applies: self-attention's causal and windowed patterns (a weight that underflowed to 0 is still
   // an allowed key); every key for cross-attention.
   std::vector<int64_t> allowed(size_t(T), S);
+  const bool sinks = has_sinks(stack, layer);
   if (has_baseline_ && stack != core::Stack::Cross) {
     const auto& s = stack == core::Stack::Encoder ? *config_.encoder : *config_.decoder;
     const auto mask = core::attention_allowed(T, S, stack == core::Stack::Decoder, s.layer_attention(layer).pattern)
@@ -42,8 +45,22 @@ void RowMeanMeasure::add_layer(HeadReport& report, core::Stack stack, int layer,
     double& invalid = e.values[stat("invalid_rows")];
     for (int64_t t = 0; t < T; ++t) {
       if (!rows.counted[size_t(t)]) continue;
-      const Row row{data + (h * T + t) * S, S, t, allowed[size_t(t)]};
-      if (!rows.distribution[rows.at(h, t)]) {
+      Row row{data + (h * T + t) * S, S, t, allowed[size_t(t)]};
+      if (sinks) {
+        // W's row and the sink's share together are the softmax: weights ≥ 0 summing to at most 1.
+        double sum = 0;
+        float least = 0;
+        for (int64_t s = 0; s < S; ++s) {
+          sum += row.weights[s];
+          least = std::min(least, row.weights[s]);
+        }
+        if (least < -1e-6f || sum > 1.0 + 1e-3) {
+          invalid += 1;
+          continue;
+        }
+        row.sinks = true;
+        row.sink = std::max(0.0, 1.0 - sum);
+      } else if (!rows.distribution[rows.at(h, t)]) {
         invalid += 1;
         continue;
       }
@@ -55,7 +72,16 @@ void RowMeanMeasure::add_layer(HeadReport& report, core::Stack stack, int layer,
   }
 }
 
+bool RowMeanMeasure::has_sinks(core::Stack stack, int layer) const {
+  if (stack == core::Stack::Cross) return false;
+  const auto& s = stack == core::Stack::Encoder ? config_.encoder : config_.decoder;
+  return s && s->layer_attention(layer).sinks;
+}
+
 void RowMeanMeasure::end(HeadReport& report) {
+  bool sinks = false;
+  for (const auto& h : report.heads) sinks = sinks || has_sinks(h.stack, h.layer);
+  if (sinks) report.notes.push_back(key_ + " with learned attention sinks: " + sink_treatment());
   int64_t heads = 0;
   for (const auto& h : report.heads) heads += stat_of(h, stat("invalid_rows")) > 0;
   if (heads > 0)

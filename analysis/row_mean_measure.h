@@ -2,7 +2,9 @@
 // entropy, mean attention distance and sink share. Each is a mean over the counted (non-special)
 // queries of every measured sentence of a value computed from the query's whole row — every key,
 // special ones included — with an optional baseline averaged over the same rows (the entropy's
-// uniform bound). Rows that are not probability distributions (talking heads or a mixing matrix
+// uniform bound). With learned attention sinks a row of W sums to 1 − the sink's share: the row and
+// the sink together are the softmax's distribution, and each measure says how it counts the sink
+// (`sink_treatment`). Rows that are not probability distributions (talking heads or a mixing matrix
 // reading U: negative weights, sums other than 1) have no such value; a head with one is left empty,
 // and the report's notes say so.
 #pragma once
@@ -22,6 +24,8 @@ class RowMeanMeasure : public Measure {
     int64_t keys;          // S
     int64_t query;         // its position t
     int64_t allowed;       // the keys the query may attend to (its causal or windowed mask; all for cross-attention)
+    bool sinks = false;    // the layer's heads have learned sinks
+    double sink = 0;       // the learned sink's share of the softmax, 1 − Σ weights (0 without sinks)
   };
   struct Value {
     double value = 0;
@@ -53,13 +57,16 @@ class RowMeanMeasure : public Measure {
   virtual Value row_value(const Row& row) const = 0;
   // One line of the head's evidence, given its mean and baseline.
   virtual std::string describe(double mean, double baseline, int64_t rows) const = 0;
+  // How row_value counts a learned sink's share, for the report's notes on a model with sinks.
+  virtual std::string sink_treatment() const = 0;
 
   const std::string& key() const { return key_; }
 
  private:
   std::string stat(const char* part) const { return key_ + "_" + part; }
+  bool has_sinks(core::Stack stack, int layer) const;  // the layer's heads have learned sinks
   std::string key_;
-  core::ModelConfig config_;  // the measured model's: which keys each query may attend to
+  core::ModelConfig config_;  // the measured model's: which keys each query may attend to, which layers have sinks
   bool has_baseline_;
   std::string unit_;
   int digits_;

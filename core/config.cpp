@@ -340,6 +340,8 @@ void ModelConfig::validate() const {
   }
   if (rope_interleaved && positions != PositionKind::Rope && positions != PositionKind::RopeLearned)
     problem("rope_interleaved: only meaningful with positions 'rope' or 'rope+learned', not '" + std::string(to_string(positions)) + "'");
+  if (rope_dim > 0 && positions != PositionKind::Rope && positions != PositionKind::RopeLearned)
+    problem("rope_dim: only meaningful with positions 'rope' or 'rope+learned', not '" + std::string(to_string(positions)) + "'");
   const bool wants_encoder = kind != StackKind::Decoder;
   const bool wants_decoder = kind != StackKind::Encoder;
   if (wants_encoder != encoder.has_value())

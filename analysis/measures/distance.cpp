@@ -1,6 +1,7 @@
 // Mean attention distance (Vig & Belinkov 2019 §4.3): the mean over query tokens of Σ_s a_s |t − s|,
 // the distance from the query t to its keys weighted by attention, in tokens. Cross-attention reads
 // the same sentence on both sides here (analysis/README.md), so its distances compare positions too.
+// A learned sink has no position: its share is left out and the tokens' share renormalised.
 #include "analysis/measure_kit.h"
 #include "analysis/row_mean_measure.h"
 
@@ -33,7 +34,14 @@ class DistanceMeasure : public RowMeanMeasure {
   Value row_value(const Row& row) const override {
     double d = 0;
     for (int64_t s = 0; s < row.keys; ++s) d += double(row.weights[s]) * double(std::llabs(row.query - s));
-    return {d, 0.0};
+    // A learned sink has no position: the distance is the tokens' share's, renormalised to 1.
+    const double tokens = 1.0 - row.sink;
+    return {tokens > 1e-12 ? d / tokens : 0.0, 0.0};
+  }
+
+  std::string sink_treatment() const override {
+    return "the sink has no position, so the distance is over the tokens' share of each row, renormalised to 1 (the "
+           "distance given that the head reads a token)";
   }
 
   std::string describe(double mean, double /*baseline*/, int64_t rows) const override {

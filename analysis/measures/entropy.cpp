@@ -1,7 +1,8 @@
 // Attention entropy (Clark et al. 2019 §3, "broad attention"): the mean over query tokens of the
 // entropy −Σ_s a_s ln a_s of the head's attention row, in nats, beside the entropy of a uniform row
 // over the same keys (ln of the keys the query may attend to), which bounds it. A head that looks
-// at one token has 0; a head that spreads evenly has its bound.
+// at one token has 0; a head that spreads evenly has its bound. A learned sink (gpt-oss) is one
+// more outcome of the row's softmax, in the entropy and in its bound.
 #include "analysis/measure_kit.h"
 #include "analysis/row_mean_measure.h"
 
@@ -47,7 +48,15 @@ class EntropyMeasure : public RowMeanMeasure {
       const double a = row.weights[s];
       if (a > 0) entropy -= a * std::log(a);  // 0 · ln 0 = 0: masked keys and underflowed weights
     }
-    return {entropy, row.allowed > 0 ? std::log(double(row.allowed)) : 0.0};
+    if (row.sink > 0) entropy -= row.sink * std::log(row.sink);
+    // A learned sink is one more outcome of the softmax: the uniform bound counts it.
+    const int64_t outcomes = row.allowed + (row.sinks ? 1 : 0);
+    return {entropy, outcomes > 0 ? std::log(double(outcomes)) : 0.0};
+  }
+
+  std::string sink_treatment() const override {
+    return "the sink is one more outcome of each row's distribution: its share s adds -s ln s, and the uniform bound "
+           "is ln(keys + 1)";
   }
 
   std::string describe(double mean, double baseline, int64_t rows) const override {

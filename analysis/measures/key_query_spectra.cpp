@@ -10,6 +10,8 @@
 #include "core/json_integer.h"
 #include "core/model/model.h"
 
+#include <algorithm>
+
 namespace headlab::analysis {
 namespace {
 
@@ -41,10 +43,20 @@ class SpectraMeasure : public Measure {
       for (size_t h = 0; h < layer.heads.size(); ++h)
         if (HeadEntry* e = report.find(layer.stack, layer.layer, static_cast<int>(h))) e->spectrum = layer.heads[h];
     }
+    // What the forms leave out, once per kind of layer (latent, disentangled attention); a latent
+    // layer's note covers its decoupled RoPE part, so the RoPE note speaks of the other layers.
+    std::vector<std::string> layer_notes;
+    bool plain_layers = false;
+    for (const auto& layer : layers) {
+      if (layer.note.empty()) plain_layers = true;
+      else if (std::find(layer_notes.begin(), layer_notes.end(), layer.note) == layer_notes.end())
+        layer_notes.push_back(layer.note);
+    }
     const auto pos = model.config.positions;
-    if (pos == core::PositionKind::Rope || pos == core::PositionKind::RopeLearned)
+    if (plain_layers && (pos == core::PositionKind::Rope || pos == core::PositionKind::RopeLearned))
       report.notes.push_back("spectra: with RoPE a head's scores are x_tᵀ W_Q R(s − t) W_Kᵀ x_s; the spectrum is the "
                              "form at offset 0 (no rotation), W_Q W_Kᵀ");
+    for (const auto& note : layer_notes) report.notes.push_back("spectra: " + note);
     for (const auto& h : report.heads)
       if (h.spectrum && !h.spectrum->applicable) {
         report.notes.push_back("spectra: additive scoring has no bilinear key-query form; its heads have no spectrum");

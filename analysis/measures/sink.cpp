@@ -31,6 +31,11 @@ class SinkMeasure : public RowMeanMeasure {
  protected:
   Value row_value(const Row& row) const override { return {row.keys > 0 ? double(row.weights[0]) : 0.0, 0.0}; }
 
+  std::string sink_treatment() const override {
+    return "the sink share stays the first token's weight as a share of the whole softmax, learned sink included; the "
+           "learned sink's own share is the run dump's sink_share.{l} and the Attention map's sink column";
+  }
+
   std::string describe(double mean, double /*baseline*/, int64_t rows) const override {
     char line[160];
     std::snprintf(line, sizeof line, "sink share %.3f: attention on the first token, over %lld queries", mean,

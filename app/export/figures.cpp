@@ -105,6 +105,17 @@ void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap co
   }
 }
 
+// The learned sink's share of each of `rows` queries as a column at x of width w (map.sink set).
+void draw_sink_column(cairo_t* cr, const FigureMap& map, int rows, Colormap colormap, double x, double y, double w,
+                      double h) {
+  for (int r = 0; r < rows; ++r) {
+    const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.sink[r]));
+    cairo_set_source_rgb(cr, rgb.r / 255.0, rgb.g / 255.0, rgb.b / 255.0);
+    cairo_rectangle(cr, x, y + r * h / rows, w, h / rows + 0.05);  // overlap a hair: no seams between rows
+    cairo_fill(cr);
+  }
+}
+
 std::string fmt(float v) {
   char s[32];
   std::snprintf(s, sizeof s, v != 0 && (std::fabs(v) < 1e-2f || std::fabs(v) >= 1e4f) ? "%.0e" : "%.3g", v);
@@ -167,13 +178,19 @@ void write_attention_map(const std::string& path, const std::string& title, cons
   const double left = std::max(widest_text(tokens.queries, label) + 12, axis_w),
                top = std::max(widest_text(tokens.keys, label) + 12, 24.0);
   const double w = cols * cell, h = rows * cell;
+  const double sink_w = map.sink ? cell * 1.5 : 0.0;  // the sink column and its gap
   const double margin = 16, title_h = 24, bar_h = 40;
-  Canvas c(path, page_width(margin * 2 + left + std::max(w, 160.0), title), margin * 2 + title_h + top + h + bar_h);
+  Canvas c(path, page_width(margin * 2 + left + std::max(w + sink_w, 160.0), title), margin * 2 + title_h + top + h + bar_h);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);
   const double x0 = margin + left, y0 = margin + title_h + top;
   draw_map(cr, map, rows, cols, colormap, x0, y0, w, h);
+  if (map.sink) {
+    draw_sink_column(cr, map, rows, colormap, x0 + w + cell * 0.5, y0, cell, h);
+    cairo_set_source_rgb(cr, 0.6, 0.35, 0.0);
+    text(cr, x0 + w + cell * 0.5 + cell / 2 + label * 0.35, y0 - 4, "sink", label, false, -M_PI / 2);
+  }
   cairo_set_source_rgb(cr, 0, 0, 0);
   for (int r = 0; r < rows && r < static_cast<int>(tokens.queries.size()); ++r)
     text(cr, x0 - 4, y0 + (r + 0.5) * cell + label * 0.35, tokens.queries[r], label, true);
@@ -184,7 +201,8 @@ void write_attention_map(const std::string& path, const std::string& title, cons
   text(cr, x0 - 6, y0 - 4, "query ↓", 7, true);
   colour_bar(cr, x0, y0 + h + 10, std::min(w, 200.0), 8, colormap, map.range);
   c.finish(title, "queries (rows): " + join(tokens.queries, " ") + "\nkeys (columns): " + join(tokens.keys, " ") +
-                      "\n" + colour_bar_text(colormap, map.range));
+                      (map.sink ? "\nlast column: the learned sink's share of each query's softmax" : "") + "\n" +
+                      colour_bar_text(colormap, map.range));
 }
 
 void write_heads_grid(const std::string& path, const std::string& title, const std::vector<std::vector<FigureMap>>& maps,
@@ -205,6 +223,7 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   MapRange shown;
   bool one_scale = true;  // every map coloured over the same range (the absolute 0–1 of weights)
   int64_t maps_drawn = 0;
+  bool any_sink = false;
   for (const auto& l : maps) maps_drawn += static_cast<int64_t>(l.size());
   const int64_t vector_cells =
       maps_drawn * rows * cols > analysis::kFigureVectorCells ? 0 : analysis::kVectorCells;  // many maps: images
@@ -212,7 +231,12 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
     cairo_set_source_rgb(cr, 0, 0, 0);
     text(cr, margin, y0 + l * (cell + pad) + cell / 2 + 3, "L" + std::to_string(l), 8);
     for (int h = 0; h < static_cast<int>(maps[l].size()); ++h) {
-      draw_map(cr, maps[l][h], rows, cols, colormap, x0 + h * (cell + pad), y0 + l * (cell + pad), cell, cell, vector_cells);
+      const FigureMap& m = maps[l][h];
+      const double strip = m.sink ? std::max(3.0, cell * 0.08) : 0.0, map_w = m.sink ? cell - strip - 2 : cell;
+      const double x = x0 + h * (cell + pad), y = y0 + l * (cell + pad);
+      draw_map(cr, m, rows, cols, colormap, x, y, map_w, cell, vector_cells);
+      if (m.sink) draw_sink_column(cr, m, rows, colormap, x + map_w + 2, y, strip, cell);
+      any_sink = any_sink || m.sink;
       const MapRange& r = maps[l][h].range;
       if (l + h > 0 && (r.lo != shown.lo || r.hi != shown.hi || r.log != shown.log)) one_scale = false;
       shown = r;
@@ -228,6 +252,7 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   c.finish(title, std::to_string(layers) + " layers (L0–L" + std::to_string(layers - 1) + ") × " + std::to_string(heads) +
                       " heads (H0–H" + std::to_string(heads - 1) + "), each map " + std::to_string(rows) + " × " +
                       std::to_string(cols) + "\n" +
+                      (any_sink ? "the strip right of a map: the learned sink's share of each query's softmax\n" : "") +
                       (one_scale ? colour_bar_text(colormap, shown) : std::string("each map scaled to its own range")));
 }
 

@@ -14,6 +14,9 @@ struct FigureMap {
   const float* data = nullptr;
   MapRange range;
   float gate = 1.0f;  // < 1 drawn dimmed with the gate written on it
+  // Learned sinks (gpt-oss): [rows] each query's sink share, drawn as a column right of the keys on
+  // the map's scale, so that a row reads to 1 with it; null without sinks.
+  const float* sink = nullptr;
 };
 
 struct FigureTokens {

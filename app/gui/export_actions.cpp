@@ -124,6 +124,8 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
                         !wb.doc().session.view.auto_range);
     m.gate = wb.doc().session.controls.get(sel.stack, sel.layer).gate(sel.head);
+    const StageMaps& sink = maps->layers[sel.layer].sink;
+    if (!logits && !sink.empty() && sel.head < sink.heads && sink.rows == sm.rows) m.sink = sink.head(sel.head);
     // Written as a task; `snap` keeps the buffers `m` points into.
     wb.start_export(path, [snap = wb.doc().snapshot, path, title, m, rows = sm.rows, cols = sm.cols,
                            tokens = labels(*wb.doc().snapshot, sel.stack), cmap] {
@@ -134,9 +136,10 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
     int rows = 0, cols = 0;
     // Where the run kept thumbnails, the open layer's whole maps are pooled alike for the figure.
     const int side = wb.doc().snapshot->maps.thumbnail_side;
-    std::vector<StageMaps> pooled(maps->layers.size());
+    std::vector<StageMaps> pooled(maps->layers.size()), sinks(maps->layers.size());
     for (size_t l = 0; l < maps->layers.size(); ++l) {
       const StageMaps& sm = pooled[l] = thumbnail(maps->layers[l].stages[static_cast<int>(sel.stage)], side);
+      const StageMaps& sink = sinks[l] = logits || maps->layers[l].sink.empty() ? StageMaps{} : thumbnail(maps->layers[l].sink, side);
       grid.emplace_back();
       if (sm.empty()) continue;
       rows = sm.rows, cols = sm.cols;
@@ -146,6 +149,7 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
         m.range = map_range(m.data, static_cast<size_t>(sm.rows) * sm.cols, logits, wb.doc().session.view.log_scale,
                             !wb.doc().session.view.auto_range);
         m.gate = sel.stage == Stage::U ? wb.doc().session.controls.get(sel.stack, static_cast<int>(l)).gate(h) : 1.0f;
+        if (!sink.empty() && h < sink.heads && sink.rows == sm.rows) m.sink = sink.head(h);
         grid.back().push_back(m);
       }
     }
@@ -154,7 +158,8 @@ std::string export_figure(Workbench& wb, const std::string& figure, const std::s
         (side > 0 ? ", max-pooled to at most " + std::to_string(side) + "² per head" : "");
     // Written as a task (1,024 maps take seconds); the copies of `pooled` share the buffers `grid`
     // points into, and `snap` keeps the snapshot's.
-    wb.start_export(path, [snap = wb.doc().snapshot, pooled = std::move(pooled), grid = std::move(grid), path, grid_title,
+    wb.start_export(path, [snap = wb.doc().snapshot, pooled = std::move(pooled), sinks = std::move(sinks),
+                           grid = std::move(grid), path, grid_title,
                            rows, cols, cmap] { write_heads_grid(path, grid_title, grid, rows, cols, cmap); });
   } else if (figure == "head-view") {
     const StageMaps& sm = maps->layers[sel.layer].stages[static_cast<int>(Stage::U)];

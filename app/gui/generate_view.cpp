@@ -104,6 +104,8 @@ void GenerateView::drawContent(Workbench& wb) {
   if (doc.generation_job.running) ImGui::TextDisabled("writing… %zu tokens", g ? g->steps.size() : size_t(0));
   else if (!doc.generation_job.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", doc.generation_job.error.c_str());
   else if (g) ImGui::TextDisabled("%zu tokens, stopped at %s", g->steps.size(), g->stopped.c_str());
+  if (g)
+    for (const auto& note : g->notes) ImGui::TextWrapped("%s", note.c_str());
   if (!g) return;
 
   // The text as tokens: the prompt's greyed, each generated one a button that shows its step.
@@ -135,8 +137,9 @@ void GenerateView::drawStep(Workbench& wb) {
   // The cache against MHA of the same heads, after this step.
   const int64_t tokens = int64_t(g.prompt_tokens.size()) + step;
   const int64_t mha = g.mha_bytes_per_token * std::max<int64_t>(1, tokens);
-  const std::string cache = "KV cache " + core::format_bytes(s.cache_bytes) + " (MHA with the same heads: " +
-                            core::format_bytes(mha) + ")";
+  const std::string cache = "KV cache " + core::format_bytes(s.cache_bytes) + ", " +
+                            core::format_bytes(g.bytes_per_token) + " a token (MHA with the same heads: " +
+                            core::format_bytes(mha) + ", " + core::format_bytes(g.mha_bytes_per_token) + " a token)";
   ImGui::ProgressBar(mha > 0 ? float(double(s.cache_bytes) / double(mha)) : 0.0f, ImVec2(-1, 0), cache.c_str());
 
   // The alternatives the token was drawn against, and Δp against the model without the controls.

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -138,13 +139,33 @@ void HeadsGridView::drawContent(Workbench& wb) {
     const auto& controls = wb.doc().session.controls.get(sel.stack, l);
     const StageMaps& layer_maps = maps->layers[static_cast<size_t>(l)].stages[static_cast<int>(sel.stage)];
     const int side = wb.doc().snapshot->maps.thumbnail_side;
+    // Learned sinks (gpt-oss): beside each thumbnail of W or U a strip of each query's sink share, as
+    // the Attention map's sink column, so that a row reads to 1 with it.
+    const StageMaps& sink = maps->layers[static_cast<size_t>(l)].sink;
+    const bool weights_stage = sel.stage == Stage::W || sel.stage == Stage::U;
+    const float strip = std::max(3.0f, std::round(cell * 0.08f));
     for (int h = 0; h < heads; ++h) {
-      // Keep the map's aspect (cross-attention is T×S) inside the square cell.
+      const bool sink_strip = weights_stage && !sink.empty() && h < sink.heads && sink.rows > 0;
+      const float map_w = sink_strip ? cell - strip - 2 : cell;
+      // Keep the map's aspect (cross-attention is T×S) inside the cell (less the sink strip).
       const float aspect = cols_k > 0 && rows_q > 0 ? static_cast<float>(rows_q) / cols_k : 1.0f;
-      const float iw = aspect > 1 ? cell / aspect : cell, ih = aspect > 1 ? cell : cell * aspect;
+      const float iw = std::min(map_w, aspect > 1 ? cell / aspect : cell), ih = aspect > 1 ? cell : iw * aspect;
       const ImVec2 cell0(origin.x + label_w + h * (cell + pad), y);
-      const ImVec2 p0(cell0.x + (cell - iw) / 2, cell0.y + (cell - ih) / 2);
+      const ImVec2 p0(cell0.x + (map_w - iw) / 2, cell0.y + (cell - ih) / 2);
       const ImVec2 p1(p0.x + iw, p0.y + ih);
+      double sink_mean = 0;
+      if (sink_strip) {
+        const MapRange range = wb.textures.range(l, h);
+        const Colormap colours = colormap_from_name(wb.doc().session.view.colormap);
+        const float row_h = ih / sink.rows;
+        for (int q = 0; q < sink.rows; ++q) {
+          const float share = sink.at(h, q, 0);
+          sink_mean += share / sink.rows;
+          const Rgb c = colormap_rgb(colours, range.normalize(share));
+          dl->AddRectFilled(ImVec2(p1.x + 2, p0.y + q * row_h), ImVec2(p1.x + 2 + strip, p0.y + (q + 1) * row_h),
+                            IM_COL32(c.r, c.g, c.b, 255));
+        }
+      }
       ImGui::SetCursorScreenPos(cell0);
       ImGui::PushID(l * 4096 + h);
       if (ImGui::InvisibleButton("thumb", ImVec2(cell, cell))) wb.apply(cmd::SelectHead{std::nullopt, l, h});
@@ -184,13 +205,19 @@ void HeadsGridView::drawContent(Workbench& wb) {
       dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1),
                   selected ? IM_COL32(255, 220, 0, 255) : hovered ? IM_COL32(255, 255, 255, 200) : IM_COL32(70, 70, 70, 255),
                   0.0f, 0, selected ? 2.5f : 1.0f);
-      if (hovered)
-        ImGui::SetTooltip("layer %d, head %d (%s)%s%s", l, h, stage_name(sel.stage),
+      if (hovered) {
+        char sink_text[96] = "";
+        if (sink_strip)
+          std::snprintf(sink_text, sizeof sink_text, "\nright strip: the learned sink's share per query (mean %.3f)",
+                        sink_mean);
+        ImGui::SetTooltip("layer %d, head %d (%s)%s%s%s", l, h, stage_name(sel.stage),
                           gate < 1.0f ? (" — gate " + format_value(gate)).c_str() : "",
                           mixed.empty()       ? ""
                           : mixed == "pre"    ? " — mixed before the softmax"
                           : mixed == "post"   ? " — mixed after the softmax"
-                                              : " — mixed before and after the softmax");
+                                              : " — mixed before and after the softmax",
+                          sink_text);
+      }
     }
   }
   ImGui::SetCursorScreenPos(ImVec2(origin.x, top + maps->layers.size() * (cell + pad)));

@@ -125,6 +125,7 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
   const auto out = core::generate(model, g, on_step);
   auto done = std::make_shared<GenerationResult>(*result);
   done->stopped = out.stopped;
+  done->notes = out.notes;
   if (!request.controls.is_default() && !out.tokens.empty() && out.stopped != "cancelled") {
     // Δp: one run of the whole text without the controls gives each step's distribution at the same
     // prefix (position p predicts token p + 1).

@@ -62,6 +62,7 @@ struct GenerationResult {
   int64_t bytes_per_token = 0;             // the cache's cost per token (core::kv_cache_bytes_per_token)
   int64_t mha_bytes_per_token = 0;         // the same for MHA with the same heads
   std::string stopped;                     // "" while running; "end of sequence", "max_new", "cancelled"
+  std::vector<std::string> notes;          // core::Generation::notes (steps recomputed, not cached)
 };
 
 // status() says whether a run is under way and why the last one failed.

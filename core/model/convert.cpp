@@ -64,16 +64,22 @@ std::shared_ptr<Model> convert_to_gqa(const Model& model, int groups) {
   for (auto& item : out->module->named_parameters()) {
     const std::string& name = item.key();
     const torch::Tensor& from = source[name];
-    // Self-attention key and value projections of a stack: "<stack>.<l>.attn.{k,v}.{weight,bias}".
-    const bool pooled = name.find(".attn.k.") != std::string::npos || name.find(".attn.v.") != std::string::npos;
-    if (!pooled) {
+    // Self-attention key and value projections of a stack: "<stack>.<l>.attn.{k,v}.{weight,bias}", and
+    // a key norm over the whole key projection (OLMo 2's k_norm, [kv_heads · d_k]), whose weights are
+    // per key coordinate: pooled with the keys, group by group (its RMS then runs over the pooled keys).
+    const bool key = name.find(".attn.k.") != std::string::npos;
+    const bool key_norm = name.size() >= 12 && name.compare(name.size() - 12, 12, ".attn.k_norm") == 0;
+    if (!key && !key_norm && name.find(".attn.v.") == std::string::npos) {
       item.value().copy_(from);
       continue;
     }
     const bool encoder = name.rfind("encoder.", 0) == 0;
     const auto& a = (encoder ? before.encoder : before.decoder)->attention;
-    const bool key = name.find(".attn.k.") != std::string::npos;
-    item.value().copy_(pool_heads(as_float(from), a.kv_heads, groups, key ? a.key_size : a.value_size));
+    if (key_norm && !a.qk_norm_whole) {  // a per-head norm [d_k] is shared by every head as it is
+      item.value().copy_(from);
+      continue;
+    }
+    item.value().copy_(pool_heads(as_float(from), a.kv_heads, groups, key || key_norm ? a.key_size : a.value_size));
   }
   out->module->eval();
   return out;

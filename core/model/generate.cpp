@@ -153,7 +153,11 @@ Generation generate(Model& model, const GenerateRequest& request,
   if (request.max_new < 0) throw std::invalid_argument("generate: max_new must be >= 0");
   std::vector<int64_t> sequence = enc_dec ? request.decoder_prompt : request.prompt;
   const int64_t total = static_cast<int64_t>(sequence.size()) + request.max_new;
-  if (config.max_positions > 0 && total > config.max_positions)
+  // Dynamic RoPE (transformers' dynamic NTK) exists to run past max_positions: its base grows with
+  // the sequence's length. Every other model generates within its context (`run` reads longer
+  // inputs of a rotary model, to study how its heads extrapolate).
+  const bool dynamic_rope = config.rope_scaling.kind == RopeScalingKind::Dynamic;
+  if (config.max_positions > 0 && total > config.max_positions && !dynamic_rope)
     throw std::invalid_argument("a prompt of " + std::to_string(sequence.size()) + " tokens and " +
                                 std::to_string(request.max_new) + " new ones is more than the " +
                                 std::to_string(config.max_positions) + " positions this model takes");
@@ -182,6 +186,15 @@ Generation generate(Model& model, const GenerateRequest& request,
       break;
     }
     GenerationStep step;
+    if (decoder && dynamic_rope && static_cast<int64_t>(sequence.size()) > config.max_positions) {
+      // Past max_positions dynamic RoPE's base changes with every token, and the cached keys were
+      // rotated at an older one (transformers keeps them so): from here each step recomputes the
+      // sequence, so that it is the model's own run.
+      decoder.reset();
+      out.notes.push_back("dynamic RoPE: the steps past the model's " + std::to_string(config.max_positions) +
+                          " positions recompute the sequence (its base grows with the length, so cached keys "
+                          "would be stale)");
+    }
     try {
       // A Stop within the step (between its layers) drops the step: the steps before it stand.
       step.logits = decoder ? decoder->feed(feed, step) : recompute(model, request, sequence, step);

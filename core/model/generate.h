@@ -60,11 +60,13 @@ struct Generation {
   std::vector<int64_t> tokens;  // the generated tokens, in order
   std::vector<GenerationStep> steps;
   std::string stopped;          // "end of sequence", "max_new" or "cancelled"
+  std::vector<std::string> notes;  // how the run differed from the request (steps recomputed, not cached)
 };
 
 // Generates from `request`; `on_step` sees each step as it is made. Throws std::invalid_argument for
-// a model without a decoder, an empty prompt, a length beyond the model's positions, or mean
-// ablation over the input's own positions (it needs the whole sequence).
+// a model without a decoder, an empty prompt, a length beyond the model's positions (max_positions;
+// dynamic RoPE, which exists to run past it, excepted), or mean ablation over the input's own
+// positions (it needs the whole sequence).
 Generation generate(Model& model, const GenerateRequest& request,
                     const std::function<void(const GenerationStep&)>& on_step = {});
 

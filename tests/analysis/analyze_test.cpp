@@ -339,17 +339,27 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
   test::TempDir data("analyze-rows");
   const auto& words = kTinyWords;
   std::ofstream(data.str("x.conllu")) << tree_file(words, 9);
-  for (const bool causal : {false, true}) {
-    DYNAMIC_SECTION((causal ? "a causal decoder: the uniform bound counts the keys a query sees" : "an encoder")) {
+  for (const int variant : {0, 1, 2}) {
+    const bool causal = variant >= 1, sinks = variant == 2;
+    DYNAMIC_SECTION((sinks    ? "a causal decoder with learned sinks: the sink is one more outcome, without a position"
+                     : causal ? "a causal decoder: the uniform bound counts the keys a query sees"
+                              : "an encoder")) {
       auto config = tiny.model->config;
       if (causal) {
         config.kind = core::StackKind::Decoder;
         config.decoder = config.encoder;
         config.encoder.reset();
         config.objective = "causal";
+        config.decoder->attention.sinks = sinks;
       }
       auto model = core::make_random_model(config, 11);
       model->tokenizer = tiny.model->tokenizer;
+      if (sinks) {  // sink logits of a few units: shares from a few percent to most of a row
+        torch::NoGradGuard no_grad;
+        torch::manual_seed(11);
+        for (auto& p : model->module->named_parameters())
+          if (p.key().find("attn.sinks") != std::string::npos) p.value().normal_(1.0, 2.0);
+      }
       analysis::AnalyzeOptions o;
       o.data = {data.str("x.conllu")};
       o.settings.metrics = {"entropy", "distance", "sink"};
@@ -368,17 +378,26 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
         request.capture = core::kCaptureWeights;
         auto trace = core::run(*model, request);
         for (int l = 0; l < layers; ++l) {
-          auto a = core::stages_of(*trace, stack, l).weights.to(torch::kFloat64).contiguous();
+          const auto& stages = core::stages_of(*trace, stack, l);
+          auto a = stages.weights.to(torch::kFloat64).contiguous();
           auto w = a.accessor<double, 3>();
+          // [h, T] the learned sink's share of each row, as the engine computes it
+          const auto shares = sinks ? stages.sink_share.to(torch::kFloat64).contiguous() : torch::zeros({heads, T}, torch::kFloat64);
+          auto share = shares.accessor<double, 2>();
           for (int h = 0; h < heads; ++h)
             for (int q = 1; q < T - 1; ++q) {
               const int i = l * heads + h;
+              double d = 0;
               for (int k = 0; k < T; ++k) {
                 const double x = float(w[h][q][k]);  // the float32 map the measures read
                 if (x > 0) entropy[i] -= x * std::log(x);
-                distance[i] += x * std::abs(q - k);
+                d += x * std::abs(q - k);
               }
-              bound[i] += std::log(double(causal ? q + 1 : T));  // the keys the query may attend to
+              const double s_share = share[h][q];
+              if (s_share > 0) entropy[i] -= s_share * std::log(s_share);
+              distance[i] += d / (1.0 - s_share);  // the sink has no position: the tokens' share renormalised
+              // the keys the query may attend to, and the sink
+              bound[i] += std::log(double((causal ? q + 1 : T) + (sinks ? 1 : 0)));
               sink[i] += float(w[h][q][0]);
             }
         }
@@ -387,11 +406,19 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
       for (int i = 0; i < layers * heads; ++i) {
         INFO("layer " << i / heads << " head " << i % heads);
         const auto& h = *r.find(stack, i / heads, i % heads);
-        CHECK(h.values.at("entropy") == Approx(entropy[i] / queries).epsilon(1e-9));
+        // With sinks the measures take the share as 1 − the row's float32 sum: within float32's rounding.
+        const double tolerance = sinks ? 1e-5 : 1e-9;
+        CHECK(h.values.at("entropy") == Approx(entropy[i] / queries).epsilon(tolerance));
         CHECK(h.values.at("entropy_baseline") == Approx(bound[i] / queries).epsilon(1e-12));
-        CHECK(h.values.at("distance") == Approx(distance[i] / queries).epsilon(1e-9));
+        CHECK(h.values.at("distance") == Approx(distance[i] / queries).epsilon(tolerance));
         CHECK(h.values.at("sink") == Approx(sink[i] / queries).epsilon(1e-9));
         CHECK(h.values.at("entropy") < h.values.at("entropy_baseline"));
+      }
+      if (sinks) {  // the notes say how each measure counts the sink
+        for (const char* m : {"entropy", "distance", "sink"})
+          CHECK(std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) {
+            return n.rfind(std::string(m) + " with learned attention sinks: ", 0) == 0;
+          }));
       }
       // The report's JSON and CSV carry them; a report written before the measures existed still reads.
       auto j = analysis::to_json(r);

@@ -227,6 +227,10 @@ TEST_CASE("alibi, rope_interleaved and parallel_residual: config round trip, val
   auto learned = config;
   learned.positions = core::PositionKind::Learned;
   CHECK_THAT(refused(learned), Contains("rope_interleaved: only meaningful with positions 'rope'"));
+  auto partial_learned = learned;
+  partial_learned.rope_interleaved = false;
+  partial_learned.rope_dim = 4;
+  CHECK_THAT(refused(partial_learned), Contains("rope_dim: only meaningful with positions 'rope'"));
   auto two_biases = config;
   two_biases.decoder->attention.relative_bias = core::RelativeBias{};
   CHECK_THAT(refused(two_biases), Contains("alibi and relative_bias cannot be combined"));

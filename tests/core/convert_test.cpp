@@ -91,6 +91,46 @@ TEST_CASE("GQA conversion is exact where nothing is pooled or the pooled heads a
   CHECK_THROWS_WITH(core::convert_to_gqa(*talking, 1), Catch::Contains("talking heads"));
 }
 
+TEST_CASE("GQA conversion pools a key norm over the whole projection with the keys", "[convert]") {
+  // OLMo 2's k_norm: one RMSNorm over every key head's coordinates [kv_heads · d_k], weights per coordinate.
+  auto config = shipped("mha");  // 4 heads of 16
+  config.encoder->attention.qk_norm = true;
+  config.encoder->attention.qk_norm_whole = true;
+  auto mha = core::make_random_model(config, 5);
+  {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(5);
+    for (auto& item : mha->module->named_parameters())
+      if (item.key().find("_norm") != std::string::npos && item.key().find(".attn.") != std::string::npos)
+        item.value().uniform_(0.5, 1.5);
+  }
+  const auto before = mha->module->named_parameters();
+  auto gqa = core::convert_to_gqa(*mha, 2);
+  const auto after = gqa->module->named_parameters();
+  const auto w = before["encoder.0.attn.k_norm"];  // [4·16]
+  const auto p = after["encoder.0.attn.k_norm"];   // [2·16]
+  REQUIRE(p.size(0) == 2 * 16);
+  for (int g = 0; g < 2; ++g)
+    for (int j = 0; j < 16; ++j)
+      CHECK(test::max_abs_diff(p[g * 16 + j], (w[(2 * g) * 16 + j] + w[(2 * g + 1) * 16 + j]) / 2) <= 1e-7);
+  CHECK(torch::equal(before["encoder.0.attn.q_norm"], after["encoder.0.attn.q_norm"]));  // queries keep their heads
+
+  // Heads 2i and 2i+1 with the same keys, values and norm weights: the pooled keys repeat none of
+  // them, the RMS over half the coordinates is the same, and the model is unchanged.
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : mha->module->named_parameters()) {
+      const std::string& name = item.key();
+      if (name.find(".attn.k.") == std::string::npos && name.find(".attn.v.") == std::string::npos &&
+          name.find(".attn.k_norm") == std::string::npos)
+        continue;
+      auto& t = item.value();
+      for (int g = 0; g < 2; ++g) t.narrow(0, (2 * g + 1) * 16, 16).copy_(t.narrow(0, 2 * g * 16, 16));
+    }
+  }
+  CHECK(test::max_abs_diff(logits_of(*mha), logits_of(*core::convert_to_gqa(*mha, 2))) <= 1e-5);
+}
+
 TEST_CASE("headlab convert writes a GQA folder and reports the cache and the quality change", "[convert][cli]") {
   test::TempDir dir("convert_cli");
   const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/qwen2";

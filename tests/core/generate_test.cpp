@@ -143,6 +143,38 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
   }
 }
 
+TEST_CASE("dynamic RoPE generates past max_positions, each step there recomputed", "[generate][rope]") {
+  json j = shipped_config("mha");
+  j["positions"] = "rope";
+  j["max_positions"] = 8;
+  j["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  auto model = core::make_random_model(as_decoder(j), 9);
+  GenerateRequest request;
+  request.prompt = {5, 17, 3, 250, 42, 9};
+  request.max_new = 6;  // the sequence grows to 11 tokens, past the 8 positions
+  const auto cached = core::generate(*model, request);
+  request.use_cache = false;
+  const auto full = core::generate(*model, request);
+  REQUIRE(cached.tokens == full.tokens);
+  REQUIRE(cached.steps.size() == 6);
+  for (size_t s = 0; s < cached.steps.size(); ++s) {
+    INFO("step " << s);
+    const double scale = std::max(1.0, full.steps[s].logits.abs().max().item<double>());
+    CHECK(test::max_abs_diff(cached.steps[s].logits, full.steps[s].logits) <= 1e-5 * scale);
+  }
+  // Steps 0–2 read 6–8 tokens from the cache; from 9 tokens on (step 3) each step recomputes, since
+  // the base grows with the length and the cached keys were rotated at the old one.
+  CHECK(cached.steps[2].cache_bytes > 0);
+  CHECK(cached.steps[3].cache_bytes == 0);
+  REQUIRE(cached.notes.size() == 1);
+  CHECK_THAT(cached.notes[0], Catch::Contains("dynamic RoPE"));
+  CHECK(full.notes.empty());
+  // The same model without dynamic scaling generates within its 8 positions only.
+  j.erase("rope_scaling");
+  auto plain = core::make_random_model(as_decoder(j), 9);
+  CHECK_THROWS_WITH(core::generate(*plain, request), Catch::Contains("positions this model takes"));
+}
+
 TEST_CASE("the cache holds h_kv heads of keys and values, a sliding window bounds it", "[generate]") {
   auto bytes_after = [](const json& j, int steps) {
     auto model = core::make_random_model(as_decoder(j), 3);
