@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tokenizer/byte_level_bpe.h"
 #include "core/tokenizer/json_keys.h"
 #include "core/tokenizer/regex.h"
 #include "core/tokenizer/unicode.h"
@@ -196,12 +197,40 @@ class ByteLevelPreTokenizer : public PreTokenizer {
         regex_segments(*regex_, false, t, b, e, segs);
       });
     }
+    if (map_bytes_) map_bytes(pt);
   }
-  bool byte_level() const override { return true; }
+  // Last (or alone), ByteLevel leaves the byte mapping to the model (bytes through byte_to_unicode).
+  bool byte_level() const override { return !map_bytes_; }
+
+  // Before other steps of a Sequence (Falcon: Digits and Split after it), those steps must see the
+  // mapped chars, as Hugging Face's do: the words are mapped here and the model reads them as they are.
+  void map_bytes_before_later_steps() { map_bytes_ = true; }
 
  private:
+  // Each word becomes a piece of its UTF-8 bytes through byte_to_unicode(); every byte's char keeps
+  // the alignment of the char it came from (so a token holding part of a char spans the whole char).
+  static void map_bytes(PreTokenized& pt) {
+    const auto& table = byte_to_unicode();
+    for (Split& s : pt.splits) {
+      if (s.added_id >= 0 || s.begin >= s.end) continue;
+      const NormalizedText& src = pt.pieces[s.piece];
+      NormalizedText t;
+      t.base = src.align[s.begin].start;
+      for (uint32_t i = s.begin; i < s.end; ++i)
+        for (uint32_t byte = src.byte_of_char[i]; byte < src.byte_of_char[i + 1]; ++byte) {
+          t.chars.push_back(table[static_cast<unsigned char>(src.utf8[byte])]);
+          t.align.push_back(src.align[i]);
+        }
+      t.finalize();
+      pt.pieces.push_back(std::move(t));
+      s = Split{static_cast<uint32_t>(pt.pieces.size() - 1), 0, static_cast<uint32_t>(pt.pieces.back().chars.size()),
+                -1, {}, {}};
+    }
+  }
+
   bool add_prefix_space_;
   std::unique_ptr<Regex> regex_;
+  bool map_bytes_ = false;
 };
 
 class RegexSplitPreTokenizer : public PreTokenizer {
@@ -293,11 +322,19 @@ class MetaspacePreTokenizer : public PreTokenizer {
 class SequencePreTokenizer : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> steps) : steps_(std::move(steps)) {
-    for (size_t i = 0; i < steps_.size(); ++i) {
-      // The byte mapping happens in the model, so nothing may split after ByteLevel.
-      if (steps_[i]->byte_level() && i + 1 != steps_.size())
-        throw std::runtime_error("pre_tokenizer: ByteLevel must be the last step of a Sequence");
+    // Last, ByteLevel leaves the byte mapping to the model; before other steps it maps the words
+    // itself, so that those steps split the mapped chars (and the model reads them as they are).
+    bool mapped = false;
+    for (size_t i = 0; i + 1 < steps_.size(); ++i) {
+      if (auto* byte_level = dynamic_cast<ByteLevelPreTokenizer*>(steps_[i].get())) {
+        byte_level->map_bytes_before_later_steps();
+        mapped = true;
+      } else if (steps_[i]->byte_level()) {
+        throw std::runtime_error("pre_tokenizer: a Sequence ending in ByteLevel must be the last step of a Sequence");
+      }
     }
+    if (mapped && steps_.back()->byte_level())
+      throw std::runtime_error("pre_tokenizer: two ByteLevel steps in one Sequence map the bytes twice");
   }
   void pre_tokenize(PreTokenized& pt) const override {
     for (const auto& s : steps_) s->pre_tokenize(pt);

@@ -36,16 +36,76 @@ std::string pcre2_message(int code) {
   return reinterpret_cast<const char*>(buffer);
 }
 
+// Hugging Face's tokenizers compile patterns with Oniguruma, whose character classes nest: a class
+// inside a class is their union (BLOOM's ` ?[^(\s|[.,!?…])]+` excludes the parenthesis, space, bar
+// and punctuation alike). PCRE2 reads a '[' in a class as a literal, so a nested class is flattened
+// into its parent here; a negated nested class and Oniguruma's '&&' intersection have no flat form
+// and are refused. Everything else passes through unchanged.
+std::string flatten_nested_classes(const std::string& pattern) {
+  std::string out;
+  out.reserve(pattern.size());
+  int depth = 0;  // 0: outside a class; n: inside n nested classes
+  auto opens_class_body = [&](size_t& i) {  // after a '[': a leading '^' (outermost only) and ']' stay
+    if (depth == 1 && i + 1 < pattern.size() && pattern[i + 1] == '^') out.push_back(pattern[++i]);
+    if (i + 1 < pattern.size() && pattern[i + 1] == ']') out.push_back(pattern[++i]);
+  };
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      out.push_back(c);
+      out.push_back(pattern[++i]);
+      continue;
+    }
+    if (depth == 0) {
+      out.push_back(c);
+      if (c == '[') {
+        depth = 1;
+        opens_class_body(i);
+      }
+      continue;
+    }
+    if (c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {  // a POSIX class [:alpha:]
+      const size_t end = pattern.find(":]", i + 2);
+      if (end == std::string::npos) throw std::runtime_error("unterminated POSIX class");
+      out.append(pattern, i, end + 2 - i);
+      i = end + 1;
+      continue;
+    }
+    if (c == '[') {
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^')
+        throw std::runtime_error("a negated character class inside another (Oniguruma) has no PCRE2 form");
+      ++depth;
+      opens_class_body(i);
+      continue;
+    }
+    if (c == '&' && i + 1 < pattern.size() && pattern[i + 1] == '&')
+      throw std::runtime_error("character class intersection '&&' (Oniguruma) has no PCRE2 form");
+    if (c == ']') {
+      if (--depth == 0) out.push_back(c);
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 Regex::Regex(const std::string& pattern) : pattern_(pattern) {
+  std::string flat;
+  try {
+    flat = flatten_nested_classes(pattern);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("invalid regex /" + pattern + "/: " + e.what());
+  }
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(flat.data()), flat.size(),
                                    PCRE2_UTF | PCRE2_UCP, &error, &error_offset, nullptr);
   if (!code) {
     throw std::runtime_error("invalid regex /" + pattern + "/ at offset " + std::to_string(error_offset) +
-                             ": " + pcre2_message(error));
+                             (flat != pattern ? " of its PCRE2 form /" + flat + "/" : std::string()) + ": " +
+                             pcre2_message(error));
   }
   code_ = code;
   jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
