@@ -158,6 +158,15 @@ TEST_CASE("tokenizer conformance: WordLevel over BERT's vocabulary", "[tokenizer
   require_all(run_conformance("wordlevel-variant"));
 }
 
+// The layouts of families whose real files are too large to ship, over GPT-2's vocabulary.
+TEST_CASE("tokenizer conformance: GPT-NeoX-20B's layout (NFC, trimming ByteLevel post-processor, whitespace-run added tokens)", "[tokenizer][conformance]") {
+  require_all(run_conformance("neox-variant"));
+}
+
+TEST_CASE("tokenizer conformance: ModernBERT's layout (NeoX-style byte-level BPE, a CLS / SEP template, MASK with lstrip)", "[tokenizer][conformance]") {
+  require_all(run_conformance("modernbert-variant"));
+}
+
 // SentencePiece models (trained on the Gutenberg sample, see SOURCES.md) in the layouts Hugging
 // Face's converters write for T5 / Marian (Unigram, Precompiled charsmap, Metaspace) and
 // Llama-2 / Gemma (byte-fallback BPE).
