@@ -34,12 +34,14 @@ std::shared_ptr<const Tokenizer> load_variant(const std::string& name) {
   const auto set = spec.value("set", nlohmann::json::object());
   const auto model_set = spec.value("model_set", nlohmann::json::object());
   const auto append = spec.value("added_tokens_append", nlohmann::json::array());
+  const auto normalizer_prepend = spec.value("normalizer_prepend", nlohmann::json::array());
   const auto normalizer_append = spec.value("normalizer_append", nlohmann::json::array());
   for (const auto& [k, v] : set.items()) j[k] = v;
   for (const auto& [k, v] : model_set.items()) j["model"][k] = v;
   for (const auto& t : append) j["added_tokens"].push_back(t);
-  if (!normalizer_append.empty()) {
+  if (!normalizer_prepend.empty() || !normalizer_append.empty()) {
     auto steps = nlohmann::json::array();
+    for (const auto& n : normalizer_prepend) steps.push_back(n);
     if (!j["normalizer"].is_null()) steps.push_back(j["normalizer"]);
     for (const auto& n : normalizer_append) steps.push_back(n);
     j["normalizer"] = {{"type", "Sequence"}, {"normalizers", steps}};
@@ -180,6 +182,10 @@ TEST_CASE("tokenizer conformance: Unigram with byte fallback, Strip and Replace,
 
 TEST_CASE("tokenizer conformance: Unigram with Metaspace prepend_scheme never, unsplit, and a Strip decoder", "[tokenizer][conformance]") {
   require_all(run_conformance("spm-unigram-never-variant"));
+}
+
+TEST_CASE("tokenizer conformance: Unigram in DeBERTa-v3's layout (Strip, Precompiled, Replace, a CLS / SEP template)", "[tokenizer][conformance]") {
+  require_all(run_conformance("deberta-v3-variant"));
 }
 
 TEST_CASE("tokenizer conformance: a real Llama-2-layout file (Mistral-7B's vocabulary, byte fallback)", "[tokenizer][conformance]") {

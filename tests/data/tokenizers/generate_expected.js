@@ -244,8 +244,11 @@ function variantJson(spec) {
   Object.assign(j, spec.set || {});
   Object.assign(j.model, spec.model_set || {});
   j.added_tokens = [...(j.added_tokens || []), ...(spec.added_tokens_append || [])];
-  if (spec.normalizer_append) {
-    j.normalizer = { type: 'Sequence', normalizers: [...(j.normalizer ? [j.normalizer] : []), ...spec.normalizer_append] };
+  if (spec.normalizer_prepend || spec.normalizer_append) {
+    j.normalizer = {
+      type: 'Sequence',
+      normalizers: [...(spec.normalizer_prepend || []), ...(j.normalizer ? [j.normalizer] : []), ...(spec.normalizer_append || [])],
+    };
   }
   return JSON.stringify(j);
 }
