@@ -169,6 +169,16 @@ TEST_CASE("tokenizer conformance: ModernBERT's layout (NeoX-style byte-level BPE
   require_all(run_conformance("modernbert-variant"));
 }
 
+// Falcon splits after ByteLevel (Digits and Split see the byte-mapped chars: "¹" of a mapped 0xB9
+// byte is a digit); BLOOM's Split regex nests a character class in another, as Oniguruma allows.
+TEST_CASE("tokenizer conformance: Falcon's layout (Punctuation, ByteLevel, then Digits and a Split of three digits)", "[tokenizer][conformance]") {
+  require_all(run_conformance("falcon-variant"));
+}
+
+TEST_CASE("tokenizer conformance: BLOOM's layout (a Split regex with a nested character class, then ByteLevel)", "[tokenizer][conformance]") {
+  require_all(run_conformance("bloom-variant"));
+}
+
 // SentencePiece models (trained on the Gutenberg sample, see SOURCES.md) in the layouts Hugging
 // Face's converters write for T5 / Marian (Unigram, Precompiled charsmap, Metaspace) and
 // Llama-2 / Gemma (byte-fallback BPE).
