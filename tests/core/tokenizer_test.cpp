@@ -34,12 +34,14 @@ std::shared_ptr<const Tokenizer> load_variant(const std::string& name) {
   const auto set = spec.value("set", nlohmann::json::object());
   const auto model_set = spec.value("model_set", nlohmann::json::object());
   const auto append = spec.value("added_tokens_append", nlohmann::json::array());
+  const auto normalizer_prepend = spec.value("normalizer_prepend", nlohmann::json::array());
   const auto normalizer_append = spec.value("normalizer_append", nlohmann::json::array());
   for (const auto& [k, v] : set.items()) j[k] = v;
   for (const auto& [k, v] : model_set.items()) j["model"][k] = v;
   for (const auto& t : append) j["added_tokens"].push_back(t);
-  if (!normalizer_append.empty()) {
+  if (!normalizer_prepend.empty() || !normalizer_append.empty()) {
     auto steps = nlohmann::json::array();
+    for (const auto& n : normalizer_prepend) steps.push_back(n);
     if (!j["normalizer"].is_null()) steps.push_back(j["normalizer"]);
     for (const auto& n : normalizer_append) steps.push_back(n);
     j["normalizer"] = {{"type", "Sequence"}, {"normalizers", steps}};
@@ -158,6 +160,25 @@ TEST_CASE("tokenizer conformance: WordLevel over BERT's vocabulary", "[tokenizer
   require_all(run_conformance("wordlevel-variant"));
 }
 
+// The layouts of families whose real files are too large to ship, over GPT-2's vocabulary.
+TEST_CASE("tokenizer conformance: GPT-NeoX-20B's layout (NFC, trimming ByteLevel post-processor, whitespace-run added tokens)", "[tokenizer][conformance]") {
+  require_all(run_conformance("neox-variant"));
+}
+
+TEST_CASE("tokenizer conformance: ModernBERT's layout (NeoX-style byte-level BPE, a CLS / SEP template, MASK with lstrip)", "[tokenizer][conformance]") {
+  require_all(run_conformance("modernbert-variant"));
+}
+
+// Falcon splits after ByteLevel (Digits and Split see the byte-mapped chars: "¹" of a mapped 0xB9
+// byte is a digit); BLOOM's Split regex nests a character class in another, as Oniguruma allows.
+TEST_CASE("tokenizer conformance: Falcon's layout (Punctuation, ByteLevel, then Digits and a Split of three digits)", "[tokenizer][conformance]") {
+  require_all(run_conformance("falcon-variant"));
+}
+
+TEST_CASE("tokenizer conformance: BLOOM's layout (a Split regex with a nested character class, then ByteLevel)", "[tokenizer][conformance]") {
+  require_all(run_conformance("bloom-variant"));
+}
+
 // SentencePiece models (trained on the Gutenberg sample, see SOURCES.md) in the layouts Hugging
 // Face's converters write for T5 / Marian (Unigram, Precompiled charsmap, Metaspace) and
 // Llama-2 / Gemma (byte-fallback BPE).
@@ -171,6 +192,10 @@ TEST_CASE("tokenizer conformance: Unigram with byte fallback, Strip and Replace,
 
 TEST_CASE("tokenizer conformance: Unigram with Metaspace prepend_scheme never, unsplit, and a Strip decoder", "[tokenizer][conformance]") {
   require_all(run_conformance("spm-unigram-never-variant"));
+}
+
+TEST_CASE("tokenizer conformance: Unigram in DeBERTa-v3's layout (Strip, Precompiled, Replace, a CLS / SEP template)", "[tokenizer][conformance]") {
+  require_all(run_conformance("deberta-v3-variant"));
 }
 
 TEST_CASE("tokenizer conformance: a real Llama-2-layout file (Mistral-7B's vocabulary, byte fallback)", "[tokenizer][conformance]") {

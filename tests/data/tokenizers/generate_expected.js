@@ -244,47 +244,66 @@ function variantJson(spec) {
   Object.assign(j, spec.set || {});
   Object.assign(j.model, spec.model_set || {});
   j.added_tokens = [...(j.added_tokens || []), ...(spec.added_tokens_append || [])];
-  if (spec.normalizer_append) {
-    j.normalizer = { type: 'Sequence', normalizers: [...(j.normalizer ? [j.normalizer] : []), ...spec.normalizer_append] };
+  if (spec.normalizer_prepend || spec.normalizer_append) {
+    j.normalizer = {
+      type: 'Sequence',
+      normalizers: [...(spec.normalizer_prepend || []), ...(j.normalizer ? [j.normalizer] : []), ...(spec.normalizer_append || [])],
+    };
   }
   return JSON.stringify(j);
 }
 
+// The input lines, in the order of the expected_*.jsonl records.
+function allLines() {
+  return [...handWritten, ...gutenbergLines(), ...randomLines(90), ...variantLines];
+}
+
+// The records of one tokenizer over the lines (each an object; the files hold one JSON per line).
+async function encodeRecords(tok, lines) {
+  await checkOffsetsAreCodePoints(tok);
+  const records = [];
+  for (let i = 0; i < lines.length; i++) {
+    // Every line without special tokens; every 4th line (and all special-token lines) also with.
+    const modes = [false];
+    if (i % 4 === 0 || /\[|<\|/.test(lines[i])) modes.push(true);
+    for (const add of modes) {
+      const e = await tok.encode(lines[i], null, { addSpecialTokens: add });
+      const ids = e.getIds();
+      records.push({
+        text: lines[i],
+        add_special_tokens: add,
+        ids,
+        tokens: e.getTokens(),
+        offsets: e.getOffsets(),
+        decoded: await tok.decode(ids, false),
+        decoded_skip_special: await tok.decode(ids, true),
+      });
+    }
+  }
+  return records;
+}
+
 async function main() {
-  const lines = [...handWritten, ...gutenbergLines(), ...randomLines(90), ...variantLines];
+  const lines = allLines();
   const variants = JSON.parse(fs.readFileSync(path.join(HERE, 'variants.json'), 'utf8'));
   const names = [...TOKENIZERS, ...Object.keys(variants).filter((k) => !k.startsWith('_'))];
   for (const name of names) {
     const tok = TOKENIZERS.includes(name)
       ? Tokenizer.fromFile(path.join(HERE, name, 'tokenizer.json'))
       : Tokenizer.fromString(variantJson(variants[name]));
-    await checkOffsetsAreCodePoints(tok);
-    const records = [];
-    for (let i = 0; i < lines.length; i++) {
-      // Every line without special tokens; every 4th line (and all special-token lines) also with.
-      const modes = [false];
-      if (i % 4 === 0 || /\[|<\|/.test(lines[i])) modes.push(true);
-      for (const add of modes) {
-        const e = await tok.encode(lines[i], null, { addSpecialTokens: add });
-        const ids = e.getIds();
-        records.push(JSON.stringify({
-          text: lines[i],
-          add_special_tokens: add,
-          ids,
-          tokens: e.getTokens(),
-          offsets: e.getOffsets(),
-          decoded: await tok.decode(ids, false),
-          decoded_skip_special: await tok.decode(ids, true),
-        }));
-      }
-    }
+    const records = await encodeRecords(tok, lines);
     const out = path.join(HERE, `expected_${name}.jsonl`);
-    fs.writeFileSync(out, records.join('\n') + '\n');
+    fs.writeFileSync(out, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
     console.log(`${out}: ${records.length} records from ${lines.length} lines`);
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+// check_npm_tokenizers.js reuses the lines and the records.
+module.exports = { Tokenizer, allLines, encodeRecords };
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
