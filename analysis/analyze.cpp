@@ -114,8 +114,7 @@ const std::vector<std::string>& all_metrics() {
 }
 
 AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
-  if (!model.tokenizer) throw std::runtime_error("analysing a dataset needs a model folder with a tokenizer");
-  const auto& tok = *model.tokenizer;
+  const core::Tokenizer* tok = model.tokenizer.get();  // needed to read a dataset only
   AnalyzeResult result;
   HeadReport& r = result.report;
   r.settings = o.settings;
@@ -138,6 +137,9 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
                                 " is not 0 <= I < N");
   r.model = model.folder.empty() ? model.config.name : model.folder;
   if (!model.folder.empty()) r.model_weights = core::weights_identity(model.folder);
+  if (!o.data.empty() && !tok)
+    throw std::runtime_error("analysing a dataset needs a model folder with a tokenizer; the measures of the "
+                             "weights (spectra, copying) and the induction probe need neither");
   if (!o.data.empty()) r.files = expand_dataset_paths(o.data);
   if (r.files.empty())
     for (const auto& m : s.metrics)
@@ -184,16 +186,16 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   // One reading pass: the sentence count for progress (and what measures count over the whole
   // dataset, whatever the shard, so shards agree: the rare-word measure's token counts).
   int64_t total_sentences = 0;
-  {
+  if (tok) {
     DatasetReader reader(r.files);
     int64_t index = 0;
     for (DatasetSentence sentence; reader.next(sentence); ++index) {
       if (s.limit > 0 && index >= s.limit) break;
       if (o.cancel && o.cancel->load()) break;  // the main loop below stops at once, marked partial
       if (index % s.shard_count == s.shard_index) ++total_sentences;
-      for (auto& m : run_measures) m->read_sentence(tok, sentence.text);
+      for (auto& m : run_measures) m->read_sentence(*tok, sentence.text);
     }
-    for (auto& m : run_measures) m->after_reading(r, tok);
+    for (auto& m : run_measures) m->after_reading(r, *tok);
   }
 
   const int64_t max_tokens = o.max_tokens > 0 ? std::min<int64_t>(o.max_tokens, model.config.max_positions)
@@ -319,7 +321,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       r.partial = true;
       break;
     }
-    TokenizedSentence ts = tokenize_sentence(tok, sentence);
+    TokenizedSentence ts = tokenize_sentence(*tok, sentence);  // a dataset implies a tokenizer (above)
     const int64_t T = static_cast<int64_t>(ts.ids.size());
     const bool any_word = std::any_of(ts.special.begin(), ts.special.end(), [](bool special) { return !special; });
     std::string skip;

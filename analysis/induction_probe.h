@@ -19,9 +19,10 @@ struct InductionProbe {
 
 // `count` sequences [frame begin] r r [frame end], r of `length` tokens (0: as many as fit, at most
 // 50) drawn uniformly from the ordinary ids (not special, not unknown) of the vocabulary the model and
-// its tokenizer share, with a 64-bit Mersenne twister seeded by `seed` and rejection sampling, so the
-// same seed gives the same ids on every platform. Throws std::invalid_argument when the length does
-// not fit the model's positions, std::runtime_error without a tokenizer.
+// its tokenizer share — without a tokenizer, unframed, from every id of the model's vocabulary — with
+// a 64-bit Mersenne twister seeded by `seed` and rejection sampling, so the same seed gives the same
+// ids on every platform. Throws std::invalid_argument for a length under 2 or one that does not fit
+// the model's positions.
 InductionProbe make_induction_probe(const core::Model& model, int64_t length, int64_t count, uint64_t seed);
 
 }  // namespace headlab::analysis

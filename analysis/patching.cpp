@@ -284,24 +284,24 @@ PatchResult patch_activations(core::Model& model, const PatchRequest& request) {
   return result;
 }
 
-double path_patch(core::Model& model, const PatchRequest& request, HeadRef sender, const std::vector<HeadRef>& receivers,
-                  core::Site site) {
+void check_path_patch(core::Model& model, HeadRef sender, const std::vector<HeadRef>& receivers, core::Site site) {
   if (site != core::Site::Q && site != core::Site::K && site != core::Site::V)
     throw std::invalid_argument(std::string("path patching reaches a receiver's q, k or v, not its ") + core::site_name(site));
-  PatchRequest r = request;
-  r.site = core::Site::Z;
-  Setup s = prepare(model, r, core::kCaptureHeadOutputs, core::kCaptureHeadOutputs);
+  if (model.config.kind == core::StackKind::EncoderDecoder)
+    throw std::invalid_argument("patching runs a decoder-only or encoder-only model; this one is an encoder-decoder");
   auto& m = *model.module;
+  const core::Stack stack = model.config.decoder ? core::Stack::Decoder : core::Stack::Encoder;
+  const int layers = m.layer_count(stack);
   auto check_head = [&](const HeadRef& h, const char* what) {
-    if (h.layer < 0 || h.layer >= s.layers)
+    if (h.layer < 0 || h.layer >= layers)
       throw std::invalid_argument(std::string("path patching: ") + what + " layer " + std::to_string(h.layer) +
-                                  " of " + std::to_string(s.layers));
-    const int heads = m.block(s.stack, h.layer)->attn->config().output_heads();
+                                  " of " + std::to_string(layers));
+    const int heads = m.block(stack, h.layer)->attn->config().output_heads();
     if (h.head < 0 || h.head >= heads)
       throw std::invalid_argument(std::string("path patching: ") + what + " head " + std::to_string(h.head) +
                                   " of layer " + std::to_string(h.layer) + " (" + std::to_string(heads) + " heads)");
   };
-  if (m.block(s.stack, 0)->attn->config().talking_heads)
+  if (m.block(stack, 0)->attn->config().talking_heads)
     throw std::invalid_argument("path patching: talking heads mix every head's logits and weights; a receiver head "
                                 "has no queries, keys or values of its own");
   check_head(sender, "sender");
@@ -312,6 +312,18 @@ double path_patch(core::Model& model, const PatchRequest& request, HeadRef sende
       throw std::invalid_argument("path patching: receiver L" + std::to_string(h.layer) + " H" + std::to_string(h.head) +
                                   " is not in a layer after the sender's (" + std::to_string(sender.layer) + ")");
   }
+  if (m.block(stack, sender.layer)->attn_out_norm)
+    throw std::invalid_argument("path patching: this model normalises each attention output (sandwich norms); a "
+                                "head's output has no separate term in the residual stream");
+}
+
+double path_patch(core::Model& model, const PatchRequest& request, HeadRef sender, const std::vector<HeadRef>& receivers,
+                  core::Site site) {
+  check_path_patch(model, sender, receivers, site);
+  PatchRequest r = request;
+  r.site = core::Site::Z;
+  Setup s = prepare(model, r, core::kCaptureHeadOutputs, core::kCaptureHeadOutputs);
+  auto& m = *model.module;
   const auto& clean = s.clean;
   c10::InferenceMode inference;
   // The sender's change on its direct path: (O_corrupt − O_clean)[h] W_O^h, its bias cancelling [T, D].
@@ -322,9 +334,6 @@ double path_patch(core::Model& model, const PatchRequest& request, HeadRef sende
                   clean->main_stack().layers[sender.layer].self.head_outputs[sender.head];  // [T, d_v]
   auto W_O = sender_block->attn->o->weight.narrow(1, sender.head * dv, dv).to(dO.scalar_type());  // [D, d_v]
   auto delta = torch::matmul(dO, W_O.t());                                                  // [T, D]
-  if (sender_block->attn_out_norm)
-    throw std::invalid_argument("path patching: this model normalises each attention output (sandwich norms); a "
-                                "head's output has no separate term in the residual stream");
   // Each receiver layer computes its sites once more from clean stream + the sender's change.
   std::vector<core::ActivationPatch> patches;
   const int64_t T = static_cast<int64_t>(r.clean.size());

@@ -89,5 +89,9 @@ struct HeadRef {
 };
 double path_patch(core::Model& model, const PatchRequest& request, HeadRef sender, const std::vector<HeadRef>& receivers,
                   core::Site site);
+// What path_patch checks before it runs anything — the site, the heads inside the model, every
+// receiver in a layer after the sender's, a model whose heads have their own outputs and inputs —
+// for a caller that refuses a request before long work. std::invalid_argument naming the problem.
+void check_path_patch(core::Model& model, HeadRef sender, const std::vector<HeadRef>& receivers, core::Site site);
 
 }  // namespace headlab::analysis

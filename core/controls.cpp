@@ -1,5 +1,7 @@
 #include "core/controls.h"
 
+#include "core/control_values.h"
+
 #include <ostream>
 #include <stdexcept>
 
@@ -115,7 +117,7 @@ GateSpec parse_gate_spec(const std::string& text) {
     throw std::invalid_argument("gate '" + text + "': expected LAYER.HEAD=VALUE with integers and a number, e.g. 2.5=0");
   }
   if (spec.layer < 0 || spec.head < 0) throw std::invalid_argument("gate '" + text + "': layer and head must be >= 0");
-  if (spec.value < 0 || spec.value > 1) throw std::invalid_argument("gate '" + text + "': value must be in [0, 1]");
+  check_gate(spec.value, "gate '" + text + "'");
   return spec;
 }
 

@@ -1,6 +1,7 @@
 #include "core/memory_budget.h"
 
 #include "core/controls.h"
+#include "core/weights_memory.h"
 
 #include <algorithm>
 #include <atomic>
@@ -187,6 +188,30 @@ int64_t memory_limit() {
   return available > 0 ? available / 2 : -1;
 }
 
+namespace {
+
+// " (half the free memory)" when the limit is the default one, else "".
+std::string default_limit_note() {
+  return g_limit.load() != 0 || std::getenv("HEADLAB_MEMORY_LIMIT") ? "" : " (half the free memory)";
+}
+
+}  // namespace
+
+void check_weights_memory(const ModelConfig& config, int copies, const std::string& what) {
+  const int64_t limit = memory_limit();
+  const double parameters = config.parameter_estimate();
+  const int64_t bytes = clamp_bytes(parameters * 4.0 * copies);
+  if (limit < 0 || bytes <= limit) return;
+  char count[32];
+  if (parameters >= 1e9) std::snprintf(count, sizeof count, "%.1f billion", parameters / 1e9);
+  else std::snprintf(count, sizeof count, "%.1f million", parameters / 1e6);
+  throw MemoryLimitError(what + ": a model of this config has " + count + " parameters, " + format_bytes(bytes) +
+                         (copies > 1 ? " with their gradients and optimizer state" : " in float32") +
+                         ", more than the limit of " + format_bytes(limit) + default_limit_note() +
+                         ". Make the config smaller (hidden_size, vocab_size, layers, inner_size) or raise the limit "
+                         "(--memory-limit, HEADLAB_MEMORY_LIMIT).");
+}
+
 void check_memory(const MemoryEstimate& estimate, const std::string& what, int64_t tokens) {
   const int64_t limit = memory_limit();
   if (limit < 0 || estimate.total() <= limit) return;
@@ -195,7 +220,7 @@ void check_memory(const MemoryEstimate& estimate, const std::string& what, int64
     << format_bytes(estimate.maps);
   if (estimate.backward > 0) m << ", backward pass " << format_bytes(estimate.backward);
   m << "), more than the limit of " << format_bytes(limit)
-    << (g_limit.load() != 0 || std::getenv("HEADLAB_MEMORY_LIMIT") ? "" : " (half the free memory)")
+    << default_limit_note()
     << ". Use a shorter input";
   if (estimate.maps > estimate.total() / 4) m << " (the maps grow with its square)";
   m << ", capture fewer stages, or raise the limit (--memory-limit, HEADLAB_MEMORY_LIMIT).";

@@ -37,7 +37,9 @@ TokenCounts count_tokens_in_files(const Tokenizer& tokenizer, const std::vector<
       if (!line.empty()) count_tokens(tokenizer, line, counts);
     }
     if (in.bad()) throw std::runtime_error(path + ": read error");
-    counts.files.push_back(std::filesystem::path(path).filename().string());
+    // A file given twice (a corpus oversampled) is counted twice and named once.
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (std::find(counts.files.begin(), counts.files.end(), name) == counts.files.end()) counts.files.push_back(name);
   }
   return counts;
 }
@@ -73,7 +75,8 @@ TokenCounts load_token_counts(const std::string& path) {
     TokenCounts counts;
     counts.counts = j.at("counts").get<std::vector<int64_t>>();
     counts.total = core::get_integer<int64_t>(j.at("total"));
-    counts.files = j.value("files", std::vector<std::string>{});
+    for (const auto& name : j.value("files", std::vector<std::string>{}))  // older files may name one twice
+      if (std::find(counts.files.begin(), counts.files.end(), name) == counts.files.end()) counts.files.push_back(name);
     for (int64_t c : counts.counts)
       if (c < 0) throw std::runtime_error("'counts' holds a negative count");
     return counts;

@@ -5,7 +5,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <filesystem>
 #include <iostream>
 #include <vector>
 
@@ -39,10 +38,6 @@ const char* command_description(const std::string& name) {
   for (const auto& c : command_table())
     if (name == c.name) return c.description;
   throw std::logic_error("no command '" + name + "' in the command table");
-}
-
-void refuse_overwrite(const std::string& path, bool force) {
-  if (!force && std::filesystem::exists(path)) throw UsageError(path + " exists; pass --force to replace it");
 }
 
 int cli_main(int argc_in, char** argv_in, const std::map<std::string, AddCommand>& commands, bool with_gui,

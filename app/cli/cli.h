@@ -27,10 +27,6 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Refuses (UsageError) to replace `path` when it exists unless `force` (--force): "OUT exists; pass
-// --force to replace it". Commands call it before any long work.
-void refuse_overwrite(const std::string& path, bool force);
-
 using GuiEntry = std::function<int(const GuiOptions&)>;
 
 // The commands `headlab --help` lists, in that order, with their one-line descriptions. Both

@@ -3,6 +3,7 @@
 #include "app/cli/cli.h"
 #include "core/model/device.h"
 #include "core/model/stacks.h"
+#include "core/precision.h"
 #include "core/tokenizer/token_lookup.h"
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,28 @@ std::vector<int64_t> parse_ids(const std::string& text, const char* what) {
   }
   if (ids.empty()) throw UsageError(std::string(what) + ": no ids");
   return ids;
+}
+
+void require_text(const std::string& text, const char* flag) {
+  if (text.empty()) throw UsageError(std::string(flag) + " is empty: give the text to read");
+}
+
+std::vector<int64_t> require_tokens(std::vector<int64_t> ids, const char* flag) {
+  if (ids.empty()) throw UsageError(std::string(flag) + " produced no tokens");
+  return ids;
+}
+
+std::string ids_text(const std::vector<int64_t>& ids) {
+  std::string text;
+  for (size_t i = 0; i < ids.size(); ++i) text += (i ? "," : "") + std::to_string(ids[i]);
+  return text;
+}
+
+std::map<std::string, std::string> dump_metadata(const std::string& model, const std::string& ids_key,
+                                                 const std::vector<int64_t>& ids) {
+  std::map<std::string, std::string> metadata{{"model", model}, {ids_key, ids_text(ids)}};
+  if (const std::string p = core::recorded_precision(); !p.empty()) metadata["precision"] = p;  // absent: exact
+  return metadata;
 }
 
 int64_t parse_token(const core::Model& model, const std::string& text, const char* what) {

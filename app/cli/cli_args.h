@@ -5,6 +5,7 @@
 #include "core/model/model.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,20 @@ std::shared_ptr<core::Model> load_model_on(const std::string& folder, const std:
 
 // "1,2,3" → ids; UsageError naming `what` (the option) for anything else.
 std::vector<int64_t> parse_ids(const std::string& text, const char* what);
+
+// A text given with option `flag` (e.g. "--text"): UsageError when it is empty, and when its ids
+// (what the model's tokenizer made of it) are none. Returns the ids.
+void require_text(const std::string& text, const char* flag);
+std::vector<int64_t> require_tokens(std::vector<int64_t> ids, const char* flag);
+
+// "1,2,3": ids as parse_ids reads them.
+std::string ids_text(const std::vector<int64_t>& ids);
+
+// What a dump's metadata says of the run that made it: the model folder ("model"), the input ids
+// under `ids_key` ("ids" for run, "prompt_ids" for generate), and "precision" when it computed other
+// than exactly (core/precision.h).
+std::map<std::string, std::string> dump_metadata(const std::string& model, const std::string& ids_key,
+                                                 const std::vector<int64_t>& ids);
 
 // One token named on the command line: an integer id, a token of the vocabulary as written there
 // (e.g. "Ġcat"), or a text the tokenizer turns into exactly one token (e.g. " cat"). UsageError naming

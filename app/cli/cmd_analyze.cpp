@@ -5,6 +5,8 @@
 #include "analysis/report_figures.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
+#include "app/cli/progress.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
@@ -12,8 +14,6 @@
 #include "core/tokenizer/tokenizer.h"
 
 #include <CLI/CLI.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -75,43 +75,6 @@ std::string metric_list() {
 
 std::atomic<bool> g_interrupted{false};
 void on_sigint(int) { g_interrupted = true; }
-
-// A progress bar with ETA on a terminal; a plain line every 10% otherwise.
-class ProgressPrinter {
- public:
-  ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0), start_(std::chrono::steady_clock::now()) {}
-  bool operator()(int64_t done, int64_t total) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double fraction = total > 0 ? double(done) / double(total) : 1.0;
-    const double eta = done > 0 ? seconds / double(done) * double(total - done) : 0.0;
-    if (tty_) {
-      if (done != total && seconds - last_ < 0.1) return true;
-      last_ = seconds;
-      const int width = 30, filled = static_cast<int>(fraction * width);
-      std::fprintf(stderr, "\r[%s%s] %lld/%lld sentences  %.0fs, ETA %.0fs   ", std::string(filled, '#').c_str(),
-                   std::string(width - filled, '.').c_str(), static_cast<long long>(done), static_cast<long long>(total),
-                   seconds, eta);
-      if (done == total) std::fprintf(stderr, "\n");
-    } else {
-      const int decile = static_cast<int>(fraction * 10);
-      if (decile > printed_ || done == total) {
-        printed_ = decile;
-        std::fprintf(stderr, "%lld/%lld sentences (%.0f%%), %.0fs, ETA %.0fs\n", static_cast<long long>(done),
-                     static_cast<long long>(total), 100 * fraction, seconds, eta);
-      }
-    }
-    return true;
-  }
-  void finish() {
-    if (tty_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  bool tty_;
-  std::chrono::steady_clock::time_point start_;
-  double last_ = -1;
-  int printed_ = -1;
-};
 
 void write_all(const analysis::HeadReport& report, const std::vector<analysis::ExampleMap>& examples,
                const std::string& folder) {
@@ -189,10 +152,10 @@ int analyze_command(const AnalyzeCliOptions& c) {
   std::string folder = c.out;
   if (s.shard_count > 1)
     folder = c.out + "/shard-" + std::to_string(s.shard_index) + "-of-" + std::to_string(s.shard_count);
-  refuse_overwrite(folder + "/head_report.json", c.force);
+  check_output_folder("--out", folder, {"head_report.json"}, c.force);
   if (s.shard_count > 1 && c.force) replace_earlier_analysis(c.out, s.shard_count);
   auto model = load_model_on(c.model, c.device);
-  ProgressPrinter progress;
+  Progress progress("", "sentences");
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
   // Work on the weights alone before the sentences (an 8B model's spectra take minutes): a line a step.
   const auto started = std::chrono::steady_clock::now();
@@ -208,6 +171,9 @@ int analyze_command(const AnalyzeCliOptions& c) {
   analysis::AnalyzeResult result;
   try {
     result = analysis::analyze(*model, o);
+  } catch (const std::invalid_argument& e) {  // a setting the analysis refuses (a probe length, a measure without data)
+    std::signal(SIGINT, previous);
+    throw UsageError(e.what());
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
@@ -227,7 +193,7 @@ struct MergeCliOptions {
 };
 
 int merge_command(const MergeCliOptions& c) {
-  refuse_overwrite(c.out + "/head_report.json", c.force);
+  check_output_folder("--out", c.out, {"head_report.json"}, c.force);
   std::vector<std::string> reports;
   for (const auto& input : c.inputs) {
     // A folder of shard-I-of-N folders, as sharded `headlab analyze --out` writes them: the shards
@@ -293,7 +259,7 @@ int count_tokens_command(const CountCliOptions& c) {
   auto tokenizer = core::load_folder_tokenizer(c.model);
   if (!tokenizer) throw UsageError(c.model + " has no tokenizer");
   const std::string out = c.out.empty() ? c.model + "/token_counts.json" : c.out;
-  refuse_overwrite(out, c.force);
+  check_output_file("--out", out, c.force);
   const auto counts = core::count_tokens_in_files(*tokenizer, c.data);
   core::save_token_counts(counts, out);
   std::cout << "counted " << counts.total << " tokens in " << c.data.size() << " file(s); wrote " << out << "\n";
@@ -317,13 +283,15 @@ void add_analyze_command(CLI::App& app, Action& action) {
                   "(with or without --data)")
       ->check(CLI::IsMember({"induction"}));
   cmd->add_option("--probe-length", c->probe_length,
-                  "Random tokens per copy in the induction probe (default: as many as fit, at most 50)")
-      ->check(CLI::NonNegativeNumber);
+                  "Random tokens per copy in the induction probe, at least 2 (0 = as many as fit, at most 50: the "
+                  "default)")
+      ->check(non_negative());
   cmd->add_option("--probe-sequences", c->probe_sequences, "Sequences in the induction probe (default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--probe-seed", c->probe_seed, "Seed of the induction probe's tokens (default 0)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--limit", c->limit, "Analyse only the first N sentences")->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
+  cmd->add_option("--limit", c->limit, "Analyse only the first N sentences (0 = all, the default)")
+      ->check(non_negative());
   cmd->add_option("--freq", c->freq, "Frequency corpus for rare-word ranks (plain text; default: the model folder's "
                                      "token_counts.json, else the dataset)");
   cmd->add_option("--shard", c->shard,
@@ -332,13 +300,13 @@ void add_analyze_command(CLI::App& app, Action& action) {
   cmd->add_option("--shards", c->shards,
                   "N: the analysis's shard count, required in a Slurm array (the task id is the shard index, "
                   "0 to N-1), checked against mpirun's size")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--max-tokens", c->max_tokens, "Skip longer sentences (default: the model's positions)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--batch", c->batch,
                   "Sentences per forward pass (default 1: bit-identical reports however the data is sharded; more "
                   "reads each weight once per batch, for large models whose weights stream from memory)")
-      ->check(CLI::Range(1, 256));
+      ->check(number_in(1, 256));
   cmd->add_option("--stage", c->stage,
                   "Maps the attention measures read: values (U, what multiplies the values) or softmax (W)")
       ->check(CLI::IsMember({"values", "softmax"}));
@@ -347,18 +315,18 @@ void add_analyze_command(CLI::App& app, Action& action) {
                 "Replace the analysis in --out (sharded: this shard's folder, the earlier merge, and shard folders "
                 "of another shard count)");
   cmd->add_option("--positional-threshold", c->positional, "Positional head: share at one offset >= this")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--rare-threshold", c->rare, "Rare-word head: share on the rarest token > this")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--syntactic-margin", c->margin, "Syntactic head: accuracy >= baseline + this")->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
+  cmd->add_option("--rare-threshold", c->rare, "Rare-word head: share on the rarest token > this")->check(number_in(0.0, 1.0));
+  cmd->add_option("--syntactic-margin", c->margin, "Syntactic head: accuracy >= baseline + this")->check(number_in(0.0, 1.0));
   cmd->add_option("--prev-token-threshold", c->prev_token, "Prev-token head: previous-token score >= this")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--induction-threshold", c->induction, "Induction head: induction score >= this")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--copying-threshold", c->copying, "Copying head: OV copying score >= this")
-      ->check(CLI::Range(-1.0, 1.0));
+      ->check(number_in(-1.0, 1.0));
   cmd->add_option("--min-relation-count", c->min_relation,
                   "Score relations with at least this many arcs (nsubj, obj, amod, advmod always)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->callback([c, &action] { action = [c] {
       if (c->model.empty()) c->model = core::default_model_or_throw();
       return analyze_command(*c);

@@ -6,6 +6,8 @@
 #include "analysis/composition_figures.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
+#include "app/cli/progress.h"
 #include "core/asset_paths.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
@@ -50,14 +52,13 @@ std::vector<std::tuple<double, int, int, int, int>> largest(const analysis::Comp
 }
 
 int circuits_command(const CircuitsOptions& o) {
-  refuse_overwrite(o.out + "/circuits.json", o.force);
+  check_output_folder("--out", o.out, {"circuits.json"}, o.force);
   core::use_batch_threads();
   auto model = load_model_on(o.model, o.device);
-  const auto composition = analysis::composition_scores(*model, [](int64_t done, int64_t total) {
-    std::fprintf(stderr, "\rcomposition: layer %lld of %lld", static_cast<long long>(done), static_cast<long long>(total));
-    if (done == total) std::fprintf(stderr, "\n");
-    return true;
-  });
+  Progress progress("composition", "layers");
+  const auto composition = analysis::composition_scores(
+      *model, [&progress](int64_t done, int64_t total) { return progress(done, total); });
+  progress.finish();
   std::filesystem::create_directories(o.out);
   const auto figures = analysis::write_composition_figures(composition, o.out);
   nlohmann::json j;
@@ -104,7 +105,7 @@ void add_circuits_command(CLI::App& app, Action& action) {
   cmd->add_option("--model", o->model, "Model folder (default: the shipped default model)");
   add_device_option(cmd, o->device);
   cmd->add_option("--out", o->out, "Output folder (circuits.json, composition_{q,k,v}.svg/.png)")->required();
-  cmd->add_option("--top", o->top, "How many of the largest scores of each kind to print")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top", o->top, "How many of the largest scores of each kind to print")->check(non_negative());
   cmd->add_flag("--force", o->force, "Replace an existing circuits.json");
   cmd->callback([&action, o] {
     action = [o] {

@@ -5,6 +5,7 @@
 #include "analysis/variant_comparison.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
 #include "core/model/model.h"
 
 #include <CLI/CLI.hpp>
@@ -26,7 +27,7 @@ struct CompareCliOptions {
 };
 
 int compare_command(CompareCliOptions& c) {
-  refuse_overwrite(c.out + "/comparison.md", c.force);
+  check_output_folder("--out", c.out, {"comparison.md"}, c.force);
   if (c.threads > 0) at::set_num_threads(c.threads);
   c.options.progress = [](const std::string& model, const std::string& stage) {
     std::fprintf(stderr, "%s: %s\n", model.c_str(), stage.c_str());
@@ -62,13 +63,14 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmd->add_option("--data", c->options.data, "Held-out text: quality, forward time, logit ranks")->required();
   cmd->add_option("--analyze", c->options.analyze_data,
                   "Text or CoNLL-U for the head analyses (CoNLL-U gives syntactic roles; default: --data)");
-  cmd->add_option("--limit", c->options.limit, "Sentences the head analyses read (default 500, 0 = all)");
-  cmd->add_option("--seq-len", c->options.seq_len, "Tokens a held-out sequence (default 128)")->check(CLI::PositiveNumber);
+  cmd->add_option("--limit", c->options.limit, "Sentences the head analyses read (default 500, 0 = all)")
+      ->check(non_negative());
+  cmd->add_option("--seq-len", c->options.seq_len, "Tokens a held-out sequence (default 128)")->check(positive());
   cmd->add_option("--rank-sequences", c->options.rank_sequences,
                   "Held-out sequences whose logit matrices are measured (default 16)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--timing-runs", c->options.timing_runs, "Forward passes timed (default 10)")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)");
+      ->check(positive());
+  cmd->add_option("--timing-runs", c->options.timing_runs, "Forward passes timed (default 10)")->check(positive());
+  cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)")->check(non_negative());
   add_device_option(cmd, c->device);
   cmd->add_option("--out", c->out, "Folder for the comparison")->required();
   cmd->add_flag("--force", c->force, "Replace a comparison already in --out");

@@ -6,6 +6,8 @@
 // --data, the model's loss and top-1 on that text before and after, as `headlab evaluate` measures.
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
+#include "app/cli/progress.h"
 #include "core/model/convert.h"
 #include "core/model/device.h"
 #include "core/memory_budget.h"
@@ -71,7 +73,7 @@ int convert_command(const ConvertOptions& o) {
                                                     : (std::filesystem::path(o.out) / ("key-dim-" + std::to_string(d))).string();
   };
   for (int d : collaborative ? o.key_dims : std::vector<int>{0})
-    refuse_overwrite((std::filesystem::path(out_of(d)) / "config.json").string(), o.force);
+    check_output_folder("--out", out_of(d), {"config.json"}, o.force);
   const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
   if (model->config.kind == core::StackKind::EncoderDecoder)
@@ -93,14 +95,16 @@ int convert_command(const ConvertOptions& o) {
       core::CollaborativeConversion converted;
       try {
         // A progress line on stderr: ALS on a large model takes minutes per layer.
-        converted = core::convert_to_collaborative(*model, d, cp, [d](int layer, int layers, int sweep, double error) {
-          std::fprintf(stderr, "\rD̃k %d, layer %d of %d: sweep %d, relative error %.4f   ", d, layer + 1, layers, sweep,
-                       error);
+        Progress progress("D̃k " + std::to_string(d), "layers");
+        converted = core::convert_to_collaborative(*model, d, cp, [&](int layer, int layers, int sweep, double error) {
+          char detail[64];
+          std::snprintf(detail, sizeof detail, "layer %d: sweep %d, relative error %.4f", layer + 1, sweep, error);
+          progress(layer, layers, detail);
         });
+        progress.finish();
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
       }
-      std::fprintf(stderr, "\r%*s\r", 60, "");
       std::printf("shared key size D̃k = %d (%.0f%% of h·d_k): relative error of W_Q^i W_K^iᵀ per layer:", d,
                   100.0 * d / (a.heads * a.key_size));
       std::printf("%s\n", core::layer_errors_text(converted).c_str());
@@ -138,18 +142,30 @@ void add_convert_command(CLI::App& app, Action& action) {
   cmd->add_option("--to", o->to, "gqa, mqa or collaborative")
       ->required()
       ->check(CLI::IsMember({"gqa", "mqa", "collaborative"}));
-  cmd->add_option("--groups", o->groups, "GQA: key/value heads after conversion (divides the heads)");
-  cmd->add_option("--key-dim", o->key_dims,
-                  "Collaborative: shared key size D̃k; several (D1,D2,…) write OUT/key-dim-D each")
-      ->delimiter(',')
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--iterations", o->iterations, "Collaborative: ALS sweeps at most (default 200)")
-      ->check(CLI::PositiveNumber);
+  auto* groups = cmd->add_option("--groups", o->groups, "GQA: key/value heads after conversion (divides the heads)")
+                     ->check(positive());
+  auto* key_dim = cmd->add_option("--key-dim", o->key_dims,
+                                  "Collaborative: shared key size D̃k; several (D1,D2,…) write OUT/key-dim-D each")
+                      ->delimiter(',')
+                      ->check(positive());
+  auto* iterations = cmd->add_option("--iterations", o->iterations, "Collaborative: ALS sweeps at most (default 200)")
+                         ->check(positive());
   cmd->add_option("--out", o->out, "Folder for the converted model")->required();
   cmd->add_option("--data", o->data, "Text to measure loss and top-1 on, before and after");
-  cmd->add_option("--seq-len", o->seq_len, "Sequence length for --data (default 128)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-len", o->seq_len, "Sequence length for --data (default 128)")->check(positive());
   cmd->add_flag("--force", o->force, "Replace a model already in --out");
-  cmd->callback([o, &action] { action = [o] { return convert_command(*o); }; });
+  cmd->callback([o, groups, key_dim, iterations, &action] {
+    action = [o, groups, key_dim, iterations] {
+      // An option of another conversion is refused by name rather than ignored.
+      for (const auto* option : {groups, key_dim, iterations}) {
+        const bool gqa_option = option == groups;
+        if (option->count() > 0 && o->to != (gqa_option ? "gqa" : "collaborative"))
+          throw UsageError(option->get_name() + " is for --to " + (gqa_option ? "gqa" : "collaborative") +
+                           ", not --to " + o->to + (o->to == "mqa" ? " (one key/value head for all)" : ""));
+      }
+      return convert_command(*o);
+    };
+  });
 }
 
 }  // namespace headlab::app

@@ -3,6 +3,7 @@
 // next-token) loss and top-1 on it, measured as the trainer measures its held-out split.
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/tokenizer/tokenizer.h"
@@ -118,14 +119,14 @@ void add_evaluate_command(CLI::App& app, Action& action) {
   add_device_option(cmd, c->device);
   cmd->add_option("--data", c->data, "Plain-text files (each reported on its own, then together)")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training")->check(CLI::Range(4, 100000));
+  cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training")->check(number_in(4, 100000));
   cmd->add_option("--batch-tokens", c->batch_tokens, "Tokens per batch (sets which examples share a mask draw)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--held-out", c->held_out,
                   "Only the examples `headlab train --held-out F` holds out of these files, given in the same order (default: all)")
-      ->check(CLI::Range(0.0, 0.5));
+      ->check(number_in(0.0, 0.5));
   cmd->add_option("--seed", c->seed, "Mask seed (the trainer's --seed reproduces its held-out evaluation)");
-  cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)");
+  cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)")->check(non_negative());
   cmd->add_flag("--json", c->json, "Print JSON instead of a table");
   cmd->callback([c, &action] { action = [c] {
       if (c->model.empty()) c->model = core::default_model_or_throw();

@@ -5,6 +5,7 @@
 // step_attentions.{s}.{l} (F32 [h_v, T_s], the new query's row) and step_logits.{s} ([V]).
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
 #include "core/model/generate.h"
 #include "core/model/model.h"
 #include "core/tokenizer/framing.h"
@@ -31,10 +32,11 @@ struct GenerateOptions {
   uint64_t seed = 0;
   std::vector<std::string> gates;
   bool no_cache = false, force = false;
+  bool by_ids = false;  // --ids given (else --prompt)
 };
 
 int generate_command(const GenerateOptions& o) {
-  if (!o.out.empty()) refuse_overwrite(o.out, o.force);
+  if (!o.out.empty()) check_output_file("--out", o.out, o.force);
   core::use_batch_threads();
   auto model = load_model_on(o.model, o.device);
   const auto* tok = model->tokenizer.get();
@@ -43,12 +45,13 @@ int generate_command(const GenerateOptions& o) {
   request.sampling = {o.temperature, o.top_k, o.top_p, o.seed};
   request.use_cache = !o.no_cache;
   const bool enc_dec = model->config.kind == core::StackKind::EncoderDecoder;
-  if (!o.ids.empty()) {
+  if (o.by_ids) {
     request.prompt = parse_ids(o.ids, "--ids");
   } else {
     if (!tok) throw UsageError(o.model + " has no tokenizer: give --ids instead of --prompt");
-    request.prompt = enc_dec ? core::encoder_input_ids(model->config, *tok, o.prompt) : core::causal_prompt_ids(model->config, *tok, o.prompt);
-    if (request.prompt.empty()) throw UsageError("--prompt produced no tokens");
+    request.prompt = require_tokens(enc_dec ? core::encoder_input_ids(model->config, *tok, o.prompt)
+                                            : core::causal_prompt_ids(model->config, *tok, o.prompt),
+                                    "--prompt");
   }
   if (enc_dec) {
     auto begin = tok ? core::decoder_start_id(model->config, *tok) : model->config.decoder_start_id;
@@ -98,8 +101,9 @@ int generate_command(const GenerateOptions& o) {
       for (size_t l = 0; l < step.cross_attention.size(); ++l)
         dump.emplace_back("step_cross_attentions." + std::to_string(s) + "." + std::to_string(l), step.cross_attention[l]);
     }
-    core::save_safetensors(o.out, dump, core::DType::F32,
-                           {{"producer", "headlab generate"}, {"prompt_ids", std::to_string(request.prompt.size())}});
+    auto metadata = dump_metadata(o.model, "prompt_ids", request.prompt);
+    metadata["producer"] = "headlab generate";
+    core::save_safetensors(o.out, dump, core::DType::F32, metadata);
   }
   return 0;
 }
@@ -112,19 +116,25 @@ void add_generate_command(CLI::App& app, Action& action) {
   cmd->add_option("--model", o->model, "Model folder: a causal LM or an encoder-decoder")->required();
   add_device_option(cmd, o->device);
   auto* prompt = cmd->add_option("--prompt", o->prompt, "The text to continue (an encoder-decoder's source)");
-  cmd->add_option("--ids", o->ids, "The prompt as token ids, e.g. 1,2,3")->excludes(prompt);
-  cmd->add_option("--max-new", o->max_new, "Tokens to generate at most (default 20)")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--temperature", o->temperature, "0 = greedy (default); above 0 samples")->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-k", o->top_k, "Sample among the K most probable tokens (0 = all)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", o->top_p, "Sample among the tokens holding probability P (nucleus)")->check(CLI::Range(0.0, 1.0));
+  auto* ids = cmd->add_option("--ids", o->ids, "The prompt as token ids, e.g. 1,2,3")->excludes(prompt);
+  cmd->add_option("--max-new", o->max_new, "Tokens to generate at most (default 20)")->check(number_in(0, 1 << 20));
+  cmd->add_option("--temperature", o->temperature, "0 = greedy (default); above 0 samples")->check(number_in(0.0, 100.0));
+  cmd->add_option("--top-k", o->top_k, "Sample among the K most probable tokens (0 = all)")->check(non_negative());
+  cmd->add_option("--top-p", o->top_p,
+                  "Sample among the most probable tokens holding probability P (nucleus); 1 = all (default). For "
+                  "greedy decoding give --temperature 0")
+      ->check(number_above(0.0, 1.0));
   cmd->add_option("--seed", o->seed, "Random seed: the same seed writes the same text");
   cmd->add_option("--gate", o->gates, "Gate of a decoder head, LAYER.HEAD=VALUE in [0,1] (repeatable)");
   cmd->add_flag("--no-cache", o->no_cache, "Recompute the whole sequence at every step (the cache's baseline)");
   cmd->add_option("--out", o->out, "Dump generated_ids, step_logits.S and step_attentions.S.L (safetensors)");
   cmd->add_flag("--force", o->force, "Replace an existing --out");
-  cmd->callback([o, &action] {
-    action = [o] {
-      if (o->ids.empty() && o->prompt.empty()) throw UsageError("give --prompt or --ids");
+  cmd->callback([o, ids, prompt, &action] {
+    o->by_ids = ids->count() > 0;
+    const bool prompt_given = prompt->count() > 0;
+    action = [o, prompt_given] {
+      if (!o->by_ids && !prompt_given) throw UsageError("give --prompt or --ids");
+      if (!o->by_ids) require_text(o->prompt, "--prompt");
       return generate_command(*o);
     };
   });

@@ -1,6 +1,7 @@
 // `headlab gui [--model DIR | --session FILE] [--script FILE.json] [--screenshot OUT.png]`: the
 // workbench window (also plain `headlab [--model DIR] [--session FILE]`).
 #include "app/cli/cli.h"
+#include "app/cli/cli_checks.h"
 
 #include <CLI/CLI.hpp>
 
@@ -18,7 +19,7 @@ void add_gui_command(CLI::App& app, Action& action, const GuiEntry& gui) {
   cmd->add_flag("--force", options->force, "Replace an existing --screenshot file");
   cmd->callback([options, &action, gui] {
     action = [options, gui] {
-      if (!options->screenshot.empty()) refuse_overwrite(options->screenshot, options->force);
+      if (!options->screenshot.empty()) check_output_file("--screenshot", options->screenshot, options->force);
       return gui(*options);
     };
   });

@@ -33,10 +33,19 @@ int print_folder(const InfoOptions& options) {
     j["weights_dtype"] = folder.weights_dtype;
     j["folder"] = options.model;
     j["tokenizer"] = tokenizer ? tokenizer->kind() : "none";
+    if (tokenizer) j["tokenizer_vocab_size"] = tokenizer->vocab_size();
     if (c.decoder) j["kv_cache_bytes_per_token"] = core::kv_cache_bytes_per_token(c);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
+  const int64_t tokens = tokenizer ? static_cast<int64_t>(tokenizer->vocab_size()) : 0;
+  const std::string tokenizer_line =
+      !tokenizer ? "none"
+      : tokens <= c.vocab_size
+          ? tokenizer->kind() + ", " + std::to_string(tokens) + " tokens"
+          : tokenizer->kind() + ", " + std::to_string(tokens) + " tokens — more than the model's " +
+                std::to_string(c.vocab_size) + ": ids from " + std::to_string(c.vocab_size) +
+                " up have no embedding, so a text that uses them cannot run (not this model's tokenizer?)";
   const int64_t stored = folder.weights->bytes();
   const size_t files = folder.weights->files().size();
   const std::string residency = core::keep_weights_mapped(folder.weights->values())
@@ -44,7 +53,7 @@ int print_folder(const InfoOptions& options) {
                                     : " (copied to float32 when run: at most 1 GiB)";
   std::cout << c.summary() << "\n  weights: " << folder.weights_dtype << ", " << core::format_bytes(stored) << " in "
             << files << (files == 1 ? " file" : " files") << residency
-            << "\n  tokenizer: " << (tokenizer ? tokenizer->kind() : std::string("none")) << "\n";
+            << "\n  tokenizer: " << tokenizer_line << "\n";
   if (c.decoder) {
     // What generation's KV cache costs (core/memory_budget.h), against MHA with the same heads.
     std::cout << "  KV cache: " << kv_text(core::kv_cache_bytes_per_token(c)) << " a token";
@@ -72,6 +81,11 @@ void add_info_command(CLI::App& app, Action& action, const InfoEngine& engine) {
   cmd->add_flag("--system", options->system, "Print the BLAS in use, thread counts and measured GEMM GFLOP/s");
   cmd->callback([options, engine, &action] {
     action = [options, engine] {
+      // --system describes this machine, not a model: a model option beside it would be ignored.
+      if (options->system && (!options->model.empty() || options->json || options->check))
+        throw UsageError(std::string("--system describes this machine; ") +
+                         (!options->model.empty() ? "--model" : options->json ? "--json" : "--check") +
+                         " describes a model folder: give them in separate calls");
       if (options->model.empty() && !options->system) options->model = core::default_model_or_throw();
       if (!options->system && !options->check) return print_folder(*options);
       if (!engine) throw std::logic_error("info --system and --check run in headlab-engine");

@@ -1,5 +1,7 @@
 // `headlab init --config CFG.json --out DIR [--seed N] [--dtype F32|F16|BF16]`: a random-weight model.
 #include "app/cli/cli.h"
+#include "app/cli/cli_checks.h"
+#include "core/weights_memory.h"
 #include "core/model/model.h"
 #include "core/tokenizer/tokenizer.h"
 
@@ -29,8 +31,7 @@ void add_init_command(CLI::App& app, Action& action) {
   cmd->add_flag("--force", options->force, "Replace a model already in --out");
   cmd->callback([options, &action] {
     action = [options] {
-      for (const char* file : {"config.json", "model.safetensors"})
-        refuse_overwrite((std::filesystem::path(options->out) / file).string(), options->force);
+      check_output_folder("--out", options->out, {"config.json", "model.safetensors"}, options->force);
       const auto config = core::load_model_config(options->config);
       // The tokenizer is read before anything is written (a folder names its tokenizer.json), so a bad
       // one leaves no half-made folder behind; its ids must fit the config's vocabulary.
@@ -43,6 +44,7 @@ void add_init_command(CLI::App& app, Action& action) {
           throw std::runtime_error(tokenizer + ": its " + std::to_string(loaded->vocab_size()) +
                                    " tokens do not fit the config's vocab_size " + std::to_string(config.vocab_size));
       }
+      core::check_weights_memory(config, 1, "init");  // before the weights are drawn
       auto model = core::make_random_model(config, options->seed);
       core::save_model(*model, options->out, options->dtype, tokenizer);
       std::cout << "wrote " << options->out << " (" << config.parameter_count() << " parameters, "

@@ -7,6 +7,8 @@
 #include "analysis/patching.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
+#include "app/cli/progress.h"
 #include "core/asset_paths.h"
 #include "core/atomic_file.h"
 #include "core/cancelled.h"
@@ -129,7 +131,7 @@ std::atomic<bool> g_patch_interrupted{false};
 extern "C" void on_patch_sigint(int) { g_patch_interrupted.store(true); }
 
 int patch_command(const PatchOptions& o) {
-  refuse_overwrite(o.out + "/patch.json", o.force);
+  check_output_folder("--out", o.out, {"patch.json"}, o.force);
   core::use_batch_threads();
   auto model = load_model_on(o.model, o.device);
   analysis::PatchRequest r;
@@ -144,15 +146,28 @@ int patch_command(const PatchOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // Path patching's heads are checked now, not after the exact re-runs.
+  const bool path = !o.path_sender.empty();
+  analysis::HeadRef sender;
+  std::vector<analysis::HeadRef> receivers;
+  core::Site path_site = core::Site::K;
+  if (path) {
+    sender = parse_head(o.path_sender, "--path");
+    std::stringstream in(o.path_receivers);
+    for (std::string item; std::getline(in, item, ',');) receivers.push_back(parse_head(item, "--to"));
+    try {
+      path_site = core::site_from_name(o.path_site);
+      analysis::check_path_patch(*model, sender, receivers, path_site);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
   r.each_position = o.positions == "each";
   r.position = o.position;
   r.exact = !o.no_exact;
   r.attribution = !o.no_attribution;
-  r.progress = [](int64_t done, int64_t total) {
-    std::fprintf(stderr, "\rexact patching: %lld of %lld runs", static_cast<long long>(done), static_cast<long long>(total));
-    if (done == total) std::fprintf(stderr, "\n");
-    return true;
-  };
+  Progress progress("exact patching", "runs");
+  r.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
   // Ctrl-C stops the exact re-runs (an 8B model's 1,024 heads take most of an hour on a CPU) and
   // writes what is complete: attribution patching whole, the exact cells run so far, marked partial.
   analysis::PatchResult result;
@@ -182,7 +197,7 @@ int patch_command(const PatchOptions& o) {
     for (const auto& unit : layer)
       for (double v : unit) ++exact_cells, exact_run += std::isnan(v) ? 0 : 1;
   if (stopped) {
-    std::fprintf(stderr, "\n");
+    progress.finish();
     result.notes.push_back("stopped (Ctrl-C) after " + std::to_string(exact_run) + " of " + std::to_string(exact_cells) +
                            " exact re-runs; the cells not run are null");
   }
@@ -226,27 +241,22 @@ int patch_command(const PatchOptions& o) {
                    figures);
   }
   j["correlation"] = result.correlation ? nlohmann::json(*result.correlation) : nlohmann::json(nullptr);
-  if (!o.path_sender.empty() && !stopped) {
-    const auto sender = parse_head(o.path_sender, "--path");
-    std::vector<analysis::HeadRef> receivers;
-    std::stringstream in(o.path_receivers);
-    for (std::string item; std::getline(in, item, ',');) receivers.push_back(parse_head(item, "--to"));
-    core::Site site;
+  if (path && !stopped) {
+    double value = 0;
     try {
-      site = core::site_from_name(o.path_site);
-      const double value = analysis::path_patch(*model, r, sender, receivers, site);
-      j["path"] = {{"sender", {sender.layer, sender.head}},
-                   {"receivers", nlohmann::json::array()},
-                   {"site", o.path_site},
-                   {"value", value},
-                   {"normalised", result.clean != result.corrupt ? nlohmann::json((value - result.corrupt) / (result.clean - result.corrupt))
-                                                                 : nlohmann::json(nullptr)}};
-      for (const auto& h : receivers) j["path"]["receivers"].push_back({h.layer, h.head});
-      std::printf("path patching L%d H%d → %s of %zu receiver head(s): %.6g\n", sender.layer, sender.head,
-                  o.path_site.c_str(), receivers.size(), value);
+      value = analysis::path_patch(*model, r, sender, receivers, path_site);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
+    j["path"] = {{"sender", {sender.layer, sender.head}},
+                 {"receivers", nlohmann::json::array()},
+                 {"site", o.path_site},
+                 {"value", value},
+                 {"normalised", result.clean != result.corrupt ? nlohmann::json((value - result.corrupt) / (result.clean - result.corrupt))
+                                                               : nlohmann::json(nullptr)}};
+    for (const auto& h : receivers) j["path"]["receivers"].push_back({h.layer, h.head});
+    std::printf("path patching L%d H%d → %s of %zu receiver head(s): %.6g\n", sender.layer, sender.head,
+                o.path_site.c_str(), receivers.size(), value);
   }
   j["notes"] = result.notes;
   j["figures"] = figures;
@@ -283,15 +293,15 @@ void add_patch_command(CLI::App& app, Action& action) {
   cmd->add_option("--corrupt-ids", o->corrupt_ids, "The corrupted input as token ids");
   cmd->add_option("--answer", o->answer, "The clean answer: a token or its id");
   cmd->add_option("--wrong", o->wrong, "The corrupted answer, for the logit difference: a token or its id");
-  cmd->add_option("--answer-id", o->answer_id, "The clean answer's id")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--wrong-id", o->wrong_id, "The corrupted answer's id")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--answer-id", o->answer_id, "The clean answer's id")->check(non_negative());
+  cmd->add_option("--wrong-id", o->wrong_id, "The corrupted answer's id")->check(non_negative());
   cmd->add_option("--metric", o->metric, "logit-diff (default; needs --answer and --wrong), logit, prob (need --answer) or kl")
       ->check(CLI::IsMember({"logit-diff", "logit", "prob", "kl"}));
   cmd->add_option("--what", o->what, "The site to patch: z (default), pattern, q, k, v, resid or mlp")
       ->check(CLI::IsMember({"z", "pattern", "q", "k", "v", "resid", "mlp"}));
   cmd->add_option("--positions", o->positions, "all (every position at once, default) or each (one patch per position)")
       ->check(CLI::IsMember({"all", "each"}));
-  cmd->add_option("--position", o->position, "The scored position (default: a masked LM's first [MASK], else the last)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--position", o->position, "The scored position (default: a masked LM's first [MASK], else the last)")->check(non_negative());
   cmd->add_option("--path", o->path_sender, "Path patching: the sender head LAYER.HEAD");
   cmd->add_option("--to", o->path_receivers, "Path patching: receiver heads LAYER.HEAD[,LAYER.HEAD…]");
   cmd->add_option("--path-site", o->path_site, "Path patching: the receivers' q, k (default) or v")
@@ -304,6 +314,8 @@ void add_patch_command(CLI::App& app, Action& action) {
   cmd->callback([&action, o] {
     action = [o] {
       if (!o->path_sender.empty() && o->path_receivers.empty()) throw UsageError("--path needs --to");
+      if (o->path_sender.empty() && !o->path_receivers.empty())
+        throw UsageError("--to names path patching's receivers; give its sender with --path");
       if (o->model.empty()) o->model = core::default_model_or_throw();
       return patch_command(*o);
     };

@@ -2,6 +2,7 @@
 // each [MASK] (masked LM) or the next token (causal LM / encoder-decoder), with probabilities.
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
 #include "core/asset_paths.h"
 #include "core/model/run.h"
 #include "core/model/system_info.h"
@@ -41,8 +42,10 @@ int predict_command(const PredictOptions& o) {
   core::RunRequest request;
   request.capture = core::kCaptureNone;
   const auto kind = model->config.kind;
+  if (kind != core::StackKind::EncoderDecoder && !o.target.empty())
+    throw UsageError("--target is an encoder-decoder's decoder text; " + o.model + " has one stack, which reads --text alone");
   if (kind == core::StackKind::Encoder) {
-    request.ids = tok.encode(o.text, true).ids;
+    request.ids = require_tokens(tok.encode(o.text, true).ids, "--text");
     const auto mask = tok.mask_id();
     if (!mask) throw UsageError("the tokenizer has no mask token");
     auto trace = core::run(*model, request);
@@ -56,10 +59,9 @@ int predict_command(const PredictOptions& o) {
     return 0;
   }
   if (kind == core::StackKind::Decoder) {
-    request.ids = core::causal_prompt_ids(model->config, tok, o.text);
-    if (request.ids.empty()) throw UsageError("--text produced no tokens");
+    request.ids = require_tokens(core::causal_prompt_ids(model->config, tok, o.text), "--text");
   } else {
-    request.ids = core::encoder_input_ids(model->config, tok, o.text);
+    request.ids = require_tokens(core::encoder_input_ids(model->config, tok, o.text), "--text");
     auto begin = core::decoder_start_id(model->config, tok);
     if (!begin) throw UsageError("the tokenizer has no begin token for the decoder");
     request.decoder_ids = {*begin};
@@ -81,8 +83,9 @@ void add_predict_command(CLI::App& app, Action& action) {
   add_device_option(cmd, options->device);
   cmd->add_option("--text", options->text, "Input text (with [MASK] for a masked LM)")->required();
   cmd->add_option("--target", options->target, "Encoder-decoder: the decoder's text so far");
-  cmd->add_option("--top-k", options->top_k, "How many candidates")->check(CLI::Range(1, 1000));
+  cmd->add_option("--top-k", options->top_k, "How many candidates")->check(number_in(1, 1000));
   cmd->callback([options, &action] { action = [options] {
+      require_text(options->text, "--text");
       if (options->model.empty()) options->model = core::default_model_or_throw();
       return predict_command(*options);
     }; });

@@ -8,6 +8,8 @@
 #include "analysis/line_chart.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
+#include "app/cli/progress.h"
 #include "app/document/session.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
@@ -174,7 +176,7 @@ std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& ba
 
 int prune_command(const PruneCliOptions& o) {
   const core::PrecisionScope exact(core::Precision::exact);  // gates and quality alike, whatever --precision says
-  refuse_overwrite(o.out + "/prune.json", o.force);
+  check_output_folder("--out", o.out, {"prune.json"}, o.force);
   if (o.threads > 0) at::set_num_threads(o.threads);
   const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
@@ -218,11 +220,11 @@ int prune_command(const PruneCliOptions& o) {
     p.fine_tune = o.fine_tune;
     p.fine_tune_lr = o.fine_tune_lr;
     p.seed = o.seed;
-    p.progress = [lambda](int64_t step, int64_t steps, double loss, double expected) {
-      if (step % 10 == 0 || step == steps)
-        std::fprintf(stderr, "\rλ %s: step %lld/%lld, loss %.4f, expected open heads %.1f   ", lambda_text(lambda).c_str(),
-                     static_cast<long long>(step), static_cast<long long>(steps), loss, expected);
-      return true;
+    Progress progress("λ " + lambda_text(lambda), "steps");
+    p.progress = [&progress](int64_t step, int64_t steps, double loss, double expected) {
+      char detail[64];
+      std::snprintf(detail, sizeof detail, "loss %.4f, expected open heads %.1f", loss, expected);
+      return progress(step, steps, detail);
     };
     const auto start = std::chrono::steady_clock::now();
     LambdaRun run;
@@ -232,7 +234,7 @@ int prune_command(const PruneCliOptions& o) {
     run.quality = evaluate(*working, &gates);
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     heads = run.gates.heads();
-    std::fprintf(stderr, "\r%*s\r", 80, "");
+    progress.finish();
     std::printf("λ %-8s heads kept %2d of %d:", lambda_text(lambda).c_str(), run.gates.kept(), heads);
     for (const auto& l : run.gates.layers) std::printf(" %s:%d", layer_name(l).c_str(), l.kept());
     std::printf("  loss %.4f, top-1 %.2f%%  (%.0f s)\n", run.quality.loss, 100 * run.quality.accuracy, run.seconds);
@@ -313,18 +315,18 @@ void add_prune_command(CLI::App& app, Action& action) {
   cmd->add_option("--held-out", o->held_out, "Text to measure quality on (default: every 10th sequence of --data)");
   cmd->add_option("--lambda", o->lambdas, "λ values, comma-separated (default 0.001,0.003,0.01,0.03,0.1)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--steps", o->steps, "Optimizer steps per λ (default 300)")->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", o->lr, "Learning rate of the gates' log α (Adam, default 0.05)")->check(CLI::PositiveNumber);
+      ->check(non_negative());
+  cmd->add_option("--steps", o->steps, "Optimizer steps per λ (default 300)")->check(positive());
+  cmd->add_option("--lr", o->lr, "Learning rate of the gates' log α (Adam, default 0.05)")->check(positive());
   cmd->add_flag("--fine-tune", o->fine_tune, "Train the model's weights with the gates (writes OUT/lambda-λ/ per λ)");
   cmd->add_option("--fine-tune-lr", o->fine_tune_lr, "Learning rate of the weights with --fine-tune (default 1e-4)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--roles", o->roles, "A head report (headlab analyze) whose roles the survivors are counted by");
   cmd->add_flag("--export-session", o->export_session, "Write OUT/lambda-λ.session.json: the window opens the model with those gates");
-  cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence (default 128)")->check(CLI::PositiveNumber);
-  cmd->add_option("--batch-tokens", o->batch_tokens, "Tokens per batch (default 2048)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence (default 128)")->check(positive());
+  cmd->add_option("--batch-tokens", o->batch_tokens, "Tokens per batch (default 2048)")->check(positive());
   cmd->add_option("--seed", o->seed, "Random seed (gate samples, data order, masks)");
-  cmd->add_option("--threads", o->threads, "Intra-op threads (default: all cores)");
+  cmd->add_option("--threads", o->threads, "Intra-op threads (default: all cores)")->check(non_negative());
   cmd->add_option("--out", o->out, "Folder for the results")->required();
   cmd->add_flag("--force", o->force, "Replace results already in --out");
   cmd->callback([o, &action] { action = [o] { return prune_command(*o); }; });

@@ -6,12 +6,12 @@
 #include "analysis/spectra.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
 #include "core/asset_paths.h"
 #include "core/controls.h"
 #include "core/model/run.h"
 #include "core/model/safetensors_torch.h"
 #include "core/model/system_info.h"
-#include "core/precision.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -34,6 +34,7 @@ struct RunOptions {
   bool rollout = false;        // attention rollout [T, T] and flow [T] (Abnar & Zuidema 2020)
   bool logit_spectra = false;  // singular values of each head's T×S logit matrix
   bool force = false;          // replace an existing --out
+  bool by_ids = false;         // --ids given (else --text)
   std::string dla;             // ANSWER[,WRONG]: direct logit attribution and the logit lens
   int64_t dla_position = -1;   // −1: the last position
 };
@@ -143,17 +144,26 @@ int run_command(const RunOptions& options) {
   core::use_batch_threads();
   auto model = load_model_on(options.model, options.device);
   core::RunRequest request;
-  if (!options.ids.empty()) {
+  if (options.by_ids) {
     request.ids = parse_ids(options.ids, "--ids");
   } else {
-    if (!model->tokenizer) throw UsageError(options.model + " has no tokenizer: give --ids instead of --text");
-    request.ids = model->tokenizer->encode(options.text, options.add_special).ids;
-    if (request.ids.empty()) throw UsageError("--text produced no tokens");
+    const auto* tok = model->tokenizer.get();
+    if (!tok) throw UsageError(options.model + " has no tokenizer: give --ids instead of --text");
+    request.ids = require_tokens(tok->encode(options.text, options.add_special).ids, "--text");
+    for (int64_t id : request.ids)
+      if (id >= model->config.vocab_size)
+        throw std::runtime_error(options.model + ": its tokenizer made id " + std::to_string(id) + " of --text, but " +
+                                 "the model has " + std::to_string(model->config.vocab_size) + " tokens; the " +
+                                 std::to_string(tok->vocab_size()) + "-token tokenizer does not belong to this model " +
+                                 "(headlab info --model " + options.model + " shows both)");
   }
   const bool enc_dec = model->config.kind == core::StackKind::EncoderDecoder;
   if (enc_dec) {
     if (options.decoder_ids.empty()) throw UsageError("an encoder-decoder model needs --decoder-ids");
     request.decoder_ids = parse_ids(options.decoder_ids, "--decoder-ids");
+  } else if (!options.decoder_ids.empty()) {
+    throw UsageError("--decoder-ids is for encoder-decoder models; " + options.model + " has one stack, which reads " +
+                     "--ids or --text alone");
   }
   const core::Stack main_stack = model->config.kind == core::StackKind::Encoder ? core::Stack::Encoder : core::Stack::Decoder;
   apply_gates(*model, main_stack, options.gates, request.controls);
@@ -189,10 +199,7 @@ int run_command(const RunOptions& options) {
   } else {
     add_stack(trace->main_stack(), "", false);
   }
-  std::string ids_text;
-  for (size_t i = 0; i < request.ids.size(); ++i) ids_text += (i ? "," : "") + std::to_string(request.ids[i]);
-  std::map<std::string, std::string> metadata{{"model", options.model}, {"ids", ids_text}};
-  if (const std::string p = core::recorded_precision(); !p.empty()) metadata["precision"] = p;  // absent: exact
+  std::map<std::string, std::string> metadata = dump_metadata(options.model, "ids", request.ids);
   int64_t lrp_position = -1;  // the position LRP explained, once resolved
   if (lrp) {
     // analysis/LRP.md: raw head relevance per layer, input relevance per position, and the conservation check.
@@ -297,14 +304,17 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Direct logit attribution of ANSWER[,WRONG] (ids or tokens): each head's, FFN's and the embeddings' "
                   "share of the logit difference (dla [L, H], dla_embed, dla_mlp [L]) and the logit lens (logit_lens [L+1])");
   cmd->add_option("--dla-position", options->dla_position, "Position --dla reads (default: the last)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->add_flag("!--no-special-tokens", options->add_special, "Do not add [CLS]/[SEP]/BOS around --text");
   cmd->add_option("--out", options->out, "Output .safetensors dump")->required();
   cmd->add_flag("--force", options->force, "Replace an existing --out file");
-  cmd->callback([options, &action] {
-    action = [options] {
-      if (options->ids.empty() && options->text.empty()) throw UsageError("give --ids or --text");
-      refuse_overwrite(options->out, options->force);
+  cmd->callback([options, ids, text, &action] {
+    options->by_ids = ids->count() > 0;
+    const bool text_given = text->count() > 0;
+    action = [options, text_given] {
+      if (!options->by_ids && !text_given) throw UsageError("give --ids or --text");
+      if (!options->by_ids) require_text(options->text, "--text");
+      check_output_file("--out", options->out, options->force);
       if (options->model.empty()) options->model = core::default_model_or_throw();
       return run_command(*options);
     };

@@ -1,6 +1,7 @@
 // `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
+#include "app/cli/cli_checks.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
 #include "core/token_counts.h"
@@ -31,6 +32,25 @@ struct TrainCliOptions {
   bool force = false;  // replace a model already in --out (without --resume)
 };
 
+// A folder this run makes is removed again when the run fails before its first checkpoint, so a
+// failed start leaves nothing behind; once a checkpoint is written, the folder stays for --resume.
+class NewFolder {
+ public:
+  explicit NewFolder(const std::string& folder) : folder_(folder), made_(!std::filesystem::exists(folder)) {
+    std::filesystem::create_directories(folder);
+  }
+  void keep() { made_ = false; }
+  ~NewFolder() {
+    std::error_code ec;
+    if (made_ && !std::filesystem::exists(std::filesystem::path(folder_) / "checkpoint.pt", ec))
+      std::filesystem::remove_all(folder_, ec);
+  }
+
+ private:
+  std::string folder_;
+  bool made_;
+};
+
 int train_command(TrainCliOptions& options) {
   namespace fs = std::filesystem;
   options.train.device = device_option(options.device);  // a card this process cannot use: refused first
@@ -39,24 +59,11 @@ int train_command(TrainCliOptions& options) {
       if (fs::exists(fs::path(options.out) / file))
         throw UsageError(options.out + " already holds a model (" + file +
                          "); pass --resume to continue its training or --force to start over");
+  check_output_folder("--out", options.out, {}, true);
   auto config = core::load_model_config(options.config);
   auto& o = options.train;
   if (o.steps <= 0 && o.minutes <= 0) throw UsageError("give --steps N or --minutes M");
   o.objective = core::train::objective_from_string(options.objective.empty() ? config.objective : options.objective);
-  std::string tokenizer_path = options.tokenizer;
-  if (tokenizer_path.empty() && o.resume && fs::exists(fs::path(options.out) / "tokenizer.json"))
-    tokenizer_path = (fs::path(options.out) / "tokenizer.json").string();
-  if (tokenizer_path.empty())
-    throw UsageError("give --tokenizer tokenizer.json (make one with `headlab train-tokenizer`)");
-  auto tokenizer = core::Tokenizer::load(tokenizer_path);
-  // Copy the tokenizer before training writes the folder: --tokenizer may point into --out.
-  fs::create_directories(options.out);
-  const auto target = fs::path(options.out) / "tokenizer.json";
-  if (fs::weakly_canonical(tokenizer_path) != fs::weakly_canonical(target))
-    core::copy_file_atomic(tokenizer_path, target.string());
-  o.tokenizer_json = target.string();
-  config.vocab_size = static_cast<int>(tokenizer->vocab_size());
-  config.validate();
   for (const auto& h : options.frozen_heads) {
     try {
       o.frozen_heads.push_back(core::train::parse_head_ref(h));
@@ -67,6 +74,21 @@ int train_command(TrainCliOptions& options) {
   o.decay = options.decay;
   o.dtype = options.dtype;
   o.out = options.out;
+  std::string tokenizer_path = options.tokenizer;
+  if (tokenizer_path.empty() && o.resume && fs::exists(fs::path(options.out) / "tokenizer.json"))
+    tokenizer_path = (fs::path(options.out) / "tokenizer.json").string();
+  if (tokenizer_path.empty())
+    throw UsageError("give --tokenizer tokenizer.json (make one with `headlab train-tokenizer`)");
+  auto tokenizer = core::Tokenizer::load(tokenizer_path);
+  config.vocab_size = static_cast<int>(tokenizer->vocab_size());
+  config.validate();
+  try {
+    core::train::check_training(config, o);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const auto target = fs::path(options.out) / "tokenizer.json";
+  o.tokenizer_json = target.string();
 
   std::cerr << "reading " << options.data.size() << " file(s)…\n";
   auto data = core::train::load_text_dataset(options.data, *tokenizer, o.objective, o.seq_len, options.held_out);
@@ -80,15 +102,24 @@ int train_command(TrainCliOptions& options) {
   o.token_counts = &counts;
   g_interrupt.store(false);
   o.interrupt = &g_interrupt;
+  // Everything is read and checked: the folder is made (or reused) now.
+  NewFolder folder(options.out);
+  // The tokenizer is copied before training writes the folder: --tokenizer may point into --out.
+  if (fs::weakly_canonical(tokenizer_path) != fs::weakly_canonical(target))
+    core::copy_file_atomic(tokenizer_path, target.string());
   auto previous = std::signal(SIGINT, on_sigint);
   core::train::TrainResult result;
   try {
     result = core::train::train_model(config, data, core::train::special_tokens(*tokenizer), o);
+  } catch (const std::invalid_argument& e) {
+    std::signal(SIGINT, previous);
+    throw UsageError(e.what());
   } catch (...) {
     std::signal(SIGINT, previous);
     throw;
   }
   std::signal(SIGINT, previous);
+  folder.keep();
   std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
             << result.last_eval_step << "): loss "
             << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("
@@ -115,11 +146,12 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--objective", options->objective, "mlm | causal | seq2seq (default: the config's)")
       ->check(CLI::IsMember({"mlm", "causal", "seq2seq"}));
   cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json (copied into the folder)");
-  cmd->add_option("--steps", o.steps, "Optimizer steps (the schedule's length)");
-  cmd->add_option("--minutes", o.minutes, "Time budget of this run (alone: the schedule's length)");
+  cmd->add_option("--steps", o.steps, "Optimizer steps (the schedule's length)")->check(non_negative());
+  cmd->add_option("--minutes", o.minutes, "Time budget of this run (alone: the schedule's length)")
+      ->check(non_negative());
   cmd->add_option("--stop-at", o.stop_at,
                   "Stop after this step; the schedule stays --steps long (continue with --resume)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
   add_device_option(cmd, options->device);
   cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt (on the device it was made on)");
@@ -149,29 +181,35 @@ void add_train_command(CLI::App& app, Action& action) {
                   "with the known rows' mean and covariance, the default) or frequency (each the mean of the 32 known "
                   "rows nearest in count in the training text)")
       ->check(CLI::IsMember({"typical", "frequency"}));
-  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(CLI::Range(4, 100000));
-  cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", o.lr, "Peak learning rate");
-  cmd->add_option("--warmup", o.warmup, "Warm-up fraction of the schedule")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->check(number_in(4, 100000));
+  cmd->add_option("--batch-tokens", o.batch_tokens, "Tokens per batch")->check(positive());
+  cmd->add_option("--lr", o.lr, "Peak learning rate")->check(positive());
+  cmd->add_option("--warmup", o.warmup, "Warm-up fraction of the schedule")->check(number_in(0.0, 1.0));
   cmd->add_option("--decay", options->decay, "cosine | linear")->check(CLI::IsMember({"cosine", "linear"}));
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW weight decay");
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW weight decay")->check(non_negative());
   cmd->add_option("--decay-only", o.decay_patterns,
                   "Apply --weight-decay only to the weight matrices matching these globs (default: every matrix), "
                   "e.g. 'encoder.4.attn.[qk].weight'")
       ->delimiter(',');
-  cmd->add_option("--mlm-rate", o.masking.rate, "MLM: share of tokens chosen as targets (BERT: 0.15)");
-  cmd->add_option("--mlm-mask", o.masking.mask, "MLM: share of targets replaced by [MASK] (BERT: 0.8)");
-  cmd->add_option("--mlm-random", o.masking.random, "MLM: share of targets replaced by a random token (BERT: 0.1; the rest stay)");
+  cmd->add_option("--mlm-rate", o.masking.rate, "MLM: share of tokens chosen as targets (BERT: 0.15)")
+      ->check(number_above(0.0, 1.0));
+  cmd->add_option("--mlm-mask", o.masking.mask, "MLM: share of targets replaced by [MASK] (BERT: 0.8)")
+      ->check(number_in(0.0, 1.0));
+  cmd->add_option("--mlm-random", o.masking.random, "MLM: share of targets replaced by a random token (BERT: 0.1; the rest stay)")
+      ->check(number_in(0.0, 1.0));
   cmd->add_option("--mlm-rarity", o.masking.rarity,
-                  "MLM: choose targets with weight count^-ALPHA (Zhang et al. 2023; BERT: 0 = uniform)");
+                  "MLM: choose targets with weight count^-ALPHA (Zhang et al. 2023; BERT: 0 = uniform)")
+      ->check(number_in(0.0, 2.0));
   cmd->add_option("--mlm-all-mask-share", o.masking.all_mask_share,
-                  "MLM: share of sequences in which every target becomes [MASK] (the rest use --mlm-mask/--mlm-random)");
-  cmd->add_option("--clip", o.clip, "Gradient-norm clipping (0 = off)");
-  cmd->add_option("--eval-every", o.eval_every, "Steps between held-out evaluations")->check(CLI::PositiveNumber);
-  cmd->add_option("--eval-batches", o.eval_batches, "Held-out batches per evaluation")->check(CLI::PositiveNumber);
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints (default: each evaluation)");
-  cmd->add_option("--held-out", options->held_out, "Held-out fraction of the data")->check(CLI::Range(0.0, 0.5));
-  cmd->add_option("--threads", o.threads, "Intra-op threads (default: all cores)");
+                  "MLM: share of sequences in which every target becomes [MASK] (the rest use --mlm-mask/--mlm-random)")
+      ->check(number_in(0.0, 1.0));
+  cmd->add_option("--clip", o.clip, "Gradient-norm clipping (0 = off)")->check(non_negative());
+  cmd->add_option("--eval-every", o.eval_every, "Steps between held-out evaluations")->check(positive());
+  cmd->add_option("--eval-batches", o.eval_batches, "Held-out batches per evaluation")->check(positive());
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints (0 = at each evaluation, the default)")
+      ->check(non_negative());
+  cmd->add_option("--held-out", options->held_out, "Held-out fraction of the data")->check(number_in(0.0, 0.5));
+  cmd->add_option("--threads", o.threads, "Intra-op threads (default: all cores)")->check(non_negative());
   cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
   cmd->callback([options, &action] { action = [options] { return train_command(*options); }; });
 }

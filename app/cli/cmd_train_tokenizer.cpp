@@ -1,5 +1,6 @@
 // `headlab train-tokenizer --data PATH… --vocab-size N --out tokenizer.json [--kind wordpiece|bpe]`
 #include "app/cli/cli.h"
+#include "app/cli/cli_checks.h"
 #include "core/atomic_file.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/trainer.h"
@@ -21,7 +22,7 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("train-tokenizer", command_description("train-tokenizer"));
   cmd->add_option("--data", options->data, "Text files")->required();
-  cmd->add_option("--vocab-size", options->train.vocab_size, "Vocabulary size")->required()->check(CLI::Range(300, 1000000));
+  cmd->add_option("--vocab-size", options->train.vocab_size, "Vocabulary size")->required()->check(number_in(300, 1000000));
   cmd->add_option("--out", options->out, "Output tokenizer.json")->required();
   cmd->add_option("--kind", options->train.kind, "wordpiece | bpe | wordlevel")->check(CLI::IsMember({"wordpiece", "bpe", "wordlevel"}));
   cmd->add_flag("--lowercase", options->lowercase, "WordPiece/WordLevel: lowercase and strip accents (the default)");
@@ -30,16 +31,16 @@ void add_train_tokenizer_command(CLI::App& app, Action& action) {
                 "WordPiece/WordLevel: add no [CLS]/[SEP] around a sentence (a model trained with it has no sink tokens)");
   cmd->add_option("--whole-words", options->train.whole_words,
                   "WordPiece: keep this many of the most frequent words whole; other words get subword pieces")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->add_option("--limit-alphabet", options->train.limit_alphabet,
                   "WordPiece: keep this many of the most frequent characters (rarer ones are [UNK])")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->add_option("--min-frequency", options->train.min_frequency, "Never merge a pair seen fewer times (WordLevel: a rarer word is [UNK])");
   cmd->add_flag("--force", options->force, "Replace an existing --out file");
   cmd->callback([options, &action] {
     action = [options] {
       if (options->lowercase && options->cased) throw UsageError("--lowercase and --cased exclude each other");
-      refuse_overwrite(options->out, options->force);
+      check_output_file("--out", options->out, options->force);
       if (options->train.whole_words > 0 && options->train.kind != "wordpiece")
         throw UsageError("--whole-words needs --kind wordpiece");
       options->train.lowercase = !options->cased;

@@ -7,6 +7,7 @@
 #include "app/document/controls_edit.h"
 #include "app/document/run_mapping.h"
 #include "app/work/dataset_job.h"
+#include "core/control_values.h"
 #include "core/file_hash.h"
 #include "core/model/device.h"
 #include "core/precision.h"
@@ -185,6 +186,11 @@ void Controller::on(const cmd::SetMix& c) {
   std::vector<float> m = c.matrix ? *c.matrix : mix_preset(preset_of(c.preset), heads, c.a, c.b, c.alpha);
   if (m.size() != static_cast<size_t>(heads) * heads)
     throw std::runtime_error("matrix must have " + std::to_string(heads * heads) + " entries");
+  try {
+    core::check_finite_values(m, "set_mix", c.which == "pre" ? "pre_mix" : "post_mix");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
   set_mix(s.controls, stack, c.layer, c.which, m, heads);
   request_run();
 }

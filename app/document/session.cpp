@@ -1,5 +1,6 @@
 #include "app/document/session.h"
 
+#include "core/control_values.h"
 #include "core/json_file.h"
 #include "core/json_integer.h"
 
@@ -70,6 +71,11 @@ core::ModelControls controls_from_json(const json& j) {
       if (layer.contains("gates")) c.gates = layer.at("gates").get<std::vector<float>>();
       if (layer.contains("pre_mix")) c.pre_mix = layer.at("pre_mix").get<std::vector<float>>();
       if (layer.contains("post_mix")) c.post_mix = layer.at("post_mix").get<std::vector<float>>();
+      try {
+        core::check_controls(c, where + " layer " + std::to_string(l));
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(e.what());
+      }
     }
   }
   canonicalize(controls);

@@ -85,8 +85,10 @@ Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int6
       (period && index % period == 0 ? d.held_out : d.train).push_back(std::move(e));
     }
   }
-  if (d.train.empty()) throw std::runtime_error("the data has fewer than " + std::to_string(2 * body) +
-                                                " tokens per document: nothing to train on");
+  if (d.train.empty())
+    throw std::runtime_error("no " + std::to_string(seq_len) + "-token sequence: every document (a file) has fewer " +
+                             "than the " + std::to_string(body) +
+                             " tokens of text one needs (give more text or a shorter --seq-len)");
   if (d.held_out.empty() && period) {  // tiny data: hold out the last example anyway
     d.held_out.push_back(d.train.back());
     if (d.train.size() > 1) d.train.pop_back();
@@ -107,7 +109,7 @@ Dataset make_seq2seq_dataset(const std::vector<std::pair<std::vector<int64_t>, s
     ++index;
     (period && index % period == 0 ? d.held_out : d.train).push_back(std::move(e));
   }
-  if (d.train.empty()) throw std::runtime_error("no source<TAB>target pairs to train on");
+  if (d.train.empty()) throw std::runtime_error("no source<TAB>target pairs in the data");
   if (d.held_out.empty() && period) d.held_out.push_back(d.train.back());
   return d;
 }
@@ -140,8 +142,14 @@ Dataset load_text_dataset(const std::vector<std::string>& paths, const Tokenizer
     }
     if (objective != Objective::Seq2Seq) documents.push_back(std::move(doc));
   }
-  if (objective == Objective::Seq2Seq) return make_seq2seq_dataset(pairs, seq_len, held_out_fraction);
-  return make_lm_dataset(documents, seq_len, objective, special_tokens(tokenizer), held_out_fraction);
+  try {
+    if (objective == Objective::Seq2Seq) return make_seq2seq_dataset(pairs, seq_len, held_out_fraction);
+    return make_lm_dataset(documents, seq_len, objective, special_tokens(tokenizer), held_out_fraction);
+  } catch (const std::runtime_error& e) {
+    std::string files;
+    for (const auto& path : paths) files += (files.empty() ? "" : ", ") + path;
+    throw std::runtime_error(files + ": " + e.what());
+  }
 }
 
 void Masking::validate() const {

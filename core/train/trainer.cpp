@@ -10,6 +10,7 @@
 #include "core/train/forward.h"
 #include "core/train/grown_vocabulary.h"
 #include "core/tokenizer/trainer.h"
+#include "core/weights_memory.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -203,21 +204,52 @@ void zero_parameters(TransformerImpl& model, const std::vector<std::string>& glo
 
 }  // namespace
 
+void check_training(const ModelConfig& config, const TrainOptions& o) {
+  if (o.out.empty()) throw std::invalid_argument("no output folder");
+  if (o.steps <= 0 && o.minutes <= 0) throw std::invalid_argument("give a number of steps or a time budget");
+  if (!(o.steps >= 0 && o.minutes >= 0 && o.stop_at >= 0))
+    throw std::invalid_argument("steps, minutes and stop-at must not be negative");
+  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr must be a number above 0");
+  if (!(o.warmup >= 0 && o.warmup <= 1)) throw std::invalid_argument("--warmup must be in [0, 1]");
+  if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0))
+    throw std::invalid_argument("--weight-decay must be a number >= 0");
+  if (!(std::isfinite(o.clip) && o.clip >= 0)) throw std::invalid_argument("--clip must be a number >= 0 (0 = off)");
+  if (o.seq_len < 4 || o.batch_tokens < 1) throw std::invalid_argument("--seq-len must be >= 4 and --batch-tokens >= 1");
+  o.masking.validate();
+  const char* kind = config.kind == StackKind::Encoder ? "encoder" : config.kind == StackKind::Decoder ? "decoder"
+                                                                                                      : "encoder-decoder";
+  const std::string objective = to_string(o.objective);
+  auto wrong_kind = [&](const std::string& needs, const std::string& instead) {
+    return std::invalid_argument("the objective " + objective + " needs " + needs + "; the config's \"kind\" is \"" +
+                                 kind + "\". " + instead);
+  };
+  if (config.kind == StackKind::EncoderDecoder && o.objective != Objective::Seq2Seq)
+    throw wrong_kind("an encoder or a decoder config", "Train an encoder-decoder with --objective seq2seq");
+  if (config.kind != StackKind::EncoderDecoder && o.objective == Objective::Seq2Seq)
+    throw wrong_kind("an encoder-decoder config (\"kind\": \"encoder-decoder\")",
+                     "Use --objective mlm (encoder) or causal (decoder)");
+  if (config.kind == StackKind::Decoder && o.objective == Objective::Mlm)
+    throw wrong_kind("an encoder config (\"kind\": \"encoder\"): a decoder's causal mask hides the words after "
+                     "each [MASK]",
+                     "Train a decoder with --objective causal, or set \"kind\": \"encoder\" in the config");
+  if (config.kind == StackKind::Encoder && o.objective == Objective::Causal)
+    throw wrong_kind("a decoder config (\"kind\": \"decoder\"): an encoder's attention sees the next token it "
+                     "would predict",
+                     "Set \"kind\": \"decoder\" in the config for a causal LM, or train the encoder with "
+                     "--objective mlm");
+  if (o.resume && !fs::exists(fs::path(o.out) / "checkpoint.pt"))
+    throw std::invalid_argument((fs::path(o.out) / "checkpoint.pt").string() +
+                                ": no checkpoint to resume from; leave out --resume to start a new run");
+  check_weights_memory(config, 4, "training");
+}
+
 TrainResult train_model(const ModelConfig& config, const Dataset& data, const SpecialTokens& specials,
                         const TrainOptions& o) {
   const PrecisionScope exact(Precision::exact);  // training computes exactly, whatever the process's choice
-  if (o.out.empty()) throw std::invalid_argument("no output folder");
+  check_training(config, o);
   if (config.vocab_size != specials.vocab_size)
     throw std::invalid_argument("config vocab_size " + std::to_string(config.vocab_size) + " differs from the " +
                                 "tokenizer's " + std::to_string(specials.vocab_size));
-  if (o.steps <= 0 && o.minutes <= 0) throw std::invalid_argument("give a number of steps or a time budget");
-  o.masking.validate();
-  if (config.kind == StackKind::EncoderDecoder && o.objective != Objective::Seq2Seq)
-    throw std::invalid_argument("an encoder-decoder trains with --objective seq2seq");
-  if (config.kind != StackKind::EncoderDecoder && o.objective == Objective::Seq2Seq)
-    throw std::invalid_argument("seq2seq needs an encoder-decoder config");
-  if (config.kind == StackKind::Decoder && o.objective == Objective::Mlm)
-    throw std::invalid_argument("a decoder-only config trains with --objective causal");
   // LibTorch thread counts are per thread: set here, restored on the way out so a caller's setting survives.
   struct ThreadsGuard {
     int previous = at::get_num_threads();
@@ -316,7 +348,6 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     fingerprint["masking"] = masking_json(o.masking);
   }
   if (o.resume) {
-    if (!fs::exists(ckpt_path)) throw std::runtime_error(ckpt_path + ": no checkpoint to resume from");
     // The fingerprint first: a checkpoint of another run (or made on another device) is refused
     // by name before its state is loaded.
     json meta = read_checkpoint_meta(ckpt_path);

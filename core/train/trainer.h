@@ -113,6 +113,14 @@ EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& exa
                              const SpecialTokens& specials, const Masking& masking, uint64_t seed,
                              int64_t batch_size, const HeadGateTensors* gates = nullptr);  // gates: head pruning
 
+// What train_model checks before it writes or allocates anything, for a caller to refuse a run
+// before it makes the output folder: the objective against the config's kind (a causal LM is a
+// decoder, a masked LM an encoder, seq2seq an encoder-decoder), the schedule (steps or minutes), the
+// learning rate and schedule settings, the masking, a checkpoint to resume from, and whether the
+// weights with their gradients and optimizer state fit the memory limit (core/memory_budget.h).
+// std::invalid_argument naming the option or config key to change; MemoryLimitError for memory.
+void check_training(const ModelConfig& config, const TrainOptions& options);
+
 // Trains `config` (vocab_size must match `specials`) on `data`; writes the model folder,
 // checkpoint.pt and train_log.jsonl into options.out. With options.resume, continues from
 // options.out/checkpoint.pt. Throws std::runtime_error with context on bad input.
