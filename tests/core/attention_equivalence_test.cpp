@@ -167,7 +167,11 @@ TEST_CASE("a gate of 0 removes the head: W_O's columns for that head zeroed", "[
   torch::manual_seed(14);
   auto th = make_config(3, 3, 4, 2);
   th.talking_heads = core::TalkingHeads{3, 4, 5};  // gates act on the h_v output heads
-  for (const auto& config : {make_config(4, 4, 3, 3), make_config(6, 2, 2, 3), th}) {
+  auto alibi = make_config(4, 4, 3, 3);
+  alibi.alibi = true;
+  auto sinks = make_config(6, 2, 2, 3);
+  sinks.sinks = true;
+  for (const auto& config : {make_config(4, 4, 3, 3), make_config(6, 2, 2, 3), th, alibi, sinks}) {
     core::Attention attn(config, kHidden);
     randomize(*attn);
     auto x = torch::randn({2, 5, kHidden});
@@ -175,7 +179,7 @@ TEST_CASE("a gate of 0 removes the head: W_O's columns for that head zeroed", "[
     auto plain = run_engine(attn, x, true);
     for (int head = 0; head < hv; ++head) {
       for (float gate : {0.0f, 0.3f}) {
-        INFO(config.variant_name() << " head " << head << " gate " << gate);
+        INFO(config.variant_name() << (config.alibi ? " ALiBi" : "") << (config.sinks ? " sinks" : "") << " head " << head << " gate " << gate);
         core::HeadControls controls;
         controls.gates.assign(hv, 1.0f);
         controls.gates[head] = gate;
@@ -236,45 +240,69 @@ TEST_CASE("user mixing: identity is no mix, a swap exchanges the heads' weights"
   torch::NoGradGuard no_grad;
   torch::manual_seed(16);
   const int heads = 4, dv = 3;
-  core::Attention attn(make_config(heads, heads, 3, dv), kHidden);
-  randomize(*attn);
-  auto x = torch::randn({2, 6, kHidden});
-  // V_i = X W_V^iᵀ + b_V^i, computed apart from the engine.
-  auto V = (torch::matmul(x.to(torch::kFloat64), attn->v->weight.to(torch::kFloat64).t()) +
-            attn->v->bias.to(torch::kFloat64))
-               .view({2, 6, heads, dv})
-               .permute({0, 2, 1, 3});  // [B, h, S, d_v]
-  for (bool causal : {false, true}) {
-    INFO((causal ? "causal" : "bidirectional"));
-    auto plain = run_engine(attn, x, causal);
-    core::HeadControls identity;
-    identity.pre_mix = identity.post_mix = row_major(torch::eye(heads));
-    auto same = run_engine(attn, x, causal, &identity);
-    CHECK(max_abs_diff(same.out, plain.out) < kTol);
-    CHECK(max_abs_diff(same.stages.weights, plain.stages.weights) < kTol);
+  auto alibi = make_config(heads, heads, 3, dv);
+  alibi.alibi = true;  // the slopes belong to the logit heads: a pre-softmax swap moves them with the logits
+  auto sinks = make_config(heads, heads, 3, dv);
+  sinks.sinks = true;  // each softmax head keeps its own sink
+  const auto swapped_order = torch::tensor({1, 0, 2, 3}, torch::kLong);
+  for (const auto& config : {make_config(heads, heads, 3, dv), alibi, sinks}) {
+    INFO((config.alibi ? "ALiBi" : config.sinks ? "sinks" : "MHA"));
+    core::Attention attn(config, kHidden);
+    randomize(*attn);
+    // After a pre-softmax swap head 0 normalises head 1's logits against its own sink s_0: what the
+    // same module with s_0 and s_1 exchanged gives as its head 1 (without sinks, the module itself).
+    core::Attention sinks_swapped(config, kHidden);
+    copy_all(sinks_swapped, attn);
+    if (config.sinks) sinks_swapped->sinks.copy_(attn->sinks.index_select(0, swapped_order));
+    auto x = torch::randn({2, 6, kHidden});
+    // V_i = X W_V^iᵀ + b_V^i, computed apart from the engine.
+    auto V = (torch::matmul(x.to(torch::kFloat64), attn->v->weight.to(torch::kFloat64).t()) +
+              attn->v->bias.to(torch::kFloat64))
+                 .view({2, 6, heads, dv})
+                 .permute({0, 2, 1, 3});  // [B, h, S, d_v]
+    for (bool causal : {false, true}) {
+      INFO((causal ? "causal" : "bidirectional"));
+      auto plain = run_engine(attn, x, causal);
+      core::HeadControls identity;
+      identity.pre_mix = identity.post_mix = row_major(torch::eye(heads));
+      auto same = run_engine(attn, x, causal, &identity);
+      CHECK(max_abs_diff(same.out, plain.out) < kTol);
+      CHECK(max_abs_diff(same.stages.weights, plain.stages.weights) < kTol);
 
-    const auto& W = plain.stages.weights;
-    auto swapped_order = torch::tensor({1, 0, 2, 3}, torch::kLong);
-    core::HeadControls pre;
-    pre.pre_mix = row_major(swap_01(heads));  // L ← L·P: heads 0 and 1 exchange their logits
-    auto p = run_engine(attn, x, causal, &pre);
-    CHECK(max_abs_diff(p.stages.mixed_logits, plain.stages.logits.index_select(1, swapped_order)) < kTol);
-    CHECK(max_abs_diff(p.stages.weights, W.index_select(1, swapped_order)) < kTol);
-    // Each head keeps its own values: O'_0 = W_1 V_0.
-    CHECK(max_abs_diff(p.stages.head_outputs, torch::matmul(W.index_select(1, swapped_order).to(torch::kFloat64), V)) < kTol);
-    CHECK(max_abs_diff(p.out, plain.out) > 1e-3);
+      const auto& W = plain.stages.weights;  // [B, h, T, S]
+      const auto reference = run_engine(sinks_swapped, x, causal).stages;
+      const auto W_pre = reference.weights.index_select(1, swapped_order);
+      core::HeadControls pre;
+      pre.pre_mix = row_major(swap_01(heads));  // L ← L·P: heads 0 and 1 exchange their logits
+      auto p = run_engine(attn, x, causal, &pre);
+      CHECK(max_abs_diff(p.stages.mixed_logits, plain.stages.logits.index_select(1, swapped_order)) < kTol);
+      CHECK(max_abs_diff(p.stages.weights, W_pre) < kTol);
+      if (config.sinks) {
+        CHECK(max_abs_diff(p.stages.sink_share, reference.sink_share.index_select(1, swapped_order)) < kTol);  // [B, h, T]
+        CHECK(max_abs_diff(p.stages.weights, W.index_select(1, swapped_order)) > 1e-3);  // the sinks stay put
+      }
+      // Each head keeps its own values: O'_0 = W'_0 V_0.
+      CHECK(max_abs_diff(p.stages.head_outputs, torch::matmul(W_pre.to(torch::kFloat64), V)) < kTol);
+      CHECK(max_abs_diff(p.out, plain.out) > 1e-3);
 
-    core::HeadControls post;
-    post.post_mix = row_major(swap_01(heads));  // U ← W·P
-    auto q = run_engine(attn, x, causal, &post);
-    CHECK(max_abs_diff(q.stages.weights, W) < kTol);
-    CHECK(max_abs_diff(q.stages.mixed_weights, W.index_select(1, swapped_order)) < kTol);
-    CHECK(max_abs_diff(q.stages.head_outputs, torch::matmul(W.index_select(1, swapped_order).to(torch::kFloat64), V)) < kTol);
-    CHECK(max_abs_diff(q.out, p.out) < kTol);  // swapping before or after the softmax is the same here
+      core::HeadControls post;
+      post.post_mix = row_major(swap_01(heads));  // U ← W·P
+      auto q = run_engine(attn, x, causal, &post);
+      CHECK(max_abs_diff(q.stages.weights, W) < kTol);
+      if (config.sinks) CHECK(max_abs_diff(q.stages.sink_share, plain.stages.sink_share) < kTol);
+      CHECK(max_abs_diff(q.stages.mixed_weights, W.index_select(1, swapped_order)) < kTol);
+      CHECK(max_abs_diff(q.stages.head_outputs, torch::matmul(W.index_select(1, swapped_order).to(torch::kFloat64), V)) < kTol);
+      // Swapping before or after the softmax is the same, unless each head's sink makes them differ.
+      if (config.sinks) {
+        CHECK(max_abs_diff(q.out, p.out) > 1e-3);
+      } else {
+        CHECK(max_abs_diff(q.out, p.out) < kTol);
+      }
+    }
+    core::HeadControls wrong;
+    wrong.pre_mix = {1, 0, 0, 1};
+    CHECK_THROWS_AS(run_engine(attn, x, false, &wrong), std::invalid_argument);
   }
-  core::HeadControls wrong;
-  wrong.pre_mix = {1, 0, 0, 1};
-  CHECK_THROWS_AS(run_engine(attn, x, false, &wrong), std::invalid_argument);
 }
 
 TEST_CASE("user mixing turns MHA into talking-heads, on talking-heads it composes with P_l and P_w",

@@ -76,6 +76,21 @@ inline void write_json(const std::string& path, const nlohmann::json& j) {
   out << j.dump(2);
 }
 
+// A transformers 4.x config as transformers 5 writes it: `rope_theta`, the `rope_scaling` object (its
+// `type` renamed `rope_type`, "default" without one) and `partial_rotary_factor` folded into one
+// `rope_parameters` object.
+inline void as_transformers5_rope(nlohmann::json& j) {
+  nlohmann::json rope = j.contains("rope_scaling") && j["rope_scaling"].is_object() ? j["rope_scaling"] : nlohmann::json::object();
+  const std::string type = rope.value("rope_type", rope.value("type", std::string("default")));
+  rope.erase("type");
+  rope["rope_type"] = type;
+  for (const char* key : {"rope_theta", "partial_rotary_factor"})
+    if (j.contains(key)) rope[key] = j[key];
+  for (const char* key : {"rope_scaling", "rope_theta", "partial_rotary_factor"}) j.erase(key);
+  j["rope_parameters"] = rope;
+  j["transformers_version"] = "5.0.0";
+}
+
 // All tensors of a file in their stored dtype, detached from the mapping.
 inline Tensors read_all(const std::string& path) {
   auto file = SafetensorsFile::open(path);

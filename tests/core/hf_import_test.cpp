@@ -352,6 +352,10 @@ TEST_CASE("hf import: OPT's offset positions, ReLU MLP and biases, OPT-350m's la
   CHECK(c.norm_placement == NormPlacement::Pre);
   CHECK(c.lm_head.tied);
   const FixtureVariants v("opt");
+  // Each detail matters: the ReLU, the final LayerNorm, the biases.
+  CHECK(v.errors_with([](auto& j) { j["activation_function"] = "gelu"; }).logits > 1e-3);
+  CHECK_THAT(v.refused([](auto& j) { j["_remove_final_layer_norm"] = true; }), Contains("final_layer_norm"));
+  CHECK_THAT(v.refused([](auto& j) { j["enable_bias"] = false; }), Contains("bias"));
   CHECK_THAT(v.refused([](auto& j) { j["do_layer_norm_before"] = false; }), Contains("do_layer_norm_before false"));
   CHECK_THAT(v.refused([](auto& j) { j["word_embed_proj_dim"] = 16; }), Contains("project_in / project_out"));
   // The table's rows must be max_position_embeddings + 2.
@@ -369,6 +373,10 @@ TEST_CASE("hf import: OLMo's weightless LayerNorms, and its clip_qkv", "[hf_impo
   CHECK(params["decoder.0.attn_norm.bias"].eq(0.0f).all().item<bool>());
   const FixtureVariants v("olmo");
   CHECK(c.decoder->attention.qkv_clip == 0.0f);  // clip_qkv null
+  // Each detail matters: a clip where there is none, another RoPE base; another activation is refused.
+  CHECK(v.errors_with([](auto& j) { j["clip_qkv"] = 0.05; }).attention > 1e-3);
+  CHECK(v.errors_with([](auto& j) { j["rope_theta"] = 100.0; }).attention > 1e-3);
+  CHECK_THAT(v.refused([](auto& j) { j["hidden_act"] = "gelu"; }), Contains("hidden_act 'gelu' is not supported"));
   // OLMo 1.7's clip_qkv: q, k and v clamped as they leave their projections (the fixture's 1.5 clamps
   // ~40% of the queries and keys); without it the same weights give other maps and logits.
   const auto clipped = load_model(fixture("olmo-clip"));
@@ -447,6 +455,15 @@ TEST_CASE("hf import: BLOOM: ALiBi with the extra slopes of 6 heads, the embeddi
          }).logits <= kLogitTolerance);
   CHECK_THAT(v.refused([](auto& j) { j["apply_residual_connection_post_layernorm"] = true; }),
              Contains("apply_residual_connection_post_layernorm true is not supported"));
+  // Each detail matters: the norms' epsilon, and the head count — 3 heads of 16 split the fused rows
+  // otherwise and take ALiBi's slopes for 3 heads: the logits move.
+  CHECK(v.errors_with([](auto& j) { j["layer_norm_epsilon"] = 0.5; }).logits > 1e-3);
+  v.write([](auto& j) { j["n_head"] = 3; });
+  auto three_heads = load_model(v.dir.str());
+  CHECK(three_heads->config.decoder->attention.heads == 3);
+  RunRequest request;
+  request.ids = v.expected.ids;
+  CHECK(relative_difference(run(*three_heads, request)->logits, v.expected.logits) > 1e-3);
 }
 
 TEST_CASE("hf import: configs map onto HeadLab's options", "[hf_import]") {

@@ -85,6 +85,36 @@ TEST_CASE("hf import: gpt-oss: learned sinks, alternating sliding layers, YaRN, 
   }
 }
 
+TEST_CASE("hf import: headlab run writes gpt-oss's sink shares beside maps whose rows sum to 1 minus them",
+          "[hf_import][moe][cli]") {
+  const Expected expected = read_expected(fixture("gpt-oss"));
+  std::string ids;
+  for (size_t i = 0; i < expected.ids.size(); ++i) ids += (i ? "," : "") + std::to_string(expected.ids[i]);
+  TempDir dir("hf-sinks-cli");
+  const std::string dump = dir.str("dump.safetensors");
+  std::string output;
+  REQUIRE(headlab::test::run_command(std::string(HEADLAB_BINARY) + " run --model " + fixture("gpt-oss") + " --ids " + ids +
+                                         " --out " + dump,
+                                     output) == 0);
+  auto file = SafetensorsFile::open(dump);
+  const int64_t T = int64_t(expected.ids.size());
+  REQUIRE(expected.attentions.size() == 3);
+  for (int l = 0; l < 3; ++l) {
+    INFO("layer " << l);
+    const std::string n = "." + std::to_string(l);
+    const auto maps = load_tensor(file, "attentions" + n);  // [h, T, T]
+    const auto share = load_tensor(file, "sink_share" + n);  // [h, T]
+    const int64_t h = expected.attentions[size_t(l)].size(0);
+    CHECK(maps.sizes() == torch::IntArrayRef({h, T, T}));
+    CHECK(share.sizes() == torch::IntArrayRef({h, T}));
+    CHECK(max_abs_diff(maps.sum(-1) + share, torch::ones({h, T})) < 1e-6);
+    CHECK(share.max().item<float>() > 0.5);  // some rows park most of their attention on the sink
+    CHECK(max_abs_diff(share, expected_tensor("gpt-oss", "sink_share" + n)) <= kAttentionTolerance);
+    CHECK(max_abs_diff(maps, expected.attentions[size_t(l)]) <= kAttentionTolerance);
+  }
+  CHECK_FALSE(file.contains("sink_share.3"));
+}
+
 TEST_CASE("hf import: gpt-oss as the hub ships it: MXFP4 experts dequantised as they are read", "[hf_import][moe]") {
   auto model = load_model(fixture("gpt-oss-mxfp4"));
   const Expected expected = read_expected(fixture("gpt-oss-mxfp4"));

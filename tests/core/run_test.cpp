@@ -2,6 +2,7 @@
 // cancellation and progress, and the pieces a stack adds around attention (RoPE, sinusoidal
 // positions, pre-/post-LN blocks) against independent transcriptions.
 #include "test_common.h"
+#include "random_weights.h"
 #include "small_models.h"
 
 #include "core/model/model.h"
@@ -63,6 +64,94 @@ std::vector<std::pair<std::string, core::ModelConfig>> model_zoo() {
   collab.ffn.kind = core::FfnKind::SwiGLU;
   collab.ffn.activation = core::Activation::Silu;
   zoo.emplace_back("decoder, collaborative, RoPE", collab);
+
+  // The newer engine options, each in a model of its own kind.
+  auto sinks = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 2, 4, 4)));
+  sinks.decoder->attention.sinks = true;
+  sinks.decoder->attention.qkv_bias = true;
+  sinks.ffn.kind = core::FfnKind::ClampedSwiGLU;
+  sinks.ffn.limit = 0.05f;  // below the random model's projections: the clamp acts
+  sinks.ffn.moe = core::MoeConfig{};
+  sinks.ffn.moe->experts = 4;
+  sinks.ffn.moe->top_k = 2;
+  sinks.ffn.moe->router_bias = true;
+  zoo.emplace_back("decoder, learned sinks, GQA, a clamped-GLU mixture of experts (gpt-oss)", sinks);
+
+  auto alibi = small_model(core::StackKind::Encoder, attention(3, 3, 4, 4));
+  alibi.positions = core::PositionKind::None;
+  alibi.encoder->attention.alibi = true;
+  alibi.encoder->attention.sinks = true;
+  zoo.emplace_back("encoder, ALiBi with 3 heads, sinks, no position table", alibi);
+
+  auto alibi_decoder = small_model(core::StackKind::Decoder, attention(4, 4, 4, 4));
+  alibi_decoder.positions = core::PositionKind::None;
+  alibi_decoder.embedding_norm = true;
+  alibi_decoder.decoder->attention.alibi = true;
+  zoo.emplace_back("decoder, ALiBi, embedding norm (BLOOM)", alibi_decoder);
+
+  auto latent = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 4, 6, 4)));
+  latent.decoder->attention.latent = core::LatentAttention{8, 6, 2, 1e-6f};
+  latent.rope_interleaved = true;
+  latent.ffn.moe = core::MoeConfig{};
+  auto& deepseek = *latent.ffn.moe;
+  deepseek.experts = 4;
+  deepseek.top_k = 2;
+  deepseek.shared_inner_size = 8;
+  deepseek.scores = core::RouterScores::Sigmoid;
+  deepseek.groups = 2;
+  deepseek.top_groups = 1;
+  deepseek.group_score = core::GroupScore::TopTwoSum;
+  deepseek.choice_bias = true;
+  deepseek.scale = 2.5f;
+  deepseek.dense_layers = {0};
+  deepseek.dense_inner_size = 20;
+  zoo.emplace_back("decoder, latent attention with a query latent, DeepSeek-V3's grouped sigmoid router", latent);
+
+  auto deberta = small_model(core::StackKind::Encoder, attention(4, 4, 4, 4));
+  deberta.positions = core::PositionKind::None;
+  deberta.norm_placement = core::NormPlacement::Post;
+  deberta.embedding_norm = true;
+  deberta.final_norm = false;
+  deberta.encoder->attention.disentangled = core::Disentangled{4, 8, true, true, false, true, 1e-7f};
+  zoo.emplace_back("encoder, disentangled attention, log buckets, projections of its own (DeBERTa)", deberta);
+
+  auto neox = small_model(core::StackKind::Decoder, attention(4, 4, 4, 4));
+  neox.positions = core::PositionKind::Rope;
+  neox.rope_dim = 2;
+  neox.parallel_residual = true;
+  zoo.emplace_back("decoder, half of each head rotating (rotate-half), parallel residual (GPT-NeoX)", neox);
+
+  auto gptj = neox;
+  gptj.rope_interleaved = true;
+  gptj.decoder->nope_layers = {1};
+  zoo.emplace_back("decoder, partial interleaved RoPE (GPT-J), a NoPE layer", gptj);
+
+  auto llama31 = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 2, 4, 4)));
+  llama31.rope_scaling.kind = core::RopeScalingKind::Llama3;
+  llama31.rope_scaling.factor = 8;
+  llama31.rope_scaling.original_max_positions = 16;
+  llama31.decoder->nope_layers = {0, 2};
+  zoo.emplace_back("decoder, llama3-scaled RoPE, NoPE layers 0 and 2", llama31);
+
+  auto yarn = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 4, 8, 4)));
+  yarn.rope_scaling.kind = core::RopeScalingKind::Yarn;
+  yarn.rope_scaling.factor = 4;
+  yarn.rope_scaling.original_max_positions = 8;
+  yarn.rope_scaling.attention_factor = 1.2;
+  yarn.rope_dim = 4;
+  zoo.emplace_back("decoder, YaRN-scaled RoPE on half of each head", yarn);
+
+  auto olmo2 = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 4, 4, 4)));
+  olmo2.sublayer_input_norm = false;
+  olmo2.sublayer_output_norm = true;
+  olmo2.decoder->attention.qk_norm = true;
+  olmo2.decoder->attention.qk_norm_whole = true;
+  zoo.emplace_back("decoder, OLMo 2: norms after each sublayer, q/k norms over the whole projections", olmo2);
+
+  auto olmo = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 4, 4, 4)));
+  olmo.norm = core::NormKind::LayerNorm;
+  olmo.decoder->attention.qkv_clip = 0.05f;  // below the random model's projections: the clip acts
+  zoo.emplace_back("decoder, OLMo: q, k and v clipped", olmo);
   return zoo;
 }
 
@@ -80,7 +169,8 @@ void compare_stages(const core::AttentionStages& a, const core::AttentionStages&
                                                                          {&a.mixed_logits, &b.mixed_logits},
                                                                          {&a.weights, &b.weights},
                                                                          {&a.mixed_weights, &b.mixed_weights},
-                                                                         {&a.head_outputs, &b.head_outputs}};
+                                                                         {&a.head_outputs, &b.head_outputs},
+                                                                         {&a.sink_share, &b.sink_share}};
   for (const auto& [x, y] : pairs) {
     REQUIRE(x->defined() == y->defined());
     if (x->defined()) CHECK(max_abs_diff(*x, *y) < kTol);
@@ -100,6 +190,9 @@ void compare_traces(const core::Trace& a, const core::Trace& b) {
       REQUIRE(x.layers[l].self.weights.defined());
       compare_stages(x.layers[l].self, y.layers[l].self);
       compare_stages(x.layers[l].cross, y.layers[l].cross);
+      // A mixture of experts: each token's experts [T, top_k].
+      REQUIRE(x.layers[l].experts.defined() == y.layers[l].experts.defined());
+      if (x.layers[l].experts.defined()) CHECK(torch::equal(x.layers[l].experts, y.layers[l].experts));
     }
   }
 }
@@ -195,6 +288,54 @@ TEST_CASE("an incremental run equals a fresh full run for every layer", "[run][i
         CHECK(chained->layers_computed == 1 + (enc_dec && owner == Stack::Encoder ? dec_layers : 0));
       }
     }
+  }
+}
+
+// Head controls in a whole model against the same edits made to its weights (Concat_i(g_i·head_i) W_O):
+// in layer 1 of the first stack, head 1 at a gate of 0.3 is W_O's columns of head 1 × 0.3, and a
+// post-softmax swap of heads 0 and 1 (U_0 = W_1, U_1 = W_0) is their value rows and W_O columns
+// exchanged — or W_O's columns alone where the two heads read one stored value head (GQA).
+TEST_CASE("a gate and a post-softmax swap in a whole model equal the same edits to W_O and W_V, every model of the zoo",
+          "[run][controls]") {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, config] : model_zoo()) {
+    INFO(name);
+    const auto stack = config.encoder ? core::Stack::Encoder : core::Stack::Decoder;
+    const auto& attention = (config.encoder ? *config.encoder : *config.decoder).attention;
+    const int hv = attention.output_heads(), dv = attention.value_size;
+    const int stored = attention.latent ? attention.heads : attention.value_heads_stored();
+    const bool own_values = stored == hv;
+    REQUIRE((own_values || hv / stored >= 2));  // heads 0 and 1 read one stored value head
+    auto model = headlab::test::unit_scale_model(config, 42, true);  // weights at which every head matters
+    auto request = request_for(config);
+    const auto base = core::run(*model, request);
+    auto& controls = request.controls.at(stack, 1);
+    controls.gates.assign(size_t(hv), 1.0f);
+    controls.gates[1] = 0.3f;
+    controls.post_mix.assign(size_t(hv) * hv, 0.0f);
+    for (int i = 0; i < hv; ++i) controls.post_mix[size_t(i) * hv + (i < 2 ? 1 - i : i)] = 1.0f;
+    const auto controlled = core::run(*model, request);
+
+    auto edited = headlab::test::unit_scale_model(config, 42, true);
+    auto params = edited->module->named_parameters();
+    const std::string layer = std::string(stack == core::Stack::Encoder ? "encoder" : "decoder") + ".1.attn.";
+    auto swap_blocks = [&](torch::Tensor t, int64_t dim, int64_t size) {  // heads 0 and 1's blocks along dim
+      auto first = t.narrow(dim, 0, size).clone();
+      t.narrow(dim, 0, size).copy_(t.narrow(dim, size, size));
+      t.narrow(dim, size, size).copy_(first);
+    };
+    auto& o = params[layer + "o.weight"];  // [D, h_v·d_v]
+    // The gate scales O_1 = U_1 V_1 = W_0 V_1: head 1's block of W_O × 0.3, which the swap gives head 0.
+    o.narrow(1, dv, dv).mul_(0.3);
+    swap_blocks(o, 1, dv);
+    if (own_values) {
+      swap_blocks(params[layer + "v.weight"], 0, dv);  // [h_v·d_v, D or the latent]
+      if (params.contains(layer + "v.bias")) swap_blocks(params[layer + "v.bias"], 0, dv);
+    }
+    const auto by_hand = core::run(*edited, request_for(config));
+    const double scale = base->logits.abs().max().item<double>();
+    CHECK(max_abs_diff(controlled->logits, by_hand->logits) < kTol * scale);
+    CHECK(max_abs_diff(controlled->logits, base->logits) > 1e-2 * scale);  // the controls act
   }
 }
 

@@ -91,6 +91,80 @@ TEST_CASE("training lowers the held-out loss for every example config", "[train]
   }
 }
 
+namespace {
+
+// The engine's newer options on the shipped GQA decoder (2 layers, 8 query heads of 8 over 2 kv heads,
+// 64 wide), three models that together hold them all.
+std::vector<std::pair<std::string, core::ModelConfig>> newer_option_configs() {
+  std::vector<std::pair<std::string, core::ModelConfig>> out;
+  auto gpt_oss = example_config("gqa");
+  gpt_oss.decoder->attention.sinks = true;
+  gpt_oss.decoder->attention.qkv_bias = true;
+  gpt_oss.ffn.kind = core::FfnKind::ClampedSwiGLU;
+  gpt_oss.ffn.limit = 0.1f;  // the random start's up and gate projections reach past it
+  gpt_oss.ffn.inner_size = 32;
+  gpt_oss.ffn.moe = core::MoeConfig{};
+  gpt_oss.ffn.moe->experts = 4;
+  gpt_oss.ffn.moe->top_k = 2;
+  gpt_oss.ffn.moe->router_bias = true;
+  gpt_oss.rope_scaling.kind = core::RopeScalingKind::Yarn;
+  gpt_oss.rope_scaling.factor = 4;
+  gpt_oss.rope_scaling.original_max_positions = 16;
+  gpt_oss.rope_scaling.truncate = false;
+  gpt_oss.rope_scaling.attention_factor = 1.1;
+  gpt_oss.rope_dim = 4;  // rotate-half over the first 4 of 8 dims
+  out.emplace_back("sinks, clamped-GLU experts, YaRN on half of each head", gpt_oss);
+
+  auto deepseek = example_config("gqa");
+  deepseek.ffn.inner_size = 32;
+  deepseek.ffn.moe = core::MoeConfig{};
+  auto& moe = *deepseek.ffn.moe;
+  moe.experts = 4;
+  moe.top_k = 2;
+  moe.shared_inner_size = 32;
+  moe.scores = core::RouterScores::Sigmoid;
+  moe.groups = 2;
+  moe.top_groups = 1;
+  moe.group_score = core::GroupScore::TopTwoSum;
+  moe.choice_bias = true;
+  moe.scale = 2.5f;
+  moe.dense_layers = {0};
+  moe.dense_inner_size = 64;
+  deepseek.rope_scaling.kind = core::RopeScalingKind::Llama3;
+  deepseek.rope_scaling.factor = 8;
+  deepseek.rope_scaling.original_max_positions = 16;
+  deepseek.decoder->nope_layers = {1};
+  out.emplace_back("DeepSeek-V3's grouped sigmoid router, llama3 RoPE, a NoPE layer", deepseek);
+
+  auto olmo2 = example_config("gqa");
+  olmo2.sublayer_input_norm = false;
+  olmo2.sublayer_output_norm = true;
+  olmo2.decoder->attention.qk_norm = true;
+  olmo2.decoder->attention.qk_norm_whole = true;
+  olmo2.decoder->attention.qkv_clip = 0.2f;  // the random start's projections reach past it
+  out.emplace_back("OLMo 2's norms, whole-projection q/k norms, qkv clip", olmo2);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("training lowers the held-out loss with sinks, experts, scaled and partial RoPE, OLMo's norms and clip",
+          "[train]") {
+  for (const auto& [name, config] : newer_option_configs()) {
+    DYNAMIC_SECTION(name) {
+      test::TempDir dir("train-newer");
+      auto data = synthetic_dataset(Objective::Causal, 32);
+      auto result = train_model(config, data, synthetic_specials(), test::quick_train_options(dir.str(), Objective::Causal, 60));
+      CHECK(result.finished);
+      auto log = read_log(dir.str("train_log.jsonl"));
+      REQUIRE(log.size() == 2);  // step 0 and the end
+      const double before = log.front()["eval_loss"], after = log.back()["eval_loss"];
+      INFO(name << ": held-out loss " << before << " -> " << after);
+      CHECK(after < before - 0.15);
+    }
+  }
+}
+
 TEST_CASE("resume continues exactly where an uninterrupted run would be", "[train]") {
   for (const std::string name : {"mha", "talking-heads", "encoder-decoder"}) {
     DYNAMIC_SECTION(name) {
