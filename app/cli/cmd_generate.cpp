@@ -89,6 +89,7 @@ int generate_command(const GenerateOptions& o) {
                request.use_cache && !result.steps.empty()
                    ? (std::to_string(result.steps.back().cache_bytes / 1024) + " KB").c_str()
                    : "off");
+  for (const auto& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 
   if (!o.out.empty()) {
     std::vector<std::pair<std::string, torch::Tensor>> dump;

@@ -34,7 +34,7 @@ const LayerTable kPhiLayer = {
 Layout phi_layout(const FamilyInput& in) {
   const HfConfig& c = in.config;
   const int max_positions = c.integer("max_position_embeddings", 2048);
-  const RopeSettings rope = read_rope(c, max_positions, 10000.0);
+  const RopeSettings rope = read_rope(c, max_positions, 10000.0, /*default_fraction=*/0.5);
   if (c.boolean("qk_layernorm", false))
     c.fail("qk_layernorm true is not supported (a LayerNorm with bias over each head's queries and keys)");
   Layout layout = rope_decoder_layout(c, in.family, 2048, rope.theta);
@@ -48,7 +48,7 @@ Layout phi_layout(const FamilyInput& in) {
   const int heads = c.integer("num_attention_heads");
   const int kv_heads = c.integer("num_key_value_heads", heads);
   const int head_dim = head_dim_of(c, m.hidden_size, heads, "hidden_size", "num_attention_heads");
-  const double fraction = rope.rotary_fraction == 1.0 ? c.number("partial_rotary_factor", 0.5) : rope.rotary_fraction;
+  const double fraction = rope.rotary_fraction;  // given at the top level or in rope_parameters, else Phi's 0.5
   if (!(fraction > 0 && fraction <= 1)) c.fail("partial_rotary_factor must be in (0, 1], got " + json(fraction).dump());
   const int rot = static_cast<int>(head_dim * fraction);  // int(head_dim · factor), as transformers
   if (rot < 2 || rot % 2 != 0)

@@ -120,10 +120,10 @@ RopeObject read_rope_object(const HfConfig& c, const json& object, const std::st
   return out;
 }
 
-RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta) {
+RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta, double default_fraction) {
   RopeSettings rope;
   rope.theta = c.number("rope_theta", default_theta);
-  rope.rotary_fraction = c.number("partial_rotary_factor", 1.0);
+  rope.rotary_fraction = c.number("partial_rotary_factor", default_fraction);
   const bool top_level_theta = c.find("rope_theta") != nullptr;
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
     const json* value = c.find(key);

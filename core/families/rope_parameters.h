@@ -30,13 +30,14 @@ RopeObject read_rope_object(const HfConfig& c, const nlohmann::json& object, con
 // at the top level; 5.x puts everything into `rope_parameters` ({"rope_type", "rope_theta", …}), or one
 // such object per layer type, which must then agree. Every key that changes the rotation is read or
 // refused, never ignored: a folder whose θ or scaling went unread would run with plain RoPE and give
-// wrong maps without a word. `default_theta`: the base when no key gives one (SmolLM3's 2·10⁶, else 10⁴).
+// wrong maps without a word. `default_theta`: the base when no key gives one (SmolLM3's 2·10⁶, else 10⁴);
+// `default_fraction`: the rotated fraction of each head when no partial_rotary_factor is given (Phi's 0.5).
 struct RopeSettings {
   double theta = 10000.0;
   double rotary_fraction = 1.0;
   RopeScaling scaling;
 };
-RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta);
+RopeSettings read_rope(const HfConfig& c, int max_positions, double default_theta, double default_fraction = 1.0);
 
 // YaRN's magnitude scale for a context `factor` (modeling_rope_utils.py's get_mscale, DeepSeek's
 // yarn_get_mscale): 0.1·m·ln(factor) + 1, or 1 where factor ≤ 1.

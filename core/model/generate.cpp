@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 
@@ -151,6 +152,14 @@ Generation generate(Model& model, const GenerateRequest& request,
   if (enc_dec && request.decoder_prompt.empty())
     throw std::invalid_argument("generate: an encoder-decoder needs the decoder's first token");
   if (request.max_new < 0) throw std::invalid_argument("generate: max_new must be >= 0");
+  const Sampling& sampling = request.sampling;
+  if (!(sampling.temperature >= 0) || !std::isfinite(sampling.temperature))
+    throw std::invalid_argument("generate: the temperature must be a finite number >= 0 (0: greedy), not " +
+                                std::to_string(sampling.temperature));
+  if (!(sampling.top_p > 0 && sampling.top_p <= 1))
+    throw std::invalid_argument("generate: top_p must be in (0, 1] (1: every token; greedy is temperature 0), not " +
+                                std::to_string(sampling.top_p));
+  if (sampling.top_k < 0) throw std::invalid_argument("generate: top_k must be >= 0 (0: every token)");
   std::vector<int64_t> sequence = enc_dec ? request.decoder_prompt : request.prompt;
   const int64_t total = static_cast<int64_t>(sequence.size()) + request.max_new;
   // Dynamic RoPE (transformers' dynamic NTK) exists to run past max_positions: its base grows with

@@ -209,7 +209,8 @@ void check_training(const ModelConfig& config, const TrainOptions& o) {
   if (o.steps <= 0 && o.minutes <= 0) throw std::invalid_argument("give a number of steps or a time budget");
   if (!(o.steps >= 0 && o.minutes >= 0 && o.stop_at >= 0))
     throw std::invalid_argument("steps, minutes and stop-at must not be negative");
-  if (!(std::isfinite(o.lr) && o.lr > 0)) throw std::invalid_argument("--lr must be a number above 0");
+  // lr 0 is allowed: the run writes its starting weights (tests and --reinit use it).
+  if (!(std::isfinite(o.lr) && o.lr >= 0)) throw std::invalid_argument("--lr must be a finite number >= 0");
   if (!(o.warmup >= 0 && o.warmup <= 1)) throw std::invalid_argument("--warmup must be in [0, 1]");
   if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0))
     throw std::invalid_argument("--weight-decay must be a number >= 0");

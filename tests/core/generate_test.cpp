@@ -275,6 +275,15 @@ TEST_CASE("generation refuses what it cannot do, saying why", "[generate]") {
   CHECK(core::generate(*decoder, request).tokens.size() == 3);
   request.prompt.clear();
   CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("prompt is empty"));
+  // Sampling settings that would leave no token to draw, however they arrive (a script, the window).
+  request.prompt = {1, 2, 3};
+  request.sampling = {1.0f, 0, 0.0f, 1};
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("top_p must be in (0, 1]"));
+  request.sampling = {std::nanf(""), 0, 1.0f, 1};
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("temperature must be a finite number"));
+  request.sampling = {1.0f, -2, 1.0f, 1};
+  CHECK_THROWS_WITH(core::generate(*decoder, request), Catch::Contains("top_k must be >= 0"));
+  request.sampling = {};
   // Over the memory limit: refused before it starts, saying what it would need.
   request.prompt = {1, 2, 3};
   core::set_memory_limit(1024);

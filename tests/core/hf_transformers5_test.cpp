@@ -42,3 +42,22 @@ TEST_CASE("hf import: each RoPE family's transformers 5 spelling (rope_parameter
     }
   }
 }
+
+TEST_CASE("hf import: Phi's partial_rotary_factor 1 rotates the whole head in either spelling", "[hf_import][rope]") {
+  // Phi's own default is 0.5; a factor of 1 given in rope_parameters must not read as "not given".
+  const FixtureVariants v("phi");
+  v.write([](nlohmann::json& j) { j["partial_rotary_factor"] = 1.0; });
+  const ModelConfig v4 = load_model(v.dir.str())->config;
+  CHECK(v4.rope_dim == 0);  // the whole head
+  v.write([](nlohmann::json& j) {
+    j["partial_rotary_factor"] = 1.0;
+    as_transformers5_rope(j);
+  });
+  CHECK(load_model(v.dir.str())->config.rope_dim == 0);
+  v.write([](nlohmann::json& j) {
+    j.erase("partial_rotary_factor");
+    as_transformers5_rope(j);
+  });
+  // Absent everywhere: Phi's 0.5, which on this fixture's 10-dim heads rotates an odd 5 and is refused.
+  CHECK_THROWS_WITH(load_model(v.dir.str()), Catch::Contains("partial_rotary_factor 0.5 rotates 5 of 10"));
+}
