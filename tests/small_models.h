@@ -51,4 +51,23 @@ inline core::ModelConfig llama_like(core::ModelConfig c) {
   return c;
 }
 
+// DeepSeek-V3's router over 4 experts of the config's FFN size: sigmoid scores, 2 groups of which the
+// best one by its top-two sum is kept, top-2 experts, a choice bias, a routed scale of 2.5, a shared
+// expert of `shared_inner` and a dense first layer of `dense_inner`.
+inline core::MoeConfig deepseek_v3_router(int shared_inner, int dense_inner) {
+  core::MoeConfig moe;
+  moe.experts = 4;
+  moe.top_k = 2;
+  moe.shared_inner_size = shared_inner;
+  moe.scores = core::RouterScores::Sigmoid;
+  moe.groups = 2;
+  moe.top_groups = 1;
+  moe.group_score = core::GroupScore::TopTwoSum;
+  moe.choice_bias = true;
+  moe.scale = 2.5f;
+  moe.dense_layers = {0};
+  moe.dense_inner_size = dense_inner;
+  return moe;
+}
+
 }  // namespace headlab::test

@@ -48,6 +48,8 @@ std::string deep_model(const TempDir& dir) {
   c.ffn.inner_size = 512;
   c.max_positions = 1024;
   c.positions = core::PositionKind::Learned;  // a collaborative conversion needs absolute positions
+  c.rope_dim = 0;                              // (the default's partial RoPE goes with its rotary positions)
+  c.rope_interleaved = false;
   c.decoder->layers = 48;
   c.decoder->attention.key_size = c.decoder->attention.value_size = 128 / c.decoder->attention.heads;
   const std::string folder = dir.str("deep");

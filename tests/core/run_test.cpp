@@ -92,19 +92,7 @@ std::vector<std::pair<std::string, core::ModelConfig>> model_zoo() {
   auto latent = headlab::test::llama_like(small_model(core::StackKind::Decoder, attention(4, 4, 6, 4)));
   latent.decoder->attention.latent = core::LatentAttention{8, 6, 2, 1e-6f};
   latent.rope_interleaved = true;
-  latent.ffn.moe = core::MoeConfig{};
-  auto& deepseek = *latent.ffn.moe;
-  deepseek.experts = 4;
-  deepseek.top_k = 2;
-  deepseek.shared_inner_size = 8;
-  deepseek.scores = core::RouterScores::Sigmoid;
-  deepseek.groups = 2;
-  deepseek.top_groups = 1;
-  deepseek.group_score = core::GroupScore::TopTwoSum;
-  deepseek.choice_bias = true;
-  deepseek.scale = 2.5f;
-  deepseek.dense_layers = {0};
-  deepseek.dense_inner_size = 20;
+  latent.ffn.moe = headlab::test::deepseek_v3_router(8, 20);
   zoo.emplace_back("decoder, latent attention with a query latent, DeepSeek-V3's grouped sigmoid router", latent);
 
   auto deberta = small_model(core::StackKind::Encoder, attention(4, 4, 4, 4));

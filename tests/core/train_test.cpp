@@ -6,6 +6,7 @@
 #include "core/train/data.h"
 #include "core/train/grown_vocabulary.h"
 #include "core/train/trainer.h"
+#include "small_models.h"
 #include "synthetic_text.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -117,19 +118,7 @@ std::vector<std::pair<std::string, core::ModelConfig>> newer_option_configs() {
 
   auto deepseek = example_config("gqa");
   deepseek.ffn.inner_size = 32;
-  deepseek.ffn.moe = core::MoeConfig{};
-  auto& moe = *deepseek.ffn.moe;
-  moe.experts = 4;
-  moe.top_k = 2;
-  moe.shared_inner_size = 32;
-  moe.scores = core::RouterScores::Sigmoid;
-  moe.groups = 2;
-  moe.top_groups = 1;
-  moe.group_score = core::GroupScore::TopTwoSum;
-  moe.choice_bias = true;
-  moe.scale = 2.5f;
-  moe.dense_layers = {0};
-  moe.dense_inner_size = 64;
+  deepseek.ffn.moe = test::deepseek_v3_router(32, 64);
   deepseek.rope_scaling.kind = core::RopeScalingKind::Llama3;
   deepseek.rope_scaling.factor = 8;
   deepseek.rope_scaling.original_max_positions = 16;
