@@ -217,8 +217,7 @@ void check_training(const ModelConfig& config, const TrainOptions& o) {
   if (!(std::isfinite(o.clip) && o.clip >= 0)) throw std::invalid_argument("--clip must be a number >= 0 (0 = off)");
   if (o.seq_len < 4 || o.batch_tokens < 1) throw std::invalid_argument("--seq-len must be >= 4 and --batch-tokens >= 1");
   o.masking.validate();
-  const char* kind = config.kind == StackKind::Encoder ? "encoder" : config.kind == StackKind::Decoder ? "decoder"
-                                                                                                      : "encoder-decoder";
+  const std::string kind = to_string(config.kind);  // as config.json spells it
   const std::string objective = to_string(o.objective);
   auto wrong_kind = [&](const std::string& needs, const std::string& instead) {
     return std::invalid_argument("the objective " + objective + " needs " + needs + "; the config's \"kind\" is \"" +
