@@ -43,7 +43,8 @@ struct PatchOptions {
 std::vector<int64_t> input_ids(const core::Model& model, const std::string& text, const std::string& ids,
                                const char* text_option, const char* ids_option, bool add_special) {
   if (!ids.empty()) return parse_ids(ids, ids_option);
-  if (text.empty()) throw UsageError(std::string("give ") + text_option + " or " + ids_option);
+  if (text.empty())
+    throw UsageError(std::string(text_option) + " is missing or empty: give a text, or the ids with " + ids_option);
   if (!model.tokenizer)
     throw UsageError(std::string("the model has no tokenizer: give ") + ids_option + " instead of " + text_option);
   auto out = model.tokenizer->encode(text, add_special).ids;

@@ -27,6 +27,15 @@ MixPreset preset_of(const std::string& name) {
   throw std::runtime_error("unknown preset '" + name + "' (identity, uniform, swap, blend)");
 }
 
+// A command's layer (and head, when given) must name one of the attention's: "layer 9 is not in [0, 5]".
+void check_unit(const AttentionSummary& att, int layer, int head = 0, int heads = 1) {
+  if (layer < 0 || layer >= att.layers)
+    throw std::runtime_error("layer " + std::to_string(layer) + " is not in [0, " + std::to_string(att.layers - 1) +
+                             "] (" + att.title + ")");
+  if (head < 0 || head >= heads)
+    throw std::runtime_error("head " + std::to_string(head) + " is not in [0, " + std::to_string(heads - 1) + "]");
+}
+
 }  // namespace
 
 Controller::Controller()
@@ -164,14 +173,21 @@ void Controller::on(const cmd::SelectToken& c) {
 void Controller::on(const cmd::SetGate& c) {
   auto& s = doc_.session;
   const core::Stack stack = current_stack(c.stack);
-  set_gate(s.controls, stack, c.layer, c.head, c.value, attention_of(stack).output_heads);
+  const int heads = attention_of(stack).output_heads;
+  check_unit(attention_of(stack), c.layer, c.head, heads);
+  try {
+    core::check_gate(c.value, "layer " + std::to_string(c.layer) + " head " + std::to_string(c.head));
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
+  }
+  set_gate(s.controls, stack, c.layer, c.head, c.value, heads);
   request_run();
 }
 
 void Controller::on(const cmd::SetAblation& c) {
   auto& s = doc_.session;
   const core::Stack stack = current_stack(c.stack);
-  attention_of(stack);
+  check_unit(attention_of(stack), c.layer);
   s.controls.at(stack, c.layer).ablation = c.mode;
   canonicalize(s.controls);
   request_run();
@@ -183,6 +199,7 @@ void Controller::on(const cmd::SetMix& c) {
   const core::Stack stack = current_stack(c.stack);
   const AttentionSummary& att = attention_of(stack);
   const int heads = c.which == "pre" ? att.softmax_heads : att.output_heads;
+  check_unit(att, c.layer);
   std::vector<float> m = c.matrix ? *c.matrix : mix_preset(preset_of(c.preset), heads, c.a, c.b, c.alpha);
   if (m.size() != static_cast<size_t>(heads) * heads)
     throw std::runtime_error("matrix must have " + std::to_string(heads * heads) + " entries");
@@ -197,8 +214,10 @@ void Controller::on(const cmd::SetMix& c) {
 
 void Controller::on(const cmd::Reset& c) {
   auto& s = doc_.session;
-  if (c.layer)
+  if (c.layer) {
+    check_unit(attention_of(current_stack(c.stack)), *c.layer);
     reset_layer(s.controls, current_stack(c.stack), *c.layer);
+  }
   else
     s.controls = {};
   request_run();

@@ -317,3 +317,10 @@ TEST_CASE("token counts name a file read twice once, and info flags a tokenizer 
   CHECK(run_command(cli("run --model " + dir.str("m") + " --text " + word + " --out " + dir.str("x.st")), out) == 1);
   CHECK_THAT(out, Catch::Contains("does not belong to this model"));
 }
+
+TEST_CASE("patch names an empty clean or corrupted text", "[cli][checks][patch]") {
+  TempDir dir("cli-patch-empty");
+  const std::string patch = "patch --model " + kInduction + " --answer-id 1 --wrong-id 2 --out " + dir.str("p");
+  check_refused(patch + " --clean '' --corrupt 'the cat'", "--clean is missing or empty");
+  check_refused(patch + " --clean 'the cat' --corrupt ''", "--corrupt is missing or empty");
+}

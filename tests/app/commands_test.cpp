@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <thread>
@@ -155,6 +156,17 @@ TEST_CASE("the controller applies commands to the document", "[app][commands]") 
     CHECK_THROWS_WITH(c.execute(cmd::SetGate{headlab::core::Stack::Cross, 0, 0, 0.0f}), Catch::Contains("no 'cross' attention"));
     c.apply(cmd::SetGate{headlab::core::Stack::Cross, 0, 0, 0.0f});  // the view's form: the error goes to the status bar
     CHECK(c.doc().last_error().find("set_gate: ") == 0);
+    // A script's value outside [0, 1], a NaN, or a head or layer the model lacks is refused by name,
+    // and the controls stay as they were (not clamped into a different gate).
+    const auto before_refused = c.doc().session.controls.layers(att.stack);
+    CHECK_THROWS_WITH(c.execute(cmd::SetGate{std::nullopt, 1, 2, 1.5f}), Catch::Contains("layer 1 head 2: a gate must be in [0, 1]"));
+    CHECK_THROWS_WITH(c.execute(cmd::SetGate{std::nullopt, 1, 2, std::nanf("")}), Catch::Contains("a gate must be in [0, 1]"));
+    CHECK_THROWS_WITH(c.execute(cmd::SetGate{std::nullopt, 1, 99, 0.0f}), Catch::Contains("head 99 is not in [0, "));
+    CHECK_THROWS_WITH(c.execute(cmd::SetGate{std::nullopt, 99, 0, 0.0f}), Catch::Contains("layer 99 is not in [0, "));
+    cmd::SetAblation ablation;
+    ablation.layer = att.layers;
+    CHECK_THROWS_WITH(c.execute(ablation), Catch::Contains("is not in [0, "));
+    CHECK((c.doc().session.controls.layers(att.stack) == before_refused));
   }
   SECTION("window commands are the window's") {
     CHECK_THROWS(c.execute(cmd::Quit{}));
