@@ -2,7 +2,8 @@
 // --top-p P --seed S] [--gate L.H=V …] [--no-cache] [--out DUMP.safetensors]`: a causal model (or an
 // encoder-decoder) writes token by token from the KV cache (core/model/generate.h); the text is printed as
 // it comes. The dump holds generated_ids (I64 [N]), and per step s and layer l
-// step_attentions.{s}.{l} (F32 [h_v, T_s], the new query's row) and step_logits.{s} ([V]).
+// step_attentions.{s}.{l} (F32 [h_v, T_s], the new query's row) and step_logits.{s} ([V]); with learned
+// sinks step_sink_shares.{s}.{l} (F32 [h], the query's share of the sink).
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
@@ -99,6 +100,9 @@ int generate_command(const GenerateOptions& o) {
       dump.emplace_back("step_logits." + std::to_string(s), step.logits);
       for (size_t l = 0; l < step.attention.size(); ++l)
         dump.emplace_back("step_attentions." + std::to_string(s) + "." + std::to_string(l), step.attention[l]);
+      for (size_t l = 0; l < step.sink_share.size(); ++l)
+        if (step.sink_share[l].defined())
+          dump.emplace_back("step_sink_shares." + std::to_string(s) + "." + std::to_string(l), step.sink_share[l]);
       for (size_t l = 0; l < step.cross_attention.size(); ++l)
         dump.emplace_back("step_cross_attentions." + std::to_string(s) + "." + std::to_string(l), step.cross_attention[l]);
     }

@@ -6,6 +6,7 @@
 
 #include "app/document/controls_edit.h"
 #include "app/document/run_mapping.h"
+#include "app/layout/colormap.h"
 #include "app/work/dataset_job.h"
 #include "core/control_values.h"
 #include "core/file_hash.h"
@@ -227,6 +228,8 @@ void Controller::on(const cmd::SetView& c) {
   auto& s = doc_.session;
   auto& v = s.view;
   const int top_k = v.top_k;
+  if (c.colormap && !is_colormap_name(*c.colormap))
+    throw std::runtime_error("unknown colormap '" + *c.colormap + "' (viridis or gray)");
   if (c.colormap) v.colormap = *c.colormap;
   if (c.log_scale) v.log_scale = *c.log_scale;
   if (c.auto_range) v.auto_range = *c.auto_range;
@@ -360,6 +363,8 @@ void Controller::open_model(const std::string& folder) {
   }
   worker_.request_load({folder, "", 0, doc_.session.device});
   pending_model_run_ = true;
+  // A patching sweep measures the model open before; its results would fill the new model's view.
+  if (!doc_.model || doc_.model->folder != folder) patching_->discard();
 }
 
 void Controller::open_random_model() {

@@ -175,8 +175,9 @@ class Controller {
   WorkbenchWorker worker_;
   std::unique_ptr<DatasetJob> dataset_;
   uint64_t dataset_serial_ = 0;
-  // The session's generation settings with its controls; `keep`: the first tokens, as written before.
-  void start_generation(const std::vector<int64_t>& keep = {});
+  // The session's generation settings with its controls on the model in `folder` (a session's, while
+  // it is still opening); `keep`: the first tokens, as written before.
+  void start_generation(const std::string& folder, const std::vector<int64_t>& keep = {});
   void poll_generation(bool& changed);
   std::unique_ptr<GenerationJob> generation_;  // app/work/generation_job.h (via document.h)
   uint64_t generation_serial_ = 0;

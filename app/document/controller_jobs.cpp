@@ -77,7 +77,7 @@ void Controller::on(const cmd::Generate& c) {
   g.settings.top_k = std::max(0, g.settings.top_k);
   g.settings.top_p = std::clamp(g.settings.top_p, 0.0f, 1.0f);
   g.generated.clear();
-  start_generation(keep);
+  start_generation(doc_.model->folder, keep);
 }
 
 void Controller::on(const cmd::StopGeneration&) {
@@ -229,10 +229,10 @@ void Controller::poll_dataset(bool& changed) {
   changed = true;
 }
 
-void Controller::start_generation(const std::vector<int64_t>& keep) {
+void Controller::start_generation(const std::string& folder, const std::vector<int64_t>& keep) {
   const auto& g = doc_.session.generation;
   GenerationRequest r;
-  r.model_folder = doc_.model ? doc_.model->folder : doc_.session.model_folder;
+  r.model_folder = folder;
   r.settings = g.settings;
   r.controls = doc_.session.controls;
   r.keep = keep;

@@ -28,6 +28,10 @@ void Controller::open_session(const std::string& path) { apply_loaded_session(lo
 
 void Controller::apply_loaded_session(SessionLoad loaded, const std::string& path) {
   for (const auto& w : loaded.warnings) notice("Session " + path + ": " + w);
+  // The work of what was open goes: its results would land on the session's model and report.
+  dataset_->discard();
+  patching_->discard();
+  generation_->discard();
   auto recent = doc_.session.recent_folders;
   doc_.session = std::move(loaded.state);
   doc_.session.recent_folders = recent;
@@ -56,7 +60,8 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   } else {
     open_model(doc_.session.model_folder);
     // The session's generation, written again: the same settings and seed write the same tokens.
-    if (!doc_.session.generation.generated.empty()) start_generation(doc_.session.generation.generated);
+    if (!doc_.session.generation.generated.empty())
+      start_generation(doc_.session.model_folder, doc_.session.generation.generated);
     // Its patching, measured again on its text.
     if (doc_.session.patching.ran && !doc_.session.patching.settings.counterfactual.empty())
       start_patching(doc_.session.model_folder, {});

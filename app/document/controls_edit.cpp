@@ -85,6 +85,10 @@ void canonicalize(core::ModelControls& controls) {
   canonicalize_stack(controls.decoder_cross);
 }
 
+bool same_controls(const core::ModelControls& a, const core::ModelControls& b) {
+  return a.encoder_self == b.encoder_self && a.decoder_self == b.decoder_self && a.decoder_cross == b.decoder_cross;
+}
+
 void set_gate(core::ModelControls& controls, core::Stack stack, int layer, int head, float value, int heads) {
   auto& c = controls.at(stack, layer);
   if (static_cast<int>(c.gates.size()) < heads) c.gates.resize(heads, 1.0f);

@@ -1,5 +1,6 @@
 #include "app/document/session.h"
 
+#include "app/layout/colormap.h"
 #include "core/control_values.h"
 #include "core/json_file.h"
 #include "core/json_integer.h"
@@ -258,6 +259,10 @@ SessionLoad session_from_json(const json& j) {
   }
   SessionReader reader{j, w, ""};
   session_fields(reader, s);
+  if (!is_colormap_name(s.view.colormap)) {
+    w.push_back("view.colormap '" + s.view.colormap + "' ignored: viridis or gray");
+    s.view.colormap = ViewSettings{}.colormap;
+  }
   return out;
 }
 

@@ -42,7 +42,7 @@ AttentionMapView::AttentionMapView() : View("Attention map") {
 
 void AttentionMapView::drawContent(Workbench& wb) {
   if (!wb.doc().model || !wb.doc().snapshot) {
-    ImGui::TextDisabled("running…");
+    drawNoRun(wb);
     return;
   }
   wb.sync_textures();

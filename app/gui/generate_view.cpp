@@ -34,6 +34,23 @@ void scale_legend(const Workbench& wb, const MapRange& range) {
   ImGui::TextDisabled(v.auto_range ? "weight (auto range)" : "weight");
 }
 
+// The step's sink share of `head` in `layer` (learned sinks), or a negative number when it has none.
+float sink_of(const GeneratedStep& s, int layer, int head) {
+  if (size_t(layer) >= s.sinks.size() || head >= int(s.sinks[size_t(layer)].size())) return -1.0f;
+  return s.sinks[size_t(layer)][size_t(head)];
+}
+
+// The sink's cell, right of a row of keys on the row's colour scale, with its tooltip.
+void sink_cell(ImDrawList* list, const ImVec2& a, const ImVec2& b, float share, const MapRange& range, Colormap cmap,
+               const char* row_name) {
+  const Rgb c = colormap_rgb(cmap, range.normalize(share));
+  list->AddRectFilled(a, b, IM_COL32(c.r, c.g, c.b, 255));
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  if (mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 1 && ImGui::IsWindowHovered())
+    ImGui::SetTooltip("%s: the learned sink's share = %.5f\n(this row's weights on the tokens sum to %.5f)", row_name, share,
+                      1.0f - share);
+}
+
 }  // namespace
 
 void GenerateView::drawContent(Workbench& wb) {
@@ -182,13 +199,21 @@ void GenerateView::drawStep(Workbench& wb) {
     return;
   }
   ImGui::SameLine();
-  ImGui::TextDisabled("the new query's attention over %d keys, one row a head", s.keys);
-  // The query's row in every head of one layer: heads down, keys across, on the maps' scale.
+  const bool sinks = sink_of(s, layer_, 0) >= 0;
+  ImGui::TextDisabled(sinks ? "the new query's attention over %d keys, one row a head; right: the learned sink's share"
+                            : "the new query's attention over %d keys, one row a head",
+                      s.keys);
+  // The query's row in every head of one layer: heads down, keys across, on the maps' scale; with
+  // learned sinks the sink's share in a column of its own (the row and it sum to 1), on the same scale.
   const std::vector<float>& row = s.rows[size_t(layer_)];
-  const MapRange range = weight_range(wb, row.data(), row.size());
+  std::vector<float> shown = row;
+  if (sinks) shown.insert(shown.end(), s.sinks[size_t(layer_)].begin(), s.sinks[size_t(layer_)].end());
+  const MapRange range = weight_range(wb, shown.data(), shown.size());
   scale_legend(wb, range);
-  const float label_w = 36, avail = ImGui::GetContentRegionAvail().x - label_w;
-  const float cell_w = std::max(2.0f, std::min(28.0f, avail / float(std::max(1, s.keys))));
+  const float label_w = 36, sink_gap = sinks ? 6.0f : 0.0f;
+  const float avail = ImGui::GetContentRegionAvail().x - label_w - sink_gap;
+  const float cell_w = std::max(2.0f, std::min(28.0f, avail / float(std::max(1, s.keys + (sinks ? 1 : 0)))));
+  const float sink_w = sinks ? std::max(cell_w, 8.0f) : 0.0f;
   // Rows no lower than a line of text (the window scrolls when there are many heads).
   const float cell_h = std::clamp((ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, s.heads)),
                                   ImGui::GetTextLineHeight() + 2, 22.0f);
@@ -211,9 +236,15 @@ void GenerateView::drawStep(Workbench& wb) {
         ImGui::SetTooltip("head %d → key %d '%s': %.4f", h, k, key.c_str(), v);
       }
     }
+    const float share = sink_of(s, layer_, h);
+    if (share >= 0) {
+      const ImVec2 a(origin.x + label_w + s.keys * cell_w + sink_gap, y);
+      sink_cell(list, a, ImVec2(a.x + sink_w - 1, y + cell_h - 1), share, range, cmap, ("head " + std::to_string(h)).c_str());
+    }
   }
-  ImGui::Dummy(ImVec2(label_w + s.keys * cell_w, s.heads * cell_h));
-  markFigure(origin, ImVec2(origin.x + label_w + s.keys * cell_w, origin.y + s.heads * cell_h));
+  const float width = label_w + s.keys * cell_w + sink_gap + sink_w;
+  ImGui::Dummy(ImVec2(width, s.heads * cell_h));
+  markFigure(origin, ImVec2(origin.x + width, origin.y + s.heads * cell_h));
 }
 
 void GenerateView::drawMap(Workbench& wb) {
@@ -227,17 +258,24 @@ void GenerateView::drawMap(Workbench& wb) {
   ImGui::SetNextItemWidth(120);
   ImGui::SliderInt("##head", &head_, 0, std::max(0, last.heads - 1));
   const int rows = int(g.steps.size()), cols = last.keys;
-  // One scale for the whole map: 0–1, or (auto range) 0 to the largest weight of its rows.
+  // With learned sinks each step's sink share in a column of its own, right of the keys.
+  const bool sinks = sink_of(last, layer_, head_) >= 0;
+  // One scale for the whole map: 0–1, or (auto range) 0 to the largest weight of its rows (and sinks).
   std::vector<float> all;
   for (const auto& s : g.steps)
     if (size_t(layer_) < s.rows.size()) {
       const float* row = s.rows[size_t(layer_)].data() + size_t(head_) * s.keys;
       all.insert(all.end(), row, row + s.keys);
+      if (sink_of(s, layer_, head_) >= 0) all.push_back(sink_of(s, layer_, head_));
     }
   const MapRange range = weight_range(wb, all.data(), all.size());
   scale_legend(wb, range);
+  if (sinks) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("  right: the learned sink's share");
+  }
   const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
-  const float cell = std::clamp(std::min((ImGui::GetContentRegionAvail().x - 8) / float(std::max(1, cols)),
+  const float cell = std::clamp(std::min((ImGui::GetContentRegionAvail().x - 8) / float(std::max(1, cols + (sinks ? 1 : 0))),
                                          (ImGui::GetContentRegionAvail().y - 8) / float(std::max(1, rows))),
                                 3.0f, 24.0f);
   ImDrawList* list = ImGui::GetWindowDrawList();
@@ -258,9 +296,15 @@ void GenerateView::drawMap(Workbench& wb) {
       if (mouse.x >= a.x && mouse.x < b.x + 1 && mouse.y >= a.y && mouse.y < b.y + 1 && ImGui::IsWindowHovered())
         ImGui::SetTooltip("step %d ('%s') → key %d: %.4f", r, s.token.c_str(), k, row[k]);
     }
+    const float share = sink_of(s, layer_, head_);
+    if (sinks && share >= 0) {
+      const ImVec2 a(origin.x + cols * cell + 4, origin.y + r * cell);
+      sink_cell(list, a, ImVec2(a.x + cell - 1, a.y + cell - 1), share, range, cmap, ("step " + std::to_string(r)).c_str());
+    }
   }
-  ImGui::Dummy(ImVec2(cols * cell, rows * cell));
-  markFigure(origin, ImVec2(origin.x + cols * cell, origin.y + rows * cell));
+  const float width = cols * cell + (sinks ? 4 + cell : 0.0f);
+  ImGui::Dummy(ImVec2(width, rows * cell));
+  markFigure(origin, ImVec2(origin.x + width, origin.y + rows * cell));
 }
 
 }  // namespace headlab::app

@@ -224,7 +224,8 @@ int gui_main(const GuiOptions& options) {
       }
       if (captures_ready) wb.captures.clear();
       glfwSwapBuffers(window);
-      wb.autosave_if_due(ImGui::SaveIniSettingsToMemory());
+      // A scripted run neither reads nor writes the autosave: the user's recovery file stays theirs.
+      if (!scripted) wb.autosave_if_due(ImGui::SaveIniSettingsToMemory());
       const auto now = std::chrono::steady_clock::now();
       // Shown: the frame's own work; stats: the time between frames (a script never waits).
       wb.frame_ms = std::chrono::duration<double, std::milli>(now - frame_start).count();

@@ -15,7 +15,7 @@ namespace headlab::app {
 
 void HeadView::drawContent(Workbench& wb) {
   if (!wb.doc().snapshot || !wb.doc().model) {
-    ImGui::TextDisabled("running…");
+    drawNoRun(wb);
     return;
   }
   const auto& sel = wb.doc().session.selection;

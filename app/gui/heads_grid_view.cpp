@@ -92,7 +92,10 @@ void HeadsGridView::drawContent(Workbench& wb) {
   const AttentionSummary* att = wb.doc().model->find(sel.stack);
   const AttentionMaps* maps = wb.doc().snapshot ? wb.doc().snapshot->find(sel.stack) : nullptr;
   if (!att || !maps) {
-    ImGui::TextDisabled(wb.doc().snapshot ? "no maps for this attention" : "running…");
+    if (wb.doc().snapshot)
+      ImGui::TextDisabled("no maps for this attention");
+    else
+      drawNoRun(wb);
     return;
   }
   const bool stage_missing = !maps->layers.empty() && maps->layers[0].stages[static_cast<int>(sel.stage)].empty();

@@ -60,7 +60,9 @@ void InputView::drawRefused(Workbench& wb) {
   const auto& refused = wb.doc().refused;
   if (!refused) return;
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
-  ImGui::TextWrapped("Not run: %s. The views show the last accepted input.", refused->reason.c_str());
+  ImGui::TextWrapped(wb.doc().snapshot ? "Not run: %s. The views show the last accepted input."
+                                        : "Not run: %s. This model has run no input yet.",
+                     refused->reason.c_str());
   ImGui::PopStyleColor();
   if (refused->tokens <= refused->limit || refused->limit <= 0) return;
   // A text too long for the model: keep its beginning, or a window around a token of interest.

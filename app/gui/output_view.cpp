@@ -55,7 +55,7 @@ void position_table(const RunSnapshot& s, const PositionOutput& out, bool masked
 
 void OutputView::drawContent(Workbench& wb) {
   if (!wb.doc().snapshot || !wb.doc().model) {
-    ImGui::TextDisabled("running…");
+    drawNoRun(wb);
     return;
   }
   const auto& s = *wb.doc().snapshot;

@@ -1,6 +1,7 @@
 #include "app/gui/patching_view.h"
 
 #include "analysis/heatmap_figure.h"
+#include "app/document/controls_edit.h"
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
@@ -197,6 +198,10 @@ void PatchingView::drawContent(Workbench& wb) {
     return;
   }
   ImGui::Separator();
+  if (r->model_folder != doc.model->folder) {  // never drawn on another model's layers
+    ImGui::TextWrapped("The last patching run measured %s; Patch to measure this model.", r->model_folder.c_str());
+    return;
+  }
   const bool heads = site_has_heads(r->settings.site);
   ImGui::Text("%s: clean %.4g, counterfactual %.4g at position %lld", r->settings.metric.c_str(), r->clean, r->corrupt,
               static_cast<long long>(r->position));
@@ -204,9 +209,16 @@ void PatchingView::drawContent(Workbench& wb) {
     ImGui::TextDisabled("answer '%s' (%lld)%s%s%s", token_label(r->answer_token, 24).c_str(),
                         static_cast<long long>(r->answer), r->wrong >= 0 ? ", wrong '" : "",
                         r->wrong >= 0 ? token_label(r->wrong_token, 24).c_str() : "", r->wrong >= 0 ? "'" : "");
+  // What the numbers were measured on, when it is no longer what the views show.
+  const ImVec4 stale(1, 0.75f, 0.3f, 1);
   if (r->settings != doc.session.patching.settings)
-    ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "measured with other settings (%s, %s): Patch again to update",
-                       r->settings.site.c_str(), r->settings.metric.c_str());
+    ImGui::TextColored(stale, "measured with other settings (%s, %s): Patch again to update", r->settings.site.c_str(),
+                       r->settings.metric.c_str());
+  if (doc.snapshot && r->clean_ids != doc.snapshot->tokens.ids)
+    ImGui::TextColored(stale, "measured on another clean input (%zu tokens; the Input view's has %zu): Patch again to update",
+                       r->clean_ids.size(), doc.snapshot->tokens.ids.size());
+  if (!same_controls(r->controls, doc.session.controls))
+    ImGui::TextColored(stale, "measured with other gates or mixing in the Mixer: Patch again to update");
   const float scale = scale_of(r->exact, r->attribution);
   const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 4;
   const float half = avail / 2 - ImGui::GetFontSize();
@@ -245,6 +257,9 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
   if (!is_vector_path(path)) return false;
   const auto& r = wb.doc().patching;
   if (!r) throw std::runtime_error("export " + path + ": nothing patched yet");
+  if (!wb.doc().model || r->model_folder != wb.doc().model->folder)
+    throw std::runtime_error("export " + path + ": the last patching run measured " + r->model_folder +
+                             ", not the model open now");
   const bool heads = site_has_heads(r->settings.site);
   size_t units = 0;
   for (const auto& row : r->exact) units = std::max(units, row.size());

@@ -43,4 +43,15 @@ void View::draw(Workbench& wb) {
   ImGui::End();
 }
 
+void View::drawNoRun(const Workbench& wb) {
+  const Document& doc = wb.doc();
+  if (!wb.worker_idle())
+    ImGui::TextDisabled("running…");
+  else if (doc.refused)
+    ImGui::TextWrapped("Nothing to show: the model did not run the input (%s). Change the text in the Input view.",
+                       doc.refused->reason.c_str());
+  else
+    ImGui::TextDisabled("no run yet: type a text in the Input view");
+}
+
 }  // namespace headlab::app

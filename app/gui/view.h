@@ -49,6 +49,9 @@ class View {
   }
   // Pinned views (the status bar) take their rectangle every frame.
   virtual bool pinned() const { return false; }
+  // What a view of a run shows while there is none: "running…" while the model runs, else why not
+  // (the model did not take the input, or nothing has run yet) — never a "running…" that never ends.
+  static void drawNoRun(const Workbench& wb);
 
  public:
   // Height reserved at the bottom of the window for the status bar.

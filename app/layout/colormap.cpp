@@ -10,6 +10,7 @@ namespace headlab::app {
 
 const char* colormap_name(Colormap map) { return map == Colormap::Gray ? "gray" : "viridis"; }
 Colormap colormap_from_name(const std::string& name) { return name == "gray" ? Colormap::Gray : Colormap::Viridis; }
+bool is_colormap_name(const std::string& name) { return name == "viridis" || name == "gray"; }
 
 Rgb colormap_rgb(Colormap map, float t) {
   t = std::isfinite(t) ? std::min(1.0f, std::max(0.0f, t)) : 0.0f;

@@ -10,6 +10,8 @@ namespace headlab::app {
 enum class Colormap { Viridis, Gray };
 const char* colormap_name(Colormap map);
 Colormap colormap_from_name(const std::string& name);  // unknown → Viridis
+// Whether `name` names a colormap ("viridis", "gray"): a command or session naming another is refused.
+bool is_colormap_name(const std::string& name);
 
 struct Rgb {
   uint8_t r, g, b;

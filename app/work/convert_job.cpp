@@ -53,7 +53,7 @@ std::shared_ptr<const Converted> convert(Task& task, const ConvertRequest& r, co
                     static_cast<long long>(core::kv_cache_bytes_per_token(converted->config)));
       out->summary = model->config.decoder ? line : "key/value heads mean-pooled into groups";
     }
-    task.check();  // a Stop before writing writes nothing
+    task.check();  // a Stop before writing writes nothing; from here the folder is written whole
     task.phase("writing");
     core::save_converted_model(*converted, *model, r.model_folder, r.out, describe(r));
     out->out = r.out;
@@ -96,7 +96,11 @@ ConvertJobStatus ConvertJob::status() const {
   s.elapsed_seconds = t.elapsed_s;
   s.fraction = t.fraction;
   s.serial = finished_count(s.running);
-  switch (t.state) {
+  // A Stop that came while the folder was being written did not stop the writing (nothing checks it
+  // there): the conversion published its result and is done, the folder complete.
+  const auto converted = task->result<Converted>();
+  const TaskState state = t.state == TaskState::Stopped && converted ? TaskState::Done : t.state;
+  switch (state) {
     case TaskState::Queued: s.phase = "loading the model"; break;
     case TaskState::Running: s.phase = t.phase; break;
     case TaskState::Stopped: s.phase = "stopped"; break;
@@ -107,7 +111,7 @@ ConvertJobStatus ConvertJob::status() const {
     case TaskState::Done:
       s.phase = "done";
       s.fraction = 1.0;
-      if (const auto done = task->result<Converted>()) s.summary = done->summary, s.out = done->out;
+      if (converted) s.summary = converted->summary, s.out = converted->out;
       break;
   }
   return s;

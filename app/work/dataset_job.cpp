@@ -63,7 +63,7 @@ void DatasetJob::start(const DatasetRequest& request) {
 
 void DatasetJob::take_result() const {
   const auto& task = newest();
-  if (!task) return;
+  if (!task || discarded(*task)) return;
   auto report = task->result<analysis::HeadReport>();
   if (report && report.get() != taken_) {
     taken_ = report.get();

@@ -112,6 +112,14 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
       s.keys = static_cast<int>(r.size(1));
       s.rows.emplace_back(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
     }
+    for (const auto& share : step.sink_share) {
+      std::vector<float> shares;
+      if (share.defined()) {
+        const auto c = share.to(torch::kCPU, torch::kFloat).contiguous();
+        shares.assign(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+      }
+      s.sinks.push_back(std::move(shares));
+    }
     s.cache_bytes = step.cache_bytes;
     generated.push_back(step.token);
     // Each step publishes a new snapshot: the view never sees a result being written.

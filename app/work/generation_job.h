@@ -49,6 +49,9 @@ struct GeneratedStep {
   bool kept = false;  // written before and kept (GenerationRequest::keep), not drawn this time
   // The new query's attention row: [layer] → heads × keys, row-major (U, what multiplies the values).
   std::vector<std::vector<float>> rows;
+  // With learned sinks: [layer] → that query's share of the sink per softmax head (empty in a layer
+  // without sinks); the head's row sums to 1 minus it.
+  std::vector<std::vector<float>> sinks;
   int heads = 0, keys = 0;
   int64_t cache_bytes = 0;
 };

@@ -25,6 +25,12 @@ void Job::stop() {
   if (track_->newest()) track_->newest()->stop();
 }
 
+void Job::discard() {
+  stop();
+  if (track_->newest()) discarded_ = track_->newest()->id();
+  shown_.reset();
+}
+
 const std::shared_ptr<Task>& Job::newest() const { return track_->newest(); }
 
 void Job::follow(std::shared_ptr<Task> task) { track_->follow(std::move(task)); }
@@ -43,7 +49,7 @@ uint64_t Job::result_serial() const { return track_->serial(); }
 
 std::shared_ptr<const void> Job::shown_any() const {
   const auto& task = track_->newest();
-  if (!task) return nullptr;
+  if (!task || discarded(*task)) return nullptr;
   // While a new task runs, the result before stays on show; a failed run shows its error instead.
   if (task->status().state == TaskState::Failed) {
     shown_.reset();

@@ -38,6 +38,10 @@ class Job {
 
   // Stops the newest task: it ends within one unit of its work (a layer, a sentence, a sweep).
   void stop();
+  // Stops the newest task and drops what it showed or will still publish (a dataset run's partial
+  // report, a patching sweep): the work of a model or session no longer open. Nothing is on show
+  // until a task started after this publishes.
+  void discard();
   JobStatus status() const;
   // Grows with every result published and every end, over every task started: a poller re-reads
   // the results when it changes.
@@ -60,6 +64,8 @@ class Job {
   }
 
   const std::shared_ptr<Task>& newest() const;
+  // Whether `task`'s results were dropped by discard().
+  bool discarded(const Task& task) const { return discarded_ != 0 && task.id() == discarded_; }
   const TaskTrack& track() const { return *track_; }
   // How many of the newest tasks have been seen finished (done, stopped or failed), each counted the
   // first time a status read finds it so (`running`: what that read found): a poller that keeps the
@@ -75,6 +81,7 @@ class Job {
 
   std::unique_ptr<TaskTrack> track_;
   mutable std::shared_ptr<const void> shown_;
+  uint64_t discarded_ = 0;  // the id of the newest task when discard() was called (0: none)
   mutable const void* counted_ = nullptr;  // the task last counted as finished
   mutable unsigned finished_ = 0;
 };

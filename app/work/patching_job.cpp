@@ -54,6 +54,8 @@ std::shared_ptr<const PatchingResult> run_patching(Task& task, const PatchingReq
   auto base = std::make_shared<PatchingResult>();
   base->model_folder = request.model_folder;
   base->settings = s;
+  base->clean_ids = clean;
+  base->controls = request.controls;
   analysis::PatchRequest r;
   try {
     r.clean = clean;

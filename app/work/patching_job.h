@@ -40,6 +40,8 @@ struct PatchingRequest {
 struct PatchingResult {
   std::string model_folder;
   PatchingSettings settings;
+  std::vector<int64_t> clean_ids;  // the clean input it measured
+  core::ModelControls controls;    // the Mixer's controls it ran with
   int64_t answer = -1, wrong = -1, position = 0;
   std::string answer_token, wrong_token;
   double clean = 0, corrupt = 0;   // the metric of the two runs

@@ -6,6 +6,8 @@
 #include "core/error_context.h"
 #include "core/model/model_store.h"
 
+#include <algorithm>
+
 namespace headlab::app {
 namespace {
 
@@ -35,12 +37,18 @@ void WorkbenchWorker::request_load(const ModelSource& source) {
   o.kind = "load";
   o.replaces = {"load", "run"};
   o.threads = threads_;
-  open_.push_back(tasks_->start_typed<ModelSummary>(o, [source, engine = engine_, models = models_](Task&) {
+  open_.push_back(tasks_->start_typed<ModelSummary>(o, [source, engine = engine_, models = models_](Task& task) {
     try {
-      if (source.folder.empty())
+      // A Stop before the engine switches leaves the model open before in place; once it has
+      // switched, the load publishes its summary and counts as done (refresh()), so the window
+      // never names one model while the engine runs another.
+      if (source.folder.empty()) {
+        task.check();
         return std::make_shared<const ModelSummary>(engine->load_random(source.random_config, source.seed));
-      // The store's device for every task from here on, once the model opened there.
+      }
       auto model = models->get(source.folder, source.device);
+      task.check();
+      // The store's device for every task from here on, once the model opened there.
       models->set_device(source.device);
       return std::make_shared<const ModelSummary>(engine->use(std::move(model), source.folder));
     } catch (const std::exception& e) {
@@ -87,12 +95,21 @@ void WorkbenchWorker::refresh() const {
     const Task::Status s = task->status();
     if (s.active()) break;  // in order: wait for it
     const bool load = task->options().kind == "load";
-    if (s.state == TaskState::Stopped) {
-      // Superseded or stopped on purpose: nothing finished.
+    // A load that switched the engine published its summary: done, even when a Stop came after.
+    const bool switched = load && task->result<ModelSummary>() != nullptr;
+    if (s.state == TaskState::Stopped && !switched) {
+      // Superseded (a later load is queued: it finishes the opening) or stopped on purpose. A load
+      // stopped on purpose ends the opening: the model open before stays, and the window hears so.
+      const bool superseded =
+          std::any_of(open_.begin() + 1, open_.end(), [](const auto& t) { return t->options().kind == "load"; });
+      if (load && !superseded) {
+        ++loads_done_;
+        load_error_ = "stopped " + task->options().name + " before it finished";
+      }
     } else if (load) {
       ++loads_done_;
       load_error_ = s.state == TaskState::Failed ? s.error : std::string();
-      if (s.state == TaskState::Done) {
+      if (s.state == TaskState::Done || switched) {
         model_ = task->result<ModelSummary>();
         snapshot_.reset();
         refused_.reset();

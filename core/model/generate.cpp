@@ -26,6 +26,14 @@ torch::Tensor last_row(const AttentionStages& stages, const torch::Tensor& key_p
   return full;
 }
 
+// The last query's sink share [h] of `sink_share` [.., h, T] (batch dimension stripped or not), or
+// an undefined tensor in a layer without sinks.
+torch::Tensor last_sink_share(const torch::Tensor& sink_share) {
+  if (!sink_share.defined()) return {};
+  const auto rows = sink_share.dim() == 3 ? sink_share.select(0, 0) : sink_share;  // [h, T]
+  return rows.select(1, rows.size(1) - 1).clone();
+}
+
 // Feeds tokens through a model with a cache: the encoder once, then the decoder chunk by chunk.
 class CachedDecoder {
  public:
@@ -63,6 +71,7 @@ class CachedDecoder {
     call.position = position;
     step.attention.clear();
     step.cross_attention.clear();
+    step.sink_share.clear();
     for (int l = 0; l < layers_; ++l) {
       check_cancel();
       call.self_controls = &request_.controls.get(Stack::Decoder, l);
@@ -72,6 +81,7 @@ class CachedDecoder {
       AttentionStages self, cross;
       h = m.block(Stack::Decoder, l)->forward(h, call, &self, &cross);
       step.attention.push_back(last_row(self, cache_.self[l].positions, position + T));
+      step.sink_share.push_back(last_sink_share(self.sink_share));
       if (memory_.defined()) step.cross_attention.push_back(last_row(cross, {}, memory_.size(1)));
       if (request_.progress && !request_.progress(l + 1, layers_)) throw Cancelled();
     }
@@ -108,9 +118,11 @@ torch::Tensor recompute(Model& model, const GenerateRequest& request, const std:
   const auto trace = run(model, r);
   step.attention.clear();
   step.cross_attention.clear();
+  step.sink_share.clear();
   for (const auto& layer : trace->decoder.layers) {
     const auto& u = value_weights(layer.self);  // [h_v, T, T]
     step.attention.push_back(u.select(1, u.size(1) - 1).clone());
+    step.sink_share.push_back(last_sink_share(layer.self.sink_share));
     if (enc_dec) {
       const auto& c = value_weights(layer.cross);
       step.cross_attention.push_back(c.select(1, c.size(1) - 1).clone());

@@ -53,6 +53,9 @@ struct GenerationStep {
   // values). Keys a sliding window no longer reaches hold 0, as in a full run.
   std::vector<torch::Tensor> attention;
   std::vector<torch::Tensor> cross_attention;  // encoder-decoder: [h_v, S_source]
+  // Per decoder layer, with learned sinks (AttentionConfig::sinks): the same query's share of the
+  // sink in every softmax head [h] — the row of W sums to 1 minus it. Undefined in a layer without.
+  std::vector<torch::Tensor> sink_share;
   int64_t cache_bytes = 0;                      // the KV cache after this step (0 without a cache)
 };
 

@@ -8,6 +8,7 @@
 
 #include "analysis/patching.h"
 #include "app/document/controller.h"
+#include "app/document/controls_edit.h"
 #include "core/model/model.h"
 #include "core/tokenizer/token_lookup.h"
 
@@ -64,6 +65,9 @@ TEST_CASE("the Patching view's run equals patch_activations and fills in head by
       CHECK(r->exact[l][h] == Approx(normalised[l][h][0]).margin(1e-4));
       CHECK(std::isfinite(r->attribution[l][h]));
     }
+  // The result names what it measured, so that the view marks it when the input or the Mixer moves on.
+  CHECK(r->clean_ids == c.doc().snapshot->tokens.ids);
+  CHECK(same_controls(r->controls, c.doc().session.controls));
   // The default's LM head has a transform: no DLA, and the view says why.
   CHECK(r->dla.empty());
   CHECK_THAT(r->dla_note, Catch::Contains("transform"));
@@ -96,6 +100,8 @@ TEST_CASE("the Patching view's run equals patch_activations and fills in head by
     REQUIRE(d.doc().patching->exact.size() == r->exact.size());
     for (size_t l = 0; l < r->exact.size(); ++l)
       for (size_t h = 0; h < r->exact[l].size(); ++h) CHECK(d.doc().patching->exact[l][h] == Approx(r->exact[l][h]).margin(1e-5));
+    // Measured again from the session's text, tokenized as the Input view tokenizes it.
+    CHECK(d.doc().patching->clean_ids == d.doc().snapshot->tokens.ids);
   }
 
   // A counterfactual of another length fails the run with the reason, and nothing else changes.
@@ -104,4 +110,36 @@ TEST_CASE("the Patching view's run equals patch_activations and fills in head by
   c.execute(cmd::RunPatching{});
   settle(c);
   CHECK_THAT(c.doc().patching_job.error, Catch::Contains("same length"));
+}
+
+TEST_CASE("a patching run of the model open before never fills the next model's view", "[app][patching]") {
+  TempDir dir("patching_job_open");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  const std::string assets = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/";
+  Controller c;
+  c.start(assets + "default", "");
+  settle(c);
+  REQUIRE(c.doc().model);
+  // A long input: the sweep is still under way when the next model opens.
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += "she opened the door and looked out at the garden . ";
+  c.execute(cmd::SetText{text});
+  settle(c);
+  REQUIRE(c.doc().snapshot);
+  cmd::SetPatching set;
+  set.counterfactual = text;
+  set.counterfactual->replace(4, 6, "closed");
+  set.answer = "door";
+  set.wrong = "window";
+  c.execute(set);
+  REQUIRE(c.doc().snapshot->input.text == text);
+  c.execute(cmd::RunPatching{});
+  REQUIRE(c.doc().patching_job.running);
+  c.execute(cmd::OpenModel{assets + "induction"});
+  settle(c);
+  REQUIRE(c.doc().model->folder == assets + "induction");
+  INFO(c.doc().patching_job.error);
+  CHECK(c.doc().patching_job.error.empty());
+  CHECK_FALSE(c.doc().patching);
+  CHECK_FALSE(c.doc().patching_job.running);
 }

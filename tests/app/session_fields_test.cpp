@@ -3,10 +3,14 @@
 // here), and the recent-folders list, kept outside sessions, is not written into one.
 #include "test_common.h"
 
+#include "app/document/commands.h"
+#include "app/document/controller.h"
 #include "app/document/controls_edit.h"
 #include "app/document/session.h"
 
 #include <nlohmann/json.hpp>
+
+#include <cstdlib>
 
 using namespace headlab::app;
 using headlab::core::Stack;
@@ -25,7 +29,7 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   s.controls.at(Stack::Encoder, 3).ablation = headlab::core::Ablation::Mean;
   s.selection = {Stack::Cross, 1, 2, Stage::W, 4, 5, 6, 1};
   auto& v = s.view;
-  v.colormap = "magma";
+  v.colormap = "gray";  // not the default
   v.log_scale = true;
   v.auto_range = true;
   v.thumbnail_size = 61.5f;
@@ -134,4 +138,24 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   CHECK(l.patching.ran);
   CHECK(l.imgui_ini == s.imgui_ini);
   CHECK(l.recent_folders.empty());  // recent.json's, never a session's
+}
+
+TEST_CASE("a colormap HeadLab does not draw is refused, never drawn as another", "[app][session]") {
+  // A session naming one opens on the default, with a warning naming the value.
+  SessionState s;
+  auto j = session_to_json(s);
+  j["view"]["colormap"] = "magma";
+  const auto loaded = session_from_json(j);
+  CHECK(loaded.state.view.colormap == "viridis");
+  REQUIRE(loaded.warnings.size() == 1);
+  CHECK_THAT(loaded.warnings[0], Catch::Contains("view.colormap 'magma' ignored"));
+  // A script's set_view is refused by name and leaves the view as it was.
+  auto parsed = command_from_json(nlohmann::json::parse(R"({"action": "set_view", "colormap": "magma"})"));
+  headlab::test::TempDir dir("session-colormap");
+  ::setenv("XDG_STATE_HOME", dir.str("state").c_str(), 1);
+  Controller c;
+  CHECK_THROWS_WITH(c.execute(parsed), Catch::Contains("unknown colormap 'magma' (viridis or gray)"));
+  CHECK(c.doc().session.view.colormap == "viridis");
+  c.execute(command_from_json(nlohmann::json::parse(R"({"action": "set_view", "colormap": "gray"})")));
+  CHECK(c.doc().session.view.colormap == "gray");
 }

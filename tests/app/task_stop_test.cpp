@@ -18,6 +18,7 @@
 #include "core/model/model_store.h"
 #include "core/model/system_info.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -140,6 +141,67 @@ TEST_CASE("every kind of task stops from the status bar and publishes nothing ha
     CHECK_FALSE(worker.snapshot());
     CHECK(worker.status().runs_done == 0);
     CHECK(worker.status().run_error.empty());
+  }
+
+  SECTION("a model's load stopped before it opens leaves the model open before, and says so") {
+    WorkbenchWorker worker(tasks, models);
+    worker.request_load({kDefault, "", 0});
+    REQUIRE(wait_for([&] { return worker.idle(); }));
+    REQUIRE(worker.model());
+    REQUIRE(worker.model()->folder == kDefault);
+    // A task ahead of it in the model's lane holds the load in the queue, where Stop reaches it.
+    std::atomic<bool> release{false};
+    TaskOptions hold;
+    hold.name = "holding the lane";
+    hold.lane = "model";
+    hold.kind = "hold";
+    tasks->start_typed<int>(hold, [&release](Task&) {
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return std::make_shared<const int>(0);
+    });
+    worker.request_load({folder, "", 0});
+    worker.stop();
+    release = true;
+    REQUIRE(wait_for([&] { return worker.idle() && tasks->idle(); }));
+    // The opening ended: counted as finished (the window stops waiting for it), with the reason.
+    CHECK(worker.status().loads_done == 2);
+    CHECK_THAT(worker.status().load_error, Catch::Contains("stopped loading " + folder));
+    CHECK(worker.model()->folder == kDefault);
+  }
+
+  SECTION("a job's discarded work shows nothing, the next run shows again") {
+    GenerationJob job(tasks, models);
+    GenerationRequest request;
+    request.model_folder = folder;
+    request.settings.prompt = "the old house";
+    request.settings.max_new = 800;
+    job.start(request);
+    REQUIRE(wait_for([&] {
+      const auto r = job.result();
+      return r && r->steps.size() >= 2;
+    }));
+    job.discard();  // a session opened: this generation is not its
+    REQUIRE(wait_for([&] { return !job.status().running; }));
+    CHECK_FALSE(job.result());
+    request.settings.max_new = 2;
+    job.start(request);
+    REQUIRE(wait_for([&] { return !job.status().running; }));
+    REQUIRE(job.result());
+    CHECK(job.result()->steps.size() == 2);
+
+    // A dataset run's partial report, published as the discard stops it, is not taken either.
+    DatasetJob dataset(tasks, models);
+    DatasetRequest data;
+    data.model_folder = folder;
+    data.files = {kUd};
+    data.metrics = {"confidence"};
+    dataset.start(data);
+    REQUIRE(wait_for([&] { return dataset.status().done >= 1; }));
+    const uint64_t serial = dataset.result_serial();
+    dataset.discard();
+    REQUIRE(wait_for([&] { return !dataset.status().running; }));
+    CHECK(dataset.result_serial() == serial);
+    CHECK_FALSE(dataset.result());
   }
 
   SECTION("the Syntax view's sentence stops between layers and gives no result") {

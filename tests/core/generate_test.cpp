@@ -59,6 +59,11 @@ void expect_cache_equals_recompute(core::Model& model, GenerateRequest request) 
       REQUIRE(a.attention[l].sizes() == b.attention[l].sizes());
       CHECK(test::max_abs_diff(a.attention[l], b.attention[l]) <= 1e-5);
     }
+    REQUIRE(a.sink_share.size() == b.sink_share.size());
+    for (size_t l = 0; l < a.sink_share.size(); ++l) {
+      REQUIRE(a.sink_share[l].defined() == b.sink_share[l].defined());
+      if (a.sink_share[l].defined()) CHECK(test::max_abs_diff(a.sink_share[l], b.sink_share[l]) <= 1e-5);
+    }
     REQUIRE(a.cross_attention.size() == b.cross_attention.size());
     for (size_t l = 0; l < a.cross_attention.size(); ++l)
       CHECK(test::max_abs_diff(a.cross_attention[l], b.cross_attention[l]) <= 1e-5);
@@ -123,6 +128,33 @@ TEST_CASE("a step from the KV cache equals recomputing the sequence, every Huggi
       expect_cache_equals_recompute(*model, request);
     }
   }
+}
+
+TEST_CASE("each step carries its query's share of the learned sinks, the row and it summing to 1", "[generate][sinks]") {
+  auto sinks = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/gpt-oss");
+  const int h = sinks->config.decoder->attention.softmax_heads();
+  GenerateRequest request;
+  request.prompt = {3, 14, 15, 9, 26, 5};
+  request.max_new = 4;
+  for (bool cache : {true, false}) {
+    request.use_cache = cache;
+    const auto out = core::generate(*sinks, request);
+    for (const auto& step : out.steps) {
+      REQUIRE(step.sink_share.size() == step.attention.size());
+      for (size_t l = 0; l < step.sink_share.size(); ++l) {
+        REQUIRE(step.sink_share[l].defined());
+        REQUIRE(step.sink_share[l].sizes() == torch::IntArrayRef{h});
+        const auto share = step.sink_share[l].to(torch::kDouble);
+        CHECK(share.min().item<double>() > 0.0);  // a learned sink always takes some weight
+        // No controls: the row of U is the row of W, which sums to 1 minus the sink's share.
+        CHECK(test::max_abs_diff(step.attention[l].to(torch::kDouble).sum(1) + share, torch::ones({h}, torch::kDouble)) <= 1e-5);
+      }
+    }
+  }
+  // A model without sinks has none to report.
+  auto plain = core::load_model(std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/llama");
+  const auto out = core::generate(*plain, request);
+  for (const auto& share : out.steps[0].sink_share) CHECK(!share.defined());
 }
 
 TEST_CASE("a step from the KV cache equals recomputing the sequence, every Hugging Face encoder-decoder",
