@@ -177,4 +177,16 @@ TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates an
   CHECK(test::run_command(std::string(HEADLAB_BINARY) + " prune --model " + v.mha + " --data " + v.corpus + " --out " + out,
                           log) == 2);
 
+  // A report of another model is refused, naming both, before any training: its roles belong to
+  // other heads.
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " analyze --model " + v.talking + " --data " + v.corpus +
+                                " --metrics confidence --limit 5 --out " + v.dir.str("talking_report"),
+                            log) == 0);
+  CHECK(test::run_command(std::string(HEADLAB_BINARY) + " prune --model " + v.mha + " --data " + v.corpus +
+                              " --roles " + v.dir.str("talking_report") + "/head_report.json --out " +
+                              v.dir.str("pruned_other"),
+                          log) == 1);
+  CHECK(log.find("--roles: " + v.dir.str("talking_report") + "/head_report.json was measured on " + v.talking) !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(v.dir.str("pruned_other") + "/prune.json"));
 }
