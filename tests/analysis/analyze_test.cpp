@@ -813,6 +813,7 @@ TEST_CASE("the documented Slurm and mpirun commands run as written", "[analysis]
     // With a shard gone, the merge (allowed) is partial and says which.
     fs::remove_all(report + "/shard-4-of-" + std::to_string(tasks));
     REQUIRE(test::run_command(bin + " merge --allow-missing " + report + " --out " + out.str("partial"), output) == 0);
+    CHECK_THAT(output, Catch::Contains("[partial: without shard(s) 4]") && !Catch::Contains("stopped"));
     const auto partial = analysis::read_head_report(out.str("partial"));
     CHECK(partial.partial);
     CHECK(partial.missing_shards == std::vector<int>{4});
