@@ -248,8 +248,7 @@ int prune_command(const PruneCliOptions& o) {
     if (o.fine_tune) {
       folder = o.out + "/lambda-" + lambda_text(lambda);
       working->config.name += " (fine-tuned with head gates, λ " + lambda_text(lambda) + ")";
-      core::save_model(*working, folder, working->weights_dtype == "F64" ? "F32" : working->weights_dtype,
-                       (fs::path(o.model) / "tokenizer.json").string());
+      core::save_model(*working, folder, working->weights_dtype == "F64" ? "F32" : working->weights_dtype, o.model);
     }
     if (o.export_session) {
       run.session = o.out + "/lambda-" + lambda_text(lambda) + ".session.json";
