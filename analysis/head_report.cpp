@@ -305,6 +305,24 @@ void merge_into(HeadReport& into, const HeadReport& other) {
       a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit || a.stage != b.stage ||
       a.max_tokens != b.max_tokens)
     differ("settings");
+  // The thresholds decide the merged report's roles and which relations are scored, the LRP
+  // tolerance what counts as a conservation failure, and the probe's settings the probe the report
+  // records: shards run with other values are refused by name, never merged under one shard's.
+  auto same = [&](const char* option, auto x, auto y) {  // json's numbers: the shortest exact spelling
+    if (x != y) differ(std::string(option) + " (" + json(x).dump() + " vs " + json(y).dump() + ")");
+  };
+  same("--positional-threshold", a.positional_threshold, b.positional_threshold);
+  same("--rare-threshold", a.rare_threshold, b.rare_threshold);
+  same("--syntactic-margin", a.syntactic_margin, b.syntactic_margin);
+  same("--min-relation-count", a.min_relation_count, b.min_relation_count);
+  if (a.always_relations != b.always_relations) differ("the relations always scored");
+  same("the LRP tolerance", a.lrp_tolerance, b.lrp_tolerance);
+  same("--prev-token-threshold", a.prev_token_threshold, b.prev_token_threshold);
+  same("--induction-threshold", a.induction_threshold, b.induction_threshold);
+  same("--copying-threshold", a.copying_threshold, b.copying_threshold);
+  same("--probe-length", a.probe_length, b.probe_length);
+  same("--probe-sequences", a.probe_sequences, b.probe_sequences);
+  same("--probe-seed", a.probe_seed, b.probe_seed);
   if (into.files != other.files) differ("data files");
   if (a.shard_count != b.shard_count)
     differ("shard count (" + std::to_string(a.shard_count) + " vs " + std::to_string(b.shard_count) + ")");

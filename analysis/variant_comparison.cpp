@@ -195,6 +195,23 @@ std::vector<std::string> short_names(const std::vector<ModelSummary>& models) {
   return names;
 }
 
+// Each model's folder under reports/: the model folder's name, followed by the model's place in the
+// list where two models share that name (a/m and b/m write reports/m-1 and reports/m-2), so no
+// report is written over another's.
+std::vector<std::string> report_folder_names(const std::vector<ModelSummary>& models) {
+  std::vector<std::string> names;
+  for (const auto& m : models) {
+    fs::path folder = fs::path(m.folder).lexically_normal();
+    if (folder.filename().empty()) folder = folder.parent_path();  // "a/m/" names m
+    const std::string name = folder.filename().string();
+    names.push_back(name.empty() || name == "." || name == ".." ? "model" : name);
+  }
+  std::vector<std::string> unique = names;
+  for (size_t i = 0; i < names.size(); ++i)
+    if (std::count(names.begin(), names.end(), names[i]) > 1) unique[i] = names[i] + "-" + std::to_string(i + 1);
+  return unique;
+}
+
 }  // namespace
 
 std::vector<std::string> write_comparison(const std::vector<ModelSummary>& models, const CompareOptions& o,
@@ -257,9 +274,10 @@ std::vector<std::string> write_comparison(const std::vector<ModelSummary>& model
   written.push_back("comparison.md");
 
   json j = json::array();
+  const auto report_names = report_folder_names(models);
   for (size_t i = 0; i < models.size(); ++i) {
     const auto& m = models[i];
-    const std::string report_folder = out + "/reports/" + fs::path(names[i]).filename().string();
+    const std::string report_folder = out + "/reports/" + report_names[i];
     write_report_files(m.report, report_folder);
     j.push_back({{"name", names[i]},
                  {"folder", m.folder},

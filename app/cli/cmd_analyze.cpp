@@ -106,7 +106,12 @@ void print_roles(const analysis::HeadReport& report) {
   if (s.has("rare")) std::cout << "; rare-word heads: " << rare;
   if (s.has("syntactic")) std::cout << "; syntactic heads: " << syntactic;
   if (s.has("induction")) std::cout << "; prev-token heads: " << prev_token << ", induction heads: " << induction;
-  std::cout << (report.partial ? "  [partial: stopped before the end]" : "") << "\n";
+  // Partial because it was stopped, or because merge was allowed to leave shards out.
+  std::string missing;
+  for (int shard : report.missing_shards) missing += (missing.empty() ? "" : ", ") + std::to_string(shard);
+  if (report.partial)
+    std::cout << (missing.empty() ? "  [partial: stopped before the end]" : "  [partial: without shard(s) " + missing + "]");
+  std::cout << "\n";
 }
 
 int analyze_command(const AnalyzeCliOptions& c) {

@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -27,17 +26,17 @@ void add_init_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", options->out, "Output folder")->required();
   cmd->add_option("--seed", options->seed, "Random seed");
   cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
-  cmd->add_option("--tokenizer", options->tokenizer, "tokenizer.json (or a folder holding one) to copy into the folder");
+  cmd->add_option("--tokenizer", options->tokenizer,
+                  "Tokenizer to copy into the folder: a tokenizer.json, vocab.txt or vocab.json (merges.txt beside it), "
+                  "or a folder holding one; a tokenizer_config.json beside it goes along");
   cmd->add_flag("--force", options->force, "Replace a model already in --out");
   cmd->callback([options, &action] {
     action = [options] {
       check_output_folder("--out", options->out, {"config.json", "model.safetensors"}, options->force);
       const auto config = core::load_model_config(options->config);
-      // The tokenizer is read before anything is written (a folder names its tokenizer.json), so a bad
-      // one leaves no half-made folder behind; its ids must fit the config's vocabulary.
-      std::string tokenizer = options->tokenizer;
-      if (!tokenizer.empty() && std::filesystem::is_directory(tokenizer))
-        tokenizer = (std::filesystem::path(tokenizer) / "tokenizer.json").string();
+      // The tokenizer is read before anything is written, so a bad one leaves no half-made folder
+      // behind; its ids must fit the config's vocabulary.
+      const std::string& tokenizer = options->tokenizer;
       if (!tokenizer.empty()) {
         const auto loaded = core::Tokenizer::load(tokenizer);
         if (loaded->vocab_size() > config.vocab_size)

@@ -10,6 +10,7 @@
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "app/cli/progress.h"
+#include "app/document/report_match.h"
 #include "app/document/session.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
@@ -68,10 +69,15 @@ std::string head_key(core::Stack stack, int layer, int head) {
   return std::string(core::stack_name(stack)) + " " + std::to_string(layer) + " " + std::to_string(head);
 }
 
-RoleMap roles_from(const std::string& path) {
+// The roles of a report measured on this model (its weights, as the window decides); a report of
+// another model is refused, naming both, rather than its roles read onto these heads by position.
+RoleMap roles_from(const std::string& path, std::shared_ptr<core::Model> model, const std::string& folder) {
   RoleMap roles;
   if (path.empty()) return roles;
   const auto report = analysis::read_head_report(path);
+  WorkbenchEngine engine;
+  const std::string mismatch = report_mismatch(report, engine.use(std::move(model), folder));
+  if (!mismatch.empty()) throw std::runtime_error("--roles: " + path + " was " + mismatch);
   for (const auto& h : report.heads) roles[head_key(h.stack, h.layer, h.head)] = h.roles;
   return roles;
 }
@@ -182,7 +188,7 @@ int prune_command(const PruneCliOptions& o) {
   auto model = core::load_model(o.model);
   place_model(*model, device);
   if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer: prune trains on text");
-  const RoleMap roles = roles_from(o.roles);
+  const RoleMap roles = roles_from(o.roles, model, o.model);
   const auto objective = core::train::objective_from_string(model->config.objective);
   if (objective == core::train::Objective::Seq2Seq)
     throw UsageError("prune trains on plain text; " + o.model + " is a sequence-to-sequence model");
@@ -242,8 +248,7 @@ int prune_command(const PruneCliOptions& o) {
     if (o.fine_tune) {
       folder = o.out + "/lambda-" + lambda_text(lambda);
       working->config.name += " (fine-tuned with head gates, λ " + lambda_text(lambda) + ")";
-      core::save_model(*working, folder, working->weights_dtype == "F64" ? "F32" : working->weights_dtype,
-                       (fs::path(o.model) / "tokenizer.json").string());
+      core::save_model(*working, folder, working->weights_dtype == "F64" ? "F32" : working->weights_dtype, o.model);
     }
     if (o.export_session) {
       run.session = o.out + "/lambda-" + lambda_text(lambda) + ".session.json";

@@ -79,6 +79,14 @@ int train_command(TrainCliOptions& options) {
     tokenizer_path = (fs::path(options.out) / "tokenizer.json").string();
   if (tokenizer_path.empty())
     throw UsageError("give --tokenizer tokenizer.json (make one with `headlab train-tokenizer`)");
+  // The folder keeps its tokenizer as tokenizer.json, where --resume and --init read it: another
+  // format (a folder, vocab.txt, vocab.json) is refused here instead of copied under that name.
+  const std::string tokenizer_name = fs::path(tokenizer_path).filename().string();
+  if (fs::is_directory(tokenizer_path) || fs::path(tokenizer_path).extension() != ".json" ||
+      tokenizer_name == "vocab.json" || tokenizer_name == "encoder.json")
+    throw UsageError("--tokenizer: " + tokenizer_path +
+                     " is not a tokenizer.json; train copies a tokenizer.json into the folder (make one with "
+                     "`headlab train-tokenizer`, or save the tokenizer with transformers' save_pretrained)");
   auto tokenizer = core::Tokenizer::load(tokenizer_path);
   config.vocab_size = static_cast<int>(tokenizer->vocab_size());
   config.validate();

@@ -192,10 +192,9 @@ CollaborativeConversion convert_to_collaborative(const Model& model, int shared_
 
 void save_converted_model(Model& converted, const Model& source, const std::string& source_folder,
                           const std::string& folder, const std::string& what) {
-  const auto tokenizer = std::filesystem::path(source_folder) / "tokenizer.json";
   converted.config.name += " (" + what + ")";
-  save_model(converted, folder, source.weights_dtype == "F64" ? "F32" : source.weights_dtype,
-             std::filesystem::exists(tokenizer) ? tokenizer.string() : "");
+  // The source folder's tokenizer files, whatever their format (vocab.txt, vocab.json + merges.txt …).
+  save_model(converted, folder, source.weights_dtype == "F64" ? "F32" : source.weights_dtype, source_folder);
 }
 
 std::string conversion_label(const std::string& to, int groups, int shared_key_size) {

@@ -3,6 +3,7 @@
 #include "core/atomic_file.h"
 #include "core/model/hf_import.h"
 #include "core/model/safetensors_torch.h"
+#include "core/tokenizer_files.h"
 #include "core/weights_policy.h"
 
 #include <nlohmann/json.hpp>
@@ -144,10 +145,7 @@ void save_model(const Model& model, const std::string& folder, const std::string
     throw std::runtime_error(config_path + ": cannot remove the previous model's config");
   save_safetensors((fs::path(folder) / "model.safetensors").string(), named_weights(model.module),
                    dtype_from_name(dtype), {{"format", "pt"}, {"producer", "headlab"}});
-  if (!tokenizer_json.empty()) {
-    const auto target = fs::path(folder) / "tokenizer.json";
-    if (fs::absolute(tokenizer_json) != fs::absolute(target)) copy_file_atomic(tokenizer_json, target.string());
-  }
+  copy_tokenizer_files(tokenizer_json, folder);  // with its tokenizer_config.json, in any format the loader reads
   write_file_atomic(config_path, config_text);
 }
 

@@ -42,6 +42,47 @@ json parse_json(std::string_view text, const std::string& origin) {
   }
 }
 
+// The special-token keys of tokenizer_config.json that resolve_specials reads.
+constexpr const char* kSpecialTokenKeys[] = {"mask_token", "pad_token", "unk_token", "cls_token",
+                                             "sep_token",  "bos_token", "eos_token"};
+
+// The added_tokens_decoder key of an id: a decimal number, nothing else.
+std::optional<int32_t> added_token_id(const std::string& key) {
+  if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return static_cast<int32_t>(std::stol(key));
+}
+
+// Checks the keys of tokenizer_config.json that HeadLab reads, so a wrong value is named by file
+// and key here instead of surfacing later as a bare library message.
+void check_config(const json& j, const std::string& where) {
+  for (const char* key : kSpecialTokenKeys) {
+    if (!j.contains(key)) continue;
+    const json& v = j[key];
+    if (v.is_null() || v.is_string() || (v.is_object() && v.contains("content") && v["content"].is_string())) continue;
+    throw std::runtime_error(where + ": '" + key + "' must be a token, an object with a \"content\" string, or null, not " +
+                             v.dump());
+  }
+  for (const char* key : {"add_prefix_space", "do_lower_case", "tokenize_chinese_chars", "strip_accents",
+                          "clean_up_tokenization_spaces"})
+    if (j.contains(key) && !j[key].is_boolean() && !j[key].is_null())
+      throw std::runtime_error(where + ": '" + key + "' must be true or false, not " + j[key].dump());
+  if (!j.contains("added_tokens_decoder")) return;
+  const json& added = j["added_tokens_decoder"];
+  if (!added.is_object())
+    throw std::runtime_error(where + ": 'added_tokens_decoder' must be an object of id -> token, not " +
+                             std::string(added.type_name()));
+  for (auto it = added.begin(); it != added.end(); ++it) {
+    const std::string entry = where + ": added_tokens_decoder['" + it.key() + "']";
+    if (!added_token_id(it.key())) throw std::runtime_error(entry + ": the key must be a token id (a non-negative number)");
+    const json& t = it.value();
+    if (!t.is_object() || !t.contains("content") || !t["content"].is_string())
+      throw std::runtime_error(entry + ": must be an object with a \"content\" string");
+    for (const char* flag : {"single_word", "lstrip", "rstrip", "special", "normalized"})
+      if (t.contains(flag) && !t[flag].is_boolean())
+        throw std::runtime_error(entry + ": '" + flag + "' must be true or false, not " + t[flag].dump());
+  }
+}
+
 // tokenizer_config.json beside the tokenizer, or null when there is none. A broken one is an error
 // naming the file: it decides special tokens, and silently ignoring it would change the ids.
 json read_config(const fs::path& dir) {
@@ -49,6 +90,7 @@ json read_config(const fs::path& dir) {
   if (!fs::is_regular_file(p)) return nullptr;
   json j = parse_json(read_text(p), p.string());
   if (!j.is_object()) throw std::runtime_error(p.string() + ": not a JSON object");
+  check_config(j, p.string());
   return j;
 }
 
@@ -337,8 +379,8 @@ std::shared_ptr<const Tokenizer> build_from_json(const json& root, const std::st
 void added_from_config(const json& config, AddedVocabulary& added) {
   if (!config.is_object() || !config.contains("added_tokens_decoder")) return;
   for (auto it = config["added_tokens_decoder"].begin(); it != config["added_tokens_decoder"].end(); ++it) {
-    json t = it.value();
-    t["id"] = std::stoi(it.key());
+    json t = it.value();  // checked by check_config
+    t["id"] = *added_token_id(it.key());
     added.add(added_token_from_json(t));
   }
 }
@@ -417,7 +459,9 @@ std::shared_ptr<const Tokenizer> load_vocab_merges(const fs::path& vocab_file, c
     TokenizerParts p;
     p.source = vocab_file.string();
     p.kind = "bpe";
-    const bool add_prefix_space = config.is_object() && config.value("add_prefix_space", false);
+    const bool add_prefix_space =
+        config.is_object() && config.contains("add_prefix_space") && config["add_prefix_space"].is_boolean() &&
+        config["add_prefix_space"].get<bool>();
     p.pre_tokenizer = make_byte_level_pre_tokenizer(add_prefix_space, true);
     if (auto id = vocab.find("<|endoftext|>")) p.added.add(AddedToken{"<|endoftext|>", *id, false, false, false, true, true});
     added_from_config(config, p.added);

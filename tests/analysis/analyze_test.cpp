@@ -519,6 +519,24 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     other.model = "elsewhere";
     CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("model"));
   }
+  SECTION("shards measured under other thresholds or probe settings are refused by name") {
+    // Not merged under the first shard's values: the roles would follow thresholds one shard never used.
+    auto other = shards[1];
+    other.settings.positional_threshold = 0.5;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--positional-threshold (0.9 vs 0.5)"));
+    other = shards[1];
+    other.settings.copying_threshold = -0.25;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--copying-threshold (0.5 vs -0.25)"));
+    other = shards[1];
+    other.settings.min_relation_count = 7;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--min-relation-count (1 vs 7)"));
+    other = shards[1];
+    other.settings.probe_seed = 3;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--probe-seed (0 vs 3)"));
+    other = shards[1];
+    other.settings.lrp_tolerance = 2e-2;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("the LRP tolerance (0.001 vs 0.02)"));
+  }
   SECTION("a shard given twice, a missing shard or another shard count is refused") {
     CHECK_THROWS_WITH(analysis::merge_shards({shards[0], shards[1], shards[1]}), Catch::Contains("given twice"));
     CHECK_THROWS_WITH(analysis::merge_shards({shards[0], shards[2]}), Catch::Contains("shard(s) 1 of 3 are missing"));
@@ -795,6 +813,7 @@ TEST_CASE("the documented Slurm and mpirun commands run as written", "[analysis]
     // With a shard gone, the merge (allowed) is partial and says which.
     fs::remove_all(report + "/shard-4-of-" + std::to_string(tasks));
     REQUIRE(test::run_command(bin + " merge --allow-missing " + report + " --out " + out.str("partial"), output) == 0);
+    CHECK_THAT(output, Catch::Contains("[partial: without shard(s) 4]") && !Catch::Contains("stopped"));
     const auto partial = analysis::read_head_report(out.str("partial"));
     CHECK(partial.partial);
     CHECK(partial.missing_shards == std::vector<int>{4});

@@ -167,6 +167,12 @@ TEST_CASE("a train run refused or failing before its first checkpoint leaves no 
   CHECK(!fs::exists(dir.str("model")));
   check_refused(train + dir.str("a.txt") + " --resume", "no checkpoint to resume from");
   CHECK(!fs::exists(dir.str("model")));
+  // The folder keeps its tokenizer as tokenizer.json: a vocab.txt is refused, not copied under that name.
+  write_text(dir.str("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n");
+  check_refused("train --config " + kMha + " --tokenizer " + dir.str("vocab.txt") + " --steps 2 --seq-len 16 --out " +
+                    dir.str("model") + " --data " + dir.str("a.txt"),
+                "--tokenizer: " + dir.str("vocab.txt") + " is not a tokenizer.json");
+  CHECK(!fs::exists(dir.str("model")));
   // Fails inside the trainer, after the folder was made and the tokenizer copied: the folder goes.
   CHECK(run_command(cli(train + dir.str("a.txt") + " --decay-only 'no.such.*'"), out) == 2);
   CHECK_THAT(out, Catch::Contains("--decay-only: 'no.such.*' names no parameter"));

@@ -101,6 +101,42 @@ TEST_CASE("headlab compare writes every section for models trained alike", "[com
   CHECK(log.find("--force") != std::string::npos);
 }
 
+TEST_CASE("headlab compare keeps each model's head report when two model folders share a name", "[compare][cli]") {
+  // a/m and b/m (and a model given twice) each get a report folder of their own.
+  test::TempDir dir{"compare_names"};
+  const std::string bin = HEADLAB_BINARY, corpus = dir.str("corpus.txt");
+  {
+    std::ofstream out(corpus);
+    for (int i = 0; i < 60; ++i) out << "the cat sat on the mat and the dog sat on the log .\n";
+  }
+  std::string log;
+  REQUIRE(test::run_command(bin + " train-tokenizer --data " + corpus + " --vocab-size 300 --out " +
+                                dir.str("tokenizer.json"), log) == 0);
+  for (const char* config : {"mha", "mqa"}) {
+    INFO(log);
+    REQUIRE(test::run_command(bin + " init --config " + HEADLAB_SOURCE_DIR + "/assets/configs/" + config +
+                                  ".json --tokenizer " + dir.str("tokenizer.json") + " --out " + dir.str(config) + "/m",
+                              log) == 0);
+  }
+  const std::string out = dir.str("comparison");
+  REQUIRE(test::run_command(bin + " compare " + dir.str("mha/m") + " " + dir.str("mqa/m/") + " " + dir.str("mha/m") +
+                                " --data " + corpus + " --seq-len 24 --limit 3 --rank-sequences 1 --timing-runs 1 " +
+                                "--threads 1 --out " + out,
+                            log) == 0);
+  INFO(log);
+  const auto j = read_json(out + "/comparison.json");
+  REQUIRE(j["models"].size() == 3);
+  const char* expected[] = {"/reports/m-1/head_report.json", "/reports/m-2/head_report.json",
+                            "/reports/m-3/head_report.json"};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string report = j["models"][i]["report"].get<std::string>();
+    CHECK(report == out + expected[i]);
+    REQUIRE(std::filesystem::exists(report));
+    // Each report is its own model's.
+    CHECK(read_json(report)["model"].get<std::string>().find(i == 1 ? "mqa/m" : "mha/m") != std::string::npos);
+  }
+}
+
 TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates and the survivors' roles", "[prune][cli]") {
   TinyVariants v;
   std::string log;
@@ -140,4 +176,17 @@ TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates an
   }
   CHECK(test::run_command(std::string(HEADLAB_BINARY) + " prune --model " + v.mha + " --data " + v.corpus + " --out " + out,
                           log) == 2);
+
+  // A report of another model is refused, naming both, before any training: its roles belong to
+  // other heads.
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " analyze --model " + v.talking + " --data " + v.corpus +
+                                " --metrics confidence --limit 5 --out " + v.dir.str("talking_report"),
+                            log) == 0);
+  CHECK(test::run_command(std::string(HEADLAB_BINARY) + " prune --model " + v.mha + " --data " + v.corpus +
+                              " --roles " + v.dir.str("talking_report") + "/head_report.json --out " +
+                              v.dir.str("pruned_other"),
+                          log) == 1);
+  CHECK(log.find("--roles: " + v.dir.str("talking_report") + "/head_report.json was measured on " + v.talking) !=
+        std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(v.dir.str("pruned_other") + "/prune.json"));
 }

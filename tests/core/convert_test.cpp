@@ -167,6 +167,42 @@ TEST_CASE("headlab convert writes a GQA folder and reports the cache and the qua
   CHECK(out.find("must divide") != std::string::npos);
 }
 
+TEST_CASE("convert and init carry the tokenizer in any format with its tokenizer_config.json", "[convert][cli]") {
+  // A Hugging Face folder whose tokenizer is a vocab.txt (BERT's older layout) with a
+  // tokenizer_config.json naming its special tokens: the converted folder reads the same tokenizer.
+  test::TempDir dir("convert_tokenizer");
+  const std::string source = dir.str("source");
+  std::filesystem::create_directories(source);
+  const std::string fixture = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/qwen2";
+  for (const auto& entry : std::filesystem::directory_iterator(fixture))  // config.json and the shards
+    std::filesystem::copy_file(entry.path(), source + "/" + entry.path().filename().string());
+  {
+    std::ofstream vocab(source + "/vocab.txt");
+    for (const char* t : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "<eot>", "the", "cat", "sat"}) vocab << t << "\n";
+    std::ofstream(source + "/tokenizer_config.json") << R"({"eos_token": "<eot>"})";
+  }
+  const auto original = core::load_model(source);
+  REQUIRE(original->tokenizer);
+  REQUIRE(original->tokenizer->eos_id() == 5);
+  std::string out;
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " convert --model " + source + " --to mqa --out " +
+                                dir.str("mqa"),
+                            out) == 0);
+  INFO(out);
+  const auto converted = core::load_model(dir.str("mqa"));
+  REQUIRE(converted->tokenizer);
+  CHECK(converted->tokenizer->encode("the cat sat", true).ids == original->tokenizer->encode("the cat sat", true).ids);
+  CHECK(converted->tokenizer->eos_id() == 5);  // from tokenizer_config.json, not a conventional name
+  // init --tokenizer takes the same: a vocab.txt is written as vocab.txt, never as tokenizer.json.
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " init --config " + HEADLAB_SOURCE_DIR +
+                                "/assets/configs/mha.json --tokenizer " + source + "/vocab.txt --out " + dir.str("init"),
+                            out) == 0);
+  const auto made = core::load_model(dir.str("init"));
+  REQUIRE(made->tokenizer);
+  CHECK(made->tokenizer->eos_id() == 5);
+  CHECK_FALSE(std::filesystem::exists(dir.str("init/tokenizer.json")));
+}
+
 TEST_CASE("CP-ALS recovers an exactly low-rank tensor", "[convert]") {
   torch::manual_seed(7);
   const int64_t K = 4, I = 7, J = 6, R = 3;

@@ -323,6 +323,48 @@ TEST_CASE("malformed tokenizer files give errors naming the file", "[tokenizer]"
   CHECK(message_of(dir.str()).find("holds no tokenizer.json") != std::string::npos);
 }
 
+TEST_CASE("a tokenizer_config.json with a wrong value is named by file and key", "[tokenizer]") {
+  // Every format reads the special tokens from tokenizer_config.json; vocab.txt and vocab.json +
+  // merges.txt also read its added_tokens_decoder and flags.
+  headlab::test::TempDir dir("tok-config");
+  std::filesystem::create_directories(dir.str("fast"));
+  write_all(dir.str("fast/tokenizer.json"),
+            R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "a": 1}}})");
+  std::filesystem::create_directories(dir.str("vocab"));
+  write_all(dir.str("vocab/vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\na\n");
+  std::filesystem::create_directories(dir.str("bpe"));
+  write_all(dir.str("bpe/vocab.json"), R"({"a": 0, "b": 1, "ab": 2})");
+  write_all(dir.str("bpe/merges.txt"), "#version: 0.2\na b\n");
+  auto message_of = [&](const std::string& folder, const std::string& config) {
+    write_all(dir.str(folder + "/tokenizer_config.json"), config);
+    try {
+      Tokenizer::load(dir.str(folder));
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string file = "tokenizer_config.json: ";
+  CHECK(message_of("vocab", R"({"added_tokens_decoder": {"abc": {"content": "<x>"}}})")
+            .find(file + "added_tokens_decoder['abc']: the key must be a token id") != std::string::npos);
+  CHECK(message_of("vocab", R"({"added_tokens_decoder": [{"content": "<x>"}]})")
+            .find(file + "'added_tokens_decoder' must be an object of id -> token, not array") != std::string::npos);
+  CHECK(message_of("vocab", R"({"added_tokens_decoder": {"5": {"special": true}}})")
+            .find(file + "added_tokens_decoder['5']: must be an object with a \"content\" string") != std::string::npos);
+  CHECK(message_of("vocab", R"({"added_tokens_decoder": {"5": {"content": "<x>", "special": "yes"}}})")
+            .find(file + "added_tokens_decoder['5']: 'special' must be true or false") != std::string::npos);
+  CHECK(message_of("bpe", R"({"add_prefix_space": "yes"})").find(file + "'add_prefix_space' must be true or false") !=
+        std::string::npos);
+  CHECK(message_of("fast", R"({"eos_token": {"content": 5}})").find(file + "'eos_token' must be a token") !=
+        std::string::npos);
+  CHECK(message_of("fast", R"({"mask_token": 7})").find(file + "'mask_token' must be a token") != std::string::npos);
+  // The values real files hold load as before, and an added token's id comes from its key.
+  CHECK(message_of("bpe", R"({"add_prefix_space": null, "eos_token": null})") == "no error");
+  CHECK(message_of("vocab", R"({"strip_accents": null, "mask_token": {"content": "[MASK]", "__type": "AddedToken"},
+                                "added_tokens_decoder": {"5": {"content": "[MASK]", "special": true}}})") == "no error");
+  CHECK(Tokenizer::load(dir.str("vocab"))->mask_id() == 5);
+}
+
 TEST_CASE("encode is thread-safe and deterministic", "[tokenizer]") {
   auto qwen = shared_tokenizer("qwen3");
   const auto lines = conformance_lines("qwen3");

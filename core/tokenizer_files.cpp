@@ -1,0 +1,58 @@
+#include "core/tokenizer_files.h"
+
+#include "core/atomic_file.h"
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+namespace headlab::core {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// Source file → its name in a model folder, chosen as Tokenizer::load chooses (tokenizer.json first,
+// then vocab.txt, then vocab.json + merges.txt or encoder.json + vocab.bpe).
+std::vector<std::pair<fs::path, std::string>> files_of(const fs::path& tokenizer) {
+  const auto pair_in = [](const fs::path& dir) -> std::vector<std::pair<fs::path, std::string>> {
+    for (auto [v, m] : {std::pair{"vocab.json", "merges.txt"}, std::pair{"encoder.json", "vocab.bpe"}})
+      if (is_file(dir / v) && is_file(dir / m)) return {{dir / v, v}, {dir / m, m}};
+    return {};
+  };
+  std::error_code ec;
+  if (fs::is_directory(tokenizer, ec)) {
+    if (is_file(tokenizer / "tokenizer.json")) return {{tokenizer / "tokenizer.json", "tokenizer.json"}};
+    if (is_file(tokenizer / "vocab.txt")) return {{tokenizer / "vocab.txt", "vocab.txt"}};
+    return pair_in(tokenizer);
+  }
+  const std::string name = tokenizer.filename().string();
+  if (name == "merges.txt" || name == "vocab.json" || name == "encoder.json" || tokenizer.extension() == ".bpe")
+    return pair_in(tokenizer.parent_path());
+  if (tokenizer.extension() == ".txt") return {{tokenizer, "vocab.txt"}};
+  return {{tokenizer, "tokenizer.json"}};
+}
+
+}  // namespace
+
+void copy_tokenizer_files(const std::string& tokenizer, const std::string& folder) {
+  if (tokenizer.empty()) return;
+  const fs::path source(tokenizer);
+  auto files = files_of(source);
+  if (files.empty()) return;
+  const fs::path config = (fs::is_directory(source) ? source : source.parent_path()) / "tokenizer_config.json";
+  if (is_file(config)) files.emplace_back(config, "tokenizer_config.json");
+  for (const auto& [from, name] : files) {
+    const fs::path to = fs::path(folder) / name;
+    std::error_code ec;
+    if (fs::exists(to, ec) && fs::equivalent(from, to, ec)) continue;
+    copy_file_atomic(from.string(), to.string());
+  }
+}
+
+}  // namespace headlab::core
