@@ -1,5 +1,7 @@
 #include "app/gui/draw_util.h"
 
+#include "app/export/shown_controls.h"
+
 #include <cmath>
 #include <cstdio>
 
@@ -166,6 +168,14 @@ void refused_input_banner(const Document& doc) {
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
   ImGui::TextWrapped("Showing the last accepted input (\"%s\"), not the text in the Input view: %s",
                      token_label(shown, 40).c_str(), doc.refused->reason.c_str());
+  ImGui::PopStyleColor();
+}
+
+void controls_not_shown_line(const Document& doc) {
+  const std::string note = controls_not_shown(doc);
+  if (note.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
+  ImGui::TextWrapped("%s", note.c_str());
   ImGui::PopStyleColor();
 }
 
