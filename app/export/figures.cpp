@@ -2,6 +2,7 @@
 
 #include "analysis/cairo_image.h"
 #include "analysis/figure_kit.h"
+#include "app/layout/head_colours.h"
 #include "core/atomic_file.h"
 
 #include <cairo.h>
@@ -142,6 +143,13 @@ void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap co
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0.85, 0.15, 0.15);
     text(cr, x + 2, y + 9, gate_text(map.gate), 8);
+    if (map.gate == 0) {  // crossed out, as on screen
+      cairo_set_source_rgba(cr, 0.85, 0.15, 0.15, 0.6);
+      cairo_set_line_width(cr, 1.0);
+      cairo_move_to(cr, x, y), cairo_line_to(cr, x + w, y + h);
+      cairo_move_to(cr, x + w, y), cairo_line_to(cr, x, y + h);
+      cairo_stroke(cr);
+    }
   }
 }
 
@@ -331,9 +339,6 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
 
 void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads, int rows,
                      int cols, const FigureTokens& tokens, bool relative_opacity, int selected) {
-  static const double palette[10][3] = {{0.12, 0.47, 0.71}, {1.0, 0.5, 0.05},  {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16},
-                                        {0.58, 0.4, 0.74},  {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76}, {0.5, 0.5, 0.5},
-                                        {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
   const double row = std::max(6.0, std::min(16.0, 640.0 / std::max(rows, cols)));
   const double label = std::min(9.0, row * 0.8), margin = 16, title_h = 40, col_w = 90, gap = 220;
   Canvas c(path, page_width(margin * 2 + col_w * 2 + gap, title), margin * 2 + title_h + std::max(rows, cols) * row);
@@ -347,7 +352,7 @@ void write_head_view(const std::string& path, const std::string& title, const st
       hidden.push_back(std::to_string(h));
       continue;
     }
-    const auto* p = palette[h % 10];
+    const double p[3] = {head_rgb(h).r / 255.0, head_rgb(h).g / 255.0, head_rgb(h).b / 255.0};
     const double lx = margin + drawn.size() * 28;
     cairo_set_source_rgb(cr, p[0], p[1], p[2]);
     cairo_rectangle(cr, lx, margin + 20, 10, 8);
@@ -381,7 +386,7 @@ void write_head_view(const std::string& path, const std::string& title, const st
   if (selected >= 0 && selected < static_cast<int>(heads.size()) && heads[selected]) order.push_back(selected);
   for (int h : order) {
     if (!(strongest > 0)) break;
-    const auto* p = palette[h % 10];
+    const double p[3] = {head_rgb(h).r / 255.0, head_rgb(h).g / 255.0, head_rgb(h).b / 255.0};
     cairo_set_line_width(cr, h == selected ? 1.6 : 1.0);
     for (int q = 0; q < rows; ++q)
       for (int k = 0; k < cols; ++k) {

@@ -1,6 +1,9 @@
 #include "app/gui/draw_util.h"
 
 #include "app/export/shown_controls.h"
+#include "app/layout/head_colours.h"
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdio>
@@ -180,16 +183,8 @@ void controls_not_shown_line(const Document& doc) {
 }
 
 ImU32 head_colour(int head, float alpha) {
-  static const ImU32 tab10[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
-                                0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
-  float r, g, b;
-  if (head < 10) {
-    const ImU32 c = tab10[head];
-    r = ((c >> 16) & 255) / 255.0f, g = ((c >> 8) & 255) / 255.0f, b = (c & 255) / 255.0f;
-  } else {
-    ImGui::ColorConvertHSVtoRGB(std::fmod(head * 0.61803f, 1.0f), 0.65f, 0.9f, r, g, b);
-  }
-  return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, alpha));
+  const Rgb c = head_rgb(head);
+  return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 255)));
 }
 
 }  // namespace headlab::app
