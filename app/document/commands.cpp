@@ -25,6 +25,17 @@ struct Reader {
   void read(const char* name, double& v) const { v = as<double>(name); }
   void read(const char* name, std::vector<std::string>& v) const { v = as<std::vector<std::string>>(name); }
   void read(const char* name, std::vector<float>& v) const { v = as<std::vector<float>>(name); }
+  void read(const char* name, std::vector<int>& v) const {
+    if (!j.at(name).is_array()) fail(name, "must be a list of integers");
+    v.clear();
+    for (const auto& item : j.at(name)) {
+      try {
+        v.push_back(core::get_integer<int>(item));
+      } catch (const json::exception&) {
+        fail(name, "must be a list of integers");
+      }
+    }
+  }
   void read(const char* name, Stage& v) const {
     try {
       v = stage_from_name(as<std::string>(name));
@@ -256,6 +267,7 @@ template <class Io> void fields(Io& io, cmd::SetMapView& c) {
   io.optional("query_from", c.query_from);
   io.optional("query_to", c.query_to);
 }
+template <class Io> void fields(Io& io, cmd::SetHeadView& c) { io.optional("hidden", c.hidden); }
 template <class Io> void fields(Io&, cmd::Quit&) {}
 template <class Io> void fields(Io& io, cmd::ExpectError& c) { io.optional("contains", c.contains); }
 template <class Io> void fields(Io& io, cmd::AnswerDialog& c) { io.required("button", c.button); }
@@ -283,8 +295,8 @@ const std::vector<std::string>& command_names() {
       "select_view",  "wait_frames",   "set_map_view", "quit",          "expect_error",
       "answer_dialog", "generate", "stop_generation", "convert_model", "stop_convert", "trim_input", "close_report",
       "set_patching", "run_patching", "stop_patching", "take_from_counterfactual", "set_device",
-      "set_precision"};
-  static_assert(std::variant_size_v<Command> == 45, "one name per command");
+      "set_precision", "set_head_view"};
+  static_assert(std::variant_size_v<Command> == 46, "one name per command");
   return names;
 }
 
@@ -294,6 +306,7 @@ bool is_window_command(const Command& command) {
   return std::holds_alternative<cmd::Export>(command) || std::holds_alternative<cmd::Screenshot>(command) ||
          std::holds_alternative<cmd::ShowView>(command) || std::holds_alternative<cmd::SelectView>(command) ||
          std::holds_alternative<cmd::WaitFrames>(command) || std::holds_alternative<cmd::SetMapView>(command) ||
+         std::holds_alternative<cmd::SetHeadView>(command) ||
          std::holds_alternative<cmd::Quit>(command) || std::holds_alternative<cmd::ExpectError>(command) ||
          std::holds_alternative<cmd::AnswerDialog>(command);
 }

@@ -218,6 +218,11 @@ struct SetMapView {
   float zoom = 1;
   int query_from = 0, query_to = -1;
 };
+// The heads the Head view hides (its head buttons; every other head shown) — the view's own state,
+// set from a script for figures.
+struct SetHeadView {
+  std::vector<int> hidden;
+};
 struct Quit {};
 // Scripts only: the previous action must have failed with a message containing `contains` (any
 // message when empty); the message is printed and cleared, and the script goes on. A script that
@@ -241,13 +246,13 @@ using Command = std::variant<cmd::OpenModel, cmd::SetText, cmd::Run, cmd::SetOut
                              cmd::AnswerDialog, cmd::Generate, cmd::StopGeneration, cmd::ConvertModel,
                              cmd::StopConvert, cmd::TrimInput, cmd::CloseReport, cmd::SetPatching,
                              cmd::RunPatching, cmd::StopPatching, cmd::TakeFromCounterfactual, cmd::SetDevice,
-                             cmd::SetPrecision>;
+                             cmd::SetPrecision, cmd::SetHeadView>;
 
 // The script name of each command ("select_head", …), in the variant's order.
 const std::vector<std::string>& command_names();
 std::string command_name(const Command& command);
 // True for the commands the window applies (export, screenshot, show_view, select_view, wait_frames,
-// set_map_view, quit).
+// set_map_view, set_head_view, quit).
 bool is_window_command(const Command& command);
 
 // {"action": "select_head", "layer": 1, "head": 2} → cmd::SelectHead. Throws std::runtime_error

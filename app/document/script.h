@@ -17,7 +17,7 @@
 //   set_lrp_target {position[, token, enabled, shading: lrp|rollout|flow]}
 //   save_session {path}  open_session {path}
 //   export {view, path[, scale, figure_only, overwrite]}  screenshot {path[, scale, overwrite]}  show_view {view[, open]}  select_view {view}
-//   wait_frames {frames}  set_map_view {zoom[, query_from, query_to]}  quit
+//   wait_frames {frames}  set_map_view {zoom[, query_from, query_to]}  set_head_view {hidden?: [heads]}  quit
 //   expect_error {contains?}  (the previous action failed with such a message: printed, cleared, go on)
 #pragma once
 

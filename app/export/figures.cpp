@@ -2,6 +2,7 @@
 
 #include "analysis/cairo_image.h"
 #include "analysis/figure_kit.h"
+#include "app/layout/head_colours.h"
 #include "core/atomic_file.h"
 
 #include <cairo.h>
@@ -85,23 +86,70 @@ double text_width(cairo_t* cr, const std::string& s, double size) {
 
 // Draws a map as one embedded image (not a rectangle per cell) scaled with nearest-neighbour.
 // `vector_cells`: analysis::draw_pixels's, lowered for a figure of many maps.
+// "off" or "g=0.25": what a gated map's stamp says.
+std::string gate_text(float gate) {
+  char g[32];
+  std::snprintf(g, sizeof g, gate == 0 ? "off" : "g=%.2f", gate);
+  return g;
+}
+
+// Keys the layer's pattern forbids: the window's hatch (dark grey, lighter diagonal stripes).
+constexpr double kForbidden[3] = {0.20, 0.20, 0.22}, kForbiddenStripe[3] = {0.28, 0.28, 0.30};
+
+// Diagonal stripes over the cells `map.masked` sets, on their dark grey (drawn by draw_map's pixels).
+void hatch_forbidden(cairo_t* cr, const FigureMap& map, int rows, int cols, double x, double y, double w, double h) {
+  cairo_save(cr);
+  cairo_new_path(cr);
+  const double cw = w / cols, ch = h / rows;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols;) {  // one rectangle per run of forbidden keys in a row
+      if (!map.masked[static_cast<size_t>(r) * cols + c]) {
+        ++c;
+        continue;
+      }
+      const int begin = c;
+      while (c < cols && map.masked[static_cast<size_t>(r) * cols + c]) ++c;
+      cairo_rectangle(cr, x + begin * cw, y + r * ch, (c - begin) * cw, ch);
+    }
+  cairo_clip(cr);
+  cairo_set_source_rgb(cr, kForbiddenStripe[0], kForbiddenStripe[1], kForbiddenStripe[2]);
+  cairo_set_line_width(cr, 1.0);
+  const double period = 3.0;
+  for (double d = -h; d < w; d += period) {
+    cairo_move_to(cr, x + d, y + h);
+    cairo_line_to(cr, x + d + h, y);
+  }
+  cairo_stroke(cr);
+  cairo_restore(cr);
+}
+
 void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap colormap, double x, double y, double w, double h,
               int64_t vector_cells = analysis::kVectorCells) {
+  auto byte = [](double v) { return static_cast<uint32_t>(std::lround(v * 255)); };
+  const uint32_t forbidden = (byte(kForbidden[0]) << 16) | (byte(kForbidden[1]) << 8) | byte(kForbidden[2]);
   analysis::draw_pixels(
       cr, cols, rows,
       [&](int r, int c) {
-        const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.data[static_cast<size_t>(r) * cols + c]));
+        const size_t i = static_cast<size_t>(r) * cols + c;
+        if (map.masked && map.masked[i]) return forbidden;
+        const Rgb rgb = colormap_rgb(colormap, map.range.normalize(map.data[i]));
         return (uint32_t(rgb.r) << 16) | (uint32_t(rgb.g) << 8) | rgb.b;
       },
       x, y, w, h, vector_cells);
+  if (map.masked) hatch_forbidden(cr, map, rows, cols, x, y, w, h);
   if (map.gate < 1.0f) {
     cairo_set_source_rgba(cr, 0.1, 0.1, 0.1, 0.75 * (1.0 - map.gate));
     cairo_rectangle(cr, x, y, w, h);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0.85, 0.15, 0.15);
-    char g[32];
-    std::snprintf(g, sizeof g, map.gate == 0 ? "off" : "g=%.2f", map.gate);
-    text(cr, x + 2, y + 9, g, 8);
+    text(cr, x + 2, y + 9, gate_text(map.gate), 8);
+    if (map.gate == 0) {  // crossed out, as on screen
+      cairo_set_source_rgba(cr, 0.85, 0.15, 0.15, 0.6);
+      cairo_set_line_width(cr, 1.0);
+      cairo_move_to(cr, x, y), cairo_line_to(cr, x + w, y + h);
+      cairo_move_to(cr, x + w, y), cairo_line_to(cr, x, y + h);
+      cairo_stroke(cr);
+    }
   }
 }
 
@@ -137,6 +185,15 @@ void colour_bar(cairo_t* cr, double x, double y, double w, double h, Colormap co
   if (range.log) text(cr, x + w + 4, y + h, "log", 8);
 }
 
+bool any_masked(const FigureMap& map, int rows, int cols) {
+  if (!map.masked) return false;
+  for (size_t i = 0; i < static_cast<size_t>(rows) * cols; ++i)
+    if (map.masked[i]) return true;
+  return false;
+}
+
+constexpr const char* kForbiddenText = "hatched grey: keys the layer's attention pattern forbids (not weights of 0)";
+
 std::string join(const std::vector<std::string>& parts, const char* separator) {
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? separator : "") + parts[i];
@@ -170,7 +227,7 @@ double page_width(double content, const std::string& title) {
 }  // namespace
 
 void write_attention_map(const std::string& path, const std::string& title, const FigureMap& map, int rows, int cols,
-                         const FigureTokens& tokens, Colormap colormap) {
+                         const FigureTokens& tokens, Colormap colormap, const std::string& subtitle) {
   const double cell = std::max(4.0, std::min(18.0, 480.0 / std::max(rows, cols)));
   const double label = std::min(9.0, cell * 0.8);
   // The corner between the labels names the axes: "key →" over "query ↓", right-aligned.
@@ -179,11 +236,17 @@ void write_attention_map(const std::string& path, const std::string& title, cons
                top = std::max(widest_text(tokens.keys, label) + 12, 24.0);
   const double w = cols * cell, h = rows * cell;
   const double sink_w = map.sink ? cell * 1.5 : 0.0;  // the sink column and its gap
-  const double margin = 16, title_h = 24, bar_h = 40;
-  Canvas c(path, page_width(margin * 2 + left + std::max(w + sink_w, 160.0), title), margin * 2 + title_h + top + h + bar_h);
+  const double margin = 16, title_h = subtitle.empty() ? 24 : 38, bar_h = 40;
+  const double width = std::max(page_width(margin * 2 + left + std::max(w + sink_w, 160.0), title),
+                                margin * 2 + widest_text({subtitle}, 9) + 4);
+  Canvas c(path, width, margin * 2 + title_h + top + h + bar_h);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);
+  if (!subtitle.empty()) {
+    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+    text(cr, margin, margin + 26, subtitle, 9);
+  }
   const double x0 = margin + left, y0 = margin + title_h + top;
   draw_map(cr, map, rows, cols, colormap, x0, y0, w, h);
   if (map.sink) {
@@ -200,9 +263,12 @@ void write_attention_map(const std::string& path, const std::string& title, cons
   text(cr, x0 - 6, y0 - 13, "key →", 7, true);
   text(cr, x0 - 6, y0 - 4, "query ↓", 7, true);
   colour_bar(cr, x0, y0 + h + 10, std::min(w, 200.0), 8, colormap, map.range);
-  c.finish(title, "queries (rows): " + join(tokens.queries, " ") + "\nkeys (columns): " + join(tokens.keys, " ") +
-                      (map.sink ? "\nlast column: the learned sink's share of each query's softmax" : "") + "\n" +
-                      colour_bar_text(colormap, map.range));
+  c.finish(title, (subtitle.empty() ? "" : subtitle + "\n") + "queries (rows): " + join(tokens.queries, " ") +
+                      "\nkeys (columns): " + join(tokens.keys, " ") +
+                      (map.sink ? "\nlast column: the learned sink's share of each query's softmax" : "") +
+                      (any_masked(map, rows, cols) ? std::string("\n") + kForbiddenText : "") +
+                      (map.gate < 1.0f ? "\ngate " + gate_text(map.gate) + ": the head's output scaled by its gate" : "") +
+                      "\n" + colour_bar_text(colormap, map.range));
 }
 
 void write_heads_grid(const std::string& path, const std::string& title, const std::vector<std::vector<FigureMap>>& maps,
@@ -223,7 +289,8 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   MapRange shown;
   bool one_scale = true;  // every map coloured over the same range (the absolute 0–1 of weights)
   int64_t maps_drawn = 0;
-  bool any_sink = false;
+  bool any_sink = false, any_forbidden = false;
+  std::vector<std::string> gated, mixed;  // "L4 H4 off", …; "L2 H0", …
   for (const auto& l : maps) maps_drawn += static_cast<int64_t>(l.size());
   const int64_t vector_cells =
       maps_drawn * rows * cols > analysis::kFigureVectorCells ? 0 : analysis::kVectorCells;  // many maps: images
@@ -237,6 +304,17 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
       draw_map(cr, m, rows, cols, colormap, x, y, map_w, cell, vector_cells);
       if (m.sink) draw_sink_column(cr, m, rows, colormap, x + map_w + 2, y, strip, cell);
       any_sink = any_sink || m.sink;
+      any_forbidden = any_forbidden || any_masked(m, rows, cols);
+      const std::string name = "L" + std::to_string(l) + " H" + std::to_string(h);
+      if (m.gate < 1.0f) gated.push_back(name + " " + gate_text(m.gate));
+      if (m.mixed) {
+        mixed.push_back(name);
+        cairo_set_source_rgba(cr, 0.08, 0.08, 0.08, 0.8);
+        cairo_rectangle(cr, x + 1, y + cell - 11, text_width(cr, "mix", 8) + 4, 10);
+        cairo_fill(cr);
+        cairo_set_source_rgb(cr, 0.43, 0.78, 1.0);
+        text(cr, x + 3, y + cell - 3, "mix", 8);
+      }
       const MapRange& r = maps[l][h].range;
       if (l + h > 0 && (r.lo != shown.lo || r.hi != shown.hi || r.log != shown.log)) one_scale = false;
       shown = r;
@@ -253,27 +331,35 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
                       " heads (H0–H" + std::to_string(heads - 1) + "), each map " + std::to_string(rows) + " × " +
                       std::to_string(cols) + "\n" +
                       (any_sink ? "the strip right of a map: the learned sink's share of each query's softmax\n" : "") +
+                      (any_forbidden ? std::string(kForbiddenText) + "\n" : "") +
+                      (gated.empty() ? "" : "gated heads, dimmed: " + join(gated, ", ") + "\n") +
+                      (mixed.empty() ? "" : "heads a mixing matrix changes, marked mix: " + join(mixed, ", ") + "\n") +
                       (one_scale ? colour_bar_text(colormap, shown) : std::string("each map scaled to its own range")));
 }
 
 void write_head_view(const std::string& path, const std::string& title, const std::vector<const float*>& heads, int rows,
                      int cols, const FigureTokens& tokens, bool relative_opacity, int selected) {
-  static const double palette[10][3] = {{0.12, 0.47, 0.71}, {1.0, 0.5, 0.05},  {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16},
-                                        {0.58, 0.4, 0.74},  {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76}, {0.5, 0.5, 0.5},
-                                        {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
   const double row = std::max(6.0, std::min(16.0, 640.0 / std::max(rows, cols)));
   const double label = std::min(9.0, row * 0.8), margin = 16, title_h = 40, col_w = 90, gap = 220;
   Canvas c(path, page_width(margin * 2 + col_w * 2 + gap, title), margin * 2 + title_h + std::max(rows, cols) * row);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);
+  // The legend: the heads drawn, each in its colour.
+  std::vector<std::string> drawn, hidden;
   for (size_t h = 0; h < heads.size(); ++h) {
-    const auto* p = palette[h % 10];
+    if (!heads[h]) {
+      hidden.push_back(std::to_string(h));
+      continue;
+    }
+    const double p[3] = {head_rgb(h).r / 255.0, head_rgb(h).g / 255.0, head_rgb(h).b / 255.0};
+    const double lx = margin + drawn.size() * 28;
     cairo_set_source_rgb(cr, p[0], p[1], p[2]);
-    cairo_rectangle(cr, margin + h * 28, margin + 20, 10, 8);
+    cairo_rectangle(cr, lx, margin + 20, 10, 8);
     cairo_fill(cr);
     cairo_set_source_rgb(cr, 0, 0, 0);
-    text(cr, margin + h * 28 + 12, margin + 28, std::to_string(h), 8);
+    text(cr, lx + 12, margin + 28, std::to_string(h), 8);
+    drawn.push_back(std::to_string(h));
   }
   const double xl = margin + col_w, xr = xl + gap, y0 = margin + title_h;
   for (int q = 0; q < rows && q < static_cast<int>(tokens.queries.size()); ++q)
@@ -286,18 +372,21 @@ void write_head_view(const std::string& path, const std::string& title, const st
   if (relative_opacity) {
     strongest = 0;
     for (const float* m : heads)
-      for (int i = 0; i < rows * cols; ++i) strongest = std::max(strongest, m[i]);
+      if (m)
+        for (int i = 0; i < rows * cols; ++i) strongest = std::max(strongest, m[i]);
   }
   cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-  text(cr, margin + heads.size() * 28 + 8, margin + 28,
-       relative_opacity ? "line opacity: weight relative to the strongest" : "line opacity: attention weight, 0 to 1", 7);
+  const std::string opacity =
+      std::string(relative_opacity ? "line opacity: weight relative to the strongest" : "line opacity: attention weight, 0 to 1") +
+      (hidden.empty() ? "" : "; heads " + join(hidden, ", ") + " hidden");
+  text(cr, margin + drawn.size() * 28 + 8, margin + 28, opacity, 7);
   std::vector<int> order;
   for (int h = 0; h < static_cast<int>(heads.size()); ++h)
-    if (h != selected) order.push_back(h);
-  if (selected >= 0 && selected < static_cast<int>(heads.size())) order.push_back(selected);
+    if (h != selected && heads[h]) order.push_back(h);
+  if (selected >= 0 && selected < static_cast<int>(heads.size()) && heads[selected]) order.push_back(selected);
   for (int h : order) {
     if (!(strongest > 0)) break;
-    const auto* p = palette[h % 10];
+    const double p[3] = {head_rgb(h).r / 255.0, head_rgb(h).g / 255.0, head_rgb(h).b / 255.0};
     cairo_set_line_width(cr, h == selected ? 1.6 : 1.0);
     for (int q = 0; q < rows; ++q)
       for (int k = 0; k < cols; ++k) {
@@ -309,8 +398,11 @@ void write_head_view(const std::string& path, const std::string& title, const st
         cairo_stroke(cr);
       }
   }
-  c.finish(title, std::to_string(heads.size()) + " heads, one colour each; lines from queries (left): " +
-                      join(tokens.queries, " ") + "\nto keys (right): " + join(tokens.keys, " "));
+  const std::string which = hidden.empty() ? std::to_string(heads.size()) + " heads"
+                                           : "heads " + join(drawn, ", ") + " of " + std::to_string(heads.size()) +
+                                                 " (heads " + join(hidden, ", ") + " hidden)";
+  c.finish(title, which + ", one colour each; lines from queries (left): " + join(tokens.queries, " ") +
+                      "\nto keys (right): " + join(tokens.keys, " "));
 }
 
 }  // namespace headlab::app

@@ -3,6 +3,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
+#include "app/export/shown_controls.h"
 
 #include <imgui_internal.h>  // SetItemUsingMouseWheel
 
@@ -62,6 +63,7 @@ void AttentionMapView::drawContent(Workbench& wb) {
   const auto& qt = wb.doc().snapshot->query_tokens(sel.stack);
   const auto& kt = wb.doc().snapshot->key_tokens(sel.stack);
   refused_input_banner(wb.doc());
+  controls_not_shown_line(wb.doc());
   scale_controls(wb);
   export_buttons_same_line(wb, "attention-map", title());
 
@@ -104,11 +106,8 @@ void AttentionMapView::drawContent(Workbench& wb) {
   ImGui::TextDisabled("rows: queries ↓ · columns: keys →");
   float left = 0, topw = 0;
   // Thinned labels carry their position, so every 5th token does not read as consecutive words.
-  const bool numbered = sm.rows > 40 || sm.cols > 40;
-  auto label_of = [&](const std::vector<std::string>& tokens, int i) {
-    const std::string t = i < static_cast<int>(tokens.size()) ? token_label(tokens[i]) : "?";
-    return numbered ? std::to_string(i) + " " + t : t;
-  };
+  const bool numbered = map_labels_numbered(sm.rows, sm.cols);
+  auto label_of = [&](const std::vector<std::string>& tokens, int i) { return map_label(tokens, i, numbered, 14); };
   for (int i = 0; i < static_cast<int>(qt.tokens.size()); ++i)
     left = std::max(left, ImGui::CalcTextSize(label_of(qt.tokens, i).c_str()).x);
   for (int i = 0; i < static_cast<int>(kt.tokens.size()); ++i)
@@ -169,6 +168,8 @@ void AttentionMapView::drawContent(Workbench& wb) {
   }
   const float cell = map_cell(viewport_, area);
   const CellRange vis = map_visible(viewport_, area);
+  // What is on show, in the map's rows and columns: its SVG/PDF export draws the same part.
+  shown_ = {from + vis.row_begin, from + vis.row_end, vis.col_begin, vis.col_end};
   const ImVec2 p1(p0.x + map_drawn_width(viewport_, area), p0.y + map_drawn_height(viewport_, area));
   const ImVec2 uv0(viewport_.col0 / sm.cols, (from + viewport_.row0) / sm.rows);
   const ImVec2 uv1((viewport_.col0 + (p1.x - p0.x) / cell) / sm.cols, (from + viewport_.row0 + (p1.y - p0.y) / cell) / sm.rows);
@@ -204,11 +205,9 @@ void AttentionMapView::drawContent(Workbench& wb) {
   }
 
   dl->PushClipRect(p0, p1, true);
-  // A gated head is dimmed and stamped as in the Heads grid (and in its SVG/PDF export).
-  const AttentionSummary* att = wb.doc().model->find(sel.stack);
-  const float gate = (sel.stage == Stage::U || (att && !att->talking_heads))
-                         ? wb.doc().session.controls.get(sel.stack, sel.layer).gate(sel.head)
-                         : 1.0f;
+  // A gated head is dimmed and stamped as in the Heads grid (and in its SVG/PDF export): the gate
+  // the map on show was computed with.
+  const float gate = shown_gate(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage);
   if (gate < 1.0f) {
     dl->AddRectFilled(p0, p1, IM_COL32(20, 20, 20, static_cast<int>(190 * (1.0f - gate))));
     if (gate == 0.0f) {
@@ -301,7 +300,15 @@ void AttentionMapView::drawContent(Workbench& wb) {
 bool AttentionMapView::exportFile(Workbench& wb, const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".svg" && ext != ".pdf") return false;
-  export_figure(wb, "attention-map", "", path, 1);
+  // The part on show (the query range, the zoom's window) of the map the view last drew; all of a
+  // map it has not drawn.
+  const auto& sel = wb.doc().session.selection;
+  const AttentionMaps* maps = wb.doc().snapshot ? wb.doc().snapshot->find(sel.stack) : nullptr;
+  const StageMaps* sm = maps && sel.layer < static_cast<int>(maps->layers.size())
+                            ? &maps->layers[sel.layer].stages[static_cast<int>(sel.stage)]
+                            : nullptr;
+  const bool drawn = sm && sm->rows == shown_rows_ && sm->cols == shown_cols_;
+  export_attention_map(wb, path, drawn ? shown_ : CellRange{});
   return true;
 }
 

@@ -27,6 +27,7 @@ class AttentionMapView : public View {
   int followed_query_ = -1, followed_key_ = -1;
   float start_zoom_ = 1.0f;  // HEADLAB_MAP_ZOOM: the zoom the view opens with (figures, screenshots)
   int shown_rows_ = -1, shown_cols_ = -1;  // the map size the viewport was made for
+  CellRange shown_;  // the rows and columns on show last frame (what an SVG/PDF export draws)
 };
 
 // Colormap, linear/log and range choices (shared with the menu).

@@ -1,5 +1,10 @@
 #include "app/gui/draw_util.h"
 
+#include "app/export/shown_controls.h"
+#include "app/layout/head_colours.h"
+
+#include <algorithm>
+
 #include <cmath>
 #include <cstdio>
 
@@ -169,17 +174,17 @@ void refused_input_banner(const Document& doc) {
   ImGui::PopStyleColor();
 }
 
+void controls_not_shown_line(const Document& doc) {
+  const std::string note = controls_not_shown(doc);
+  if (note.empty()) return;
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
+  ImGui::TextWrapped("%s", note.c_str());
+  ImGui::PopStyleColor();
+}
+
 ImU32 head_colour(int head, float alpha) {
-  static const ImU32 tab10[] = {0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd,
-                                0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22, 0x17becf};
-  float r, g, b;
-  if (head < 10) {
-    const ImU32 c = tab10[head];
-    r = ((c >> 16) & 255) / 255.0f, g = ((c >> 8) & 255) / 255.0f, b = (c & 255) / 255.0f;
-  } else {
-    ImGui::ColorConvertHSVtoRGB(std::fmod(head * 0.61803f, 1.0f), 0.65f, 0.9f, r, g, b);
-  }
-  return ImGui::ColorConvertFloat4ToU32(ImVec4(r, g, b, alpha));
+  const Rgb c = head_rgb(head);
+  return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 255)));
 }
 
 }  // namespace headlab::app

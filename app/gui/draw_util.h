@@ -26,6 +26,9 @@ void attention_scale_legend(Colormap map, bool logits, bool auto_range, bool log
 // When the last input was refused, a line saying that the view shows the last accepted input
 // (the maps and predictions of the text before), not the text in the Input view.
 void refused_input_banner(const Document& doc);
+// When the session's gates or mixing differ from those the run on show was computed with (not run
+// yet, or set on a refused input), a line saying that the maps draw the ones they ran with.
+void controls_not_shown_line(const Document& doc);
 // Distinct colours for heads (Tableau 10, then hue steps).
 ImU32 head_colour(int head, float alpha = 1.0f);
 // A field's label before it, where it is read ("layer [slider]" rather than ImGui's "[slider] layer").

@@ -1,9 +1,12 @@
 // Exports from the window: PNG of any view at 1×/2×/4× (offscreen framebuffer, by the frame loop),
-// SVG/PDF of the attention map, the heads grid and the head view (cairo).
+// SVG/PDF of the attention map, the heads grid and the head view (cairo), each as its view shows it.
 #pragma once
+
+#include "app/layout/map_viewport.h"
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace headlab::app {
 
@@ -15,12 +18,26 @@ void export_buttons(Workbench& wb, const std::string& figure, const std::string&
 // The same after the previous item on its line, or on a new line when the button would not fit.
 void export_buttons_same_line(Workbench& wb, const std::string& figure, const std::string& window_title);
 
-// Writes `figure` to `path`: .svg/.pdf through cairo as a task of the window's
-// (Controller::start_export: a notice when written, an error when not; the Analyse views start
-// theirs in View::exportFile) — and .png by queueing a capture of the window at `scale`.
+// Writes `figure` to `path`: .svg/.pdf through cairo by the figure's view (View::exportFile, as a
+// task of the window's: Controller::start_export says "wrote …" when written, an error when not) —
+// and .png by queueing a capture of the window at `scale`.
 // Returns the path (written, being written or queued); throws with the path when it cannot start.
 std::string export_figure(Workbench& wb, const std::string& figure, const std::string& window_title,
                           const std::string& path, int scale, bool figure_only = false);
+
+// The vector figures of the Explore views, written as tasks; each throws naming `path` when there is
+// nothing to write. Maps carry the gates they were run with (app/export/shown_controls.h) and hatch
+// the keys their layer forbids, as on screen.
+// The selected head's map: the part `shown` ([row_begin, row_end) queries × [col_begin, col_end)
+// keys; an empty range: all of it), named in a subtitle when it is not the whole map.
+void export_attention_map(Workbench& wb, const std::string& path, CellRange shown);
+// Every head of the selected attention and stage.
+void export_heads_grid(Workbench& wb, const std::string& path);
+// The selected layer's lines, without the heads `hidden` sets (hidden[h] != 0).
+void export_head_view(Workbench& wb, const std::string& path, const std::vector<char>& hidden);
+
+// Token i of `tokens` as a map labels it (token_label), with its position when `numbered`.
+std::string map_label(const std::vector<std::string>& tokens, int i, bool numbered, size_t max_chars);
 
 // A script's or the menu's export of a view by its name ("attention_map", "Head table", "window"):
 // .png captures the view's window (or the whole window) at `scale`; other extensions go to the

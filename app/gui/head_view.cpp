@@ -37,6 +37,12 @@ void HeadView::drawContent(Workbench& wb) {
     wb.apply(cmd::SelectHead{std::nullopt, layer, sel.head});
   export_buttons_same_line(wb, "head-view", title());
   hidden_heads_.resize(sm.heads, 0);
+  // A script's choice of heads, as clicks on their buttons would make it.
+  if (wb.head_view) {
+    for (int h = 0; h < sm.heads; ++h)
+      hidden_heads_[h] = std::find(wb.head_view->hidden.begin(), wb.head_view->hidden.end(), h) != wb.head_view->hidden.end();
+    wb.head_view.reset();
+  }
   for (int h = 0; h < sm.heads; ++h) {
     if (h > 0) ImGui::SameLine(0, 4);
     ImGui::PushID(h);
@@ -193,7 +199,7 @@ void HeadView::drawContent(Workbench& wb) {
 bool HeadView::exportFile(Workbench& wb, const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".svg" && ext != ".pdf") return false;
-  export_figure(wb, "head-view", "", path, 1);
+  export_head_view(wb, path, hidden_heads_);  // the heads on show
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
+#include "app/export/shown_controls.h"
 #include "app/document/controls_edit.h"
 #include "app/document/head_table.h"
 #include "app/document/run_mapping.h"
@@ -104,6 +105,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
     return;
   }
   refused_input_banner(wb.doc());
+  controls_not_shown_line(wb.doc());
   ImGui::BeginChild("grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
   // The figure's title, so a "figure only" export says what it shows.
   const ImVec2 figure0 = ImGui::GetCursorScreenPos();
@@ -122,7 +124,6 @@ void HeadsGridView::drawContent(Workbench& wb) {
   // The size setting is an upper bound: thumbnails shrink to fit the window's width (not below 24 px).
   const float fit = (ImGui::GetContentRegionAvail().x - label_w) / std::max(1, heads) - pad;
   const float cell = std::max(24.0f, std::min(wb.doc().session.view.thumbnail_size, fit));
-  const bool gated_stage = sel.stage == Stage::U || !att->talking_heads;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImVec2 origin = ImGui::GetCursorScreenPos();
   // Column headers.
@@ -139,7 +140,8 @@ void HeadsGridView::drawContent(Workbench& wb) {
     const float y = top + l * (cell + pad);
     const std::string t = "L" + std::to_string(l);
     dl->AddText(ImVec2(origin.x + pad, y + cell / 2 - ImGui::GetFontSize() / 2), ImGui::GetColorU32(ImGuiCol_Text), t.c_str());
-    const auto& controls = wb.doc().session.controls.get(sel.stack, l);
+    // The gates and mixing the maps on show were computed with.
+    const auto& controls = shown_controls(wb.doc(), sel.stack, l);
     const StageMaps& layer_maps = maps->layers[static_cast<size_t>(l)].stages[static_cast<int>(sel.stage)];
     const int side = wb.doc().snapshot->maps.thumbnail_side;
     // Learned sinks (gpt-oss): beside each thumbnail of W or U a strip of each query's sink share, as
@@ -175,7 +177,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
       const bool hovered = ImGui::IsItemHovered();
       ImGui::PopID();
       wb.textures.draw(dl, l, h, p0, p1);
-      const float gate = gated_stage ? controls.gate(h) : 1.0f;
+      const float gate = shown_gate(wb.doc(), sel.stack, l, h, sel.stage);
       if (gate < 1.0f) {
         dl->AddRectFilled(p0, p1, IM_COL32(20, 20, 20, static_cast<int>(200 * (1.0f - gate))));
         const std::string g = gate == 0.0f ? "off" : "g=" + format_value(gate);
@@ -233,7 +235,7 @@ void HeadsGridView::drawContent(Workbench& wb) {
 bool HeadsGridView::exportFile(Workbench& wb, const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".svg" && ext != ".pdf") return false;
-  export_figure(wb, "heads-grid", "", path, 1);
+  export_heads_grid(wb, path);
   return true;
 }
 

@@ -92,6 +92,13 @@ void Workbench::execute_window_command(const Command& command) {
   } else if (const auto* c = std::get_if<cmd::SetMapView>(&command)) {
     if (!(c->zoom >= 1)) throw std::runtime_error("zoom must be at least 1 (the whole map)");
     map_view = *c;
+  } else if (const auto* c = std::get_if<cmd::SetHeadView>(&command)) {
+    const AttentionSummary* att = doc().model ? doc().model->find(doc().session.selection.stack) : nullptr;
+    const int heads = att ? att->heads(Stage::U) : 0;
+    for (const int h : c->hidden)
+      if (h < 0 || (att && h >= heads))
+        throw std::runtime_error("the model has no head " + std::to_string(h) + " (heads 0–" + std::to_string(heads - 1) + ")");
+    head_view = *c;
   } else if (const auto* c = std::get_if<cmd::WaitFrames>(&command)) {
     wait_frames = c->frames;
   } else if (std::holds_alternative<cmd::Quit>(command)) {

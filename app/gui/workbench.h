@@ -66,6 +66,7 @@ class Workbench : public Controller {
   bool quit = false;
   int wait_frames = 0;           // a script's wait_frames
   std::optional<cmd::SetMapView> map_view;  // a script's set_map_view, taken by the attention map
+  std::optional<cmd::SetHeadView> head_view;  // a script's set_head_view, taken by the head view
   int frames_since_change = 0;
   double upload_ms = 0;          // last texture sync
   double frame_ms = 0;

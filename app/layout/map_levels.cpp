@@ -41,4 +41,14 @@ std::vector<MapLevel> max_levels(const float* data, int rows, int cols, const ui
   return levels;
 }
 
+std::vector<uint8_t> pool_masked(const uint8_t* masked, int rows, int cols, int block_rows, int block_cols) {
+  block_rows = std::max(1, block_rows), block_cols = std::max(1, block_cols);
+  const int out_rows = (rows + block_rows - 1) / block_rows, out_cols = (cols + block_cols - 1) / block_cols;
+  std::vector<uint8_t> out(static_cast<size_t>(out_rows) * out_cols, 1);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      if (!masked[static_cast<size_t>(r) * cols + c]) out[static_cast<size_t>(r / block_rows) * out_cols + c / block_cols] = 0;
+  return out;
+}
+
 }  // namespace headlab::app

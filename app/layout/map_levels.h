@@ -23,4 +23,9 @@ struct MapLevel {
 // the last block; NaN when every value is), down to 1 × 1. An empty map gives no level.
 std::vector<MapLevel> max_levels(const float* data, int rows, int cols, const uint8_t* masked);
 
+// `masked` [rows, cols] (1 = a key the layer's pattern forbids) pooled as a run pools its thumbnails:
+// blocks of block_rows × block_cols cells (the last ones short), a cell forbidden only when every
+// key of its block is. Gives [⌈rows / block_rows⌉, ⌈cols / block_cols⌉].
+std::vector<uint8_t> pool_masked(const uint8_t* masked, int rows, int cols, int block_rows, int block_cols);
+
 }  // namespace headlab::app

@@ -50,5 +50,9 @@ float map_x_of(const MapViewport& vp, const MapArea& area, float col);
 float map_y_of(const MapViewport& vp, const MapArea& area, float row);
 // Label every n-th row/column so labels of `text_px` pixels do not overlap cells of `cell_px`.
 int map_label_stride(float cell_px, float text_px);
+// Whether a map's token labels carry their positions ("17 sea"): on a map of more than 40 queries or
+// keys, on screen (where labels are thinned, and every 5th token would read as consecutive words)
+// and in its figures (a part of it starts at any position).
+inline bool map_labels_numbered(int rows, int cols) { return rows > 40 || cols > 40; }
 
 }  // namespace headlab::app

@@ -9,9 +9,13 @@
 #include "analysis/spectra.h"
 #include "app/export/analysis_figures.h"
 #include "app/export/figures.h"
+#include "app/layout/head_colours.h"
 #include "app/document/head_table.h"
 
+#include <array>
+#include <cmath>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -263,4 +267,39 @@ TEST_CASE("the input's figures carry their title, token labels and colour bar as
   check_pdf(dir.str("map.pdf"));
   CHECK_THROWS_WITH(write_attention_map(dir.str("map.bmp"), "x", figure, 3, 3, tokens, Colormap::Viridis),
                     Catch::Contains("map.bmp") && Catch::Contains(".svg, .pdf or .png"));
+}
+
+// A model of more than ten heads: the head view's figure colours each head as the window does
+// (app/layout/head_colours.h), so head 10 is not drawn in head 0's colour.
+TEST_CASE("the head view's figure gives each of more than ten heads its own colour, as on screen", "[app][export]") {
+  TempDir dir("head-colours");
+  const FigureTokens tokens{{"a", "b", "c"}, {"a", "b", "c"}};
+  const std::vector<float> sharp{1, 0, 0, 0, 1, 0, 0, 0, 1}, none(9, 0.0f);
+  std::vector<const float*> heads(11, none.data());  // lines for heads 0 and 10 alone
+  heads[0] = heads[10] = sharp.data();
+  write_head_view(dir.str("heads.svg"), "eleven heads", heads, 3, 3, tokens);
+  // The stroke colours cairo wrote, "rgb(12.156863%,46.666667%,70.588235%)", as 0–255 triplets.
+  const std::string svg = slurp(dir.str("heads.svg"));
+  std::set<std::array<int, 3>> strokes;
+  for (auto at = svg.find("stroke:rgb("); at != std::string::npos; at = svg.find("stroke:rgb(", at + 1)) {
+    std::array<int, 3> c{};
+    std::istringstream in(svg.substr(at + 11, 60));
+    char sign;
+    double v;
+    for (int i = 0; i < 3 && in >> v >> sign; ++i) {
+      c[static_cast<size_t>(i)] = static_cast<int>(std::lround(v * 2.55));
+      if (i < 2) in >> sign;  // ","
+    }
+    strokes.insert(c);
+  }
+  auto near = [&](Rgb rgb) {
+    for (const auto& c : strokes)
+      if (std::abs(c[0] - rgb.r) <= 1 && std::abs(c[1] - rgb.g) <= 1 && std::abs(c[2] - rgb.b) <= 1) return true;
+    return false;
+  };
+  INFO(strokes.size() << " stroke colours");
+  CHECK(strokes.size() == 2);
+  CHECK(near(head_rgb(0)));
+  CHECK(near(head_rgb(10)));
+  CHECK(!(head_rgb(10).r == head_rgb(0).r && head_rgb(10).g == head_rgb(0).g && head_rgb(10).b == head_rgb(0).b));
 }

@@ -52,6 +52,7 @@ json minimal_action(const std::string& name) {
       {"select_view", R"({"view": "Relevance"})"},
       {"wait_frames", R"({"frames": 3})"},
       {"set_map_view", R"({"zoom": 4.0, "query_from": 10, "query_to": 40})"},
+      {"set_head_view", R"({"hidden": [0, 1, 5]})"},
       {"answer_dialog", R"({"button": "Cancel"})"},
       {"generate", R"({"prompt": "The cat", "max_new": 5, "temperature": 0.5, "top_k": 3, "top_p": 0.75, "seed": 4})"},
       {"convert_model", R"({"to": "gqa", "groups": 2, "out": "/tmp/x", "open": false})"},

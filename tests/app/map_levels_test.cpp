@@ -61,3 +61,16 @@ TEST_CASE("a forbidden key stays forbidden in a drawing level only where its who
   CHECK(levels.back().values[0] == 0.2f);
   CHECK(max_levels(map.data(), 0, 5, nullptr).empty());
 }
+
+TEST_CASE("a figure pools a layer's forbidden keys as the run pools its thumbnails", "[app][layout]") {
+  // Causal 5×5 in blocks of 2×2 (the last ones short): a block is forbidden only when all of it is.
+  const int T = 5;
+  std::vector<uint8_t> masked(T * T, 0);
+  for (int q = 0; q < T; ++q)
+    for (int k = q + 1; k < T; ++k) masked[static_cast<size_t>(q * T + k)] = 1;
+  const auto pooled = headlab::app::pool_masked(masked.data(), T, T, 2, 2);
+  REQUIRE(pooled.size() == 9);  // 3 × 3
+  CHECK(pooled == std::vector<uint8_t>{0, 1, 1, 0, 0, 1, 0, 0, 0});
+  // Blocks of 1: the mask itself.
+  CHECK(headlab::app::pool_masked(masked.data(), T, T, 1, 1) == masked);
+}

@@ -1,0 +1,33 @@
+#include "app/export/shown_controls.h"
+
+#include "app/document/controls_edit.h"
+
+namespace headlab::app {
+
+bool stage_shows_gates(const AttentionSummary& attention, Stage stage) {
+  return stage == Stage::U || !attention.talking_heads;
+}
+
+const core::HeadControls& shown_controls(const Document& doc, core::Stack stack, int layer) {
+  static const core::ModelControls none;
+  return (doc.snapshot ? doc.snapshot->input.controls : none).get(stack, layer);
+}
+
+float shown_gate(const Document& doc, core::Stack stack, int layer, int head, Stage stage) {
+  const AttentionSummary* attention = doc.model ? doc.model->find(stack) : nullptr;
+  if (!attention || !stage_shows_gates(*attention, stage)) return 1.0f;
+  return shown_controls(doc, stack, layer).gate(head);
+}
+
+std::string controls_not_shown(const Document& doc) {
+  if (!doc.model || !doc.snapshot) return "";
+  bool differ = false;
+  for (const auto& attention : doc.model->attentions)
+    differ = differ || first_changed_layer(doc.session.controls, doc.snapshot->input.controls, attention.stack,
+                                           attention.layers) >= 0;
+  if (!differ) return "";
+  return doc.refused ? "gates and mixing as run: those set since have not run (the input is refused)"
+                     : "gates and mixing as run: those set since are running…";
+}
+
+}  // namespace headlab::app
