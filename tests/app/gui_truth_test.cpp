@@ -4,6 +4,8 @@
 // leaves the views marked as showing the last accepted one.
 #include "test_common.h"
 
+#include "png_colours.h"
+
 #include "app/layout/colormap.h"
 #include "core/config.h"
 #include "core/model/model.h"
@@ -17,6 +19,7 @@
 
 using headlab::test::run_command;
 using headlab::test::TempDir;
+using headlab::test::share_near;
 using nlohmann::json;
 
 namespace {
@@ -35,23 +38,6 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The share of a PNG's pixels within a small distance of `rgb`.
-double share_near(const std::string& png, headlab::app::Rgb rgb, int tolerance = 30) {
-  cairo_surface_t* s = cairo_image_surface_create_from_png(png.c_str());
-  REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
-  const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
-  const int stride = cairo_image_surface_get_stride(s);
-  const unsigned char* data = cairo_image_surface_get_data(s);
-  size_t n = 0;
-  for (int y = 0; y < h; ++y)
-    for (int x = 0; x < w; ++x) {
-      const uint32_t c = reinterpret_cast<const uint32_t*>(data + y * stride)[x];
-      const int r = (c >> 16) & 255, g = (c >> 8) & 255, b = c & 255;
-      if (std::abs(r - rgb.r) + std::abs(g - rgb.g) + std::abs(b - rgb.b) < tolerance) ++n;
-    }
-  cairo_surface_destroy(s);
-  return double(n) / double(w * h);
-}
 
 void write_script(const std::string& path, const json& actions) {
   std::ofstream(path) << json{{"actions", actions}}.dump(2);

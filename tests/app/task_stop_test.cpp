@@ -85,6 +85,15 @@ bool wait_for(Pred pred, int seconds = 120) {
   return pred();
 }
 
+// A generation far longer than a test waits for: it is still writing when Stop comes.
+GenerationRequest long_generation(const std::string& folder) {
+  GenerationRequest request;
+  request.model_folder = folder;
+  request.settings.prompt = "the old house";
+  request.settings.max_new = 800;
+  return request;
+}
+
 struct Stopped {
   std::shared_ptr<Task> task;
   Task::Status at_stop, at_end;
@@ -171,10 +180,7 @@ TEST_CASE("every kind of task stops from the status bar and publishes nothing ha
 
   SECTION("a job's discarded work shows nothing, the next run shows again") {
     GenerationJob job(tasks, models);
-    GenerationRequest request;
-    request.model_folder = folder;
-    request.settings.prompt = "the old house";
-    request.settings.max_new = 800;
+    GenerationRequest request = long_generation(folder);
     job.start(request);
     REQUIRE(wait_for([&] {
       const auto r = job.result();
@@ -251,10 +257,7 @@ TEST_CASE("every kind of task stops from the status bar and publishes nothing ha
 
   SECTION("a generation keeps the steps made, marked cancelled") {
     GenerationJob job(tasks, models);
-    GenerationRequest request;
-    request.model_folder = folder;
-    request.settings.prompt = "the old house";
-    request.settings.max_new = 800;
+    GenerationRequest request = long_generation(folder);
     job.start(request);
     const Stopped s = stop_when_running(*tasks, "generate", 2);
     REQUIRE(wait_for([&] { return !job.status().running; }));
