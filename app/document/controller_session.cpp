@@ -41,7 +41,8 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   std::error_code ec;
   if (!doc_.session.model_folder.empty() && !fs::is_directory(doc_.session.model_folder, ec)) {
     notice("Session " + path + ": the model folder " + doc_.session.model_folder +
-           " is gone — kept the text, controls and view; opened another model.");
+           " is gone — opened another model with the session's text and view; the session's gates and mixing "
+           "apply where they fit it (the rest are named as dropped).");
     const std::string found = find_default_model(assets_dir_);
     expected_hash_.clear();
     loading_session_ = true;
