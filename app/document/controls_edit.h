@@ -26,10 +26,10 @@ std::string head_mixed(const core::HeadControls& controls, int head);
 void canonicalize(core::HeadControls& controls, int output_heads, int mix_heads_pre, int mix_heads_post);
 void canonicalize(core::ModelControls& controls);
 
-// Sets one gate, growing the vector to `heads` with 1s.
 // Whether two canonical controls (canonicalize) set the same gates, ablations and mixing everywhere.
 bool same_controls(const core::ModelControls& a, const core::ModelControls& b);
 
+// Sets one gate, growing the vector to `heads` with 1s.
 void set_gate(core::ModelControls& controls, core::Stack stack, int layer, int head, float value, int heads);
 // Sets a mixing matrix ("pre" or "post"); an identity clears it.
 void set_mix(core::ModelControls& controls, core::Stack stack, int layer, const std::string& which,

@@ -78,6 +78,8 @@ DatasetJobStatus DatasetJob::status() const {
   if (!task) return s;
   take_result();
   const Task::Status t = task->status();
+  // A run discarded (a session opened) is not this window's run: once it has ended, nothing to say.
+  if (discarded(*task) && !t.active()) return s;
   s.done = t.done;
   s.total = t.total;
   s.elapsed_seconds = t.elapsed_s;

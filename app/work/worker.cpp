@@ -51,6 +51,8 @@ void WorkbenchWorker::request_load(const ModelSource& source) {
       // The store's device for every task from here on, once the model opened there.
       models->set_device(source.device);
       return std::make_shared<const ModelSummary>(engine->use(std::move(model), source.folder));
+    } catch (const core::Cancelled&) {
+      throw;  // stopped, not failed
     } catch (const std::exception& e) {
       throw std::runtime_error(
           core::in_context("opening " + (source.folder.empty() ? source.random_config : source.folder), e.what()));

@@ -208,6 +208,7 @@ TEST_CASE("every kind of task stops from the status bar and publishes nothing ha
     REQUIRE(wait_for([&] { return !dataset.status().running; }));
     CHECK(dataset.result_serial() == serial);
     CHECK_FALSE(dataset.result());
+    CHECK(dataset.status().phase.empty());  // not "stopped": the run is no longer the window's
   }
 
   SECTION("the Syntax view's sentence stops between layers and gives no result") {
