@@ -21,11 +21,7 @@ float shown_gate(const Document& doc, core::Stack stack, int layer, int head, St
 
 std::string controls_not_shown(const Document& doc) {
   if (!doc.model || !doc.snapshot) return "";
-  bool differ = false;
-  for (const auto& attention : doc.model->attentions)
-    differ = differ || first_changed_layer(doc.session.controls, doc.snapshot->input.controls, attention.stack,
-                                           attention.layers) >= 0;
-  if (!differ) return "";
+  if (same_controls(doc.session.controls, doc.snapshot->input.controls)) return "";
   return doc.refused ? "gates and mixing as run: those set since have not run (the input is refused)"
                      : "gates and mixing as run: those set since are running…";
 }

@@ -4,7 +4,7 @@
 // screen marks (a gated head at every stage the screen dims it, the keys a layer forbids hatched).
 #include "test_common.h"
 
-#include "png_colours.h"
+#include "gui_test_kit.h"
 
 #include "app/layout/colormap.h"
 
@@ -18,15 +18,11 @@
 
 using headlab::test::run_command;
 using headlab::test::TempDir;
+using headlab::test::have_xvfb;
 using headlab::test::share_near;
 using nlohmann::json;
 
 namespace {
-
-bool have_xvfb() {
-  std::string out;
-  return run_command("command -v xvfb-run", out) == 0;
-}
 
 bool have_rsvg() {
   std::string out;

@@ -4,6 +4,8 @@
 // still opens the default model, runs a sentence and draws it.
 #include "test_common.h"
 
+#include "gui_test_kit.h"
+
 #include "core/atomic_file.h"
 
 #include <nlohmann/json.hpp>
@@ -13,14 +15,10 @@
 
 using headlab::test::run_command;
 using headlab::test::TempDir;
+using headlab::test::have_xvfb;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool have_xvfb() {
-  std::string out;
-  return run_command("command -v xvfb-run", out) == 0;
-}
 
 // A copy of the shipped default model with one file replaced or edited.
 std::string damaged_copy(const TempDir& dir, const std::string& name,

@@ -3,6 +3,8 @@
 // another and saved again is identical.
 #include "test_common.h"
 
+#include "gui_test_kit.h"
+
 #include <cairo.h>
 #include <nlohmann/json.hpp>
 
@@ -13,13 +15,10 @@
 
 using headlab::test::run_command;
 using headlab::test::TempDir;
+using headlab::test::have_xvfb;
+using headlab::test::count_pixels;
 
 namespace {
-
-bool have_xvfb() {
-  std::string out;
-  return run_command("command -v xvfb-run", out) == 0;
-}
 
 std::string gui(const TempDir& dir, const std::string& args, const std::string& screen = "1600x1000") {
   return "XDG_STATE_HOME=" + dir.str("state") + " xvfb-run -a -s '-screen 0 " + screen + "x24' " + HEADLAB_BINARY + " " + args;
@@ -46,23 +45,6 @@ size_t distinct_colours(const std::string& png, double x0, double y0, double x1,
   return colours.size();
 }
 
-// Pixels in a rectangle (fractions of the image) whose colour passes `test`.
-template <class Test>
-size_t count_pixels(const std::string& png, double x0, double y0, double x1, double y1, Test test) {
-  cairo_surface_t* s = cairo_image_surface_create_from_png(png.c_str());
-  REQUIRE(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS);
-  const int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
-  const int stride = cairo_image_surface_get_stride(s);
-  const unsigned char* data = cairo_image_surface_get_data(s);
-  size_t n = 0;
-  for (int y = static_cast<int>(y0 * h); y < static_cast<int>(y1 * h); ++y)
-    for (int x = static_cast<int>(x0 * w); x < static_cast<int>(x1 * w); ++x) {
-      const uint32_t c = reinterpret_cast<const uint32_t*>(data + y * stride)[x];
-      if (test(static_cast<int>((c >> 16) & 255), static_cast<int>((c >> 8) & 255), static_cast<int>(c & 255))) ++n;
-    }
-  cairo_surface_destroy(s);
-  return n;
-}
 
 // Pixels within a small distance of `rgb` (0xRRGGBB) in a rectangle given as fractions of the image.
 size_t pixels_near(const std::string& png, uint32_t rgb, double x0, double y0, double x1, double y1) {

@@ -4,7 +4,7 @@
 // leaves the views marked as showing the last accepted one.
 #include "test_common.h"
 
-#include "png_colours.h"
+#include "gui_test_kit.h"
 
 #include "app/layout/colormap.h"
 #include "core/config.h"
@@ -19,15 +19,11 @@
 
 using headlab::test::run_command;
 using headlab::test::TempDir;
+using headlab::test::have_xvfb;
 using headlab::test::share_near;
 using nlohmann::json;
 
 namespace {
-
-bool have_xvfb() {
-  std::string out;
-  return run_command("command -v xvfb-run", out) == 0;
-}
 
 std::string gui(const TempDir& dir, const std::string& args, const std::string& screen = "1600x1000") {
   return "XDG_STATE_HOME=" + dir.str("state") + " xvfb-run -a -s '-screen 0 " + screen + "x24' " + HEADLAB_BINARY + " " + args;
