@@ -42,6 +42,9 @@ inline Colour viridis_colour(double t) {
   return {v[0], v[1], v[2]};
 }
 
+// A gray ramp: 0 → black, 1 → white (the window's "gray" colormap).
+inline Colour gray_colour(double t) { return {t, t, t}; }
+
 // Relative luminance, to pick black or white text over a colour.
 inline bool is_dark(const Colour& c) { return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b < 0.45; }
 
@@ -191,8 +194,9 @@ inline double colour_bar_width(Measure& m, const Range& range) {
 }
 
 // A vertical colour bar (high values at the top) with labelled ticks on its right.
-inline void colour_bar(cairo_t* cr, double x, double y, double h, const Range& range) {
-  draw_image(cr, 1, 256, [](int r, int) { return viridis_colour(1.0 - (r + 0.5) / 256.0); }, x, y, kBarWidth, h);
+inline void colour_bar(cairo_t* cr, double x, double y, double h, const Range& range,
+                       Colour (*colour)(double) = viridis_colour) {
+  draw_image(cr, 1, 256, [colour](int r, int) { return colour(1.0 - (r + 0.5) / 256.0); }, x, y, kBarWidth, h);
   set(cr, kGray);
   cairo_set_line_width(cr, 0.5);
   cairo_rectangle(cr, x, y, kBarWidth, h);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headlab::analysis {
@@ -32,7 +33,15 @@ struct ReportColumn {
   bool numeric;         // its cells are numbers (sorted as numbers), text otherwise
   bool always_quoted;   // written quoted even when nothing needs quoting (the roles cell)
   ReportCell (*cell)(const HeadEntry& head);
+  // The range its values take where that is fixed — a share or score in [0, 1], a signed score in
+  // [-1, 1]; lo == hi where it is not. A colour scale of the column spans this range (colour_scale).
+  double lo = 0, hi = 0;
 };
+
+// The range a colour scale of `column` spans, given its values' smallest and largest: the column's
+// fixed range, else the values' range with zero in it (so the colour says which side of zero a head
+// is on, and a head at 0.01 does not look as hot as one at 1 because no head is larger).
+std::pair<double, double> colour_scale(const ReportColumn& column, double lo, double hi);
 
 // Every column a report can have, in head_report.csv's order: stack, layer, head, the measures'
 // columns in the registry's order, roles.

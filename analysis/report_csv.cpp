@@ -53,6 +53,13 @@ std::vector<ReportColumn> report_columns(const ReportSettings& settings) {
   return out;
 }
 
+std::pair<double, double> colour_scale(const ReportColumn& column, double lo, double hi) {
+  if (column.lo < column.hi) return {column.lo, column.hi};
+  if (!(lo <= hi)) return {0.0, 1.0};  // no values
+  lo = std::min(lo, 0.0), hi = std::max(hi, 0.0);
+  return {lo, hi > lo ? hi : lo + 1};
+}
+
 std::string csv_cell(const ReportCell& cell, bool always_quoted) {
   switch (cell.kind) {
     case ReportCell::Kind::empty: return always_quoted ? "\"\"" : "";

@@ -22,8 +22,13 @@ std::string cell_value(double v, bool unit) {
   return std::abs(v) >= 0.01 && std::abs(v) < 1000 ? format("%.3g", v) : format("%.1e", v);
 }
 
+// Where a drawn figure goes: the report's folder (SVG and PNG) or one file.
+using FigureOut = std::function<void(const std::string& title, double width, double height, const Draw& draw)>;
+
+// A layer × head grid of `measure` over `stack`'s heads; `fixed`, when set, is the colour scale (a
+// column's), else [0, 1] for a share and the values' range with zero in it otherwise.
 void grid_figure(const HeadReport& report, const GridMeasure& measure, core::Stack stack, bool name_stack,
-                 const std::string& folder, std::vector<std::string>& written) {
+                 const std::optional<Range>& fixed, Colour (*colour)(double), const FigureOut& out) {
   std::vector<const HeadEntry*> heads;
   int layers = 0, per_layer = 0;
   bool any = false;
@@ -37,7 +42,9 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, core::Sta
   if (!any) return;
 
   Range range{0, 1};
-  if (!measure.unit) {
+  if (fixed) {
+    range = *fixed;
+  } else if (!measure.unit) {
     // Zero stays in the scale so that the colour says which side of zero a head is on.
     double lo = 0, hi = 0;
     for (const auto* h : heads)
@@ -74,7 +81,7 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, core::Sta
     for (const auto* h : heads) {
       const double x = left + h->head * cell, y = top + h->layer * cell;
       const auto v = measure.value(*h);
-      const Colour c = v ? viridis_colour(range.t(*v)) : kLightGray;
+      const Colour c = v ? colour(range.t(*v)) : kLightGray;
       set(cr, c);
       cairo_rectangle(cr, x, y, cell, cell);
       cairo_fill(cr);
@@ -120,10 +127,9 @@ void grid_figure(const HeadReport& report, const GridMeasure& measure, core::Sta
       text(cr, left + (h + 0.5) * cell, top + grid_h + 3, std::to_string(h), tick, 0.5, 0);
     text(cr, left + grid_w / 2, top + grid_h + tick + 6, "head", label_size, 0.5, 0);
     text(cr, margin, top + grid_h / 2, "layer", label_size, 0.5, 0, -M_PI / 2);
-    colour_bar(cr, bar_x, top, bar_h, range);
+    colour_bar(cr, bar_x, top, bar_h, range, colour);
   };
-  const std::string name = "grid_" + measure.key + (name_stack ? "_" + file_part(core::stack_name(stack)) : "");
-  write_figure(folder, name, title, width, height, draw, written);
+  out(title, width, height, draw);
 }
 
 // ---- syntactic heads against baselines -----------------------------------------------------------
@@ -246,9 +252,22 @@ std::vector<std::string> write_report_figures(const HeadReport& report, const st
   std::vector<std::string> written;
   const auto& s = report.settings;
   const auto stacks = stacks_of(report);
+  const auto columns = report_columns(s);
   for (const analysis::Measure* m : measures_of(s))
-    for (const auto& grid : m->grids(s))
-      for (const auto& stack : stacks) grid_figure(report, grid, stack, stacks.size() > 1, folder, written);
+    for (const auto& grid : m->grids(s)) {
+      // A grid of a column with a fixed range (the copying score's −1 … 1) spans it, as the window's
+      // grid coloured by that column does.
+      std::optional<Range> fixed;
+      for (const auto& c : columns)
+        if (grid.key == c.name && c.lo < c.hi) fixed = Range{c.lo, c.hi};
+      for (const auto& stack : stacks) {
+        const std::string name = "grid_" + grid.key + (stacks.size() > 1 ? "_" + file_part(core::stack_name(stack)) : "");
+        grid_figure(report, grid, stack, stacks.size() > 1, fixed, viridis_colour,
+                    [&](const std::string& title, double width, double height, const Draw& draw) {
+                      write_figure(folder, name, title, width, height, draw, written);
+                    });
+      }
+    }
   if (s.has("syntactic")) syntactic_figure(report, folder, written);
   if (s.has("spectra")) spectra_figure(report, folder, written);
   std::set<std::string> names;
@@ -261,6 +280,30 @@ std::vector<std::string> write_report_figures(const HeadReport& report, const st
     map_figure(map, name, folder, written);
   }
   return written;
+}
+
+void write_column_grid(const HeadReport& report, const std::string& column, core::Stack stack, bool gray,
+                       const std::string& title, const std::string& subtitle, const std::string& path) {
+  const auto columns = report_columns(report.settings);
+  const auto found = std::find_if(columns.begin(), columns.end(), [&](const ReportColumn& c) { return column == c.name; });
+  if (found == columns.end() || !found->numeric)
+    throw std::invalid_argument("export " + path + ": the report has no numeric column '" + column + "'");
+  const ReportColumn col = *found;
+  GridMeasure spec;
+  spec.key = column;
+  spec.title = title;
+  spec.role_note = subtitle;
+  spec.value = [col](const HeadEntry& h) { return col.cell(h).number(); };
+  spec.role = [](const HeadEntry&) { return false; };
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& h : report.heads)
+    if (h.stack == stack)
+      if (const auto v = spec.value(h); v && std::isfinite(*v)) lo = std::min(lo, *v), hi = std::max(hi, *v);
+  const auto [scale_lo, scale_hi] = colour_scale(col, lo, hi);
+  grid_figure(report, spec, stack, false, Range{scale_lo, scale_hi}, gray ? gray_colour : viridis_colour,
+              [&](const std::string& t, double width, double height, const Draw& draw) {
+                write_figure_file(path, t, width, height, draw);
+              });
 }
 
 }  // namespace headlab::analysis

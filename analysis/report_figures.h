@@ -24,4 +24,11 @@ struct ExampleMap {
 std::vector<std::string> write_report_figures(const HeadReport& report, const std::vector<ExampleMap>& examples,
                                               const std::string& folder);
 
+// One numeric column of the report (any of head_report.csv's, as the window's Heads grid colours
+// by) as a layer × head grid of `stack`'s heads in one file (.svg, .pdf or .png), its colour scale
+// the column's (colour_scale, analysis/report_columns.h); `gray` draws the window's gray colormap.
+// Throws std::invalid_argument for a column the report does not have.
+void write_column_grid(const HeadReport& report, const std::string& column, core::Stack stack, bool gray,
+                       const std::string& title, const std::string& subtitle, const std::string& path);
+
 }  // namespace headlab::analysis

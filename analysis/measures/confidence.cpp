@@ -1,4 +1,4 @@
-// Confidence (Voita et al. 2019 §4.1): the mean over query tokens of the head's maximum attention
+// Confidence (Voita et al. 2019 §4): the mean over query tokens of the head's maximum attention
 // weight, over non-special keys (and, as confidence_all_keys, over every key).
 #include "analysis/measure.h"
 #include "analysis/measure_kit.h"
@@ -10,7 +10,7 @@ class ConfidenceMeasure : public Measure {
  public:
   const char* name() const override { return "confidence"; }
   const char* definition() const override {
-    return "Voita et al. 2019 §4.1: mean over query tokens of the head's maximum attention weight (over non-special "
+    return "Voita et al. 2019 §4: mean over query tokens of the head's maximum attention weight (over non-special "
            "keys; confidence_all_keys over every key)";
   }
   bool reads_maps() const override { return true; }
@@ -57,9 +57,9 @@ class ConfidenceMeasure : public Measure {
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;
-    return {{"confidence", "confidence", true, false, [](H h) { return kit::real_if(h.queries > 0, h.confidence); }},
+    return {{"confidence", "confidence", true, false, [](H h) { return kit::real_if(h.queries > 0, h.confidence); }, 0, 1},
             {"confidence_all_keys", "confidence", true, false,
-             [](H h) { return kit::real_if(h.queries > 0, h.confidence_all_keys); }}};
+             [](H h) { return kit::real_if(h.queries > 0, h.confidence_all_keys); }, 0, 1}};
   }
 
   std::vector<std::string> markdown_columns() const override { return {"confidence", "confidence (all keys)"}; }

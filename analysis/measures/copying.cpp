@@ -77,7 +77,7 @@ class CopyingMeasure : public Measure {
     return {{"copying", "copying", true, false, [](const HeadEntry& h) {
                const auto s = score_of(h);
                return s ? kit::real(*s) : ReportCell{};
-             }}};
+             }, -1, 1}};
   }
 
   std::vector<std::string> markdown_thresholds(const ReportSettings& s) const override {

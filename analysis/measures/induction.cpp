@@ -118,9 +118,9 @@ class InductionMeasure : public Measure {
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;
-    return {{"prev_token", "induction", true, false, [](H h) { return kit::value_cell(h, "prev_token"); }},
-            {"duplicate_token", "induction", true, false, [](H h) { return kit::value_cell(h, "duplicate_token"); }},
-            {"induction", "induction", true, false, [](H h) { return kit::value_cell(h, "induction"); }}};
+    return {{"prev_token", "induction", true, false, [](H h) { return kit::value_cell(h, "prev_token"); }, 0, 1},
+            {"duplicate_token", "induction", true, false, [](H h) { return kit::value_cell(h, "duplicate_token"); }, 0, 1},
+            {"induction", "induction", true, false, [](H h) { return kit::value_cell(h, "induction"); }, 0, 1}};
   }
 
   std::vector<std::string> markdown_data(const HeadReport& report) const override {

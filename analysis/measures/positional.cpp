@@ -1,4 +1,4 @@
-// Positional (Voita et al. 2019 §4.2): the share of queries whose maximum attention is at each
+// Positional (Voita et al. 2019 §5.1): the share of queries whose maximum attention is at each
 // relative offset (key − query); a positional head when one offset holds ≥ 90% of them.
 #include "analysis/head_evidence.h"
 #include "analysis/measure.h"
@@ -12,7 +12,7 @@ class PositionalMeasure : public Measure {
  public:
   const char* name() const override { return "positional"; }
   const char* definition() const override {
-    return "Voita et al. 2019 §4.2: the share of queries whose maximum attention is at each relative offset (key − "
+    return "Voita et al. 2019 §5.1: the share of queries whose maximum attention is at each relative offset (key − "
            "query); positional when ≥ 90% at one offset";
   }
   bool reads_maps() const override { return true; }
@@ -56,8 +56,8 @@ class PositionalMeasure : public Measure {
     using H = const HeadEntry&;
     return {{"positional_offset", "positional", true, false,
              [](H h) { return kit::integer_if(h.queries > 0, h.positional_offset); }},
-            {"positional_share", "positional", true, false, [](H h) { return kit::real_if(h.queries > 0, h.positional_share); }},
-            {"positional", "positional", true, false, [](H h) { return kit::integer(h.positional ? 1 : 0); }}};
+            {"positional_share", "positional", true, false, [](H h) { return kit::real_if(h.queries > 0, h.positional_share); }, 0, 1},
+            {"positional", "positional", true, false, [](H h) { return kit::integer(h.positional ? 1 : 0); }, 0, 1}};
   }
 
   std::vector<std::string> markdown_thresholds(const ReportSettings& s) const override {

@@ -1,4 +1,4 @@
-// Rare word (Voita et al. 2019 §4.3): the share of queries whose maximum attention goes to the
+// Rare word (Voita et al. 2019 §5.3): the share of queries whose maximum attention goes to the
 // sentence's rarest token, over sentences whose rarest token ranks beyond the 500 most frequent; a
 // rare-word head when > 50% (HeadLab's threshold; the paper gives none). Frequency ranks come from
 // --freq files, else the model folder's token_counts.json, else the dataset itself.
@@ -20,7 +20,7 @@ class RareWordMeasure : public Measure {
  public:
   const char* name() const override { return "rare"; }
   const char* definition() const override {
-    return "Voita et al. 2019 §4.3: the share of queries whose maximum attention goes to the sentence's rarest token, "
+    return "Voita et al. 2019 §5.3: the share of queries whose maximum attention goes to the sentence's rarest token, "
            "over sentences whose rarest token ranks beyond the 500 most frequent; a rare-word head when > 50% "
            "(HeadLab's threshold, not the paper's); also the share for one of the two rarest";
   }
@@ -113,11 +113,11 @@ class RareWordMeasure : public Measure {
 
   std::vector<ReportColumn> columns() const override {
     using H = const HeadEntry&;
-    return {{"rare_share", "rare", true, false, [](H h) { return kit::real_if(h.rare_queries > 0, h.rare_share); }},
+    return {{"rare_share", "rare", true, false, [](H h) { return kit::real_if(h.rare_queries > 0, h.rare_share); }, 0, 1},
             {"rare_share_two_rarest", "rare", true, false,
-             [](H h) { return kit::real_if(h.rare_queries > 0, h.rare_share_two); }},
+             [](H h) { return kit::real_if(h.rare_queries > 0, h.rare_share_two); }, 0, 1},
             {"rare_queries", "rare", true, false, [](H h) { return kit::integer(h.rare_queries); }},
-            {"rare_word", "rare", true, false, [](H h) { return kit::integer(h.rare ? 1 : 0); }}};
+            {"rare_word", "rare", true, false, [](H h) { return kit::integer(h.rare ? 1 : 0); }, 0, 1}};
   }
 
   std::vector<std::string> markdown_data(const HeadReport& report) const override {

@@ -20,7 +20,7 @@ class SinkMeasure : public RowMeanMeasure {
   }
 
   std::vector<ReportColumn> columns() const override {
-    return {{"sink", "sink", true, false, [](const HeadEntry& h) { return kit::value_cell(h, "sink"); }}};
+    return {{"sink", "sink", true, false, [](const HeadEntry& h) { return kit::value_cell(h, "sink"); }, 0, 1}};
   }
 
   std::vector<GridFigureSpec> grids(const ReportSettings& /*settings*/) const override {

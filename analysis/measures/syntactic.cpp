@@ -1,4 +1,4 @@
-// Syntactic (Clark et al. 2019 §4; Voita et al. 2019 §4.3): on word-level maps, per relation and
+// Syntactic (Clark et al. 2019 §4; Voita et al. 2019 §5.2): on word-level maps, per relation and
 // direction, the share of gold arcs the head's word-level argmax gets right, against the best fixed
 // offset −5…+5 on the same arcs; a syntactic head when ≥ baseline + 10 points.
 #include "analysis/dataset.h"
@@ -181,10 +181,10 @@ class SyntacticMeasure : public Measure {
             {"best_relation_direction", "syntactic", false, false,
              [](H h) { return h.best_relation ? kit::text(h.best_relation->direction) : ReportCell{}; }},
             {"best_relation_accuracy", "syntactic", true, false,
-             [](H h) { return h.best_relation ? kit::real(h.best_relation->accuracy) : ReportCell{}; }},
+             [](H h) { return h.best_relation ? kit::real(h.best_relation->accuracy) : ReportCell{}; }, 0, 1},
             {"best_relation_baseline", "syntactic", true, false,
-             [](H h) { return h.best_relation ? kit::real(h.best_relation->baseline) : ReportCell{}; }},
-            {"syntactic", "syntactic", true, false, [](H h) { return kit::integer(has_syntactic_role(h) ? 1 : 0); }}};
+             [](H h) { return h.best_relation ? kit::real(h.best_relation->baseline) : ReportCell{}; }, 0, 1},
+            {"syntactic", "syntactic", true, false, [](H h) { return kit::integer(has_syntactic_role(h) ? 1 : 0); }, 0, 1}};
   }
 
   std::vector<std::string> markdown_data(const HeadReport& report) const override {

@@ -7,6 +7,9 @@
 #include "app/document/controls_edit.h"
 #include "app/document/head_table.h"
 #include "app/document/run_mapping.h"
+#include "app/layout/colormap.h"
+#include "analysis/measure.h"
+#include "analysis/report_figures.h"
 #include "core/memory_budget.h"
 
 #include <filesystem>
@@ -18,6 +21,24 @@
 #include <string>
 
 namespace headlab::app {
+namespace {
+
+// What a column of the report was measured on, for the grid coloured by it and its figure: the
+// sentences, the weights alone, or the induction probe's repeated random tokens.
+std::string measure_caption(const analysis::HeadReport& r, const std::string& column) {
+  std::string metric;
+  for (const auto& c : analysis::report_columns(r.settings))
+    if (column == c.name) metric = c.metric;
+  const analysis::Measure* m = metric.empty() ? nullptr : analysis::find_measure(metric);
+  std::string source = "over " + std::to_string(r.sentences) + " sentences";
+  if (m && !m->needs_data())
+    source = metric == "induction" ? "on the induction probe (" + std::to_string(r.settings.probe_sequences) +
+                                         " sequences of repeated random tokens)"
+                                   : "from the weights (no data)";
+  return column + " " + source + (r.partial ? " (partial)" : "");
+}
+
+}  // namespace
 
 bool attention_selector(Workbench& wb) {
   if (!wb.doc().model) return false;
@@ -235,6 +256,20 @@ void HeadsGridView::drawContent(Workbench& wb) {
 bool HeadsGridView::exportFile(Workbench& wb, const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".svg" && ext != ".pdf") return false;
+  // What the view shows: the maps, or the report's column it is coloured by.
+  const auto& doc = wb.doc();
+  const std::string& measure = doc.session.view.grid_measure;
+  if (measure != "maps" && doc.report) {
+    const auto columns = analysis::report_columns(doc.report->settings);
+    if (std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.numeric && measure == c.name; })) {
+      wb.start_export(path, [report = doc.report, measure, stack = doc.session.selection.stack, path,
+                             gray = colormap_from_name(doc.session.view.colormap) == Colormap::Gray,
+                             title = doc.model->name + " — " + measure + ", every head"] {
+        analysis::write_column_grid(*report, measure, stack, gray, title, measure_caption(*report, measure), path);
+      });
+      return true;
+    }
+  }
   export_heads_grid(wb, path);
   return true;
 }
@@ -262,9 +297,13 @@ bool HeadsGridView::drawMeasure(Workbench& wb, const std::string& measure) {
     values[static_cast<size_t>(h.layer) * heads + h.head] = static_cast<float>(*v);
     lo = std::min(lo, static_cast<float>(*v)), hi = std::max(hi, static_cast<float>(*v));
   }
-  if (!(lo <= hi)) lo = 0, hi = 1;
-  if (hi == lo) hi = lo + 1;
-  const MapRange range{lo, hi, false};
+  // The column's own scale ([0, 1] for a share, [-1, 1] for a signed score; else the values' with
+  // zero in it): a head at 0.01 is not drawn as hot as one at 1 because no head comes higher.
+  const auto columns = analysis::report_columns(r.settings);
+  const auto column = std::find_if(columns.begin(), columns.end(), [&](const auto& c) { return measure == c.name; });
+  if (column == columns.end()) return false;
+  const auto [scale_lo, scale_hi] = analysis::colour_scale(*column, lo, hi);
+  const MapRange range{static_cast<float>(scale_lo), static_cast<float>(scale_hi), false};
   const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float font = ImGui::GetFontSize();
@@ -304,8 +343,7 @@ bool HeadsGridView::drawMeasure(Workbench& wb, const std::string& measure) {
   const float bar_y = top + layers * cell + font * 0.6f;
   colour_bar(dl, ImVec2(origin.x + label_w, bar_y), ImVec2(std::min(heads * cell, font * 16), font * 0.8f), cmap, range);
   ImGui::SetCursorScreenPos(ImVec2(origin.x, bar_y + font * 2.4f));
-  ImGui::TextDisabled("%s over %lld sentences%s", measure.c_str(), static_cast<long long>(r.sentences),
-                      r.partial ? " (partial)" : "");
+  ImGui::TextDisabled("%s", measure_caption(r, measure).c_str());
   return true;
 }
 

@@ -238,3 +238,39 @@ TEST_CASE("the attention map's figure draws the query range and zoom the view sh
   REQUIRE(!window_rows.empty());
   CHECK(std::stoi(window_rows.front()) >= 25);
 }
+
+TEST_CASE("the grid coloured by a report column spans the column's range, and its figure is that grid", "[app][gui][export]") {
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI measure-grid test skipped");
+  SKIP_UNLESS(have_rsvg(), "rsvg-convert not installed: GUI measure-grid test skipped");
+  TempDir dir("gui-grid-measure");
+  // The shipped default's report on the UD sample: every induction score is at most 0.011 (no
+  // induction head), while two heads are positional (1 on a 0/1 column).
+  const std::string report = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/golden/analyze-default-ud100";
+  run_script(dir, json::array({
+                      {{"action", "open_model"}, {"folder", kModel}},
+                      {{"action", "open_report"}, {"path", report}},
+                      {{"action", "set_view"}, {"grid_measure", "induction"}},
+                      export_action("Heads grid", dir.str("induction.svg")),
+                      {{"action", "set_view"}, {"grid_measure", "positional"}},
+                      export_action("Heads grid", dir.str("positional.svg")),
+                      {{"action", "set_view"}, {"grid_measure", "maps"}},
+                      export_action("Heads grid", dir.str("maps.svg")),
+                      {{"action", "quit"}},
+                  }));
+  const std::string induction = slurp(dir.str("induction.svg"));
+  CHECK(induction.find("<title>") != std::string::npos);
+  CHECK_THAT(induction, Catch::Contains("induction, every head"));
+  CHECK_THAT(slurp(dir.str("maps.svg")), !Catch::Contains("induction"));
+  // Viridis' top (#fde725) marks a head at the top of the scale: no induction head reaches it, the
+  // positional heads do. A min-to-max scale would paint the largest induction score yellow too.
+  auto yellow = [&](const std::string& name) {
+    std::string out;
+    REQUIRE(run_command("rsvg-convert -o " + dir.str(name + ".png") + " " + dir.str(name + ".svg"), out) == 0);
+    return headlab::test::count_pixels(dir.str(name + ".png"), 0, 0, 1, 1, [](int r, int g, int b) {
+      return std::abs(r - 253) + std::abs(g - 231) + std::abs(b - 37) < 30;
+    });
+  };
+  const size_t hot_induction = yellow("induction"), hot_positional = yellow("positional");
+  INFO(hot_induction << " yellow pixels coloured by induction, " << hot_positional << " by positional");
+  CHECK(hot_positional > 4 * hot_induction + 2000);  // two whole cells against the colour bar's tip
+}
