@@ -55,8 +55,13 @@ void spectra_figure(const HeadReport& report, const std::string& folder, std::ve
   Panel heads, layers;
   heads.title = "Per head: W_Q W_Kᵀ of each head";
   layers.title = "Per layer: W_Q W_Kᵀ over the layer's heads";
+  // A form zero or negligible beside its layer's (Spectrum::negligible) has no curve: σ_k / σ_1 would
+  // draw rounding noise as the shape of a working head. The note counts them.
+  int negligible = 0;
   for (const auto& h : report.heads)
-    if (h.spectrum && h.spectrum->applicable) {
+    if (h.spectrum && h.spectrum->applicable && h.spectrum->negligible) {
+      ++negligible;
+    } else if (h.spectrum && h.spectrum->applicable) {
       auto r = ratios_of(*h.spectrum);
       if (!r.empty()) heads.curves.push_back({r, &*h.spectrum, layer_colour(h.stack, h.layer), stack_index(h.stack)});
     }
@@ -98,7 +103,10 @@ void spectra_figure(const HeadReport& report, const std::string& folder, std::ve
   const double top = margin + title_size + 10 + 14 + panel_title + 10;
   const std::string title = "Key-query spectra: normalised singular values σ_k / σ_1";
   const std::string note = "ranks where Σσ² reaches  ● 90%   ■ 95%   ▲ 99%;  colour: layer" +
-                           std::string(stacks.size() > 1 ? "; line: stack" : "");
+                           std::string(stacks.size() > 1 ? "; line: stack" : "") +
+                           (negligible ? "; " + std::to_string(negligible) + (negligible == 1 ? " head" : " heads") +
+                                             " with a zero or negligible form not drawn"
+                                       : std::string());
   // Legend under the plots: layer swatches (or a gradient) per stack and, with several stacks, dashes.
   const double legend_top = top + plot_h + small + 6 + label_size + 12;
   const double legend_h = 14.0 * stacks.size();

@@ -42,6 +42,9 @@ struct Spectrum {
   std::vector<double> cumulative_energy;  // Σ_{j≤k} σ_j² / Σ σ², same length
   int rank90 = 0, rank95 = 0, rank99 = 0;  // smallest k with cumulative energy ≥ 0.90 / 0.95 / 0.99
   bool applicable = true;                  // false where the form does not exist (additive scoring)
+  // A head's form that is zero or negligible beside its layer's others (analysis/spectrum_curves.h):
+  // its ranks describe rounding noise, so reports leave them out. Set by the head report.
+  bool negligible = false;
 };
 
 // Singular values of a 2-D tensor (float64; a large one through its Gram matrix) and their energy ranks.

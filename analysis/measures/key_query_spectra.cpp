@@ -11,6 +11,9 @@
 #include "core/model/model.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <utility>
 
 namespace headlab::analysis {
 namespace {
@@ -20,7 +23,27 @@ std::string ranks_text(const Spectrum& s) {
          std::to_string(s.rank99);
 }
 
-bool usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable; }
+// A head whose form exists and is not zero or negligible beside its layer's others: its ranks mean
+// something. A negligible form's ranks describe rounding noise (σ_1 of 4e-10 beside the layer's 8.6
+// still has a "rank 2"), so the columns, the Markdown and the Head detail leave them out.
+bool usable(const HeadEntry& h) { return h.spectrum && h.spectrum->applicable && !h.spectrum->negligible; }
+
+std::string sigma_text(double v) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.3g", v);
+  return s;
+}
+
+// The largest σ_1 among the heads of each (stack, layer) with a form.
+std::map<std::pair<core::Stack, int>, double> layer_tops(const HeadReport& report) {
+  std::map<std::pair<core::Stack, int>, double> top;
+  for (const auto& h : report.heads)
+    if (h.spectrum && h.spectrum->applicable) {
+      double& t = top[{h.stack, h.layer}];
+      t = std::max(t, largest_singular_value(*h.spectrum));
+    }
+  return top;
+}
 
 class SpectraMeasure : public Measure {
  public:
@@ -64,6 +87,14 @@ class SpectraMeasure : public Measure {
       }
   }
 
+  // Which forms are negligible beside their layer's (on a fresh, merged or read report alike).
+  void finalize(HeadReport& report) const override {
+    const auto top = layer_tops(report);
+    for (auto& h : report.heads)
+      if (h.spectrum && h.spectrum->applicable)
+        h.spectrum->negligible = negligible_form(*h.spectrum, top.at({h.stack, h.layer}));
+  }
+
   void merge(HeadReport& into, const HeadReport& other) const override {
     for (size_t i = 0; i < into.heads.size(); ++i)
       if (!into.heads[i].spectrum && other.heads[i].spectrum) into.heads[i].spectrum = other.heads[i].spectrum;
@@ -71,7 +102,9 @@ class SpectraMeasure : public Measure {
   }
 
   void write_values(const HeadReport& report, const HeadEntry& h, nlohmann::json& entry) const override {
-    if (report.settings.has(name())) entry["spectrum"] = h.spectrum ? kit::spectrum_json(*h.spectrum) : nlohmann::json(nullptr);
+    if (!report.settings.has(name())) return;
+    entry["spectrum"] = h.spectrum ? kit::spectrum_json(*h.spectrum) : nlohmann::json(nullptr);
+    if (h.spectrum && h.spectrum->negligible) entry["spectrum"]["negligible"] = true;
   }
   void read_values(const nlohmann::json& entry, HeadEntry& h) const override {
     if (entry.contains("spectrum") && !entry["spectrum"].is_null()) h.spectrum = kit::spectrum_from(entry["spectrum"]);
@@ -119,6 +152,11 @@ class SpectraMeasure : public Measure {
         md += kit::md_row({core::stack_name(h.stack), std::to_string(h.layer), std::to_string(h.head), "", "", "", "no bilinear form"});
         continue;
       }
+      if (h.spectrum->negligible) {
+        md += kit::md_row({core::stack_name(h.stack), std::to_string(h.layer), std::to_string(h.head), "", "", "",
+                           "zero or negligible form (σ_1 = " + sigma_text(largest_singular_value(*h.spectrum)) + ")"});
+        continue;
+      }
       md += kit::md_row({core::stack_name(h.stack), std::to_string(h.layer), std::to_string(h.head), std::to_string(h.spectrum->rank90),
                          std::to_string(h.spectrum->rank95), std::to_string(h.spectrum->rank99),
                          std::to_string(h.spectrum->singular_values.size())});
@@ -138,6 +176,13 @@ class SpectraMeasure : public Measure {
   }
 
   std::vector<Evidence> evidence(const HeadEntry& h, const ReportSettings& /*settings*/) const override {
+    if (h.spectrum && h.spectrum->applicable && h.spectrum->negligible) {
+      Evidence e;
+      e.text = "Key-query spectrum: none — W_Q W_Kᵀ is zero or negligible beside its layer's forms (σ_1 = " +
+               sigma_text(largest_singular_value(*h.spectrum)) +
+               "): its query or key weights are (nearly) zero, so its scores come from the bias terms alone";
+      return {e};
+    }
     if (!usable(h) || h.spectrum->singular_values.empty()) return {};
     Evidence e;
     e.kind = Evidence::Kind::curve;

@@ -3,6 +3,8 @@
 #include "test_common.h"
 
 #include "analysis/head_report.h"
+#include "analysis/measure.h"
+#include "analysis/report_columns.h"
 #include "analysis/report_figures.h"
 
 #include <nlohmann/json.hpp>
@@ -375,6 +377,62 @@ TEST_CASE("CSV: only the requested measures are columns, absent values are empty
   CHECK(csv.find(",\"enc,\"\"x\"\"\"\n") != std::string::npos);
   CHECK(csv_row(parse_csv(csv), "encoder", 0, 1)["roles"] == "enc,\"x\"");
   CHECK(csv_row(parse_csv(csv), "encoder", 0, 1)["confidence"] == "0.54");
+}
+
+TEST_CASE("a zero or negligible key-query form gets no energy ranks in the CSV, the Markdown or the evidence", "[report]") {
+  HeadReport r = sample_report();
+  // L0 H1's form decayed to nothing beside its layer's (σ_1 = 4.0), L0 H2's is zero; L1 H0's is
+  // small but real (1e-3 of the layer's largest).
+  r.heads[1].spectrum = make_spectrum({4e-10, 1e-11});
+  r.heads[2].spectrum = make_spectrum({0, 0});
+  r.heads[3].spectrum = make_spectrum({4e-3, 1e-3});
+  r.finalize();
+  CHECK(r.heads[1].spectrum->negligible);
+  CHECK(r.heads[2].spectrum->negligible);
+  CHECK(!r.heads[3].spectrum->negligible);
+  CHECK(!r.heads[0].spectrum->negligible);
+  const auto rows = parse_csv(to_csv(r));
+  for (int head : {1, 2}) {
+    INFO("L0 H" << head);
+    CHECK(csv_row(rows, "encoder", 0, head)["spectrum_rank90"].empty());
+    CHECK(csv_row(rows, "encoder", 0, head)["spectrum_rank99"].empty());
+  }
+  CHECK(csv_row(rows, "encoder", 0, 0)["spectrum_rank90"] == std::to_string(r.heads[0].spectrum->rank90));
+  CHECK(csv_row(rows, "encoder", 1, 0)["spectrum_rank90"] == std::to_string(r.heads[3].spectrum->rank90));
+  const std::string md = to_markdown(r);
+  CHECK(md.find("| encoder | 0 | 1 |  |  |  | zero or negligible form (σ_1 = 4e-10) |") != std::string::npos);
+  // The Head detail's evidence says why there is no curve instead of drawing one.
+  const Measure* spectra = find_measure("spectra");
+  REQUIRE(spectra);
+  const auto evidence = spectra->evidence(r.heads[1], r.settings);
+  REQUIRE(evidence.size() == 1);
+  CHECK(evidence[0].kind == Evidence::Kind::text);
+  CHECK_THAT(evidence[0].text, Catch::Contains("zero or negligible"));
+  REQUIRE(!spectra->evidence(r.heads[0], r.settings).empty());
+  CHECK(spectra->evidence(r.heads[0], r.settings)[0].kind == Evidence::Kind::curve);
+  // Read back, the report knows the same.
+  const auto back = head_report_from_json(to_json(r));
+  CHECK(back.heads[1].spectrum->negligible);
+  CHECK(!back.heads[0].spectrum->negligible);
+}
+
+TEST_CASE("a column's colour scale: its fixed range, else its values' with zero in it", "[report]") {
+  const HeadReport r = sample_report();
+  std::map<std::string, ReportColumn> columns;
+  for (const auto& c : all_report_columns()) columns.emplace(c.name, c);
+  // Shares and scores in [0, 1] keep that range however small the values: a head at 0.01 is not hot.
+  for (const char* share : {"confidence", "positional_share", "rare_share", "sink", "prev_token", "induction",
+                            "duplicate_token", "best_relation_accuracy"}) {
+    INFO(share);
+    REQUIRE(columns.count(share));
+    CHECK(colour_scale(columns.at(share), 0.0, 0.0108) == std::pair<double, double>{0.0, 1.0});
+  }
+  CHECK(colour_scale(columns.at("copying"), -0.2, 0.3) == std::pair<double, double>{-1.0, 1.0});
+  // Unbounded measures span their values, with zero in the scale.
+  CHECK(colour_scale(columns.at("distance"), 2.0, 12.0) == std::pair<double, double>{0.0, 12.0});
+  CHECK(colour_scale(columns.at("lrp_normalized"), -0.217, 0.237) == std::pair<double, double>{-0.217, 0.237});
+  CHECK(colour_scale(columns.at("importance"), 0.0, 0.0) == std::pair<double, double>{0.0, 1.0});
+  CHECK(colour_scale(columns.at("distance"), INFINITY, -INFINITY) == std::pair<double, double>{0.0, 1.0});
 }
 
 TEST_CASE("Markdown: roles first, then data, thresholds and the tables", "[report]") {
