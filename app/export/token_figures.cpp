@@ -33,7 +33,8 @@ void write_relevance_figure(const std::string& path, const RelevanceFigure& fig)
     lines_w = std::max(lines_w, x - token_gap);
   }
   const int token_lines = n ? line + 1 : 0;
-  const double token_scale = relevance_scale(std::vector<double>(fig.values.begin(), fig.values.begin() + long(n)));
+  const double token_scale =
+      shading_scale(fig.shading != "LRP", std::vector<double>(fig.values.begin(), fig.values.begin() + long(n)));
   std::vector<double> all;
   int layers = int(fig.heads.size()), per_layer = 0;
   for (const auto& l : fig.heads) all.insert(all.end(), l.begin(), l.end()), per_layer = std::max(per_layer, int(l.size()));

@@ -195,7 +195,9 @@ void DatasetView::drawReport(Workbench& wb) {
       exportFile(wb, (fs::path(folder) / "head_report.json").string());  // the task says "wrote …" when done
     });
   }
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("head_report.json, .csv, .md and figures/ as `headlab analyze` writes them");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("head_report.json, .csv, .md and figures/ as `headlab analyze` writes them, less its example "
+                      "attention maps (the window's own map views export those)");
 }
 
 bool DatasetView::exportFile(Workbench& wb, const std::string& path) {

@@ -175,8 +175,17 @@ void refused_input_banner(const Document& doc) {
 }
 
 void controls_not_shown_line(const Document& doc) {
+  // A live gate's run usually ends within a few frames: the "running" note waits a quarter second,
+  // so the views under it do not jump a line at every step of a dragged slider. A refused input's
+  // note (the gates will not run) shows at once.
+  static double differs_since = -1;
   const std::string note = controls_not_shown(doc);
-  if (note.empty()) return;
+  if (note.empty()) {
+    differs_since = -1;
+    return;
+  }
+  if (differs_since < 0) differs_since = ImGui::GetTime();
+  if (!doc.refused && ImGui::GetTime() - differs_since < 0.25) return;
   ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
   ImGui::TextWrapped("%s", note.c_str());
   ImGui::PopStyleColor();

@@ -1,5 +1,6 @@
 #include "app/gui/generate_view.h"
 
+#include "app/document/controls_edit.h"
 #include "app/gui/draw_util.h"
 #include "app/gui/workbench.h"
 #include "app/layout/colormap.h"
@@ -124,6 +125,12 @@ void GenerateView::drawContent(Workbench& wb) {
   if (g)
     for (const auto& note : g->notes) ImGui::TextWrapped("%s", note.c_str());
   if (!g) return;
+  // A text written before the Mixer changed is the old controls' text, and says so.
+  if (!doc.generation_job.running && !same_controls(g->controls, doc.session.controls)) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.0f, 0.7f, 0.25f, 1.0f));
+    ImGui::TextWrapped("written with other gates or mixing than the Mixer's now: Generate to write with these");
+    ImGui::PopStyleColor();
+  }
 
   // The text as tokens: the prompt's greyed, each generated one a button that shows its step.
   ImGui::Separator();

@@ -25,6 +25,13 @@ void draw_evidence(const analysis::Evidence& e, int index, float plot_h) {
     ImGui::TextWrapped("%s", e.text.c_str());
     return;
   }
+  // Category names too wide for their bars are written upwards, in at most 0.3 of the chart's height
+  // (app/gui/plot.cpp): the chart grows (the view scrolls) until the longest name fits whole.
+  if (e.kind == Kind::bars) {
+    float widest = 0;
+    for (const auto& c : e.categories) widest = std::max(widest, ImGui::CalcTextSize(c.c_str()).x);
+    plot_h = std::max(plot_h, std::min(widest / 0.3f, plot_h + ImGui::GetFontSize() * 14));
+  }
   Plot plot;
   const std::string id = "evidence" + std::to_string(index);
   plot.begin(id.c_str(), ImVec2(-1, plot_h), e.text, {e.x_label}, {e.y_label, false, AxisRange{0, e.y_max}});

@@ -1,5 +1,5 @@
 // Head detail: for the selected head, the evidence behind its role in the head report — the
-// histogram of argmax offsets (positional, Voita et al. 2019 §4.2), the rare-word shares (§4.3),
+// histogram of argmax offsets (positional, Voita et al. 2019 §5.1), the rare-word shares (§5.3),
 // relation accuracies beside their fixed-offset baselines (Clark et al. 2019 §4), relevance and
 // importance across the dataset, and its key-query spectrum (Cordonnier et al. 2020).
 #pragma once

@@ -117,9 +117,9 @@ void HeadTableView::drawControls(Workbench& wb) {
   };
   if (labelled("positional ≥", "##positional", positional, 0.5f, 1.0f, true))
     wb.apply(cmd::SetThresholds{positional, {}, {}});
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is at one offset (Voita et al. 2019 §4.2)");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is at one offset (Voita et al. 2019 §5.1)");
   if (labelled("rare >", "##rare", rare, 0.0f, 1.0f, false)) wb.apply(cmd::SetThresholds{{}, rare, {}});
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is the rarest token (Voita et al. 2019 §4.3)");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of queries whose maximum is the rarest token (Voita et al. 2019 §5.3)");
   if (labelled("syntactic margin", "##margin", margin, 0.0f, 0.5f, false)) wb.apply(cmd::SetThresholds{{}, {}, margin});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("accuracy over the best fixed-offset baseline (Clark et al. 2019 §4)");
   // The measures' own roles (prev-token, induction, copying): one slider per threshold they declare.

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 namespace headlab::app {
 namespace {
@@ -17,6 +19,33 @@ namespace {
 ImU32 colour_of(double strength) {
   const Rgb c = relevance_rgb(strength);
   return IM_COL32(c.r, c.g, c.b, 255);
+}
+
+// The shading's key, as the exported figure draws it: the diverging scale from −scale to +scale (or
+// from 0 to scale where no value is negative), its ends labelled.
+void scale_key(double scale, bool with_negative) {
+  const float font = ImGui::GetFontSize();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float w = font * 10, h = font * 0.5f;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const int steps = 64;
+  for (int i = 0; i < steps; ++i) {
+    const double t = (i + 0.5) / steps;
+    dl->AddRectFilled(ImVec2(p.x + w * i / steps, p.y), ImVec2(p.x + w * (i + 1) / steps + 0.5f, p.y + h),
+                      colour_of(with_negative ? 2 * t - 1 : t));
+  }
+  char hi[32];
+  std::snprintf(hi, sizeof hi, "%.3g", scale);
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const float y = p.y + h + 1;
+  dl->AddText(ImVec2(p.x, y), text, with_negative ? (std::string("−") + hi).c_str() : "0");
+  if (with_negative) dl->AddText(ImVec2(p.x + w / 2 - ImGui::CalcTextSize("0").x / 2, y), text, "0");
+  dl->AddText(ImVec2(p.x + w - ImGui::CalcTextSize(hi).x, y), text, hi);
+  ImGui::Dummy(ImVec2(w, h + font + 2));
+}
+
+bool any_negative(const std::vector<double>& values) {
+  return std::any_of(values.begin(), values.end(), [](double v) { return v < 0; });
 }
 
 }  // namespace
@@ -36,8 +65,11 @@ void RelevanceView::drawTarget(Workbench& wb) {
   const TokenizedText& out = snap->decoder_tokens.ids.empty() ? snap->tokens : snap->decoder_tokens;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
-  const std::string current = a.lrp_position < 0 || a.lrp_position >= static_cast<int>(out.tokens.size())
-                                  ? std::string("default position")
+  // A position set beyond this input (by a script, a session or a longer text before) is named as
+  // what it is, not as the default the explanation does not use.
+  const std::string current = a.lrp_position < 0 ? std::string("default position")
+                              : a.lrp_position >= static_cast<int>(out.tokens.size())
+                                  ? "position " + std::to_string(a.lrp_position) + " (past the input)"
                                   : std::to_string(a.lrp_position) + ": " + token_label(out.tokens[a.lrp_position]);
   if (ImGui::BeginCombo("##position", current.c_str())) {
     if (ImGui::Selectable("default position", a.lrp_position < 0)) wb.apply(cmd::SetLrpTarget{-1, -1, true});
@@ -52,8 +84,9 @@ void RelevanceView::drawTarget(Workbench& wb) {
   const PositionOutput* predicted = rel && rel->error.empty() ? snap->output_at(rel->position) : nullptr;
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8);
-  const std::string token_text = a.lrp_token < 0 ? "top-1 token" : rel && rel->token == a.lrp_token ? rel->token_text
-                                                                                                    : "#" + std::to_string(a.lrp_token);
+  const std::string token_text = a.lrp_token < 0                          ? "top-1 token"
+                                 : rel && rel->token == a.lrp_token ? token_label(rel->token_text)
+                                                                    : "#" + std::to_string(a.lrp_token);
   if (ImGui::BeginCombo("##token", token_text.c_str())) {
     if (ImGui::Selectable("top-1 token", a.lrp_token < 0)) wb.apply(cmd::SetLrpTarget{a.lrp_position, -1, true});
     if (predicted)
@@ -90,7 +123,7 @@ void RelevanceView::drawTokens(Workbench& wb) {
   // Rollout and flow live on the target's stack; LRP's input relevance on the (encoder) input.
   const std::vector<double>& values = shading_ == 0 ? rel.input : shading_ == 1 ? rel.rollout : rel.flow;
   const TokenizedText& tokens = shading_ != 0 && enc_dec ? snap->decoder_tokens : snap->tokens;
-  const double scale = relevance_scale(values);
+  const double scale = shading_scale(shading_ != 0, values);
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 first = ImGui::GetCursorScreenPos();
@@ -109,14 +142,22 @@ void RelevanceView::drawTokens(Workbench& wb) {
     if (static_cast<int>(i) == rel.position && (shading_ != 0 || !enc_dec))
       dl->AddRect(p, ImVec2(p.x + w, p.y + h), IM_COL32(255, 220, 0, 255), 3, 0, 2);
     dl->AddText(ImVec2(p.x + 4, p.y + 2), IM_COL32(255, 255, 255, 255), label.c_str());
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("%zu %s: %s %.4g (%.0f%% of the largest)", i, tokens.tokens[i].c_str(),
-                        shading_ == 0 ? "relevance" : shading_ == 1 ? "rollout" : "flow", values[i],
-                        100 * std::abs(values[i]) / scale);
+    if (ImGui::IsItemHovered()) {
+      if (shading_ == 0)
+        ImGui::SetTooltip("%zu %s: relevance %.4g (%.0f%% of the largest)", i, token_label(tokens.tokens[i]).c_str(),
+                          values[i], 100 * std::abs(values[i]) / scale);
+      else
+        ImGui::SetTooltip("%zu %s: %s %.4g", i, token_label(tokens.tokens[i]).c_str(), shading_ == 1 ? "rollout" : "flow",
+                          values[i]);
+    }
   }
   markFigure(ImVec2(first.x - 2, first.y - 2), ImVec2(right, ImGui::GetCursorScreenPos().y + ImGui::GetTextLineHeight() + 6));
+  scale_key(scale, any_negative(values));
   if (shading_ == 0)
-    ImGui::TextDisabled("red: supports %s, blue: speaks against it", rel.token_text.c_str());
+    ImGui::TextDisabled("red: supports %s, blue: speaks against it", token_label(rel.token_text).c_str());
+  else
+    ImGui::TextDisabled("%s: the target's attention traced back to the input, on [0, 1]",
+                        shading_ == 1 ? "rollout" : "flow");
 }
 
 void RelevanceView::drawHeads(Workbench& wb) {
@@ -130,6 +171,7 @@ void RelevanceView::drawHeads(Workbench& wb) {
   for (const auto& l : per_layer) all.insert(all.end(), l.begin(), l.end());
   const double scale = relevance_scale(all);
   ImGui::TextDisabled("head relevance R_i (%s), this input", core::stack_name(it->first));
+  scale_key(scale, any_negative(all));
   const int layers = static_cast<int>(per_layer.size());
   int heads = 0;
   for (const auto& l : per_layer) heads = std::max(heads, static_cast<int>(l.size()));
@@ -174,7 +216,7 @@ void RelevanceView::drawContent(Workbench& wb) {
     return;
   }
   ImGui::TextWrapped("logit of \"%s\" at position %d: f = %.4g · |Σ input + bias − f| = %.2g (%.1e·|f|) · %.0f ms",
-                     rel.token_text.c_str(), rel.position, rel.target, rel.residual, rel.relative_residual, rel.ms);
+                     token_label(rel.token_text).c_str(), rel.position, rel.target, rel.residual, rel.relative_residual, rel.ms);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("LRP is conservative (analysis/LRP.md): the input relevance and the constants (biases, positions) add up to f");
   export_buttons(wb, "relevance", title());
@@ -200,7 +242,7 @@ bool RelevanceView::exportFile(Workbench& wb, const std::string& path) {
   char numbers[160];
   std::snprintf(numbers, sizeof numbers, "f = %.4g, residual |Σ input + bias − f| = %.2g (%.1e·|f|)", rel.target,
                 rel.residual, rel.relative_residual);
-  fig.title = model_title(wb) + " — logit of \"" + rel.token_text + "\" at position " + std::to_string(rel.position) +
+  fig.title = model_title(wb) + " — logit of \"" + token_label(rel.token_text) + "\" at position " + std::to_string(rel.position) +
               ": " + numbers;
   fig.shading = kind == 0 ? "LRP" : kind == 1 ? "rollout" : "flow";
   const std::vector<double>& values = kind == 0 ? rel.input : kind == 1 ? rel.rollout : rel.flow;

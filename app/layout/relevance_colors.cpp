@@ -12,6 +12,8 @@ double relevance_scale(const std::vector<double>& values) {
   return scale > 0 ? scale : 1.0;
 }
 
+double shading_scale(bool shares, const std::vector<double>& values) { return shares ? 1.0 : relevance_scale(values); }
+
 double relevance_strength(double value, double scale) {
   if (!std::isfinite(value) || !(scale > 0)) return 0;
   return std::clamp(value / scale, -1.0, 1.0);

@@ -11,6 +11,11 @@ namespace headlab::app {
 
 // The scale's half-width: the largest |value| (non-finite values ignored); 1 when every value is 0.
 double relevance_scale(const std::vector<double>& values);
+// The scale of a token shading, the same on screen and in the figure: LRP's relevance has no unit of
+// its own, so its largest |value|; rollout and flow (`shares`) are shares of the target's attention in
+// [0, 1], so 1 — a row spread evenly over the input stays faint instead of every token drawn at full
+// strength because none is larger.
+double shading_scale(bool shares, const std::vector<double>& values);
 // A value's strength in [-1, 1] on that scale (0 for non-finite values).
 double relevance_strength(double value, double scale);
 // The colour of a strength: the neutral colour at 0, kPositive at +1, kNegative at −1, linear between.

@@ -6,6 +6,7 @@
 #include "core/tokenizer/framing.h"
 #include "core/model/run.h"
 #include "core/model/model_store.h"
+#include "core/tokenizer/token_lookup.h"
 
 #include <torch/torch.h>
 
@@ -59,7 +60,7 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
   const bool enc_dec = model.config.kind == core::StackKind::EncoderDecoder;
   // Without a tokenizer the prompt is token ids and tokens are shown as "#id", as `headlab generate
   // --ids` reads them.
-  auto token_text = [&](int64_t id) { return tok ? tok->id_to_token(id) : "#" + std::to_string(id); };
+  auto token_text = [&](int64_t id) { return core::token_name(tok, id); };
 
   core::GenerateRequest g;
   const GenerationSettings& settings = request.settings;
@@ -85,6 +86,7 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
 
   auto result = std::make_shared<GenerationResult>();
   result->model_folder = request.model_folder;
+  result->controls = request.controls;
   result->prompt_is_ids = tok == nullptr;
   for (int64_t id : enc_dec ? g.decoder_prompt : g.prompt) result->prompt_tokens.push_back(token_text(id));
   if (model.config.decoder) {

@@ -58,6 +58,7 @@ struct GeneratedStep {
 
 struct GenerationResult {
   std::string model_folder;
+  core::ModelControls controls;            // the gates and mixing it was written with
   bool prompt_is_ids = false;              // the model has no tokenizer: the prompt was token ids
   std::vector<std::string> prompt_tokens;  // the decoder's tokens before the first step
   std::vector<GeneratedStep> steps;

@@ -6,6 +6,7 @@
 #include "settle.h"
 
 #include "app/document/controller.h"
+#include "app/document/controls_edit.h"
 #include "core/atomic_file.h"
 #include "core/model/generate.h"
 #include "core/model/model.h"
@@ -95,6 +96,14 @@ TEST_CASE("the Generate view's run publishes the steps core::generate makes", "[
     CHECK(step.cache_bytes == expected.steps[s].cache_bytes);
   }
   CHECK(g->bytes_per_token * 4 == g->mha_bytes_per_token);  // GQA with 2 groups of 8 heads: h/g = 4
+  // The text knows the gates it was written with: once the Mixer changes, the view marks it.
+  CHECK(headlab::app::same_controls(g->controls, c.doc().session.controls));
+  c.execute(cmd::SetGate{headlab::core::Stack::Decoder, 1, 3, 1.0f});
+  settle(c);
+  CHECK(c.doc().generation == g);
+  CHECK(!headlab::app::same_controls(g->controls, c.doc().session.controls));
+  c.execute(cmd::SetGate{headlab::core::Stack::Decoder, 1, 3, 0.0f});
+  settle(c);
 
   SECTION("Stop ends a long run after the step under way") {
     const auto before = c.doc().generation;

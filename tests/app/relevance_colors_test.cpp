@@ -29,3 +29,15 @@ TEST_CASE("relevance shades on a scale symmetric around zero", "[app][relevance]
                  (n.b - kRelevanceNeutral.b) / double(kRelevanceNegative.b - kRelevanceNeutral.b)) < 0.02);
   CHECK(relevance_rgb(5).r == kRelevancePositive.r);  // clamped
 }
+
+TEST_CASE("rollout and flow shade from 0 to 1: a row spread evenly stays faint", "[app][relevance]") {
+  // The default model's rollout row into [MASK]: 0.060 … 0.114 over 11 tokens, near uniform (1/11).
+  const std::vector<double> rollout{0.060, 0.071, 0.114, 0.090, 0.085, 0.101, 0.088, 0.095, 0.099, 0.097, 0.100};
+  const double scale = shading_scale(true, rollout);
+  CHECK(scale == 1.0);
+  for (double v : rollout) CHECK(relevance_strength(v, scale) < 0.12);
+  // One token holding most of the attention is drawn strong.
+  CHECK(relevance_strength(0.8, shading_scale(true, {0.8, 0.1, 0.1})) == Approx(0.8));
+  // LRP's relevance has no unit: its largest |value|.
+  CHECK(shading_scale(false, {0.5, -2.0}) == 2.0);
+}
