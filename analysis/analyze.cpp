@@ -321,7 +321,7 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       r.partial = true;
       break;
     }
-    TokenizedSentence ts = tokenize_sentence(*tok, sentence);  // a dataset implies a tokenizer (above)
+    TokenizedSentence ts = tokenize_sentence(model.config, *tok, sentence);  // a dataset implies a tokenizer (above)
     const int64_t T = static_cast<int64_t>(ts.ids.size());
     const bool any_word = std::any_of(ts.special.begin(), ts.special.end(), [](bool special) { return !special; });
     std::string skip;

@@ -89,6 +89,19 @@ bool ConlluReader::next(UdSentence& sentence) {
     if (sentence.words[i].head > n)
       throw std::runtime_error(sentence.source + ": sentence has " + std::to_string(n) + " words, but word " +
                                std::to_string(i + 1) + "'s head is " + std::to_string(sentence.words[i].head));
+  // A tree: every word reaches the root (0) by its heads. A word headed by itself or a cycle is a
+  // damaged file, whose arcs would be scored as if they were relations.
+  for (int i = 0; i < n; ++i) {
+    std::string path = std::to_string(i + 1);
+    int at = i + 1;
+    for (int steps = 0; at != 0; ++steps) {
+      if (steps > n)
+        throw std::runtime_error(sentence.source + ": word " + std::to_string(i + 1) +
+                                 "'s heads never reach the root (0): " + path + " — a word headed by itself or a cycle");
+      at = sentence.words[static_cast<size_t>(at - 1)].head;
+      if (steps < 8) path += " → " + std::to_string(at);
+    }
+  }
   return true;
 }
 

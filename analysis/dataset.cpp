@@ -1,5 +1,6 @@
 #include "analysis/dataset.h"
 
+#include "core/tokenizer/framing.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/unicode.h"
 
@@ -178,8 +179,9 @@ bool DatasetReader::next(DatasetSentence& out) {
   return false;
 }
 
-TokenizedSentence tokenize_sentence(const core::Tokenizer& tokenizer, const DatasetSentence& sentence) {
-  const auto encoding = tokenizer.encode(sentence.text, /*add_special_tokens=*/true);
+TokenizedSentence tokenize_sentence(const core::ModelConfig& config, const core::Tokenizer& tokenizer,
+                                    const DatasetSentence& sentence) {
+  const auto encoding = core::model_encoding(config, tokenizer, sentence.text);
   const std::u32string cps = core::tok::utf8_to_u32(sentence.text);
   TokenizedSentence out;
   out.ids = encoding.ids;

@@ -14,6 +14,7 @@
 
 namespace headlab::core {
 class Tokenizer;
+struct ModelConfig;
 }
 
 namespace headlab::analysis {
@@ -68,9 +69,11 @@ struct TokenizedSentence {
   int words = 0;
 };
 
-// Tokenizes with the tokenizer's own framing (add_special_tokens: [CLS] … [SEP], <s> …). A token
-// belongs to the word whose span holds its first non-space character; a token of whitespace only
-// (GPT-2's lone "Ġ") or outside every word span is not special but belongs to no word.
-TokenizedSentence tokenize_sentence(const core::Tokenizer& tokenizer, const DatasetSentence& sentence);
+// Tokenizes as the model reads a text (core::model_encoding: an encoder's [CLS] … [SEP], an imported
+// decoder's BOS, a HeadLab causal model's bare ids). A token belongs to the word whose span holds its
+// first non-space character; a token of whitespace only (GPT-2's lone "Ġ") or outside every word
+// span is not special but belongs to no word.
+TokenizedSentence tokenize_sentence(const core::ModelConfig& config, const core::Tokenizer& tokenizer,
+                                    const DatasetSentence& sentence);
 
 }  // namespace headlab::analysis

@@ -159,7 +159,10 @@ double pearson(const PatchTable& a, const PatchTable& b) {
     sxx += (x[i] - mx) * (x[i] - mx);
     syy += (y[i] - my) * (y[i] - my);
   }
-  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : std::nan("");
+  // Tables that are constant but for float rounding (a patch that changes nothing) have no
+  // correlation: their spread is below 1e-9 of their size.
+  auto flat = [n](double ss, double mean) { return !(ss > n * std::pow(1e-9 * (std::abs(mean) + 1e-6), 2)); };
+  return flat(sxx, mx) || flat(syy, my) ? std::nan("") : sxy / std::sqrt(sxx * syy);
 }
 
 }  // namespace
@@ -191,6 +194,9 @@ PatchResult patch_activations(core::Model& model, const PatchRequest& request) {
   PatchResult result;
   result.stack = s.stack;
   result.position = s.position;
+  if (request.clean == request.corrupt)
+    result.notes.push_back("the clean and corrupted inputs are the same: every patch keeps the clean result, so the "
+                           "effects measure nothing and have no normalisation");
   auto score_runs = [&](const torch::Tensor& clean_logits) {  // KL scores against the clean run's distribution
     s.score.clean_log_probs = torch::log_softmax(clean_logits.reshape({-1}).to(torch::kFloat64), 0);
     result.clean = s.score(clean_logits).item<double>();

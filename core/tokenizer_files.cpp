@@ -55,4 +55,16 @@ void copy_tokenizer_files(const std::string& tokenizer, const std::string& folde
   }
 }
 
+std::string no_tokenizer(const std::string& folder) {
+  for (const char* name : {"tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model.v3",
+                           "tekken.json"}) {
+    if (!is_file(fs::path(folder) / name)) continue;
+    return folder + " has no tokenizer HeadLab reads: its " + name +
+           " is a format HeadLab does not read (it reads tokenizer.json, vocab.txt, vocab.json with merges.txt); "
+           "save the tokenizer as tokenizer.json beside it, e.g. with transformers' "
+           "AutoTokenizer.from_pretrained(folder).save_pretrained(folder)";
+  }
+  return folder + " has no tokenizer";
+}
+
 }  // namespace headlab::core

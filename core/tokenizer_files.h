@@ -13,4 +13,9 @@ namespace headlab::core {
 // without tokenizer files copies nothing; a file already in `folder` is left as it is.
 void copy_tokenizer_files(const std::string& tokenizer, const std::string& folder);
 
+// "FOLDER has no tokenizer", saying also why when the folder holds a tokenizer in a format HeadLab
+// does not read (SentencePiece's binary tokenizer.model, Mistral's tekken.json), and how to get one it
+// reads. For the messages of everything that needs text turned into ids.
+std::string no_tokenizer(const std::string& folder);
+
 }  // namespace headlab::core

@@ -8,8 +8,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace headlab::app {
 
@@ -90,6 +92,7 @@ void apply_gates(const core::Model& model, core::Stack stack, const std::vector<
   if (gates.empty()) return;  // nothing to check: a model without this stack is the command's to refuse
   const int layers = model.module->layer_count(stack);
   const auto& attention = core::layers_config(model.config, core::layers_of(stack)).attention;
+  std::map<std::pair<int, int>, std::string> given;  // (layer, head) → the --gate that set it
   for (const auto& text : gates) {
     core::GateSpec spec;
     try {
@@ -100,6 +103,9 @@ void apply_gates(const core::Model& model, core::Stack stack, const std::vector<
     if (spec.layer >= layers) throw UsageError("gate '" + text + "': the model has " + std::to_string(layers) + " layers");
     if (spec.head >= attention.output_heads())
       throw UsageError("gate '" + text + "': layers have " + std::to_string(attention.output_heads()) + " heads");
+    // One head twice: which one is meant is not for the command to guess.
+    if (const auto [at, fresh] = given.emplace(std::pair{spec.layer, spec.head}, text); !fresh)
+      throw UsageError("--gate '" + at->second + "' and --gate '" + text + "' set the same head: give each head once");
     auto& c = controls.at(stack, spec.layer);
     c.gates.resize(attention.output_heads(), 1.0f);
     c.gates[spec.head] = spec.value;

@@ -7,18 +7,19 @@
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "app/cli/progress.h"
+#include "app/cli/stop_signals.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
 #include "core/token_counts.h"
 #include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -74,7 +75,6 @@ std::string metric_list() {
 }
 
 std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted = true; }
 
 void write_all(const analysis::HeadReport& report, const std::vector<analysis::ExampleMap>& examples,
                const std::string& folder) {
@@ -160,6 +160,10 @@ int analyze_command(const AnalyzeCliOptions& c) {
   check_output_folder("--out", folder, {"head_report.json"}, c.force);
   if (s.shard_count > 1 && c.force) replace_earlier_analysis(c.out, s.shard_count);
   auto model = load_model_on(c.model, c.device);
+  // A sentence is measured only within the model's positions: a larger --max-tokens says so.
+  if (c.max_tokens > model->config.max_positions)
+    std::cerr << "--max-tokens " << c.max_tokens << " is more than the model's " << model->config.max_positions
+              << " positions: sentences longer than " << model->config.max_positions << " tokens are skipped\n";
   Progress progress("", "sentences");
   o.progress = [&progress](int64_t done, int64_t total) { return progress(done, total); };
   // Work on the weights alone before the sentences (an 8B model's spectra take minutes): a line a step.
@@ -172,23 +176,20 @@ int analyze_command(const AnalyzeCliOptions& c) {
   };
   g_interrupted = false;
   o.cancel = &g_interrupted;
-  auto previous = std::signal(SIGINT, on_sigint);
   analysis::AnalyzeResult result;
-  try {
-    result = analysis::analyze(*model, o);
-  } catch (const std::invalid_argument& e) {  // a setting the analysis refuses (a probe length, a measure without data)
-    std::signal(SIGINT, previous);
-    throw UsageError(e.what());
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
+  {
+    StopSignals stop(g_interrupted);  // Ctrl-C, SIGTERM (a Slurm time limit), SIGHUP: a partial report
+    try {
+      result = analysis::analyze(*model, o);
+    } catch (const std::invalid_argument& e) {  // a setting the analysis refuses (a probe length, a measure without data)
+      throw UsageError(e.what());
+    }
   }
-  std::signal(SIGINT, previous);
   if (result.report.partial) progress.finish();
   write_all(result.report, result.examples, folder);
   print_roles(result.report);
   std::cout << "wrote " << folder << "/head_report.json, .csv, .md and figures/\n";
-  return result.report.partial ? 130 : 0;
+  return result.report.partial ? StopSignals::exit_code() : 0;
 }
 
 struct MergeCliOptions {
@@ -262,7 +263,7 @@ struct CountCliOptions {
 // ranks `analyze` uses for the rare-word measure when no --freq is given.
 int count_tokens_command(const CountCliOptions& c) {
   auto tokenizer = core::load_folder_tokenizer(c.model);
-  if (!tokenizer) throw UsageError(c.model + " has no tokenizer");
+  if (!tokenizer) throw UsageError(core::no_tokenizer(c.model));
   const std::string out = c.out.empty() ? c.model + "/token_counts.json" : c.out;
   check_output_file("--out", out, c.force);
   const auto counts = core::count_tokens_in_files(*tokenizer, c.data);

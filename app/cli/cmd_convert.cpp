@@ -13,6 +13,7 @@
 #include "core/memory_budget.h"
 #include "core/model/model.h"
 #include "core/precision.h"
+#include "core/tokenizer_files.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 
@@ -78,7 +79,7 @@ int convert_command(const ConvertOptions& o) {
   auto model = core::load_model(o.model);
   if (model->config.kind == core::StackKind::EncoderDecoder)
     throw UsageError("convert turns the self-attention of encoders or decoders; " + o.model + " is an encoder-decoder");
-  if (!o.data.empty() && !model->tokenizer) throw UsageError(o.model + " has no tokenizer: --data needs one");
+  if (!o.data.empty() && !model->tokenizer) throw UsageError(core::no_tokenizer(o.model) + ": --data needs one");
   const auto& a = (model->config.decoder ? model->config.decoder : model->config.encoder)->attention;
   core::train::EvalResult before;
   // On a card the model before conversion is measured as a second copy there, so the one the

@@ -1,12 +1,16 @@
 // `headlab evaluate --model DIR --data FILE… [--seq-len N] [--held-out F]`: how well a model reads a
 // text — the share of its tokens the tokenizer cannot spell ([UNK]), and the model's masked-LM (or
-// next-token) loss and top-1 on it, measured as the trainer measures its held-out split.
+// next-token) loss and top-1 on it, measured as the trainer measures its held-out split. Both are
+// counted over the same tokens: the text cut into --seq-len sequences as training cuts it, a file's
+// tail shorter than one sequence left out.
+#include "app/cli/batch_memory.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer_files.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 
@@ -25,9 +29,11 @@ struct EvaluateCliOptions {
   std::string device;  // --device
   std::string model;
   std::vector<std::string> data;
-  int64_t seq_len = 128, batch_tokens = 2048;
+  // The trainer's defaults (core/train/trainer.h): with them, and the trainer's --held-out, its
+  // held-out split is masked as the trainer masked it.
+  int64_t seq_len = 128, batch_tokens = 4096;
   double held_out = 0;  // 0: every example; else only the trainer's held-out split at this fraction
-  uint64_t seed = 1;
+  uint64_t seed = 0;
   int threads = 0;
   bool json = false;
 };
@@ -41,7 +47,7 @@ struct FileResult {
 int evaluate_command(const EvaluateCliOptions& c) {
   if (c.threads > 0) torch::set_num_threads(c.threads);
   auto model = load_model_on(c.model, c.device);
-  if (!model->tokenizer) throw UsageError(c.model + " has no tokenizer");
+  if (!model->tokenizer) throw UsageError(core::no_tokenizer(c.model));
   const auto& tokenizer = *model->tokenizer;
   if (model->config.encoder && model->config.decoder)
     throw UsageError(c.model + " is an encoder-decoder model; evaluate reads masked-LM and causal models");
@@ -49,18 +55,34 @@ int evaluate_command(const EvaluateCliOptions& c) {
   const auto objective = model->config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
   const auto specials = core::train::special_tokens(tokenizer);
   const auto unk = tokenizer.unk_id();
+  if (c.seq_len > model->config.max_positions)
+    throw UsageError("--seq-len " + std::to_string(c.seq_len) + " is more than the " +
+                     std::to_string(model->config.max_positions) + " positions " + c.model + " takes");
   const int64_t batch_size = std::max<int64_t>(1, c.batch_tokens / c.seq_len);
+  check_batch_memory(model->config, batch_size, c.seq_len, false, "evaluate");
   std::vector<FileResult> results;
   FileResult total{"all"};
   // Examples are counted across the files in order, as `headlab train --data` counts them, so
   // --held-out picks the very examples training on these files (in this order) held out.
   const int64_t period = core::train::held_out_period(c.held_out);
   int64_t index = 0;
-  for (const auto& path : c.data) {
-    auto all = core::train::load_text_dataset({path}, tokenizer, objective, c.seq_len, 0).train;
-    std::vector<core::train::Example> examples;
+  std::vector<std::vector<core::train::Example>> chosen(c.data.size());
+  std::vector<core::train::Example> last;  // the last example of the last file that has one
+  size_t last_file = 0;
+  for (size_t f = 0; f < c.data.size(); ++f) {
+    auto all = core::train::load_text_dataset({c.data[f]}, tokenizer, objective, c.seq_len, 0).train;
+    if (!all.empty()) last = {all.back()}, last_file = f;
     for (auto& ex : all)
-      if (!period || ++index % period == 0) examples.push_back(std::move(ex));
+      if (!period || ++index % period == 0) chosen[f].push_back(std::move(ex));
+  }
+  // Too few examples for one in 1/F: the trainer holds out the last one (core/train/data.cpp), and so
+  // is it measured here.
+  bool any = false;
+  for (const auto& examples : chosen) any = any || !examples.empty();
+  if (period && !any && !last.empty()) chosen[last_file] = last;
+  for (size_t f = 0; f < c.data.size(); ++f) {
+    const std::string& path = c.data[f];
+    std::vector<core::train::Example>& examples = chosen[f];
     FileResult r{path};
     for (const auto& ex : examples)
       for (int64_t id : ex.source) {
@@ -91,15 +113,22 @@ int evaluate_command(const EvaluateCliOptions& c) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : results)
       out.push_back({{"file", r.name}, {"tokens", r.tokens}, {"unknown", r.unknown},
-                     {"unknown_share", r.tokens ? double(r.unknown) / double(r.tokens) : 0.0},
-                     {"examples", r.examples}, {"targets", r.eval.targets}, {"loss", r.eval.loss},
-                     {"top1", r.eval.accuracy}});
+                     {"unknown_share", r.tokens ? nlohmann::json(double(r.unknown) / double(r.tokens)) : nlohmann::json()},
+                     {"examples", r.examples}, {"targets", r.eval.targets},
+                     {"loss", r.eval.targets ? nlohmann::json(r.eval.loss) : nlohmann::json()},
+                     {"top1", r.eval.targets ? nlohmann::json(r.eval.accuracy) : nlohmann::json()}});
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::cout << c.model << ": " << what << ", " << c.seq_len << "-token sequences"
-            << (c.held_out > 0 ? ", the trainer's held-out split only" : "") << "\n";
+            << (c.held_out > 0 ? ", the trainer's held-out split only" : "")
+            << " (tokens, [UNK] and loss over those sequences; a file's tail shorter than one is left out)\n";
   for (const auto& r : results) {
+    if (!r.eval.targets) {  // nothing measured (no held-out example in this file): no number to print
+      std::printf("%-60s tokens %9lld  no %s measured\n", r.name.c_str(), static_cast<long long>(r.tokens),
+                  c.held_out > 0 ? "held-out example" : "target");
+      continue;
+    }
     char line[512];
     std::snprintf(line, sizeof line, "%-60s tokens %9lld  [UNK] %6.3f%%  loss %.3f  top-1 %5.1f%%  (%lld targets)\n",
                   r.name.c_str(), static_cast<long long>(r.tokens),
@@ -119,13 +148,17 @@ void add_evaluate_command(CLI::App& app, Action& action) {
   add_device_option(cmd, c->device);
   cmd->add_option("--data", c->data, "Plain-text files (each reported on its own, then together)")
       ->required()->check(CLI::ExistingFile);
-  cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training")->check(number_in(4, 100000));
-  cmd->add_option("--batch-tokens", c->batch_tokens, "Tokens per batch (sets which examples share a mask draw)")
+  cmd->add_option("--seq-len", c->seq_len, "Tokens per sequence, as in training (default 128, train's)")
+      ->check(number_in(4, 100000));
+  cmd->add_option("--batch-tokens", c->batch_tokens,
+                  "Tokens per batch, which sets which examples share a mask draw (default 4096, train's)")
       ->check(positive());
   cmd->add_option("--held-out", c->held_out,
                   "Only the examples `headlab train --held-out F` holds out of these files, given in the same order (default: all)")
       ->check(number_in(0.0, 0.5));
-  cmd->add_option("--seed", c->seed, "Mask seed (the trainer's --seed reproduces its held-out evaluation)");
+  cmd->add_option("--seed", c->seed,
+                  "Mask seed (default 0, train's: with train's --seq-len, --batch-tokens and --held-out it masks the "
+                  "held-out split as train did; train scores at most --eval-batches batches of it)");
   cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)")->check(non_negative());
   cmd->add_flag("--json", c->json, "Print JSON instead of a table");
   cmd->callback([c, &action] { action = [c] {

@@ -12,6 +12,7 @@
 #include "core/tokenizer/framing.h"
 #include "core/model/safetensors_torch.h"
 #include "core/model/system_info.h"
+#include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -49,7 +50,7 @@ int generate_command(const GenerateOptions& o) {
   if (o.by_ids) {
     request.prompt = parse_ids(o.ids, "--ids");
   } else {
-    if (!tok) throw UsageError(o.model + " has no tokenizer: give --ids instead of --prompt");
+    if (!tok) throw UsageError(core::no_tokenizer(o.model) + ": give --ids instead of --prompt");
     request.prompt = require_tokens(enc_dec ? core::encoder_input_ids(model->config, *tok, o.prompt)
                                             : core::causal_prompt_ids(model->config, *tok, o.prompt),
                                     "--prompt");
@@ -87,9 +88,9 @@ int generate_command(const GenerateOptions& o) {
   std::fflush(stdout);  // the text's line ends before the summary on stderr, also in a log of both
   std::fprintf(stderr, "%zu tokens (%s) in %.2f s, %.1f ms a token; KV cache %s\n", result.tokens.size(),
                result.stopped.c_str(), seconds, result.tokens.empty() ? 0.0 : 1000 * seconds / result.tokens.size(),
-               request.use_cache && !result.steps.empty()
-                   ? (std::to_string(result.steps.back().cache_bytes / 1024) + " KB").c_str()
-                   : "off");
+               !request.use_cache     ? "off"
+               : result.steps.empty() ? "unused (no token written)"
+                                      : (std::to_string(result.steps.back().cache_bytes / 1024) + " KB").c_str());
   for (const auto& note : result.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
 
   if (!o.out.empty()) {
@@ -134,10 +135,18 @@ void add_generate_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-cache", o->no_cache, "Recompute the whole sequence at every step (the cache's baseline)");
   cmd->add_option("--out", o->out, "Dump generated_ids, step_logits.S and step_attentions.S.L (safetensors)");
   cmd->add_flag("--force", o->force, "Replace an existing --out");
-  cmd->callback([o, ids, prompt, &action] {
+  cmd->callback([o, ids, prompt, cmd, &action] {
     o->by_ids = ids->count() > 0;
     const bool prompt_given = prompt->count() > 0;
-    action = [o, prompt_given] {
+    // Greedy decoding draws nothing: a sampling option given without a temperature would be ignored.
+    std::string sampling_only;
+    if (o->temperature == 0)
+      for (const char* name : {"--top-k", "--top-p", "--seed"})
+        if (cmd->count(name) > 0) sampling_only = name;
+    action = [o, prompt_given, sampling_only] {
+      if (!sampling_only.empty())
+        throw UsageError(sampling_only + " shapes sampling, and --temperature 0 (the default) decodes greedily: give "
+                         "--temperature T > 0 to sample, or leave " + sampling_only + " out");
       if (!o->by_ids && !prompt_given) throw UsageError("give --prompt or --ids");
       if (!o->by_ids) require_text(o->prompt, "--prompt");
       return generate_command(*o);

@@ -12,7 +12,7 @@ namespace headlab::app {
 void add_gui_command(CLI::App& app, Action& action, const GuiEntry& gui) {
   auto options = std::make_shared<GuiOptions>();
   auto* cmd = app.add_subcommand("gui", command_description("gui"));
-  auto* model = cmd->add_option("--model", options->model, "Model folder (default: the newest in assets/models)");
+  auto* model = cmd->add_option("--model", options->model, "Model folder (default: the shipped default model, assets/models/default)");
   cmd->add_option("--session", options->session, "Session file to open")->excludes(model);
   cmd->add_option("--script", options->script, "JSON actions to run in the window (see app/README.md, \"Scripted runs\")");
   cmd->add_option("--screenshot", options->screenshot, "Write a PNG once the first run (or the script) is drawn, then exit");

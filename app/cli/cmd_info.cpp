@@ -7,6 +7,7 @@
 #include "core/asset_paths.h"
 #include "core/memory_budget.h"
 #include "core/model_folder.h"
+#include "core/tokenizer_files.h"
 #include "core/weights_policy.h"
 
 #include <CLI/CLI.hpp>
@@ -40,7 +41,9 @@ int print_folder(const InfoOptions& options) {
   }
   const int64_t tokens = tokenizer ? static_cast<int64_t>(tokenizer->vocab_size()) : 0;
   const std::string tokenizer_line =
-      !tokenizer ? "none"
+      !tokenizer ? (core::no_tokenizer(options.model) == options.model + " has no tokenizer"
+                        ? "none"
+                        : "none (" + core::no_tokenizer(options.model) + ")")
       : tokens <= c.vocab_size
           ? tokenizer->kind() + ", " + std::to_string(tokens) + " tokens"
           : tokenizer->kind() + ", " + std::to_string(tokens) + " tokens — more than the model's " +

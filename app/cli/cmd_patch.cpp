@@ -9,19 +9,22 @@
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "app/cli/progress.h"
+#include "app/cli/stop_signals.h"
 #include "core/asset_paths.h"
 #include "core/atomic_file.h"
 #include "core/cancelled.h"
 #include "core/model/model.h"
 #include "core/model/system_info.h"
 #include "core/precision.h"
+#include "core/tokenizer/framing.h"
+#include "core/tokenizer/token_lookup.h"
+#include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -46,15 +49,17 @@ std::vector<int64_t> input_ids(const core::Model& model, const std::string& text
   if (text.empty())
     throw UsageError(std::string(text_option) + " is missing or empty: give a text, or the ids with " + ids_option);
   if (!model.tokenizer)
-    throw UsageError(std::string("the model has no tokenizer: give ") + ids_option + " instead of " + text_option);
-  auto out = model.tokenizer->encode(text, add_special).ids;
+    throw UsageError(core::no_tokenizer(model.folder.empty() ? "the model" : model.folder) + ": give " + ids_option +
+                     " instead of " + text_option);
+  auto out = add_special ? core::model_encoding(model.config, *model.tokenizer, text).ids
+                         : model.tokenizer->encode(text, false).ids;
   if (out.empty()) throw UsageError(std::string(text_option) + " produced no tokens");
   return out;
 }
 
 // "the clean text has 7 tokens and the corrupted one 8; they first differ at position 3: 'Mary' vs 'Ma'"
 std::string length_mismatch(const core::Model& model, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  auto token = [&](int64_t id) { return model.tokenizer ? "'" + model.tokenizer->id_to_token(id) + "'" : std::to_string(id); };
+  auto token = [&](int64_t id) { return model.tokenizer ? "'" + core::token_name(model.tokenizer.get(), id) + "'" : std::to_string(id); };
   auto list = [&](const std::vector<int64_t>& ids) {
     std::string s;
     for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + token(ids[i]);
@@ -129,7 +134,6 @@ void table_figure(const analysis::PatchTable& t, bool heads, bool each, const st
 }
 
 std::atomic<bool> g_patch_interrupted{false};
-extern "C" void on_patch_sigint(int) { g_patch_interrupted.store(true); }
 
 int patch_command(const PatchOptions& o) {
   check_output_folder("--out", o.out, {"patch.json"}, o.force);
@@ -177,29 +181,25 @@ int patch_command(const PatchOptions& o) {
   g_patch_interrupted = false;
   r.cancel = &g_patch_interrupted;
   bool stopped = false;
-  auto previous = std::signal(SIGINT, on_patch_sigint);
-  try {
-    result = analysis::patch_activations(*model, r);
-  } catch (const core::Cancelled&) {
-    std::signal(SIGINT, previous);
-    if (!so_far) throw;  // stopped before anything was measured: nothing to write
-    result = *so_far;
-    stopped = true;
-  } catch (const std::invalid_argument& e) {
-    std::signal(SIGINT, previous);
-    throw UsageError(e.what());
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
+  {
+    StopSignals stop(g_patch_interrupted);  // Ctrl-C, SIGTERM, SIGHUP: what is complete is written
+    try {
+      result = analysis::patch_activations(*model, r);
+    } catch (const core::Cancelled&) {
+      if (!so_far) throw;  // stopped before anything was measured: nothing to write
+      result = *so_far;
+      stopped = true;
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
   }
-  std::signal(SIGINT, previous);
   int64_t exact_run = 0, exact_cells = 0;
   for (const auto& layer : result.exact)
     for (const auto& unit : layer)
       for (double v : unit) ++exact_cells, exact_run += std::isnan(v) ? 0 : 1;
   if (stopped) {
     progress.finish();
-    result.notes.push_back("stopped (Ctrl-C) after " + std::to_string(exact_run) + " of " + std::to_string(exact_cells) +
+    result.notes.push_back("stopped (" + StopSignals::name() + ") after " + std::to_string(exact_run) + " of " + std::to_string(exact_cells) +
                            " exact re-runs; the cells not run are null");
   }
   const bool heads = core::site_has_heads(r.site);
@@ -278,7 +278,7 @@ int patch_command(const PatchOptions& o) {
   std::printf("wrote %s/patch.json", o.out.c_str());
   for (const auto& f : figures) std::printf(", %s", f.c_str());
   std::printf("%s\n", stopped ? " [partial: stopped before the end]" : "");
-  return stopped ? 130 : 0;
+  return stopped ? StopSignals::exit_code() : 0;
 }
 
 }  // namespace
@@ -292,10 +292,10 @@ void add_patch_command(CLI::App& app, Action& action) {
   cmd->add_option("--corrupt", o->corrupt, "The corrupted (counterfactual) text, of the same length in tokens");
   cmd->add_option("--clean-ids", o->clean_ids, "The clean input as token ids, e.g. 1,2,3");
   cmd->add_option("--corrupt-ids", o->corrupt_ids, "The corrupted input as token ids");
-  cmd->add_option("--answer", o->answer, "The clean answer: a token or its id");
-  cmd->add_option("--wrong", o->wrong, "The corrupted answer, for the logit difference: a token or its id");
-  cmd->add_option("--answer-id", o->answer_id, "The clean answer's id")->check(non_negative());
-  cmd->add_option("--wrong-id", o->wrong_id, "The corrupted answer's id")->check(non_negative());
+  auto* answer = cmd->add_option("--answer", o->answer, "The clean answer: a token or its id");
+  auto* wrong = cmd->add_option("--wrong", o->wrong, "The corrupted answer, for the logit difference: a token or its id");
+  cmd->add_option("--answer-id", o->answer_id, "The clean answer's id")->check(non_negative())->excludes(answer);
+  cmd->add_option("--wrong-id", o->wrong_id, "The corrupted answer's id")->check(non_negative())->excludes(wrong);
   cmd->add_option("--metric", o->metric, "logit-diff (default; needs --answer and --wrong), logit, prob (need --answer) or kl")
       ->check(CLI::IsMember({"logit-diff", "logit", "prob", "kl"}));
   cmd->add_option("--what", o->what, "The site to patch: z (default), pattern, q, k, v, resid or mlp")
@@ -309,11 +309,30 @@ void add_patch_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"q", "k", "v"}));
   cmd->add_flag("--no-exact", o->no_exact, "Skip exact patching (attribution patching only)");
   cmd->add_flag("--no-attribution", o->no_attribution, "Skip attribution patching");
-  cmd->add_flag("!--no-special-tokens", o->add_special, "Do not add [CLS]/[SEP]/BOS around the texts");
+  cmd->add_flag("!--no-special-tokens", o->add_special,
+                "Read the texts' bare ids, without the special tokens the model reads around a text ([CLS] … [SEP], BOS)");
   cmd->add_option("--out", o->out, "Output folder (patch.json, heatmaps)")->required();
   cmd->add_flag("--force", o->force, "Replace an existing patch.json");
-  cmd->callback([&action, o] {
-    action = [o] {
+  cmd->callback([&action, o, cmd] {
+    // What the metric reads: an answer and a wrong token (logit-diff), an answer (logit, prob) or
+    // neither (kl). A token the metric would not read is refused, as is a missing one, by name.
+    const std::string metric = o->metric.empty() ? "logit-diff" : o->metric;
+    const bool has_answer = cmd->count("--answer") + cmd->count("--answer-id") > 0;
+    const bool has_wrong = cmd->count("--wrong") + cmd->count("--wrong-id") > 0;
+    std::string refused;
+    if (metric == "logit-diff" && !(has_answer && has_wrong))
+      refused = "the logit-diff metric (the default) needs the clean answer and the corrupted one: give --answer and --wrong "
+                "(or their ids), or choose --metric logit, prob or kl";
+    else if ((metric == "logit" || metric == "prob") && !has_answer)
+      refused = "--metric " + metric + " needs the clean answer: give --answer (or --answer-id)";
+    else if ((metric == "logit" || metric == "prob") && has_wrong)
+      refused = "--metric " + metric + " reads the answer alone: --wrong is for --metric logit-diff";
+    else if (metric == "kl" && (has_answer || has_wrong))
+      refused = "--metric kl compares whole distributions: --answer and --wrong are for logit-diff, logit or prob";
+    else if (o->path_sender.empty() && cmd->count("--path-site") > 0)
+      refused = "--path-site is the receivers' site in path patching: give --path and --to with it";
+    action = [o, refused] {
+      if (!refused.empty()) throw UsageError(refused);
       if (!o->path_sender.empty() && o->path_receivers.empty()) throw UsageError("--path needs --to");
       if (o->path_sender.empty() && !o->path_receivers.empty())
         throw UsageError("--to names path patching's receivers; give its sender with --path");

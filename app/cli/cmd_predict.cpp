@@ -7,6 +7,8 @@
 #include "core/model/run.h"
 #include "core/model/system_info.h"
 #include "core/tokenizer/framing.h"
+#include "core/tokenizer/token_lookup.h"
+#include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -29,7 +31,8 @@ void print_top_k(const core::Tokenizer& tokenizer, const torch::Tensor& logits, 
   auto [values, indices] = probs.topk(std::min<int64_t>(k, probs.size(0)));
   for (int64_t i = 0; i < values.size(0); ++i) {
     const int64_t id = indices[i].item<int64_t>();
-    std::printf("  %-16s %6.2f%%  (id %lld)\n", tokenizer.id_to_token(id).c_str(), 100 * values[i].item<double>(),
+    // Three significant digits: a random model's 0.004% still ranks its candidates.
+    std::printf("  %-16s %8.3g%%  (id %lld)\n", core::token_name(&tokenizer, id).c_str(), 100 * values[i].item<double>(),
                 static_cast<long long>(id));
   }
 }
@@ -37,7 +40,7 @@ void print_top_k(const core::Tokenizer& tokenizer, const torch::Tensor& logits, 
 int predict_command(const PredictOptions& o) {
   core::use_batch_threads();
   auto model = load_model_on(o.model, o.device);
-  if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer");
+  if (!model->tokenizer) throw UsageError(core::no_tokenizer(o.model));
   const auto& tok = *model->tokenizer;
   core::RunRequest request;
   request.capture = core::kCaptureNone;
@@ -45,17 +48,17 @@ int predict_command(const PredictOptions& o) {
   if (kind != core::StackKind::EncoderDecoder && !o.target.empty())
     throw UsageError("--target is an encoder-decoder's decoder text; " + o.model + " has one stack, which reads --text alone");
   if (kind == core::StackKind::Encoder) {
-    request.ids = require_tokens(tok.encode(o.text, true).ids, "--text");
+    request.ids = require_tokens(core::model_encoding(model->config, tok, o.text).ids, "--text");
     const auto mask = tok.mask_id();
     if (!mask) throw UsageError("the tokenizer has no mask token");
     auto trace = core::run(*model, request);
     int found = 0;
     for (size_t t = 0; t < request.ids.size(); ++t) {
       if (request.ids[t] != *mask) continue;
-      std::printf("%s #%d (token %zu):\n", tok.id_to_token(*mask).c_str(), ++found, t);
+      std::printf("%s #%d (token %zu):\n", core::token_name(&tok, *mask).c_str(), ++found, t);
       print_top_k(tok, trace->logits[static_cast<int64_t>(t)], o.top_k);
     }
-    if (!found) throw UsageError("the text has no " + tok.id_to_token(*mask) + " token to fill");
+    if (!found) throw UsageError("the text has no " + core::token_name(&tok, *mask) + " token to fill");
     return 0;
   }
   if (kind == core::StackKind::Decoder) {

@@ -15,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/model/model.h"
 #include "core/precision.h"
+#include "core/tokenizer_files.h"
 #include "core/train/data.h"
 #include "core/train/head_pruning.h"
 #include "core/train/trainer.h"
@@ -187,7 +188,7 @@ int prune_command(const PruneCliOptions& o) {
   const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
   place_model(*model, device);
-  if (!model->tokenizer) throw UsageError(o.model + " has no tokenizer: prune trains on text");
+  if (!model->tokenizer) throw UsageError(core::no_tokenizer(o.model) + ": prune trains on text");
   const RoleMap roles = roles_from(o.roles, model, o.model);
   const auto objective = core::train::objective_from_string(model->config.objective);
   if (objective == core::train::Objective::Seq2Seq)

@@ -1,4 +1,4 @@
-// `headlab run --model DIR (--ids 1,2,3 | --text "…") [--gate L.H=V …] [--lrp [--lrp-target POS[:TOKEN]]]
+// `headlab run --model DIR (--ids 1,2,3 | --text "…") [--gate L.H=V …] [--lrp [--lrp-target POS[:ID]]]
 //  [--rollout] [--logit-spectra] --out DUMP.safetensors`
 #include "analysis/logit_attribution.h"
 #include "analysis/lrp.h"
@@ -12,6 +12,9 @@
 #include "core/model/run.h"
 #include "core/model/safetensors_torch.h"
 #include "core/model/system_info.h"
+#include "core/tokenizer/framing.h"
+#include "core/tokenizer/token_lookup.h"
+#include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -30,7 +33,7 @@ struct RunOptions {
   std::vector<std::string> gates;
   bool add_special = true;
   bool lrp = false;
-  std::string lrp_target;  // "POS" or "POS:TOKEN"; implies --lrp
+  std::string lrp_target;  // "POS" or "POS:ID"; implies --lrp
   bool rollout = false;        // attention rollout [T, T] and flow [T] (Abnar & Zuidema 2020)
   bool logit_spectra = false;  // singular values of each head's T×S logit matrix
   bool force = false;          // replace an existing --out
@@ -40,7 +43,7 @@ struct RunOptions {
 };
 
 
-// --lrp-target POS[:TOKEN], checked against the output length and the vocabulary.
+// --lrp-target POS[:ID], checked against the output length and the vocabulary.
 analysis::LrpTarget parse_lrp_target(const std::string& text, int64_t positions, int64_t vocab) {
   if (text.empty()) return {};
   auto number = [&](const std::string& item) {
@@ -50,7 +53,7 @@ analysis::LrpTarget parse_lrp_target(const std::string& text, int64_t positions,
       if (used == item.size() && v >= 0) return static_cast<int64_t>(v);
     } catch (const std::exception&) {
     }
-    throw UsageError("--lrp-target: '" + text + "' is not POS or POS:TOKEN (non-negative integers, e.g. 3 or 3:17)");
+    throw UsageError("--lrp-target: '" + text + "' is not POS or POS:ID (non-negative integers, e.g. 3 or 3:17)");
   };
   analysis::LrpTarget target;
   const auto colon = text.find(':');
@@ -105,7 +108,8 @@ void add_dla(core::Model& model, const core::Trace& trace, const RunOptions& opt
     throw UsageError(e.what());
   }
   auto token = [&](int64_t id) {
-    return model.tokenizer ? "'" + model.tokenizer->id_to_token(id) + "' (" + std::to_string(id) + ")" : std::to_string(id);
+    return model.tokenizer ? "'" + core::token_name(model.tokenizer.get(), id) + "' (" + std::to_string(id) + ")"
+                           : std::to_string(id);
   };
   std::vector<torch::Tensor> rows;
   for (const auto& layer : a.heads) rows.push_back(float_tensor(layer));
@@ -148,8 +152,11 @@ int run_command(const RunOptions& options) {
     request.ids = parse_ids(options.ids, "--ids");
   } else {
     const auto* tok = model->tokenizer.get();
-    if (!tok) throw UsageError(options.model + " has no tokenizer: give --ids instead of --text");
-    request.ids = require_tokens(tok->encode(options.text, options.add_special).ids, "--text");
+    if (!tok) throw UsageError(core::no_tokenizer(options.model) + ": give --ids instead of --text");
+    // As every command and the window read a text (core::model_encoding), unless asked for the bare ids.
+    request.ids = require_tokens(options.add_special ? core::model_encoding(model->config, *tok, options.text).ids
+                                                     : tok->encode(options.text, false).ids,
+                                 "--text");
     for (int64_t id : request.ids)
       if (id >= model->config.vocab_size)
         throw std::runtime_error(options.model + ": its tokenizer made id " + std::to_string(id) + " of --text, but " +
@@ -295,23 +302,27 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--lrp", options->lrp,
                  "Add LRP relevance (analysis/LRP.md): lrp.{l} [H] per layer and lrp_input [T]");
   cmd->add_option("--lrp-target", options->lrp_target,
-                  "Logit to explain, POS[:TOKEN] (default: first [MASK] or last position, top-1 token); implies --lrp");
+                  "Logit to explain, POS[:ID], the position and the token id (default: first [MASK] or last position, top-1 token); implies --lrp");
   cmd->add_flag("--rollout", options->rollout,
                  "Add attention rollout [T, T] and flow [T] into the LRP target (or last) position (Abnar & Zuidema 2020)");
   cmd->add_flag("--logit-spectra", options->logit_spectra,
                  "Add logit_singular_values.{l} [H, min(T, S)]: each head's T×S logit matrix's singular values");
-  cmd->add_option("--dla", options->dla,
+  auto* dla = cmd->add_option("--dla", options->dla,
                   "Direct logit attribution of ANSWER[,WRONG] (ids or tokens): each head's, FFN's and the embeddings' "
                   "share of the logit difference (dla [L, H], dla_embed, dla_mlp [L]) and the logit lens (logit_lens [L+1])");
   cmd->add_option("--dla-position", options->dla_position, "Position --dla reads (default: the last)")
-      ->check(non_negative());
-  cmd->add_flag("!--no-special-tokens", options->add_special, "Do not add [CLS]/[SEP]/BOS around --text");
+      ->check(non_negative())
+      ->needs(dla);
+  cmd->add_flag("!--no-special-tokens", options->add_special,
+                "Read --text's bare ids, without the special tokens the model reads around a text ([CLS] … [SEP], BOS)");
   cmd->add_option("--out", options->out, "Output .safetensors dump")->required();
   cmd->add_flag("--force", options->force, "Replace an existing --out file");
-  cmd->callback([options, ids, text, &action] {
+  cmd->callback([options, ids, text, dla, &action] {
     options->by_ids = ids->count() > 0;
     const bool text_given = text->count() > 0;
-    action = [options, text_given] {
+    const bool empty_dla = dla->count() > 0 && options->dla.empty();
+    action = [options, text_given, empty_dla] {
+      if (empty_dla) throw UsageError("--dla is empty: give ANSWER[,WRONG], tokens or ids");
       if (!options->by_ids && !text_given) throw UsageError("give --ids or --text");
       if (!options->by_ids) require_text(options->text, "--text");
       check_output_file("--out", options->out, options->force);

@@ -1,18 +1,20 @@
 // `headlab train --config CFG.json --data PATH… --out DIR …`: trains any engine config.
+#include "app/cli/batch_memory.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
+#include "app/cli/stop_signals.h"
 #include "core/atomic_file.h"
 #include "core/model/model.h"
 #include "core/token_counts.h"
 #include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer_files.h"
 #include "core/train/data.h"
 #include "core/train/trainer.h"
 
 #include <CLI/CLI.hpp>
 
 #include <atomic>
-#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -21,7 +23,6 @@ namespace headlab::app {
 namespace {
 
 std::atomic<bool> g_interrupt{false};
-extern "C" void on_sigint(int) { g_interrupt.store(true); }
 
 struct TrainCliOptions {
   std::string config, out, objective, tokenizer, decay = "cosine", dtype = "F32", new_token_rows = "typical";
@@ -95,6 +96,7 @@ int train_command(TrainCliOptions& options) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  check_batch_memory(config, std::max<int64_t>(1, o.batch_tokens / o.seq_len), o.seq_len, true, "train");
   const auto target = fs::path(options.out) / "tokenizer.json";
   o.tokenizer_json = target.string();
 
@@ -112,29 +114,26 @@ int train_command(TrainCliOptions& options) {
   o.interrupt = &g_interrupt;
   // Everything is read and checked: the folder is made (or reused) now.
   NewFolder folder(options.out);
-  // The tokenizer is copied before training writes the folder: --tokenizer may point into --out.
-  if (fs::weakly_canonical(tokenizer_path) != fs::weakly_canonical(target))
-    core::copy_file_atomic(tokenizer_path, target.string());
-  auto previous = std::signal(SIGINT, on_sigint);
+  // The tokenizer is copied before training writes the folder (--tokenizer may point into --out),
+  // with the tokenizer_config.json beside it, which decides its special tokens.
+  core::copy_tokenizer_files(tokenizer_path, options.out);
   core::train::TrainResult result;
-  try {
-    result = core::train::train_model(config, data, core::train::special_tokens(*tokenizer), o);
-  } catch (const std::invalid_argument& e) {
-    std::signal(SIGINT, previous);
-    throw UsageError(e.what());
-  } catch (...) {
-    std::signal(SIGINT, previous);
-    throw;
+  {
+    StopSignals stop(g_interrupt);  // Ctrl-C, SIGTERM, SIGHUP: a checkpoint, then the end
+    try {
+      result = core::train::train_model(config, data, core::train::special_tokens(*tokenizer), o);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
   }
-  std::signal(SIGINT, previous);
   folder.keep();
   std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
             << result.last_eval_step << "): loss "
             << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("
             << static_cast<long long>(result.tokens_per_second) << " tokens/s); wrote " << options.out << "\n";
   if (result.interrupted) {
-    std::cout << "checkpoint saved; continue with the same command plus --resume\n";
-    return 130;
+    std::cout << "stopped by " << StopSignals::name() << "; checkpoint saved; continue with the same command plus --resume\n";
+    return StopSignals::exit_code();
   }
   if (result.stopped)
     std::cout << "stopped at step " << result.step << (o.steps > 0 ? " of " + std::to_string(o.steps) : std::string())

@@ -5,6 +5,7 @@
 #include "core/cancelled.h"
 #include "core/model/model.h"
 #include "core/model/model_store.h"
+#include "core/tokenizer_files.h"
 
 #include <stdexcept>
 
@@ -22,8 +23,8 @@ std::shared_ptr<const analysis::HeadReport> analyse(Task& task, const DatasetReq
     if (request.files.empty()) throw std::runtime_error("no data: give plain-text or CoNLL-U files");
     const auto model = models.get(request.model_folder);
     if (!model->tokenizer)
-      throw std::runtime_error(request.model_folder +
-                               " has no tokenizer: the dataset runs need a model folder with a tokenizer");
+      throw std::runtime_error(core::no_tokenizer(request.model_folder) +
+                               ": the dataset runs need a model folder with a tokenizer");
     task.check();
     doing = "measuring the dataset";
     task.phase("reading the dataset");

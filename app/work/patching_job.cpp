@@ -5,6 +5,7 @@
 #include "core/model/model.h"
 #include "core/model/model_store.h"
 #include "core/model/run.h"
+#include "core/tokenizer/framing.h"
 #include "core/tokenizer/token_lookup.h"
 
 #include <torch/torch.h>
@@ -18,7 +19,7 @@ namespace {
 
 // A text as the Input view frames it, or as token ids without a tokenizer.
 std::vector<int64_t> counterfactual_ids(const core::Model& model, const std::string& text) {
-  if (model.tokenizer) return model.tokenizer->encode(text, true).ids;
+  if (model.tokenizer) return core::model_encoding(model.config, *model.tokenizer, text).ids;
   std::vector<int64_t> ids;
   std::string item;
   for (char c : text + " ") {
@@ -77,8 +78,8 @@ std::shared_ptr<const PatchingResult> run_patching(Task& task, const PatchingReq
   base->answer = r.answer;
   base->wrong = r.wrong;
   if (model.tokenizer) {
-    if (r.answer >= 0) base->answer_token = model.tokenizer->id_to_token(r.answer);
-    if (r.wrong >= 0) base->wrong_token = model.tokenizer->id_to_token(r.wrong);
+    if (r.answer >= 0) base->answer_token = core::token_name(model.tokenizer.get(), r.answer);
+    if (r.wrong >= 0) base->wrong_token = core::token_name(model.tokenizer.get(), r.wrong);
   }
   // The direct logit attribution of the clean run, when the model's stream is a sum at the head.
   if (r.answer >= 0) {

@@ -4,6 +4,7 @@
 #include "analysis/rollout.h"
 #include "core/model/model.h"
 #include "core/model/run.h"
+#include "core/tokenizer/token_lookup.h"
 
 #include <torch/torch.h>
 
@@ -24,8 +25,7 @@ std::shared_ptr<const RelevanceResult> explain_run(core::Model& model, const cor
     const auto lrp = analysis::lrp_relevance(model, trace.ids, target, input.controls, trace.decoder_ids);
     out->position = static_cast<int>(lrp.position);
     out->token = lrp.token;
-    out->token_text = model.tokenizer ? model.tokenizer->id_to_token(lrp.token) : "";
-    if (out->token_text.empty()) out->token_text = "#" + std::to_string(lrp.token);
+    out->token_text = core::token_name(model.tokenizer.get(), lrp.token);
     out->target = lrp.target;
     out->bias = lrp.bias;
     out->residual = lrp.residual;

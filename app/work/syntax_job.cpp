@@ -53,7 +53,7 @@ SyntaxResult syntax_argmax(core::Model& model, const analysis::DatasetSentence& 
                            const core::ModelControls& controls, const std::atomic<bool>* cancel) {
   if (!model.tokenizer) throw std::runtime_error("the Syntax view needs a model folder with a tokenizer");
   if (!sentence.has_tree()) throw std::runtime_error(sentence.source + " has no dependency tree");
-  const analysis::TokenizedSentence ts = analysis::tokenize_sentence(*model.tokenizer, sentence);
+  const analysis::TokenizedSentence ts = analysis::tokenize_sentence(model.config, *model.tokenizer, sentence);
   const int64_t T = static_cast<int64_t>(ts.ids.size());
   if (T > model.config.max_positions)
     throw std::runtime_error(sentence.source + " is " + std::to_string(T) + " tokens, longer than the model's " +

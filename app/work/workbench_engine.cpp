@@ -13,6 +13,8 @@
 #include "core/model/run.h"
 #include "core/model/stacks.h"
 #include "core/precision.h"
+#include "core/tokenizer/framing.h"
+#include "core/tokenizer/token_lookup.h"
 
 #include <torch/torch.h>
 
@@ -325,7 +327,7 @@ TokenizedText WorkbenchEngine::tokenize(const std::string& text, std::vector<std
   TokenizedText out;
   if (byte_spans) byte_spans->clear();
   if (const auto& tok = impl_->model->tokenizer) {
-    auto enc = tok->encode(text, true);
+    auto enc = core::model_encoding(impl_->model->config, *tok, text);
     out.ids = enc.ids;
     out.tokens = enc.tokens;
     out.special = enc.special;
@@ -595,8 +597,7 @@ std::shared_ptr<const RunSnapshot> WorkbenchEngine::run(const RunInput& input, c
         pr.p = std::exp(x - ls[t]);
         // The unmodified run is its own reference: the same number, not a second rounding of it.
         pr.p_base = is_base ? pr.p : std::exp(brow[pr.id]);
-        pr.token = tok ? tok->id_to_token(pr.id) : "";
-        if (pr.token.empty()) pr.token = "#" + std::to_string(pr.id);
+        pr.token = core::token_name(tok, pr.id);
         po.top.push_back(std::move(pr));
       }
       snap->outputs.push_back(std::move(po));

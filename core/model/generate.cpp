@@ -179,8 +179,10 @@ Generation generate(Model& model, const GenerateRequest& request,
   // inputs of a rotary model, to study how its heads extrapolate).
   const bool dynamic_rope = config.rope_scaling.kind == RopeScalingKind::Dynamic;
   if (config.max_positions > 0 && total > config.max_positions && !dynamic_rope)
-    throw std::invalid_argument("a prompt of " + std::to_string(sequence.size()) + " tokens and " +
-                                std::to_string(request.max_new) + " new ones is more than the " +
+    throw std::invalid_argument("a prompt of " + std::to_string(sequence.size()) +
+                                (sequence.size() == 1 ? " token and " : " tokens and ") +
+                                std::to_string(request.max_new) + (request.max_new == 1 ? " new one" : " new ones") +
+                                " is more than the " +
                                 std::to_string(config.max_positions) + " positions this model takes");
 
   // Refused before anything is allocated when it cannot fit (core/memory_budget.h): the attention

@@ -88,6 +88,11 @@ int64_t load_native_weights(Transformer& module, const SafetensorsFile& file,
       throw std::runtime_error(file.path() + ": tensor '" + name + "' has shape " + got + "], config expects " +
                                expected);
     }
+    // A weight is a floating-point number: an integer dtype is a damaged header or another kind of
+    // file, whose bytes read as numbers would give other logits without a word.
+    if (info->dtype != DType::F32 && info->dtype != DType::F16 && info->dtype != DType::BF16 && info->dtype != DType::F64)
+      throw std::runtime_error(file.path() + ": tensor '" + name + "' has dtype " + dtype_name(info->dtype) +
+                               ", expected F32, F16, BF16 or F64");
     torch::Tensor& param = item.value();
     if (residency == Residency::Mapped && mappable(info->dtype) && keeps_stored_view(name, param)) {
       // A zero-copy view of the mapping in the stored dtype (core/model/linear.h computes with it).

@@ -46,24 +46,42 @@ inline std::optional<int64_t> decoder_start_id(const ModelConfig& config, const 
   return config.decoder_start_id ? config.decoder_start_id : decoder_start_id(tokenizer);
 }
 
-// An encoder-decoder's encoder input. Imported Hugging Face models read their text as their
-// tokenizer frames it (T5 and Marian append </s>, BART wraps it in <s> … </s>), as the
-// `transformers` tokenizer call does; HeadLab's own models are trained on the bare ids.
-inline std::vector<int64_t> encoder_input_ids(const ModelConfig& config, const Tokenizer& tokenizer,
-                                              std::string_view text) {
-  return tokenizer.encode(text, config.family != "native").ids;
+// How a model reads a text — the one rule for the window's input, `run`, `patch`, `predict`,
+// `generate` and the dataset analysis, so every one of them gives the same text the same ids:
+//  - an encoder (a masked LM) reads the text framed as its tokenizer frames a sentence ([CLS] … [SEP]),
+//    as HeadLab's trainer frames its examples and as `transformers` does;
+//  - a causal model: HeadLab's own read the bare ids (core/train/data.cpp packs no begin token); an
+//    imported Hugging Face decoder reads them after the begin-of-sequence token when the tokenizer
+//    has one (its training texts followed one; TransformerLens prepends it too);
+//  - an encoder-decoder's encoder: HeadLab's own read the bare ids; imported ones as their tokenizer
+//    frames them (T5 and Marian append </s>, BART wraps the text in <s> … </s>).
+// A token added here has no characters: offsets {0, 0}, marked special.
+inline Encoding model_encoding(const ModelConfig& config, const Tokenizer& tokenizer, std::string_view text) {
+  const bool native = config.family == "native";
+  if (config.kind == StackKind::Encoder) return tokenizer.encode(text, true);
+  if (config.kind == StackKind::EncoderDecoder) return tokenizer.encode(text, !native);
+  Encoding e = tokenizer.encode(text, false);
+  if (native) return e;
+  if (auto bos = tokenizer.bos_id(); bos && (e.ids.empty() || e.ids.front() != *bos)) {
+    const size_t n = e.ids.size();
+    e.ids.insert(e.ids.begin(), *bos);
+    if (e.tokens.size() == n) e.tokens.insert(e.tokens.begin(), tokenizer.id_to_token(*bos));
+    if (e.offsets.size() == n) e.offsets.insert(e.offsets.begin(), {0, 0});
+    if (e.special.size() == n) e.special.insert(e.special.begin(), true);
+  }
+  return e;
 }
 
-// A causal model's prompt. An imported Hugging Face decoder reads the text's ids after the
-// begin-of-sequence token when the tokenizer has one (its training texts followed one). HeadLab's own
-// causal models are trained on bare ids (core/train/data.cpp packs no begin token), so they read the
-// bare ids — as the window and `headlab run` give them.
+// An encoder-decoder's encoder input (model_encoding).
+inline std::vector<int64_t> encoder_input_ids(const ModelConfig& config, const Tokenizer& tokenizer,
+                                              std::string_view text) {
+  return model_encoding(config, tokenizer, text).ids;
+}
+
+// A causal model's prompt (model_encoding).
 inline std::vector<int64_t> causal_prompt_ids(const ModelConfig& config, const Tokenizer& tokenizer,
                                               std::string_view text) {
-  std::vector<int64_t> ids = tokenizer.encode(text, false).ids;
-  if (config.family == "native") return ids;
-  if (auto bos = tokenizer.bos_id(); bos && (ids.empty() || ids.front() != *bos)) ids.insert(ids.begin(), *bos);
-  return ids;
+  return model_encoding(config, tokenizer, text).ids;
 }
 
 }  // namespace headlab::core

@@ -4,6 +4,11 @@
 
 namespace headlab::core {
 
+std::string token_name(const Tokenizer* tokenizer, int64_t id) {
+  std::string name = tokenizer ? tokenizer->id_to_token(id) : std::string();
+  return name.empty() ? "#" + std::to_string(id) : name;
+}
+
 int64_t token_id(const Tokenizer* tokenizer, int64_t vocab, const std::string& text) {
   if (text.empty()) throw std::invalid_argument("no token given");
   size_t used = 0;

@@ -96,6 +96,7 @@ json read_config(const fs::path& dir) {
 
 Vocab vocab_from_json(const json& j) {
   if (!j.is_object()) throw std::runtime_error("model.vocab must be an object of token -> id");
+  if (j.empty()) throw std::runtime_error("model.vocab is empty: a tokenizer without tokens turns every text into nothing");
   Vocab v;
   v.token_to_id.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {

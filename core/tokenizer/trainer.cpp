@@ -356,7 +356,12 @@ json train_tokenizer(const std::vector<std::string>& texts, const TokenizerTrain
 
 json train_tokenizer_on_files(const std::vector<std::string>& paths, const TokenizerTrainOptions& options) {
   std::vector<std::string> texts;
-  for (const auto& p : paths) texts.push_back(read_text_file(p));
+  for (const auto& p : paths) {
+    texts.push_back(read_text_file(p));
+    // A file with nothing to learn from is a wrong path or a failed export, not a tiny vocabulary.
+    if (texts.back().find_first_not_of(" \t\r\n\f\v") == std::string::npos)
+      throw std::runtime_error(p + ": no text to learn a vocabulary from (the file is empty or only whitespace)");
+  }
   return train_tokenizer(texts, options);
 }
 

@@ -347,6 +347,10 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     masking.weights = rarity_weights(data, specials, masking.rarity);
     fingerprint["masking"] = masking_json(o.masking);
   }
+  // What shapes the steps from here on (recorded in checkpoints, compared on resume).
+  const json schedule = {{"lr", o.lr},         {"min_lr_ratio", o.min_lr_ratio}, {"warmup", o.warmup},
+                         {"decay", o.decay},   {"weight_decay", o.weight_decay}, {"clip", o.clip},
+                         {"decay_only", o.decay_patterns}};
   if (o.resume) {
     // The fingerprint first: a checkpoint of another run (or made on another device) is refused
     // by name before its state is loaded.
@@ -362,6 +366,15 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
                                  ", this run has " + v.dump());
     }
     if (to_json(cfg) != meta.at("config")) throw std::runtime_error(ckpt_path + ": made for another config");
+    // The schedule may change on resume (a longer --steps continues it), but not without a word: a
+    // changed learning rate, warm-up, decay or clipping is named, with the checkpoint's value.
+    std::string changed;
+    const json stored_schedule = meta.value("schedule", json{{"lr", meta.value("lr", o.lr)}});
+    for (auto& [k, v] : schedule.items())
+      if (stored_schedule.contains(k) && stored_schedule.at(k) != v)
+        changed += (changed.empty() ? "" : ", ") + k + " " + stored_schedule.at(k).dump() + " → " + v.dump();
+    if (!changed.empty())
+      std::fprintf(stderr, "resuming with another schedule than the checkpoint's run: %s\n", changed.c_str());
     load_checkpoint(ckpt_path, model, optimizer);
     step = meta.at("step");
     tokens_seen = meta.at("tokens");
@@ -397,7 +410,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     json meta = {{"step", step}, {"tokens", tokens_seen}, {"loss_sum", loss_sum}, {"loss_count", loss_count},
                  {"elapsed_seconds", elapsed_before + run_seconds()}, {"schedule_seconds", schedule_seconds},
                  {"steps", o.steps}, {"data_epoch", epoch}, {"data_offset", offset}, {"fingerprint", fingerprint},
-                 {"config", to_json(cfg)}, {"lr", o.lr}, {"threads", at::get_num_threads()}};
+                 {"config", to_json(cfg)}, {"lr", o.lr}, {"schedule", schedule}, {"threads", at::get_num_threads()}};
     save_checkpoint(ckpt_path, model, optimizer, meta);
     save_model(folder_model, o.out, o.dtype, o.tokenizer_json);
     if (o.token_counts && !counts_written) {

@@ -181,6 +181,14 @@ TEST_CASE("CoNLL-U sentences keep gold words, spacing and relations", "[analysis
     CHECK_THROWS_WITH(analysis::read_conllu(dir.str("head.conllu")), Catch::Contains("head.conllu:1") && Catch::Contains("'x'"));
     std::ofstream(dir.str("range.conllu")) << "1\tThe\tthe\tDET\tDT\t_\t7\tdet\t_\t_\n\n";
     CHECK_THROWS_WITH(analysis::read_conllu(dir.str("range.conllu")), Catch::Contains("head is 7"));
+    // A word headed by itself, and two words heading each other: not a tree.
+    std::ofstream(dir.str("self.conllu")) << "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+                                          << "2\tcat\tcat\tNOUN\tNN\t_\t2\troot\t_\t_\n\n";
+    CHECK_THROWS_WITH(analysis::read_conllu(dir.str("self.conllu")),
+                      Catch::Contains("self.conllu") && Catch::Contains("word 1's heads never reach the root (0): 1 → 2 → 2"));
+    std::ofstream(dir.str("cycle.conllu")) << "1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+                                           << "2\tcat\tcat\tNOUN\tNN\t_\t1\tnsubj\t_\t_\n\n";
+    CHECK_THROWS_WITH(analysis::read_conllu(dir.str("cycle.conllu")), Catch::Contains("a word headed by itself or a cycle"));
     CHECK_THROWS_WITH(analysis::read_conllu(dir.str("none.conllu")), Catch::Contains("none.conllu"));
   }
 }
@@ -209,7 +217,7 @@ TEST_CASE("subword tokens belong to the word that holds their first character", 
   analysis::DatasetSentence s;
   s.text = "the unbelievable dog";
   s.word_spans = {{0, 3}, {4, 16}, {17, 20}};
-  const auto ts = analysis::tokenize_sentence(tok, s);
+  const auto ts = analysis::tokenize_sentence(tiny.model->config, tok, s);
   REQUIRE(ts.ids.size() > 5);  // [CLS] the un… pieces dog [SEP]
   CHECK(ts.word_of.front() == -1);
   CHECK(ts.word_of.back() == -1);
@@ -223,10 +231,20 @@ TEST_CASE("a token of whitespace only is not special but belongs to no word", "[
   analysis::DatasetSentence s;
   s.text = "a  b";  // GPT-2 splits the double space into a lone "Ġ" and "Ġb"
   s.word_spans = {{0, 1}, {3, 4}};
-  const auto ts = analysis::tokenize_sentence(*gpt2, s);
+  core::ModelConfig encoder;  // an encoder reads the text as the tokenizer frames it: GPT-2 adds nothing
+  const auto ts = analysis::tokenize_sentence(encoder, *gpt2, s);
   REQUIRE(ts.ids.size() == 3);
   CHECK(ts.word_of == std::vector<int>{0, -1, 1});
   CHECK(ts.special == std::vector<bool>{false, false, false});
+  // An imported decoder reads it after <|endoftext|>, GPT-2's begin token: special, in no word.
+  core::ModelConfig decoder;
+  decoder.kind = core::StackKind::Decoder;
+  decoder.family = "gpt2";
+  const auto after_bos = analysis::tokenize_sentence(decoder, *gpt2, s);
+  REQUIRE(after_bos.ids.size() == 4);
+  CHECK(after_bos.ids[0] == 50256);
+  CHECK(after_bos.word_of == std::vector<int>{-1, 0, -1, 1});
+  CHECK(after_bos.special == std::vector<bool>{true, false, false, false});
 }
 
 TEST_CASE("frequency ranks are competition ranks, unseen ids rank last", "[analysis][dataset]") {
@@ -371,8 +389,11 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
       int queries = 0;
       analysis::DatasetReader reader({data.str("x.conllu")});
       for (analysis::DatasetSentence s; reader.next(s);) {
-        const auto ids = model->tokenizer->encode(s.text, true).ids;
-        const int T = static_cast<int>(ids.size());  // [CLS] words [SEP]
+        // The encoder reads [CLS] words [SEP]; a HeadLab causal model the bare words (core::model_encoding).
+        const bool framed = !causal;
+        const auto ids = model->tokenizer->encode(s.text, framed).ids;
+        const int T = static_cast<int>(ids.size());
+        const int first = framed ? 1 : 0, end = framed ? T - 1 : T;  // the queries: the words
         core::RunRequest request;
         request.ids = ids;
         request.capture = core::kCaptureWeights;
@@ -385,7 +406,7 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
           const auto shares = sinks ? stages.sink_share.to(torch::kFloat64).contiguous() : torch::zeros({heads, T}, torch::kFloat64);
           auto share = shares.accessor<double, 2>();
           for (int h = 0; h < heads; ++h)
-            for (int q = 1; q < T - 1; ++q) {
+            for (int q = first; q < end; ++q) {
               const int i = l * heads + h;
               double d = 0;
               for (int k = 0; k < T; ++k) {
@@ -401,7 +422,7 @@ TEST_CASE("entropy, mean distance and sink share match a direct computation over
               sink[i] += float(w[h][q][0]);
             }
         }
-        queries += T - 2;
+        queries += end - first;
       }
       for (int i = 0; i < layers * heads; ++i) {
         INFO("layer " << i / heads << " head " << i % heads);
@@ -691,6 +712,14 @@ TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[ana
     CHECK(j["layers"][0]["spectrum"].contains("product"));
   }
 
+  // A --max-tokens beyond the model's positions is not silently capped: the run says what it measures.
+  const std::string positions = std::to_string(tiny.model->config.max_positions);
+  REQUIRE(test::run_command(bin + " analyze --model " + model + " --data " + out.str("x.conllu") +
+                                " --metrics confidence --max-tokens 100000 --out " + out.str("capped"),
+                            output) == 0);
+  CHECK_THAT(output, Catch::Contains("--max-tokens 100000 is more than the model's " + positions + " positions"));
+  CHECK(analysis::read_head_report(out.str("capped")).settings.max_tokens == tiny.model->config.max_positions);
+
   // Two shards from the mpirun environment, then merged: the one-pass report.
   for (int rank = 0; rank < 2; ++rank)
     REQUIRE(test::run_command("OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + " OMPI_COMM_WORLD_SIZE=2 " + bin +
@@ -977,7 +1006,7 @@ TEST_CASE("a one-token sentence under a causal model has no next-token loss: imp
   CHECK(h->importance > 0);
 }
 
-TEST_CASE("Ctrl-C during headlab analyze writes what is complete, marked partial", "[analysis][cli]") {
+TEST_CASE("Ctrl-C or SIGTERM during headlab analyze writes what is complete, marked partial", "[analysis][cli]") {
   TinyModel tiny;
   test::TempDir out("analyze-sigint");
   {
@@ -985,17 +1014,22 @@ TEST_CASE("Ctrl-C during headlab analyze writes what is complete, marked partial
     for (int i = 0; i < 200000; ++i) text << "the cat sat on the mat and the dog ate a red bone at home\n";
   }
   std::string output;
-  // SIGINT a second after the first progress line (the pass has begun, so the handler is in place,
-  // however slowly a loaded machine starts the binary); the whole file would take far longer.
+  // Ctrl-C, or the SIGTERM a Slurm time limit, scancel or timeout sends: the same partial report.
+  std::string signal = "INT";
+  int expected = 130;
+  SECTION("Ctrl-C") {}
+  SECTION("SIGTERM") { signal = "TERM", expected = 143; }
+  // The signal a second after the first progress line (the pass has begun, so the handler is in
+  // place, however slowly a loaded machine starts the binary); the whole file would take far longer.
   const std::string log = out.str("stderr.txt");
   const int code = test::run_command(
       "sh -c '" + std::string(HEADLAB_BINARY) + " analyze --model " + tiny.dir.str("model") + " --data " +
           out.str("long.txt") + " --metrics confidence,positional --out " + out.str("report") + " 2>" + log +
           " & pid=$!; i=0; while ! grep -q sentences " + log +
-          " && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; sleep 1; kill -INT $pid; wait $pid'",
+          " && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; sleep 1; kill -" + signal + " $pid; wait $pid'",
       output);
   INFO(output);
-  CHECK(code == 130);
+  CHECK(code == expected);
   const auto report = analysis::read_head_report(out.str("report"));
   CHECK(report.partial);
   CHECK(report.sentences > 0);

@@ -232,6 +232,6 @@ TEST_CASE("the shipped induction model has Olsson et al.'s circuit: a previous-t
                                 "/assets/models/induction --top-k 1 --text '" + text + "'",
                             output) == 0);
   char shown[32];
-  std::snprintf(shown, sizeof shown, "%6.2f%%  (id %lld)", 100 * probs[top].item<double>(), static_cast<long long>(top));
+  std::snprintf(shown, sizeof shown, "%8.3g%%  (id %lld)", 100 * probs[top].item<double>(), static_cast<long long>(top));
   CHECK_THAT(output, Catch::Contains(shown));
 }

@@ -101,7 +101,7 @@ TEST_CASE("a measure registered in one line is measured, written, merged and sho
   analysis::DatasetReader reader({kUd});
   int n = 0;
   for (analysis::DatasetSentence sentence; n < 6 && reader.next(sentence); ++n) {
-    const auto ts = analysis::tokenize_sentence(*model->tokenizer, sentence);
+    const auto ts = analysis::tokenize_sentence(model->config, *model->tokenizer, sentence);
     core::RunRequest request;
     request.ids = ts.ids;
     request.capture = core::kCaptureMixedWeights;

@@ -65,7 +65,14 @@ TEST_CASE("patching from a copy of the clean run changes nothing, at every site"
     for (const auto& layer : result.exact)
       for (const auto& unit : layer)
         for (double v : unit) CHECK(v == result.clean);
+    // Said so, and no correlation is read into the rounding noise of two flat tables.
+    REQUIRE(!result.notes.empty());
+    CHECK_THAT(result.notes[0], Catch::Contains("the clean and corrupted inputs are the same"));
   }
+  auto r = request(core::Site::Z);
+  r.corrupt = r.clean;
+  const auto both = analysis::patch_activations(*model, r);
+  CHECK(!both.correlation);
 }
 
 TEST_CASE("the residual stream before layer 0 from the corrupted run gives the corrupted run", "[analysis][patching]") {
@@ -329,6 +336,15 @@ TEST_CASE("headlab patch writes its tables, and on Ctrl-C what is complete, mark
   REQUIRE(whole == 0);
   const auto done = nlohmann::json::parse(std::ifstream(dir.str("whole/patch.json")));
   CHECK(done["partial"] == false);
+  // The same input twice: the exact re-runs differ from the clean run by rounding alone, which is
+  // not read as a correlation, and the note says why nothing is measured.
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " patch --model " + dir.str("model") +
+                                " --clean-ids 5,6,7,8 --corrupt-ids 5,6,7,8 --metric logit --answer-id 7 "
+                                "--no-special-tokens --out " + dir.str("same") + " 2>&1",
+                            output) == 0);
+  const auto same = nlohmann::json::parse(std::ifstream(dir.str("same/patch.json")));
+  CHECK(same["correlation"].is_null());
+  CHECK_THAT(same["notes"].dump(), Catch::Contains("the clean and corrupted inputs are the same"));
   CHECK(done["effects"].size() == 12);
   for (const auto& layer : done["effects"])
     for (const auto& v : layer) CHECK(v.is_number());

@@ -79,10 +79,15 @@ TEST_CASE("number checks refuse NaN, infinities and values outside the range", "
 TEST_CASE("bad sampling and learning-rate values are refused in one line before anything runs", "[cli][checks]") {
   TempDir dir("cli-numbers");
   const std::string generate = "generate --model " + kInduction + " --prompt 'The old man' --max-new 3";
+  std::string out;
   check_refused(generate + " --top-p 0 --temperature 1", "--top-p: 0 is not in (0, 1]");
   check_refused(generate + " --temperature nan", "--temperature: nan is not in [0, 100]");
   check_refused(generate + " --temperature inf", "--temperature");
-  std::string out;
+  // Greedy decoding (temperature 0, the default) draws nothing: sampling options would be ignored.
+  check_refused(generate + " --top-k 5", "--top-k shapes sampling, and --temperature 0 (the default) decodes greedily");
+  check_refused(generate + " --seed 3", "--seed shapes sampling");
+  check_refused(generate + " --top-p 0.5 --temperature 0", "--top-p shapes sampling");
+  REQUIRE(run_command(cli(generate + " --top-k 5 --seed 3 --temperature 0.8"), out) == 0);
   REQUIRE(run_command(cli("generate --help"), out) == 0);
   CHECK(!std::regex_search(out, std::regex("[0-9]{20}")));
   CHECK_THAT(out, Catch::Contains(">= 0"));
@@ -116,6 +121,25 @@ TEST_CASE("init and train refuse a model larger than the memory limit before all
   CHECK_NOTHROW(headlab::core::check_weights_memory(trained, 1, "init"));
   CHECK_THROWS_AS(headlab::core::train::check_training(trained, o), headlab::core::MemoryLimitError);
   headlab::core::set_memory_limit(0);
+  // A batch too large for the limit — its activations, not the weights — is refused before it runs:
+  // 8 sequences of 512 tokens through the default model, and 1,024 sequences of 256 tokens in training.
+  write_text(dir.str("a.txt"), some_text(9000));
+  CHECK(run_command(cli("--memory-limit 100M evaluate --model " + source("assets/models/default") + " --data " +
+                        dir.str("a.txt") + " --seq-len 512"),
+                    out) == 1);
+  CHECK(lines(out) == 1);
+  CHECK_THAT(out, Catch::Contains("evaluate: a batch of 8 sequences of 512 tokens needs about") &&
+                      Catch::Contains("Give a smaller --batch-tokens or --seq-len"));
+  CHECK(run_command(cli("--memory-limit 200M train --config " + kMha + " --tokenizer " + kTokenizer + " --data " +
+                        dir.str("a.txt") + " --steps 1 --seq-len 256 --batch-tokens 262144 --out " + dir.str("t")),
+                    out) == 1);
+  CHECK_THAT(out, Catch::Contains("train: a batch of 1024 sequences of 256 tokens needs about") &&
+                      Catch::Contains("with its backward pass"));
+  CHECK(!fs::exists(dir.str("t")));
+  // The same runs in smaller batches fit.
+  REQUIRE(run_command(cli("--memory-limit 200M evaluate --model " + kInduction + " --data " + dir.str("a.txt") +
+                          " --seq-len 64"),
+                      out) == 0);
 }
 
 TEST_CASE("a gate, mix or session value that is NaN or outside its range is refused", "[cli][checks]") {
@@ -255,6 +279,61 @@ TEST_CASE("measures of the weights and the induction probe run on a folder witho
   CHECK_THAT(out, Catch::Contains("analysing a dataset needs a model folder with a tokenizer"));
 }
 
+TEST_CASE("a folder whose tokenizer is in a format HeadLab does not read says which file, and how to convert it",
+          "[cli][checks]") {
+  TempDir dir("cli-sentencepiece-only");
+  const std::string folder = dir.str("m");
+  fs::create_directories(folder);
+  for (const char* name : {"config.json", "model.safetensors"})
+    fs::copy_file(source("tests/data/hf/llama/") + name, folder + "/" + name);
+  std::string out;
+  // Without a tokenizer file of any kind: the plain sentence.
+  CHECK(run_command(cli("predict --model " + folder + " --text hello"), out) == 2);
+  CHECK_THAT(out, Catch::Contains(folder + " has no tokenizer") && !Catch::Contains("does not read"));
+  // SentencePiece's binary model beside the weights (as many Hugging Face repositories keep it).
+  write_text(folder + "/tokenizer.model", std::string("\x0a\x05hello", 7));
+  const std::string says = folder + " has no tokenizer HeadLab reads: its tokenizer.model is a format HeadLab does not read";
+  check_refused("predict --model " + folder + " --text hello", says);
+  check_refused("run --model " + folder + " --text hello --out " + dir.str("r.st"), says);
+  check_refused("generate --model " + folder + " --prompt hello --max-new 2", says);
+  CHECK(run_command(cli("info --model " + folder), out) == 0);
+  CHECK_THAT(out, Catch::Contains("tokenizer: none (" + says));
+}
+
+TEST_CASE("run, predict and generate give a text the same ids: a HeadLab causal model reads them bare", "[cli][checks]") {
+  // BERT's WordPiece tokenizer frames a sentence as [CLS] … [SEP]; a causal model trained by HeadLab
+  // never saw those around its text (the trainer packs bare ids), a masked LM always did.
+  TempDir dir("cli-causal-framing");
+  std::string out;
+  const std::string bert = source("tests/data/tokenizers/bert-base-uncased/tokenizer.json");
+  const auto tok = headlab::core::Tokenizer::load(bert);
+  for (const auto& [name, file] : {std::pair{"causal", "attention-only.json"}, std::pair{"mlm", "mha.json"}}) {
+    auto config = nlohmann::json::parse(headlab::core::read_file_bytes(source(std::string("assets/configs/") + file)));
+    config["vocab_size"] = tok->vocab_size();
+    write_text(dir.str(std::string(name) + ".json"), config.dump());
+    REQUIRE(run_command(cli("init --config " + dir.str(std::string(name) + ".json") + " --tokenizer " + bert + " --out " +
+                                dir.str(name)),
+                        out) == 0);
+  }
+  auto joined = [](const std::vector<int64_t>& ids) {
+    std::string s;
+    for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+    return s;
+  };
+  const std::string bare = joined(tok->encode("the cat sat", false).ids);
+  REQUIRE(joined(tok->encode("the cat sat", true).ids) != bare);
+  REQUIRE(run_command(cli("run --model " + dir.str("causal") + " --text 'the cat sat' --out " + dir.str("r.st")), out) == 0);
+  CHECK(headlab::core::SafetensorsFile::open(dir.str("r.st")).metadata().at("ids") == bare);
+  REQUIRE(run_command(cli("generate --model " + dir.str("causal") + " --prompt 'the cat sat' --max-new 1 --out " +
+                              dir.str("g.st")),
+                      out) == 0);
+  CHECK(headlab::core::SafetensorsFile::open(dir.str("g.st")).metadata().at("prompt_ids") == bare);
+  // The masked LM reads it framed, as it was trained.
+  REQUIRE(run_command(cli("run --model " + dir.str("mlm") + " --text 'the cat sat' --out " + dir.str("m.st")), out) == 0);
+  CHECK(headlab::core::SafetensorsFile::open(dir.str("m.st")).metadata().at("ids") ==
+        joined(tok->encode("the cat sat", true).ids));
+}
+
 TEST_CASE("progress written to a log or a pipe is plain lines", "[cli][checks]") {
   // Terminal or not is decided per stream; commands reach the plain form when stderr is a pipe.
   TempDir dir("cli-progress");
@@ -284,6 +363,14 @@ TEST_CASE("conflicting or empty arguments are refused by name", "[cli][checks]")
   check_refused("predict --model " + kInduction + " --text 'The old' --target x", "--target is an encoder-decoder's");
   check_refused("info --system --model " + kInduction, "--system describes this machine; --model");
   check_refused("analyze --model " + kInduction + " --probe induction --probe-length 1 --out " + dir.str("r"), "too short");
+  check_refused("evaluate --model " + kInduction + " --data " + kMha + " --seq-len 300",
+                "--seq-len 300 is more than the 256 positions");
+  // An option of a mode not asked for, an empty one, and one head gated twice.
+  check_refused("run --model " + kInduction + " --ids 1,2 --dla-position 1 --out " + dir.str("x.st"), "--dla");
+  check_refused("run --model " + kInduction + " --ids 1,2 --dla '' --out " + dir.str("x.st"), "--dla is empty");
+  check_refused("run --model " + kInduction + " --ids 1,2 --gate 0.0=0 --gate 0.0=1 --out " + dir.str("x.st"),
+                "--gate '0.0=0' and --gate '0.0=1' set the same head");
+  CHECK(!fs::exists(dir.str("x.st")));
   REQUIRE(run_command(cli("analyze --help"), out) == 0);
   CHECK_THAT(out, Catch::Contains("0 = all") && Catch::Contains("0 = as many as fit"));
   // evaluate says what it could not measure, not what it could not train.
@@ -329,4 +416,19 @@ TEST_CASE("patch names an empty clean or corrupted text", "[cli][checks][patch]"
   const std::string patch = "patch --model " + kInduction + " --answer-id 1 --wrong-id 2 --out " + dir.str("p");
   check_refused(patch + " --clean '' --corrupt 'the cat'", "--clean is missing or empty");
   check_refused(patch + " --clean 'the cat' --corrupt ''", "--corrupt is missing or empty");
+}
+
+TEST_CASE("patch refuses by name the tokens its metric does not read, and those it misses", "[cli][checks][patch]") {
+  TempDir dir("cli-patch-metric");
+  const std::string patch = "patch --model " + kInduction + " --clean-ids 5,6,7 --corrupt-ids 5,8,7 --out " + dir.str("p");
+  check_refused(patch, "needs the clean answer and the corrupted one: give --answer and --wrong");
+  check_refused(patch + " --answer-id 1", "give --answer and --wrong");
+  check_refused(patch + " --metric prob", "--metric prob needs the clean answer: give --answer");
+  check_refused(patch + " --metric prob --answer-id 1 --wrong-id 2", "--metric prob reads the answer alone");
+  check_refused(patch + " --metric kl --answer-id 1", "--metric kl compares whole distributions");
+  check_refused(patch + " --metric kl --path-site v", "--path-site is the receivers' site in path patching");
+  std::string out;
+  CHECK(run_command(cli(patch + " --answer 5 --answer-id 5 --wrong-id 2"), out) != 0);
+  CHECK_THAT(out, Catch::Contains("--answer") && Catch::Contains("excludes"));
+  CHECK(!fs::exists(dir.str("p")));
 }

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     analysis::DatasetReader reader(analysis::expand_dataset_paths({data}));
     for (analysis::DatasetSentence s; reader.next(s);) {
       if (limit > 0 && static_cast<int64_t>(sentences.size()) >= limit) break;
-      auto ts = analysis::tokenize_sentence(*model->tokenizer, s);
+      auto ts = analysis::tokenize_sentence(model->config, *model->tokenizer, s);
       if (static_cast<int64_t>(ts.ids.size()) <= model->config.max_positions) sentences.push_back(std::move(ts));
     }
   }

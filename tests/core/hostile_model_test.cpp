@@ -126,6 +126,16 @@ TEST_CASE("damaged weight files are refused with the file and the reason", "[mod
     core::write_file_atomic(weights, bytes.substr(0, bytes.size() / 2));
     CHECK_THAT(load_error(folder), Catch::Contains(weights));
   }
+  SECTION("a weight whose header says integers") {
+    // F32 relabelled I32: the same bytes, read as numbers they would be other weights.
+    std::string bytes = core::read_file_bytes(weights);
+    const size_t at = bytes.find("\"F32\"", bytes.find("\"encoder.1.attn.o.weight\""));
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, 5, "\"I32\"");
+    core::write_file_atomic(weights, bytes);
+    CHECK_THAT(load_error(folder), Catch::Contains(weights) && Catch::Contains("encoder.1.attn.o.weight") &&
+                                       Catch::Contains("has dtype I32, expected F32, F16, BF16 or F64"));
+  }
   SECTION("a header claiming a 2^40-element tensor") {
     const std::string header = R"({"tokens.weight":{"dtype":"F32","shape":[1048576,1048576],"data_offsets":[0,16]}})";
     std::string bytes(8, '\0');

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cmd_tokenize.h"
+#include "core/tokenizer/token_lookup.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/normalized_text.h"
 #include "core/tokenizer/normalizer.h"
@@ -160,6 +161,14 @@ TEST_CASE("tokenizer basics: kind sizes and special ids", "[tokenizer]") {
   CHECK(qwen->added_tokens().size() == 26);
 }
 
+TEST_CASE("an id is shown as its token, or as #id past the tokenizer's vocabulary", "[tokenizer]") {
+  auto qwen = shared_tokenizer("qwen3");
+  // Qwen3's embedding has 151,936 rows for 151,669 tokens: a model can predict a row with no token.
+  CHECK(headlab::core::token_name(qwen.get(), 151645) == "<|im_end|>");
+  CHECK(headlab::core::token_name(qwen.get(), 151900) == "#151900");
+  CHECK(headlab::core::token_name(nullptr, 7) == "#7");
+}
+
 TEST_CASE("BERT adds CLS and SEP with zero offsets when asked", "[tokenizer]") {
   auto bert = shared_tokenizer("bert-base-uncased");
   const Encoding plain = bert->encode("Hello [MASK]!");
@@ -291,6 +300,11 @@ TEST_CASE("malformed tokenizer files give errors naming the file", "[tokenizer]"
   m = message_of(dir.str("unigram.json"));
   CHECK(m.find("unigram.json") != std::string::npos);
   CHECK(m.find("Unigram") != std::string::npos);
+
+  write_all(dir.str("empty_vocab.json"), R"({"model": {"type": "BPE", "vocab": {}, "merges": []}})");
+  m = message_of(dir.str("empty_vocab.json"));
+  CHECK(m.find("empty_vocab.json") != std::string::npos);
+  CHECK(m.find("model.vocab is empty") != std::string::npos);
 
   write_all(dir.str("bad_merge.json"),
             R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a b"]},

@@ -37,6 +37,9 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
                                 dir.str("tokenizer.json"),
                             out) == 0);
   CHECK(out.find("wordpiece") != std::string::npos);
+  // The tokenizer_config.json beside the tokenizer decides its special tokens: it goes into the folder.
+  const std::string tokenizer_config = R"({"mask_token": "[MASK]", "pad_token": null, "model_max_length": 64})";
+  core::write_file_atomic(dir.str("tokenizer_config.json"), tokenizer_config);
   const std::string model = dir.str("model");
   const std::string train = bin + " train --config " + HEADLAB_SOURCE_DIR + "/assets/configs/mha.json --data " + corpus +
                             " --tokenizer " + dir.str("tokenizer.json") + " --out " + model +
@@ -47,6 +50,9 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
   auto loaded = core::load_model(model);
   REQUIRE(loaded->tokenizer);
   CHECK(loaded->config.vocab_size == loaded->tokenizer->vocab_size());
+  REQUIRE(std::filesystem::exists(model + "/tokenizer_config.json"));
+  CHECK(core::read_file_bytes(model + "/tokenizer_config.json") == tokenizer_config);
+  CHECK(!loaded->tokenizer->pad_id());
   CHECK(std::filesystem::exists(model + "/train_log.jsonl"));
   // The folder carries its training text's token counts (the rare-word measure's frequency corpus):
   // 300 lines of 7–10 tokens; "the" is the most frequent word.
@@ -64,6 +70,13 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
   CHECK(test::run_command(bin + " train-tokenizer --data " + corpus + " --vocab-size 300 --out " + dir.str("tokenizer.json"),
                           out) == 2);
   CHECK_THAT(out, Catch::Contains("tokenizer.json exists; pass --force"));
+  // A file with no text is named, and no tokenizer is written.
+  core::write_file_atomic(dir.str("blank.txt"), " \n\n\t\n");
+  CHECK(test::run_command(bin + " train-tokenizer --data " + corpus + " " + dir.str("blank.txt") +
+                              " --vocab-size 300 --out " + dir.str("blank.json"),
+                          out) == 1);
+  CHECK_THAT(out, Catch::Contains(dir.str("blank.txt") + ": no text to learn a vocabulary from"));
+  CHECK(!std::filesystem::exists(dir.str("blank.json")));
   // A training log damaged in the middle stops a resume with the file and line named; the log is left as it was.
   const std::string log = model + "/train_log.jsonl";
   const std::string good_log = core::read_file_bytes(log);
@@ -75,6 +88,12 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
   core::write_file_atomic(log, good_log + "{\"step\": 4");
   REQUIRE(test::run_command(train + " --steps 40 --resume", out) == 0);
   CHECK(core::read_file_bytes(log) == good_log);
+  CHECK_THAT(out, !Catch::Contains("another schedule"));
+  // A resume with another learning rate continues, and says what changed.
+  std::string other_lr = train;
+  other_lr.replace(other_lr.find("--lr 3e-3"), 9, "--lr 5e-3");
+  REQUIRE(test::run_command(other_lr + " --steps 40 --resume", out) == 0);
+  CHECK_THAT(out, Catch::Contains("resuming with another schedule than the checkpoint's run: lr 0.003 → 0.005"));
 
   // `evaluate --held-out` measures the examples training held out, masked as the trainer masked them:
   // with the trainer's seed (0) and batch size it gives the log's last held-out loss and top-1.
