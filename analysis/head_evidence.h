@@ -1,5 +1,5 @@
 // A head's evidence as data, from one head of a report: where its maximum attention goes (the
-// argmax-offset histogram behind the positional measure, Voita et al. 2019 §4.2) and how often its
+// argmax-offset histogram behind the positional measure, Voita et al. 2019 §5.1) and how often its
 // word-level argmax finds each relation's other word against the best fixed offset (Clark et al.
 // 2019 §4). The measures' evidence (the Head detail view, its figure) is drawn from these.
 #pragma once

@@ -3,17 +3,17 @@
 // head_report.json (schema "headlab-head-report", version 1), head_report.csv and head_report.md.
 //
 // Definitions (the conventions every number follows; analysis/README.md):
-//   confidence   Voita et al. 2019 §4.1: mean over query tokens of the head's maximum attention
+//   confidence   Voita et al. 2019 §4: mean over query tokens of the head's maximum attention
 //                weight (over non-special keys; confidence_all_keys: over every key).
-//   positional   Voita et al. 2019 §4.2: share of queries whose maximum attention is at each relative
+//   positional   Voita et al. 2019 §5.1: share of queries whose maximum attention is at each relative
 //                offset (key − query); a positional head when ≥ 90% at one offset.
-//   rare word    Voita et al. 2019 §4.3: share of queries whose maximum attention goes to the
+//   rare word    Voita et al. 2019 §5.3: share of queries whose maximum attention goes to the
 //                sentence's rarest token, over sentences whose rarest token's frequency rank is
 //                > 500; a rare-word head when > 50% (the threshold is HeadLab's, not the paper's).
-//   syntactic    Clark et al. 2019 §4; Voita et al. 2019 §4.3: on word-level maps, per relation and
+//   syntactic    Clark et al. 2019 §4; Voita et al. 2019 §5.2: on word-level maps, per relation and
 //                direction the share of arcs the head's word-level argmax gets right, against the
 //                best fixed offset −5…+5 on the same arcs; a syntactic head when ≥ baseline + 10 points.
-//   lrp          Voita et al. 2019 §5 with analysis/LRP.md's rules: raw head relevance and
+//   lrp          Voita et al. 2019 §4 with analysis/LRP.md's rules: raw head relevance and
 //                relevance normalised within the layer, averaged over sentences.
 //   importance   Michel et al. 2019: |∂loss/∂g_i| averaged over sentences.
 //   spectrum     Cordonnier et al. 2020: singular values of the key-query form W_Q^i W_K^iᵀ.

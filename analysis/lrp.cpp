@@ -1,5 +1,5 @@
 // Layer-wise relevance propagation of one logit to heads and input tokens (analysis/LRP.md; Ali et
-// al. 2022; Achtibat et al. 2024), head relevance as in Voita et al. 2019 §5, head importance as in
+// al. 2022; Achtibat et al. 2024), head relevance as in Voita et al. 2019 §4, head importance as in
 // Michel et al. 2019.
 //
 // Both analyses run their own forward pass with autograd (core::run is inference-only): the same

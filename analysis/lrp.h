@@ -57,7 +57,7 @@ LrpResult lrp_relevance(core::Model& model, const std::vector<int64_t>& ids, con
 LrpResult gradient_x_input(core::Model& model, const std::vector<int64_t>& ids, const LrpTarget& target = {},
                            const core::ModelControls& controls = {}, const std::vector<int64_t>& decoder_ids = {});
 
-// Voita et al. 2019 §5: R_i / Σ_j |R_j| within each layer (a layer whose relevances are all 0 stays 0).
+// Voita et al. 2019 §4: R_i / Σ_j |R_j| within each layer (a layer whose relevances are all 0 stays 0).
 HeadValues normalize_per_layer(const HeadValues& raw);
 
 struct ImportanceResult {

@@ -1,4 +1,4 @@
-// LRP relevance (Voita et al. 2019 §5, with analysis/LRP.md's rules: Ali et al. 2022; Achtibat et
+// LRP relevance (Voita et al. 2019 §4, with analysis/LRP.md's rules: Ali et al. 2022; Achtibat et
 // al. 2024): each head's relevance R_i for the top-1 logit at the sentence's last word, raw and
 // normalised within its layer, averaged over sentences; conservation is checked on every sentence.
 #include "analysis/dataset.h"
@@ -16,7 +16,7 @@ class LrpMeasure : public Measure {
  public:
   const char* name() const override { return "lrp"; }
   const char* definition() const override {
-    return "Voita et al. 2019 §5 with analysis/LRP.md's rules (Ali et al. 2022; Achtibat et al. 2024): raw head "
+    return "Voita et al. 2019 §4 with analysis/LRP.md's rules (Ali et al. 2022; Achtibat et al. 2024): raw head "
            "relevance and relevance normalised within the layer, averaged over sentences; f is the top-1 logit at "
            "each sentence's last word; conservation is checked on every sentence";
   }
@@ -117,7 +117,7 @@ class LrpMeasure : public Measure {
 
   std::vector<Evidence> evidence(const HeadEntry& h, const ReportSettings& /*settings*/) const override {
     char line[160];
-    std::snprintf(line, sizeof line, "LRP relevance %.4g (%.3f of its layer, Voita et al. 2019 §5)", h.lrp_raw,
+    std::snprintf(line, sizeof line, "LRP relevance %.4g (%.3f of its layer, Voita et al. 2019 §4)", h.lrp_raw,
                   h.lrp_normalized);
     Evidence e;
     e.text = line;

@@ -1,4 +1,4 @@
-// LRP head relevance (analysis/LRP.md; Ali et al. 2022; Achtibat et al. 2024; Voita et al. 2019 §5)
+// LRP head relevance (analysis/LRP.md; Ali et al. 2022; Achtibat et al. 2024; Voita et al. 2019 §4)
 // and head importance (Michel et al. 2019), checked against what they must satisfy and against
 // independent computations: conservation on every attention variant, a hand-written forward-mode
 // propagation of each head's contribution, the failure of plain gradient × input, finite differences

@@ -24,7 +24,7 @@
 #         P2  from P1, L4 H1, weight decay 50, 400 steps (L4 H1 turns from 0 to +1);
 #         P3  from P2, L4 H1, weight decay 100, 400 steps (L4 H1 → +1).
 #   F   layer 4's maps frozen (its norm and query/key; layers 0-3 and the embeddings stay frozen
-#       too), the rest on the ordinary recipe (256 tokens, 15% targets, none random), 400 steps:
+#       too), the rest on the ordinary recipe (256 tokens, 15% targets, none random), 800 steps:
 #       masked-LM quality back; F16 weights, the shipped form.
 #
 # The twin runs A B F: P1-P3 choose single heads, which talking heads' logit mixing does not
