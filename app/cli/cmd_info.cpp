@@ -40,10 +40,10 @@ int print_folder(const InfoOptions& options) {
     return 0;
   }
   const int64_t tokens = tokenizer ? static_cast<int64_t>(tokenizer->vocab_size()) : 0;
+  // Without one: "none", with the reason when the folder holds a tokenizer HeadLab does not read.
+  const std::string absent = tokenizer ? "" : core::no_tokenizer(options.model);
   const std::string tokenizer_line =
-      !tokenizer ? (core::no_tokenizer(options.model) == options.model + " has no tokenizer"
-                        ? "none"
-                        : "none (" + core::no_tokenizer(options.model) + ")")
+      !tokenizer ? (absent == options.model + " has no tokenizer" ? "none" : "none (" + absent + ")")
       : tokens <= c.vocab_size
           ? tokenizer->kind() + ", " + std::to_string(tokens) + " tokens"
           : tokenizer->kind() + ", " + std::to_string(tokens) + " tokens — more than the model's " +

@@ -5,10 +5,10 @@
 #include "app/gui/workbench.h"
 #include "app/export/shown_controls.h"
 #include "app/document/controls_edit.h"
-#include "app/document/head_table.h"
 #include "app/document/run_mapping.h"
 #include "app/layout/colormap.h"
 #include "analysis/measure.h"
+#include "analysis/report_columns.h"
 #include "analysis/report_figures.h"
 #include "core/memory_budget.h"
 
@@ -23,19 +23,25 @@
 namespace headlab::app {
 namespace {
 
+// The report's numeric column of that name, looked up once per frame (its cells are then read
+// straight from its cell function); nullopt for a column the report does not have.
+std::optional<analysis::ReportColumn> numeric_column(const analysis::HeadReport& r, const std::string& name) {
+  for (const auto& c : analysis::report_columns(r.settings))
+    if (c.numeric && name == c.name) return c;
+  return std::nullopt;
+}
+
 // What a column of the report was measured on, for the grid coloured by it and its figure: the
 // sentences, the weights alone, or the induction probe's repeated random tokens.
-std::string measure_caption(const analysis::HeadReport& r, const std::string& column) {
-  std::string metric;
-  for (const auto& c : analysis::report_columns(r.settings))
-    if (column == c.name) metric = c.metric;
+std::string measure_caption(const analysis::HeadReport& r, const analysis::ReportColumn& column) {
+  const std::string metric = column.metric;
   const analysis::Measure* m = metric.empty() ? nullptr : analysis::find_measure(metric);
   std::string source = "over " + std::to_string(r.sentences) + " sentences";
   if (m && !m->needs_data())
     source = metric == "induction" ? "on the induction probe (" + std::to_string(r.settings.probe_sequences) +
                                          " sequences of repeated random tokens)"
                                    : "from the weights (no data)";
-  return column + " " + source + (r.partial ? " (partial)" : "");
+  return column.name + (" " + source) + (r.partial ? " (partial)" : "");
 }
 
 }  // namespace
@@ -259,17 +265,16 @@ bool HeadsGridView::exportFile(Workbench& wb, const std::string& path) {
   // What the view shows: the maps, or the report's column it is coloured by.
   const auto& doc = wb.doc();
   const std::string& measure = doc.session.view.grid_measure;
-  if (measure != "maps" && doc.report) {
-    const auto columns = analysis::report_columns(doc.report->settings);
-    if (std::any_of(columns.begin(), columns.end(), [&](const auto& c) { return c.numeric && measure == c.name; })) {
+  if (measure != "maps" && doc.report)
+    if (const auto column = numeric_column(*doc.report, measure)) {
       wb.start_export(path, [report = doc.report, measure, stack = doc.session.selection.stack, path,
                              gray = colormap_from_name(doc.session.view.colormap) == Colormap::Gray,
-                             title = doc.model->name + " — " + measure + ", every head"] {
-        analysis::write_column_grid(*report, measure, stack, gray, title, measure_caption(*report, measure), path);
+                             title = doc.model->name + " — " + measure + ", every head",
+                             caption = measure_caption(*doc.report, *column)] {
+        analysis::write_column_grid(*report, measure, stack, gray, title, caption, path);
       });
       return true;
     }
-  }
   export_heads_grid(wb, path);
   return true;
 }
@@ -282,26 +287,19 @@ bool HeadsGridView::drawMeasure(Workbench& wb, const std::string& measure) {
   for (const auto& h : r.heads)
     if (h.stack == sel.stack) layers = std::max(layers, h.layer + 1), heads = std::max(heads, h.head + 1);
   if (layers == 0) return false;
+  const auto column = numeric_column(r, measure);
+  if (!column) return false;  // another report's measure
   std::vector<float> values(static_cast<size_t>(layers) * heads, std::nanf(""));
   float lo = INFINITY, hi = -INFINITY;
-  for (size_t i = 0; i < r.heads.size(); ++i) {
-    const auto& h = r.heads[i];
+  for (const auto& h : r.heads) {
     if (h.stack != sel.stack) continue;
-    std::optional<double> v;
-    try {
-      v = head_table_value(r, static_cast<int>(i), measure);
-    } catch (const std::invalid_argument&) {
-      return false;  // another report's measure
-    }
+    const std::optional<double> v = column->cell(h).number();
     if (!v || !std::isfinite(*v)) continue;
     values[static_cast<size_t>(h.layer) * heads + h.head] = static_cast<float>(*v);
     lo = std::min(lo, static_cast<float>(*v)), hi = std::max(hi, static_cast<float>(*v));
   }
   // The column's own scale ([0, 1] for a share, [-1, 1] for a signed score; else the values' with
   // zero in it): a head at 0.01 is not drawn as hot as one at 1 because no head comes higher.
-  const auto columns = analysis::report_columns(r.settings);
-  const auto column = std::find_if(columns.begin(), columns.end(), [&](const auto& c) { return measure == c.name; });
-  if (column == columns.end()) return false;
   const auto [scale_lo, scale_hi] = analysis::colour_scale(*column, lo, hi);
   const MapRange range{static_cast<float>(scale_lo), static_cast<float>(scale_hi), false};
   const Colormap cmap = colormap_from_name(wb.doc().session.view.colormap);
@@ -343,7 +341,7 @@ bool HeadsGridView::drawMeasure(Workbench& wb, const std::string& measure) {
   const float bar_y = top + layers * cell + font * 0.6f;
   colour_bar(dl, ImVec2(origin.x + label_w, bar_y), ImVec2(std::min(heads * cell, font * 16), font * 0.8f), cmap, range);
   ImGui::SetCursorScreenPos(ImVec2(origin.x, bar_y + font * 2.4f));
-  ImGui::TextDisabled("%s", measure_caption(r, measure).c_str());
+  ImGui::TextDisabled("%s", measure_caption(r, *column).c_str());
   return true;
 }
 
