@@ -193,6 +193,20 @@ ModelFolder open_model_folder_unguarded(const std::string& folder) {
   if (!fs::exists(config_path)) throw std::runtime_error(folder + ": no config.json");
   const json raw = read_json_file(config_path.string());
   if (raw.is_object() && raw.contains("architectures")) return open_hf_folder(folder, raw);
+  // A Hugging Face config without its class: which head the weights carry is not said, so ask for it
+  // rather than guess (transformers writes the list whenever it saves a model).
+  if (raw.is_object() && !raw.contains("format") && raw.contains("model_type") && raw["model_type"].is_string()) {
+    const std::string type = raw["model_type"].get<std::string>();
+    std::string classes;
+    for (const auto& f : hf::families())
+      if (type == f.name)
+        for (const char* a : f.architectures) classes += std::string(classes.empty() ? "" : ", ") + a;
+    throw std::runtime_error(config_path.string() + ": a Hugging Face config (model_type '" + type +
+                             "') without 'architectures': add the class the weights were saved from, e.g. " +
+                             "\"architectures\": [\"" + (classes.empty() ? "LlamaForCausalLM" : classes.substr(0, classes.find(','))) +
+                             "\"]" + (classes.empty() ? " (HeadLab imports " + hf::supported_architectures() + ")"
+                                                       : " (" + type + ": " + classes + ")"));
+  }
   return open_native_folder(folder, raw);
 }
 

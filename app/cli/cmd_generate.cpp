@@ -12,6 +12,7 @@
 #include "core/tokenizer/framing.h"
 #include "core/model/safetensors_torch.h"
 #include "core/model/system_info.h"
+#include "core/stop_tokens.h"
 #include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
@@ -59,11 +60,7 @@ int generate_command(const GenerateOptions& o) {
     auto begin = tok ? core::decoder_start_id(model->config, *tok) : model->config.decoder_start_id;
     request.decoder_prompt = {begin ? *begin : 0};
   }
-  if (tok) {
-    if (auto eos = tok->eos_id()) request.stop_ids.push_back(*eos);
-    if (enc_dec)
-      if (auto sep = tok->sep_id()) request.stop_ids.push_back(*sep);
-  }
+  request.stop_ids = core::generation_stop_ids(o.model, tok, enc_dec, model->config.vocab_size);
   apply_gates(*model, core::Stack::Decoder, o.gates, request.controls);
 
   // The text as it comes: the decoded suffix beyond what is printed (byte-level pieces may only

@@ -2,6 +2,9 @@
 
 #include "app/export/shown_controls.h"
 #include "app/layout/head_colours.h"
+#include "core/tokenizer/token_lookup.h"
+
+#include <imgui_internal.h>  // ImTextCharFromUtf8
 
 #include <algorithm>
 
@@ -33,23 +36,26 @@ void text_vertical(ImDrawList* list, ImVec2 bottom_left, ImU32 colour, const std
 }
 
 std::string token_label(const std::string& token, size_t max_chars) {
+  // The text the token spells where the window's font can draw all of it, else its vocabulary
+  // spelling (a CJK or emoji token then stays told apart from its neighbours, not a row of '?').
+  std::string readable = core::readable_token(token);
+  const ImFont* font = ImGui::GetCurrentContext() ? ImGui::GetFont() : nullptr;
+  for (const char* p = readable.c_str(); font && *p;) {
+    unsigned int c = 0;
+    p += ImTextCharFromUtf8(&c, p, nullptr);
+    if (c > IM_UNICODE_CODEPOINT_MAX || !font->FindGlyphNoFallback(static_cast<ImWchar>(c))) {
+      readable = core::readable_token(token, false);
+      break;
+    }
+  }
   std::string t;
-  // Byte-level BPE marks a leading space with Ġ (U+0120) and a newline with Ċ (U+010A).
-  for (size_t i = 0; i < token.size(); ++i) {
-    if (i + 1 < token.size() && static_cast<unsigned char>(token[i]) == 0xC4 &&
-        static_cast<unsigned char>(token[i + 1]) == 0xA0) {
-      t += "\xC2\xB7";
-      ++i;
-    } else if (i + 1 < token.size() && static_cast<unsigned char>(token[i]) == 0xC4 &&
-               static_cast<unsigned char>(token[i + 1]) == 0x8A) {
-      t += "\xE2\x86\xB5";
-      ++i;
-    } else if (token[i] == '#' && i + 1 < token.size() && token[i + 1] == '#') {
+  for (size_t i = 0; i < readable.size(); ++i) {
+    if (readable[i] == '#' && i + 1 < readable.size() && readable[i + 1] == '#') {
       // WordPiece's "##und": ImGui hides a widget label from "##" on, so a word joiner (U+2060,
       // zero width) goes between the two marks; the label reads the same.
       t += "#\xE2\x81\xA0";
     } else {
-      t += token[i];
+      t += readable[i];
     }
   }
   size_t chars = 0, cut = t.size();

@@ -12,8 +12,9 @@ namespace headlab::app {
 
 // Text rotated 90° counter-clockwise, reading upwards from `bottom_left`.
 void text_vertical(ImDrawList* list, ImVec2 bottom_left, ImU32 colour, const std::string& text);
-// A token for a label: at most `max_chars` code points, "…" when cut; GPT-2's Ġ shown as "·";
-// WordPiece's "##und" kept visible in widget labels (see text_button).
+// A token for a label: at most `max_chars` code points, "…" when cut; the text it spells
+// (core::readable_token: "ĠâĢľ" reads "·“") where the window's font draws all of it; WordPiece's
+// "##und" kept visible in widget labels (see text_button).
 std::string token_label(const std::string& token, size_t max_chars = 14);
 // A horizontal colour bar with its range written under both ends (and the middle).
 void colour_bar(ImDrawList* list, ImVec2 pos, ImVec2 size, Colormap map, const MapRange& range);

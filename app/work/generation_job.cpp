@@ -6,6 +6,7 @@
 #include "core/tokenizer/framing.h"
 #include "core/model/run.h"
 #include "core/model/model_store.h"
+#include "core/stop_tokens.h"
 #include "core/tokenizer/token_lookup.h"
 
 #include <torch/torch.h>
@@ -80,8 +81,7 @@ std::shared_ptr<const GenerationResult> generate_text(Task& task, const Generati
     if (!begin && tok) throw std::runtime_error("the tokenizer has no begin token for the decoder");
     g.decoder_prompt = {begin ? *begin : 0};
   }
-  if (tok)
-    if (auto eos = tok->eos_id()) g.stop_ids.push_back(*eos);
+  g.stop_ids = core::generation_stop_ids(request.model_folder, tok, enc_dec, model.config.vocab_size);
   g.forced = request.keep;
 
   auto result = std::make_shared<GenerationResult>();

@@ -36,8 +36,9 @@ Layout gpt_neox_layout(const FamilyInput& in) {
   const int max_positions = c.integer("max_position_embeddings", 2048);
   // RoPE: transformers 4.x writes rotary_emb_base (older: rope_theta) and rotary_pct at the top level,
   // 5.x rope_parameters {rope_theta, partial_rotary_factor}; rope_scaling as the other RoPE families.
+  // Left out, the fraction is GPTNeoXConfig's default, 0.25 (Pythia's).
   double theta = c.number("rotary_emb_base", c.number("rope_theta", 10000.0));
-  double fraction = c.number("rotary_pct", c.number("partial_rotary_factor", 1.0));
+  double fraction = c.number("rotary_pct", c.number("partial_rotary_factor", 0.25));
   RopeScaling scaling;
   for (const char* key : {"rope_scaling", "rope_parameters"})
     if (const json* object = c.find(key)) {

@@ -48,28 +48,16 @@ inline std::optional<int64_t> decoder_start_id(const ModelConfig& config, const 
 
 // How a model reads a text — the one rule for the window's input, `run`, `patch`, `predict`,
 // `generate` and the dataset analysis, so every one of them gives the same text the same ids:
-//  - an encoder (a masked LM) reads the text framed as its tokenizer frames a sentence ([CLS] … [SEP]),
-//    as HeadLab's trainer frames its examples and as `transformers` does;
-//  - a causal model: HeadLab's own read the bare ids (core/train/data.cpp packs no begin token); an
-//    imported Hugging Face decoder reads them after the begin-of-sequence token when the tokenizer
-//    has one (its training texts followed one; TransformerLens prepends it too);
-//  - an encoder-decoder's encoder: HeadLab's own read the bare ids; imported ones as their tokenizer
-//    frames them (T5 and Marian append </s>, BART wraps the text in <s> … </s>).
+//  - a model imported from Hugging Face reads the text as its tokenizer frames it, as `transformers`'
+//    tokenizer(text) does: the post-processor's template (Llama's and Gemma's begin token, BERT's
+//    [CLS] … [SEP], T5's and Marian's closing </s>; GPT-2's and Qwen's add nothing);
+//  - a HeadLab model as it was trained: an encoder (a masked LM) framed by its tokenizer ([CLS] …
+//    [SEP], as the trainer frames its examples), a causal model and an encoder-decoder's encoder the
+//    bare ids (core/train/data.cpp packs no begin token).
 // A token added here has no characters: offsets {0, 0}, marked special.
 inline Encoding model_encoding(const ModelConfig& config, const Tokenizer& tokenizer, std::string_view text) {
-  const bool native = config.family == "native";
-  if (config.kind == StackKind::Encoder) return tokenizer.encode(text, true);
-  if (config.kind == StackKind::EncoderDecoder) return tokenizer.encode(text, !native);
-  Encoding e = tokenizer.encode(text, false);
-  if (native) return e;
-  if (auto bos = tokenizer.bos_id(); bos && (e.ids.empty() || e.ids.front() != *bos)) {
-    const size_t n = e.ids.size();
-    e.ids.insert(e.ids.begin(), *bos);
-    if (e.tokens.size() == n) e.tokens.insert(e.tokens.begin(), tokenizer.id_to_token(*bos));
-    if (e.offsets.size() == n) e.offsets.insert(e.offsets.begin(), {0, 0});
-    if (e.special.size() == n) e.special.insert(e.special.begin(), true);
-  }
-  return e;
+  const bool framed = config.family != "native" || config.kind == StackKind::Encoder;
+  return tokenizer.encode(text, framed);
 }
 
 // An encoder-decoder's encoder input (model_encoding).

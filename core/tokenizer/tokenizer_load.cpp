@@ -1,5 +1,6 @@
 // Tokenizer::load / from_json: tokenizer.json (Hugging Face) and the older vocab.txt (WordPiece)
 // and vocab.json + merges.txt (byte-level BPE; OpenAI's encoder.json + vocab.bpe too).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -346,6 +347,31 @@ void resolve_specials(TokenizerParts& p, const json& config) {
   p.specials.eos = pick("eos_token", {"</s>", "<|end_of_text|>", "<|endoftext|>"});
 }
 
+// transformers' Llama and Gemma tokenizer classes rebuild the post-processor from
+// tokenizer_config.json's add_bos_token (default true) and add_eos_token (default false) when they
+// load (LlamaTokenizerFast.update_post_processor): "<s> $A </s>" with each end as its flag says,
+// whatever tokenizer.json holds. Other classes keep tokenizer.json's post-processor.
+void template_from_flags(TokenizerParts& p, const json& config) {
+  if (!config.is_object() || !config.contains("tokenizer_class") || !config["tokenizer_class"].is_string()) return;
+  static const char* const rebuilt[] = {"LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer",
+                                        "CodeLlamaTokenizerFast", "GemmaTokenizer", "GemmaTokenizerFast"};
+  const std::string cls = config["tokenizer_class"].get<std::string>();
+  if (std::find(std::begin(rebuilt), std::end(rebuilt), cls) == std::end(rebuilt)) return;
+  auto flag = [&](const char* key, bool fallback) {
+    return config.contains(key) && config[key].is_boolean() ? config[key].get<bool>() : fallback;
+  };
+  auto end_piece = [&](const std::optional<int64_t>& id, const char* what) {
+    if (!id) throw std::runtime_error("tokenizer_config.json: " + cls + " adds a " + what + " token, and none is named");
+    return TemplatePiece{false, {static_cast<int32_t>(*id)}, {}};  // its token: the vocabulary's spelling
+  };
+  PostStep step;
+  if (flag("add_bos_token", true)) step.single.push_back(end_piece(p.specials.bos, "begin"));
+  step.single.push_back(TemplatePiece{true, {}, {}});
+  if (flag("add_eos_token", false)) step.single.push_back(end_piece(p.specials.eos, "end"));
+  p.post.clear();
+  p.post.push_back(std::move(step));
+}
+
 std::shared_ptr<const Tokenizer> build_from_json(const json& root, const std::string& origin, const json& config) {
   try {
     if (!root.is_object() || !root.contains("model") || !root["model"].is_object())
@@ -368,6 +394,7 @@ std::shared_ptr<const Tokenizer> build_from_json(const json& root, const std::st
       decoder_from_json(decoder, p.decoders);
     }
     resolve_specials(p, config);
+    template_from_flags(p, config);
     return std::make_shared<HfTokenizer>(std::move(p));
   } catch (const json::exception& e) {
     throw std::runtime_error(origin + ": " + e.what());

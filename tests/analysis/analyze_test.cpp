@@ -236,15 +236,20 @@ TEST_CASE("a token of whitespace only is not special but belongs to no word", "[
   REQUIRE(ts.ids.size() == 3);
   CHECK(ts.word_of == std::vector<int>{0, -1, 1});
   CHECK(ts.special == std::vector<bool>{false, false, false});
-  // An imported decoder reads it after <|endoftext|>, GPT-2's begin token: special, in no word.
+  // A tokenizer whose template puts a begin token first (a Llama class): special, in no word.
+  auto framing = core::Tokenizer::from_json(R"({"model": {"type": "WordLevel", "unk_token": "<unk>",
+      "vocab": {"<unk>": 0, "<s>": 1, "a": 2, "b": 3}}, "pre_tokenizer": {"type": "Whitespace"},
+    "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+      {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
+      "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}})");
   core::ModelConfig decoder;
   decoder.kind = core::StackKind::Decoder;
-  decoder.family = "gpt2";
-  const auto after_bos = analysis::tokenize_sentence(decoder, *gpt2, s);
-  REQUIRE(after_bos.ids.size() == 4);
-  CHECK(after_bos.ids[0] == 50256);
-  CHECK(after_bos.word_of == std::vector<int>{-1, 0, -1, 1});
-  CHECK(after_bos.special == std::vector<bool>{true, false, false, false});
+  decoder.family = "llama";
+  const auto after_bos = analysis::tokenize_sentence(decoder, *framing, s);
+  REQUIRE(after_bos.ids.size() == 3);
+  CHECK(after_bos.ids[0] == 1);
+  CHECK(after_bos.word_of == std::vector<int>{-1, 0, 1});
+  CHECK(after_bos.special == std::vector<bool>{true, false, false});
 }
 
 TEST_CASE("frequency ranks are competition ranks, unseen ids rank last", "[analysis][dataset]") {
@@ -666,6 +671,15 @@ TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[ana
   const std::string model = tiny.dir.str("model");
   std::string output;
 
+  // An empty corpus is refused, not written as all-zero counts (which would find no rare word) —
+  // nor measured as a report of zeros.
+  std::ofstream(out.str("empty.txt")) << "\n  \n";
+  CHECK(test::run_command(bin + " count-tokens --model " + model + " --data " + out.str("empty.txt"), output) != 0);
+  CHECK_THAT(output, Catch::Contains("no text to count"));
+  CHECK_FALSE(fs::exists(model + "/token_counts.json"));
+  CHECK(test::run_command(bin + " analyze --model " + model + " --data " + out.str("empty.txt") + " --out " +
+                              out.str("none"), output) != 0);
+  CHECK_THAT(output, Catch::Contains("no sentences to measure"));
   REQUIRE(test::run_command(bin + " count-tokens --model " + model + " --data " + out.str("books.txt"), output) == 0);
   const auto counts = core::load_token_counts(model + "/token_counts.json");
   CHECK(counts.total > 100);

@@ -8,6 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 using headlab::test::run_command;
 using headlab::test::TempDir;
 
@@ -63,4 +66,28 @@ TEST_CASE("headlab generate dumps each step's attention row, as a full run of th
   CHECK(out.find("no decoder") != std::string::npos);
   CHECK(run_command(std::string(HEADLAB_BINARY) + " generate --model " + model + " --ids 3,14 --max-new 100000", out) == 1);
   CHECK(out.find("positions this model takes") != std::string::npos);
+}
+
+TEST_CASE("headlab generate stops at the ids generation_config.json names, as transformers' generate", "[cli][generate]") {
+  TempDir dir("generate_stop");
+  const std::string fixture = std::string(HEADLAB_SOURCE_DIR) + "/tests/data/hf/llama";
+  const std::string folder = dir.str("llama");
+  std::filesystem::create_directories(folder);
+  for (const char* f : {"config.json", "model.safetensors"})
+    std::filesystem::copy_file(fixture + "/" + f, folder + "/" + f);
+  const std::string base = std::string(HEADLAB_BINARY) + " generate --model " + folder + " --ids 3,14,15,9 --max-new 6";
+  std::string out;
+  REQUIRE(run_command(base + " --out " + dir.str("free.st"), out) == 0);
+  auto ids = headlab::core::load_tensor(headlab::core::SafetensorsFile::open(dir.str("free.st")), "generated_ids", torch::kLong);
+  REQUIRE(ids.numel() >= 3);  // config.json's eos_token_id (2) not drawn before the third token
+  const int64_t third = ids[2].item<int64_t>();
+  // A list, as Llama 3.1 Instruct's: the generation ends with the first of them it draws.
+  std::ofstream(folder + "/generation_config.json") << "{\"eos_token_id\": [" << third << ", 99]}";
+  REQUIRE(run_command(base + " --out " + dir.str("stopped.st"), out) == 0);
+  ids = headlab::core::load_tensor(headlab::core::SafetensorsFile::open(dir.str("stopped.st")), "generated_ids", torch::kLong);
+  REQUIRE(ids.numel() <= 3);
+  CHECK(ids[ids.numel() - 1].item<int64_t>() == third);
+  std::ofstream(folder + "/generation_config.json") << "{\"eos_token_id\": \"end\"}";
+  CHECK(run_command(base, out) != 0);
+  CHECK_THAT(out, Catch::Contains("generation_config.json: eos_token_id must be a token id or a list of them"));
 }

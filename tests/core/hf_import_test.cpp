@@ -420,7 +420,16 @@ TEST_CASE("hf import: GPT-NeoX (Pythia): per-head fused qkv, a quarter of each h
            j.erase("rotary_pct");
            j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000}, {"partial_rotary_factor", 0.25}};
          }).attention <= kAttentionTolerance);
+  // Left out, the fraction is GPTNeoXConfig's default: a quarter, as the fixture says.
+  CHECK(v.errors_with([](auto& j) { j.erase("rotary_pct"); }).attention <= kAttentionTolerance);
+  CHECK(v.errors_with([](auto& j) {
+           j.erase("rotary_pct");
+           j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000}};
+         }).attention <= kAttentionTolerance);
   CHECK_THAT(v.refused([](auto& j) { j["rotary_pct"] = 0.1; }), Contains("RoPE needs an even number"));
+  // A config without its class is asked for one, not read as a HeadLab config ("unknown key …").
+  CHECK_THAT(v.refused([](auto& j) { j.erase("architectures"); }),
+             Contains("model_type 'gpt_neox'") && Contains("without 'architectures'") && Contains("GPTNeoXForCausalLM"));
 }
 
 TEST_CASE("hf import: GPT-J: interleaved partial rotary, one LayerNorm for attention and MLP side by side",

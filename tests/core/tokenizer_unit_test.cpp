@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/cmd_tokenize.h"
+#include "core/tokenizer/framing.h"
 #include "core/tokenizer/token_lookup.h"
 #include "core/tokenizer/tokenizer.h"
 #include "core/tokenizer/normalized_text.h"
@@ -167,6 +168,83 @@ TEST_CASE("an id is shown as its token, or as #id past the tokenizer's vocabular
   CHECK(headlab::core::token_name(qwen.get(), 151645) == "<|im_end|>");
   CHECK(headlab::core::token_name(qwen.get(), 151900) == "#151900");
   CHECK(headlab::core::token_name(nullptr, 7) == "#7");
+}
+
+TEST_CASE("Llama's and Gemma's tokenizer classes frame a text as their add_bos and add_eos flags say", "[tokenizer]") {
+  // transformers rebuilds these classes' post-processor from the flags when it loads them
+  // (LlamaTokenizerFast.update_post_processor); GPT-2's files stand in for a Llama vocabulary.
+  headlab::test::TempDir dir("llama_flags");
+  const std::string gpt2_json = read_all(data_dir() + "/gpt2/tokenizer.json");
+  write_all(dir.str("tokenizer.json"), gpt2_json);
+  auto framed = [&](const std::string& config) {
+    write_all(dir.str("tokenizer_config.json"), config);
+    return Tokenizer::load(dir.str())->encode("Hello world", true).ids;
+  };
+  const std::string names = R"("bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>")";
+  using Ids = std::vector<int64_t>;
+  CHECK(framed("{" + names + "}") == Ids{15496, 995});  // no class named: tokenizer.json's ByteLevel adds nothing
+  CHECK(framed(R"({"tokenizer_class": "LlamaTokenizerFast", )" + names + "}") == Ids{50256, 15496, 995});
+  CHECK(framed(R"({"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": false, "add_eos_token": true, )" + names + "}") ==
+        Ids{15496, 995, 50256});
+  CHECK(framed(R"({"tokenizer_class": "GemmaTokenizerFast", "add_eos_token": true, )" + names + "}") ==
+        Ids{50256, 15496, 995, 50256});
+  CHECK(framed(R"({"tokenizer_class": "PreTrainedTokenizerFast", "add_bos_token": true, )" + names + "}") ==
+        Ids{15496, 995});  // Llama 3's class keeps tokenizer.json's post-processor
+  CHECK(Tokenizer::load(dir.str())->encode("Hello world", false).ids == Ids{15496, 995});
+  write_all(dir.str("tokenizer_config.json"), R"({"tokenizer_class": "LlamaTokenizerFast", "bos_token": null})");
+  CHECK_THROWS_WITH(Tokenizer::load(dir.str()), Catch::Matchers::Contains("adds a begin token, and none is named"));
+}
+
+TEST_CASE("an imported model reads a text as its tokenizer frames it, a HeadLab decoder the bare ids", "[tokenizer]") {
+  auto gpt2 = shared_tokenizer("gpt2");
+  using Ids = std::vector<int64_t>;
+  headlab::core::ModelConfig c;
+  c.kind = headlab::core::StackKind::Decoder;
+  c.family = "gpt2";  // transformers' GPT-2 tokenizer(text) adds no begin token
+  CHECK(headlab::core::model_encoding(c, *gpt2, "Hello world").ids == Ids{15496, 995});
+  c.family = "native";
+  CHECK(headlab::core::model_encoding(c, *gpt2, "Hello world").ids == Ids{15496, 995});
+  auto bert = shared_tokenizer("bert-base-uncased");
+  c.family = "llama";  // a template with a begin token: the one place it is added
+  const std::string with_bos = R"({"model": {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "<s>": 1, "a": 2}},
+    "pre_tokenizer": {"type": "WhitespaceSplit"},
+    "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+      {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
+      "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}})";
+  auto llama_like = Tokenizer::from_json(with_bos);
+  const Encoding e = headlab::core::model_encoding(c, *llama_like, "a a");
+  CHECK(e.ids == Ids{1, 2, 2});
+  CHECK(e.special == std::vector<bool>{true, false, false});
+  c.family = "native";
+  CHECK(headlab::core::model_encoding(c, *llama_like, "a a").ids == Ids{2, 2});
+  c.kind = headlab::core::StackKind::Encoder;  // a masked LM reads [CLS] … [SEP], HeadLab's or not
+  CHECK(headlab::core::model_encoding(c, *bert, "hello").ids == Ids{101, 7592, 102});
+}
+
+TEST_CASE("a token is labelled with the text it spells where its bytes are text", "[tokenizer]") {
+  using headlab::core::readable_token;
+  auto gpt2 = shared_tokenizer("gpt2");
+  // GPT-2 spells the two bytes of "é" as two stand-ins ("Ã©"), a newline and a tab as one each.
+  const Encoding e = gpt2->encode("He said wow at the caf\u00E9\nthen\tleft");
+  std::string labels;
+  for (const auto& t : e.tokens) labels += readable_token(t);
+  CHECK(labels == "He\u00B7said\u00B7wow\u00B7at\u00B7the\u00B7caf\u00E9\u21B5then\u21E5left");
+  // Its curly quotes come in pieces of a character ("Ġâ", "Ģľ"): each keeps its spelling.
+  const Encoding quoted = gpt2->encode(" \u201Cwow\u201D");
+  std::string pieces;
+  for (const auto& t : quoted.tokens) pieces += readable_token(t);
+  CHECK(pieces.find("\u201C") == std::string::npos);
+  CHECK(pieces.rfind("\u00B7", 0) == 0);
+  CHECK(readable_token("\u0120\u00E2\u0122\u013E") == "\u00B7\u201C");  // "ĠâĢľ"
+  CHECK(readable_token("\u0120\u00E2\u0122\u013E", false) == "\u00B7\u00E2\u0122\u013E");
+  // Half of an emoji's four bytes is no text: the spelling stays, with its space mark.
+  CHECK(readable_token("\u0120\u00F0\u0141") == "\u00B7\u00F0\u0141");
+  // WordPiece and SentencePiece spellings: "é" alone and "ć" (a control byte) are no byte-level text.
+  CHECK(readable_token("\u00E9") == "\u00E9");
+  CHECK(readable_token("\u0107") == "\u0107");
+  CHECK(readable_token("##ing") == "##ing");
+  CHECK(readable_token("\u2581the") == "\u00B7the");
+  CHECK(readable_token("<0x0A>") == "<0x0A>");
 }
 
 TEST_CASE("BERT adds CLS and SEP with zero offsets when asked", "[tokenizer]") {
