@@ -367,11 +367,12 @@ void Controller::open_model(const std::string& folder) {
   if (!doc_.model || doc_.model->folder != folder) patching_->discard();
 }
 
-void Controller::open_random_model() {
+void Controller::open_random_model(const std::string& why) {
   const std::string config = doc_.session.random_config.empty()
                                  ? (fs::path(assets_dir_) / "configs" / "mha.json").string()
                                  : doc_.session.random_config;
-  doc_.banner = "random weights — no trained model found";
+  random_reason_ = why;
+  doc_.banner = "random weights — " + why;
   worker_.request_load({"", config, 0});
   pending_model_run_ = true;
 }
@@ -426,7 +427,7 @@ void Controller::poll_model(bool& changed) {
       session.model_hash = model->weights_hash;
       if (!model->folder.empty()) session.device = model->device;  // where it opened (a random model: the CPU)
       if (model->random_weights) {
-        doc_.banner = "random weights — no trained model found";
+        doc_.banner = "random weights — " + random_reason_;
       } else {
         doc_.banner.clear();
         remember_folder(session.recent_folders, model->folder);
@@ -481,13 +482,25 @@ void Controller::poll_outcomes(bool& changed) {
     loads_done_ = status.loads_done;
     changed = true;
     if (status.load_error.empty()) {
-      clear_error("open_model");
+      // A fallback's load leaves the failure that led to it on show: the folder asked for did not open.
+      if (fallback_loads_ > 0) --fallback_loads_;
+      else clear_error("open_model");
     } else {
       set_error("open_model", status.load_error);
-      // A failed load with nothing loaded yet: never a blank screen.
+      // A failed load with nothing loaded yet: never a blank screen. The shipped default model
+      // first (unless it is what failed), then random weights.
       if (!doc_.model && doc_.banner.empty()) {
-        notice(status.load_error + " — opening a random-weight model instead.");
-        open_random_model();
+        const std::string found = find_default_model(assets_dir_);
+        const bool default_failed = fallback_loads_ > 0 || found.empty() ||
+                                    status.load_error.find(found) != std::string::npos;
+        fallback_loads_ = 1;
+        if (!default_failed) {
+          notice(status.load_error + " — opening the default model " + found + " instead.");
+          open_model(found);
+        } else {
+          notice(status.load_error + " — opening a random-weight model instead.");
+          open_random_model("the model asked for did not open (see the status bar)");
+        }
       } else {
         // The model open before (if any) stays, where it ran, and nothing is pending any more.
         pending_model_run_ = false;

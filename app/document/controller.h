@@ -138,7 +138,8 @@ class Controller {
   void select(const std::optional<core::Stack>& stack, const std::optional<Stage>& stage);  // SelectHead, SelectAttention
   core::Stack current_stack(const std::optional<core::Stack>& stack) const;  // none: the selected one
   void open_model(const std::string& folder);
-  void open_random_model();
+  // `why` is the banner's reason (e.g. the folder that failed to open).
+  void open_random_model(const std::string& why = "no trained model found");
   void request_run();
   // True when the snapshot holds the selected layer as thumbnails and no run has asked for it
   // whole since (RunInput::open_layer).
@@ -181,8 +182,8 @@ class Controller {
   void poll_generation(bool& changed);
   std::unique_ptr<GenerationJob> generation_;  // app/work/generation_job.h (via document.h)
   uint64_t generation_serial_ = 0;
-  // The session's patching settings on `clean_ids` (empty: the session's text, tokenized by the job).
-  void start_patching(const std::string& folder, const std::vector<int64_t>& clean_ids);
+  // Starts a sweep and records in the session what it measures with (PatchingChoices::measured_*).
+  void start_patching(PatchingRequest request);
   void poll_patching(bool& changed);
   std::unique_ptr<PatchingJob> patching_;  // app/work/patching_job.h (via document.h)
   uint64_t patching_serial_ = 0;
@@ -206,6 +207,10 @@ class Controller {
   uint64_t loads_done_ = 0, runs_done_ = 0;  // the worker's finished loads and runs seen
   std::string expected_hash_;
   bool loading_session_ = false;
+  // A load that failed with nothing open falls back to the shipped default model, then to random
+  // weights; the failure's message stays on the status bar through the fallback's load.
+  int fallback_loads_ = 0;
+  std::string random_reason_ = "no trained model found";
 };
 
 }  // namespace headlab::app

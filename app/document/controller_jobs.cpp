@@ -106,18 +106,23 @@ void Controller::on(const cmd::RunPatching&) {
   if (folder.empty()) throw std::runtime_error("patching needs a model folder (this model has random weights and no folder)");
   if (!doc_.snapshot) throw std::runtime_error("patching: run a text in the Input view first");
   if (doc_.session.patching.settings.counterfactual.empty()) throw std::runtime_error("patching needs a counterfactual text");
-  start_patching(folder, doc_.snapshot->tokens.ids);
-}
-
-void Controller::start_patching(const std::string& folder, const std::vector<int64_t>& clean_ids) {
+  // The text last run, as its tokens: an edit of the Input box not yet run is not measured.
   PatchingRequest r;
   r.model_folder = folder;
-  r.clean_ids = clean_ids;
-  r.clean_text = doc_.session.text;
+  r.clean_ids = doc_.snapshot->tokens.ids;
+  r.clean_text = doc_.snapshot->input.text;
   r.settings = doc_.session.patching.settings;
   r.controls = doc_.session.controls;
-  patching_->start(r);
-  doc_.session.patching.ran = true;
+  start_patching(std::move(r));
+}
+
+void Controller::start_patching(PatchingRequest request) {
+  auto& p = doc_.session.patching;
+  p.ran = true;
+  p.measured_text = request.clean_text;
+  p.measured_settings = request.settings;
+  p.measured_controls = request.controls;
+  patching_->start(std::move(request));
   doc_.patching_job = {true, ""};
 }
 

@@ -63,9 +63,18 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
     // The session's generation, written again: the same settings and seed write the same tokens.
     if (!doc_.session.generation.generated.empty())
       start_generation(doc_.session.model_folder, doc_.session.generation.generated);
-    // Its patching, measured again on its text.
-    if (doc_.session.patching.ran && !doc_.session.patching.settings.counterfactual.empty())
-      start_patching(doc_.session.model_folder, {});
+    // Its patching, measured again with what it was measured with (a session from before these
+    // were kept: with its text, settings and controls).
+    const auto& p = doc_.session.patching;
+    const bool recorded = !p.measured_settings.counterfactual.empty();
+    if (p.ran && (recorded || !p.settings.counterfactual.empty())) {
+      PatchingRequest r;
+      r.model_folder = doc_.session.model_folder;
+      r.clean_text = recorded ? p.measured_text : doc_.session.text;
+      r.settings = recorded ? p.measured_settings : p.settings;
+      r.controls = recorded ? p.measured_controls : doc_.session.controls;
+      start_patching(std::move(r));
+    }
   }
 }
 

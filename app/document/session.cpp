@@ -68,10 +68,20 @@ core::ModelControls controls_from_json(const json& j) {
       const int l = core::get_integer<int>(layer.at("layer"));
       if (l < 0 || l > 4096) throw std::runtime_error(where + ": bad layer " + std::to_string(l));
       auto& c = controls.at(stack, l);
+      const std::string at = where + " layer " + std::to_string(l);
+      // A list of numbers, or the message names the layer and the key (not nlohmann's type_error).
+      auto numbers = [&](const char* key) {
+        const json& v = layer.at(key);
+        if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number(); }))
+          throw std::runtime_error(at + ": " + key + " must be a list of numbers, got " + v.dump());
+        return v.get<std::vector<float>>();
+      };
+      if (layer.contains("ablation") && !layer.at("ablation").is_string())
+        throw std::runtime_error(at + ": ablation must be \"zero\" or \"mean\"");
       c.ablation = layer.value("ablation", "zero") == "mean" ? core::Ablation::Mean : core::Ablation::Zero;
-      if (layer.contains("gates")) c.gates = layer.at("gates").get<std::vector<float>>();
-      if (layer.contains("pre_mix")) c.pre_mix = layer.at("pre_mix").get<std::vector<float>>();
-      if (layer.contains("post_mix")) c.post_mix = layer.at("post_mix").get<std::vector<float>>();
+      if (layer.contains("gates")) c.gates = numbers("gates");
+      if (layer.contains("pre_mix")) c.pre_mix = numbers("pre_mix");
+      if (layer.contains("post_mix")) c.post_mix = numbers("post_mix");
       try {
         core::check_controls(c, where + " layer " + std::to_string(l));
       } catch (const std::invalid_argument& e) {
@@ -93,6 +103,7 @@ struct SessionWriter {
   template <class T>
   void field(const char* key, const T& value) { j[key] = value; }
   void field(const char* key, const Stage& stage) { j[key] = stage_name(stage); }
+  void field(const char* key, const core::ModelControls& controls) { j[key] = controls_to_json(controls); }
   void field(const char* key, const core::Stack& stack) { j[key] = core::stack_name(stack); }
   // A report made in the window: embedded as JSON (not a string), so the file stays readable and diffable.
   void embedded_json(const char* key, const std::string& text) {
@@ -126,6 +137,14 @@ struct SessionReader {
     std::string name = stage_name(stage);
     read(j, key, name, warnings, where);
     stage = name == "J" || name == "L" || name == "W" ? stage_from_name(name) : Stage::U;  // unknown: the default
+  }
+  void field(const char* key, core::ModelControls& controls) {
+    if (!j.is_object() || !j.contains(key)) return;
+    try {
+      controls = controls_from_json(j.at(key));
+    } catch (const std::exception& e) {
+      warnings.push_back(where + key + " ignored: " + e.what());
+    }
   }
   void embedded_json(const char* key, std::string& text) {
     if (j.is_object() && j.contains(key) && j.at(key).is_object()) text = j.at(key).dump();
@@ -224,6 +243,15 @@ void session_fields(Io& io, S& s) {
     pat.field("site", p.settings.site);
     pat.field("take", p.take);
     pat.field("ran", p.ran);
+    pat.section("measured", [&](auto& m) {
+      m.field("text", p.measured_text);
+      m.field("counterfactual", p.measured_settings.counterfactual);
+      m.field("answer", p.measured_settings.answer);
+      m.field("wrong", p.measured_settings.wrong);
+      m.field("metric", p.measured_settings.metric);
+      m.field("site", p.measured_settings.site);
+      m.field("controls", p.measured_controls);
+    });
   });
   io.section("layout", [&](auto& layout) { layout.field("imgui_ini", s.imgui_ini); });
 }

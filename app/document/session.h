@@ -87,7 +87,13 @@ struct PatchingChoices {
   // [layer][head] of the main stack: how much of each head's output comes from the counterfactual
   // (0 = its own, 1 = the counterfactual's); empty = none taken.
   std::vector<std::vector<float>> take;
-  bool ran = false;  // Patch was run: a loaded session runs it again
+  bool ran = false;  // Patch was run: a loaded session runs it again, with what it measured with
+  // What the last Patch measured with: the clean text (the text last run), its settings and the
+  // Mixer's controls. A loaded session measures again with these, so its result — and the marks
+  // saying it is stale against the views — come back as they were saved.
+  std::string measured_text;
+  PatchingSettings measured_settings;
+  core::ModelControls measured_controls;
 };
 
 struct SessionState {

@@ -84,8 +84,13 @@ double text_width(cairo_t* cr, const std::string& s, double size) {
   return e.x_advance;
 }
 
-// Draws a map as one embedded image (not a rectangle per cell) scaled with nearest-neighbour.
-// `vector_cells`: analysis::draw_pixels's, lowered for a figure of many maps.
+// "1" or "0.5": the share of a head's output taken from the counterfactual.
+std::string taken_text(float taken) {
+  char t[16];
+  std::snprintf(t, sizeof t, "%.2g", static_cast<double>(taken));
+  return t;
+}
+
 // "off" or "g=0.25": what a gated map's stamp says.
 std::string gate_text(float gate) {
   char g[32];
@@ -123,6 +128,8 @@ void hatch_forbidden(cairo_t* cr, const FigureMap& map, int rows, int cols, doub
   cairo_restore(cr);
 }
 
+// Draws a map as one embedded image (not a rectangle per cell) scaled with nearest-neighbour.
+// `vector_cells`: analysis::draw_pixels's, lowered for a figure of many maps.
 void draw_map(cairo_t* cr, const FigureMap& map, int rows, int cols, Colormap colormap, double x, double y, double w, double h,
               int64_t vector_cells = analysis::kVectorCells) {
   auto byte = [](double v) { return static_cast<uint32_t>(std::lround(v * 255)); };
@@ -268,6 +275,7 @@ void write_attention_map(const std::string& path, const std::string& title, cons
                       (map.sink ? "\nlast column: the learned sink's share of each query's softmax" : "") +
                       (any_masked(map, rows, cols) ? std::string("\n") + kForbiddenText : "") +
                       (map.gate < 1.0f ? "\ngate " + gate_text(map.gate) + ": the head's output scaled by its gate" : "") +
+                      (map.taken > 0.0f ? "\n" + taken_text(map.taken) + " of the head's output taken from the counterfactual" : "") +
                       "\n" + colour_bar_text(colormap, map.range));
 }
 
@@ -290,7 +298,7 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
   bool one_scale = true;  // every map coloured over the same range (the absolute 0–1 of weights)
   int64_t maps_drawn = 0;
   bool any_sink = false, any_forbidden = false;
-  std::vector<std::string> gated, mixed;  // "L4 H4 off", …; "L2 H0", …
+  std::vector<std::string> gated, mixed, taken;  // "L4 H4 off", …; "L2 H0", …; "L1 H0 (1)", …
   for (const auto& l : maps) maps_drawn += static_cast<int64_t>(l.size());
   const int64_t vector_cells =
       maps_drawn * rows * cols > analysis::kFigureVectorCells ? 0 : analysis::kVectorCells;  // many maps: images
@@ -307,6 +315,15 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
       any_forbidden = any_forbidden || any_masked(m, rows, cols);
       const std::string name = "L" + std::to_string(l) + " H" + std::to_string(h);
       if (m.gate < 1.0f) gated.push_back(name + " " + gate_text(m.gate));
+      if (m.taken > 0.0f) {
+        taken.push_back(name + " (" + taken_text(m.taken) + ")");
+        const double w = text_width(cr, "cf", 8) + 4;
+        cairo_set_source_rgba(cr, 0.08, 0.08, 0.08, 0.8);
+        cairo_rectangle(cr, x + map_w - w - 1, y + cell - 11, w, 10);
+        cairo_fill(cr);
+        cairo_set_source_rgb(cr, 1.0, 0.78, 0.31);
+        text(cr, x + map_w - w + 1, y + cell - 3, "cf", 8);
+      }
       if (m.mixed) {
         mixed.push_back(name);
         cairo_set_source_rgba(cr, 0.08, 0.08, 0.08, 0.8);
@@ -334,6 +351,8 @@ void write_heads_grid(const std::string& path, const std::string& title, const s
                       (any_forbidden ? std::string(kForbiddenText) + "\n" : "") +
                       (gated.empty() ? "" : "gated heads, dimmed: " + join(gated, ", ") + "\n") +
                       (mixed.empty() ? "" : "heads a mixing matrix changes, marked mix: " + join(mixed, ", ") + "\n") +
+                      (taken.empty() ? "" : "heads whose output is taken from the counterfactual, marked cf: " +
+                                                join(taken, ", ") + "\n") +
                       (one_scale ? colour_bar_text(colormap, shown) : std::string("each map scaled to its own range")));
 }
 

@@ -19,6 +19,9 @@ struct FigureMap {
   // hatched grey as on screen, apart from weights that are merely small; null when none is.
   const uint8_t* masked = nullptr;
   bool mixed = false;  // a mixing matrix changes the head: marked "mix" in the heads grid, as on screen
+  // The share of the head's output taken from the counterfactual (the Mixer): marked "cf" in the
+  // heads grid, named in the caption; the map is the clean input's pattern.
+  float taken = 0.0f;
   // Learned sinks (gpt-oss): [rows] each query's sink share, drawn as a column right of the keys on
   // the map's scale, so that a row reads to 1 with it; null without sinks.
   const float* sink = nullptr;

@@ -21,6 +21,11 @@ const core::HeadControls& shown_controls(const Document& doc, core::Stack stack,
 // else 1.
 float shown_gate(const Document& doc, core::Stack stack, int layer, int head, Stage stage);
 
+// How much of head `head`'s output the run on show took from the counterfactual (the Mixer's "take
+// from counterfactual", layer `layer` of the main stack), drawn where its gate would be: 0 when
+// none was taken, or the run could not take it (RunSnapshot::counterfactual_note).
+float shown_take(const Document& doc, core::Stack stack, int layer, int head, Stage stage);
+
 // "" while the session's controls are those the run on show was computed with; otherwise a short
 // line for the views: the gates and mixing set since are not drawn, and why.
 std::string controls_not_shown(const Document& doc);

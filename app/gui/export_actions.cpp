@@ -167,6 +167,7 @@ void export_attention_map(Workbench& wb, const std::string& path, CellRange show
   m.data = part->data();
   m.range = range;
   m.gate = shown_gate(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage);
+  m.taken = shown_take(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage);
   m.masked = shade ? masked->data() : nullptr;
   m.sink = sink->empty() ? nullptr : sink->data();
   // Labels as on screen: with their positions on a long input.
@@ -223,6 +224,7 @@ void export_heads_grid(Workbench& wb, const std::string& path) {
                           !wb.doc().session.view.auto_range);
       m.gate = shown_gate(wb.doc(), sel.stack, static_cast<int>(l), h, sel.stage);
       m.mixed = !head_mixed(shown_controls(wb.doc(), sel.stack, static_cast<int>(l)), h).empty();
+      m.taken = shown_take(wb.doc(), sel.stack, static_cast<int>(l), h, sel.stage);
       if (masks[l].size() == static_cast<size_t>(sm.rows) * sm.cols) m.masked = masks[l].data();
       if (!sink.empty() && h < sink.heads && sink.rows == sm.rows) m.sink = sink.head(h);
       grid.back().push_back(m);

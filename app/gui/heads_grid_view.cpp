@@ -233,6 +233,14 @@ void HeadsGridView::drawContent(Workbench& wb) {
         dl->AddRectFilled(ImVec2(p0.x + 1, p1.y - size.y - 2), ImVec2(p0.x + size.x + 5, p1.y - 1), IM_COL32(20, 20, 20, 200));
         dl->AddText(ImVec2(p0.x + 3, p1.y - size.y - 1), IM_COL32(110, 200, 255, 255), "mix");
       }
+      // Heads whose output comes (partly) from the counterfactual: marked too, bottom right.
+      const float taken = shown_take(wb.doc(), sel.stack, l, h, sel.stage);
+      if (taken > 0.0f) {
+        const std::string cf = taken == 1.0f ? "cf" : "cf " + format_value(taken);
+        const ImVec2 size = ImGui::CalcTextSize(cf.c_str());
+        dl->AddRectFilled(ImVec2(p1.x - size.x - 5, p1.y - size.y - 2), ImVec2(p1.x - 1, p1.y - 1), IM_COL32(20, 20, 20, 200));
+        dl->AddText(ImVec2(p1.x - size.x - 3, p1.y - size.y - 1), IM_COL32(255, 200, 80, 255), cf.c_str());
+      }
       const bool selected = l == sel.layer && h == sel.head;
       dl->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1),
                   selected ? IM_COL32(255, 220, 0, 255) : hovered ? IM_COL32(255, 255, 255, 200) : IM_COL32(70, 70, 70, 255),

@@ -62,7 +62,12 @@ void OutputView::drawContent(Workbench& wb) {
   const auto& sel = wb.doc().session.selection;
   const TokenizedText& tokens = s.decoder_tokens.ids.empty() ? s.tokens : s.decoder_tokens;
   const bool masked = wb.doc().model->masked_lm;
-  const std::string def = masked ? "each [MASK]" : "the last token";
+  // The default positions (RunSnapshot::default_positions): each [MASK] of a masked LM's input (a
+  // special token), else the last real token (never a special one, as [SEP]).
+  const int first_default = s.default_positions.empty() ? -1 : s.default_positions[0];
+  const bool has_mask = masked && first_default >= 0 && first_default < static_cast<int>(tokens.special.size()) &&
+                        tokens.special[first_default];
+  const std::string def = has_mask ? "each [MASK]" : masked ? "the last token (no [MASK])" : "the last token";
   const int position = sel.output_position < static_cast<int>(tokens.tokens.size()) ? sel.output_position : -1;
   std::string current = position < 0 ? def
                                    : std::to_string(position) + ": " + token_label(tokens.tokens[position]);

@@ -60,7 +60,17 @@ void diverging_bar(ImVec2 at, float height, float scale) {
 void PatchingView::drawSettings(Workbench& wb) {
   const auto& session = wb.doc().session;
   if (session.patching.settings != shown_) edit_ = shown_ = session.patching.settings;
-  ImGui::TextDisabled("clean (the Input view's text): %s", session.text.c_str());
+  // Patch measures the text last run (its tokens), not an edit of the Input box not yet run.
+  const auto& snapshot = wb.doc().snapshot;
+  if (snapshot) {
+    ImGui::TextDisabled("clean (the text last run in the Input view): %s", snapshot->input.text.c_str());
+    if (session.text != snapshot->input.text)
+      ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s",
+                         wb.doc().refused ? "the Input box's text was refused (see the Input view): Patch measures the text above"
+                                          : "the Input box holds an edit not yet run: Enter runs it, then Patch");
+  } else {
+    ImGui::TextDisabled("clean: run a text in the Input view first");
+  }
   label_before("counterfactual");
   ImGui::SetNextItemWidth(-1);
   char buffer[2048];
@@ -188,7 +198,11 @@ void PatchingView::drawContent(Workbench& wb) {
   const auto& doc = wb.doc();
   if (!doc.model) return;
   drawSettings(wb);
-  if (!doc.patching_job.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.35f, 1), "%s", doc.patching_job.error.c_str());
+  if (!doc.patching_job.error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1, 0.45f, 0.35f, 1));
+    ImGui::TextWrapped("%s", doc.patching_job.error.c_str());
+    ImGui::PopStyleColor();
+  }
   const auto& r = doc.patching;
   if (!r) {
     ImGui::TextWrapped("Patch takes each head's %s from the counterfactual into the clean run, one head at a time, and "
@@ -205,10 +219,13 @@ void PatchingView::drawContent(Workbench& wb) {
   const bool heads = site_has_heads(r->settings.site);
   ImGui::Text("%s: clean %.4g, counterfactual %.4g at position %lld", r->settings.metric.c_str(), r->clean, r->corrupt,
               static_cast<long long>(r->position));
-  if (!r->answer_token.empty() || r->answer >= 0)
+  // The tokens the metric reads: logit-diff the answer and the wrong one, logit and prob the
+  // answer alone, kl neither (the whole distribution).
+  const bool wrong = r->wrong >= 0 && r->settings.metric == "logit-diff";
+  if ((!r->answer_token.empty() || r->answer >= 0) && r->settings.metric != "kl")
     ImGui::TextDisabled("answer '%s' (%lld)%s%s%s", token_label(r->answer_token, 24).c_str(),
-                        static_cast<long long>(r->answer), r->wrong >= 0 ? ", wrong '" : "",
-                        r->wrong >= 0 ? token_label(r->wrong_token, 24).c_str() : "", r->wrong >= 0 ? "'" : "");
+                        static_cast<long long>(r->answer), wrong ? ", wrong '" : "",
+                        wrong ? token_label(r->wrong_token, 24).c_str() : "", wrong ? "'" : "");
   // What the numbers were measured on, when it is no longer what the views show.
   const ImVec4 stale(1, 0.75f, 0.3f, 1);
   if (r->settings != doc.session.patching.settings)

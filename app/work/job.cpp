@@ -40,6 +40,9 @@ JobStatus Job::status() const {
   const auto& task = track_->newest();
   if (!task) return s;
   const Task::Status t = task->status();
+  // A run discarded (another model or a session opened) is not this window's run: once it has
+  // ended, nothing to say — its error named the model before.
+  if (discarded(*task) && !t.active()) return s;
   s.running = t.active();
   if (t.state == TaskState::Failed) s.error = t.error;
   return s;

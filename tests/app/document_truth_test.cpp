@@ -199,6 +199,43 @@ TEST_CASE("an error lasts until the same kind of action succeeds", "[app][errors
   CHECK(c.doc().errors.empty());
 }
 
+TEST_CASE("a folder that does not open at start-up leaves its error on show over the default model", "[app][errors]") {
+  Env env;
+  Controller c;
+  const std::string missing = env.dir.str("no-such-model");
+  c.start(missing, "");
+  settle(c);
+  REQUIRE(c.doc().model);
+  // The shipped default opens in its place (not random weights "because no trained model was found"),
+  // and the status bar still says why the folder asked for is not the one on show.
+  CHECK(c.doc().model->folder == std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default");
+  CHECK_FALSE(c.doc().model->random_weights);
+  CHECK(c.doc().banner.empty());
+  CHECK_THAT(c.doc().last_error(), Catch::Contains(missing) && Catch::Contains("not a folder"));
+}
+
+TEST_CASE("a job's error is not shown once another model is open", "[app][errors]") {
+  Env env;
+  const std::string assets = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/";
+  Controller c;
+  c.execute(cmd::OpenModel{assets + "default"});
+  settle(c);
+  c.execute(cmd::SetText{"the ship sailed across the [MASK] ."});
+  settle(c);
+  cmd::SetPatching p;
+  p.counterfactual = "the train rushed across the wide [MASK] .";  // one token more: refused
+  p.answer = "sea";
+  c.execute(p);
+  c.execute(cmd::RunPatching{});
+  settle(c);
+  REQUIRE_THAT(c.doc().patching_job.error, Catch::Contains("tokens"));
+  // The message counted the default model's WordPiece tokens: the induction model was never asked.
+  c.execute(cmd::OpenModel{assets + "induction"});
+  settle(c);
+  CHECK(c.doc().model->folder == assets + "induction");
+  CHECK(c.doc().patching_job.error.empty());
+}
+
 TEST_CASE("a refused input leaves the last accepted one on show, marked, and can be cut to fit", "[app][errors]") {
   Env env;
   const std::string folder = make_folder(env.dir, "m", 2, 1);  // no tokenizer: words hashed, 256 positions

@@ -121,6 +121,25 @@ TEST_CASE("gates set on a refused input are not drawn as applied, on screen or i
   CHECK(desc(dir.str("run-map.svg")).find("gate off") != std::string::npos);
 }
 
+TEST_CASE("a head whose output is taken from the counterfactual is marked in the figures", "[app][gui][export]") {
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI figure test skipped");
+  TempDir dir("gui-figure-taken");
+  run_script(dir, json::array({
+                      {{"action", "open_model"}, {"folder", kModel}},
+                      {{"action", "set_text"}, {"text", "the ship sailed across the [MASK] ."}},
+                      {{"action", "set_patching"}, {"counterfactual", "the train rushed across the [MASK] ."}},
+                      {{"action", "take_from_counterfactual"}, {"layer", 2}, {"head", 3}, {"weight", 1}},
+                      {{"action", "select_head"}, {"layer", 2}, {"head", 3}},
+                      export_action("heads_grid", dir.str("grid.svg")),
+                      export_action("attention_map", dir.str("map.svg")),
+                      {{"action", "quit"}},
+                  }));
+  const std::string grid = desc(dir.str("grid.svg")), map = desc(dir.str("map.svg"));
+  INFO(grid << "\n" << map);
+  CHECK(grid.find("heads whose output is taken from the counterfactual, marked cf: L2 H3 (1)") != std::string::npos);
+  CHECK(map.find("1 of the head's output taken from the counterfactual") != std::string::npos);
+}
+
 TEST_CASE("the Head view's figure leaves out the heads hidden in the view", "[app][gui][export]") {
   SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI head-view export test skipped");
   TempDir dir("gui-head-view-hidden");

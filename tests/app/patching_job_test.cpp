@@ -103,6 +103,23 @@ TEST_CASE("the Patching view's run equals patch_activations and fills in head by
     // Measured again from the session's text, tokenized as the Input view tokenizes it.
     CHECK(d.doc().patching->clean_ids == d.doc().snapshot->tokens.ids);
   }
+  // A result saved stale — a gate and the text changed after Patch — comes back as it was on
+  // screen, measured with the gates and text it was measured with, so the view marks it stale again.
+  c.execute(cmd::SetGate{headlab::core::Stack::Encoder, 0, 1, 0.0f});
+  c.execute(cmd::SetText{"she opened the [MASK] and looked out at the sea .", std::nullopt, true});
+  settle(c);
+  c.execute(cmd::SaveSession{dir.str("stale.json")});
+  {
+    Controller d;
+    d.start("", dir.str("stale.json"));
+    settle(d);
+    REQUIRE(d.doc().patching);
+    for (size_t l = 0; l < r->exact.size(); ++l)
+      for (size_t h = 0; h < r->exact[l].size(); ++h) CHECK(d.doc().patching->exact[l][h] == Approx(r->exact[l][h]).margin(1e-5));
+    CHECK(d.doc().patching->clean_ids == r->clean_ids);
+    CHECK(d.doc().patching->clean_ids != d.doc().snapshot->tokens.ids);
+    CHECK_FALSE(same_controls(d.doc().patching->controls, d.doc().session.controls));
+  }
 
   // A counterfactual of another length fails the run with the reason, and nothing else changes.
   set.counterfactual = "she closed it .";
