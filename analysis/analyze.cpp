@@ -195,6 +195,12 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       if (index % s.shard_count == s.shard_index) ++total_sentences;
       for (auto& m : run_measures) m->read_sentence(*tok, sentence.text);
     }
+    // Nothing to measure is no report of zeros: every head's confidence 0 would read as measured.
+    if (index == 0 && !r.files.empty() && !(o.cancel && o.cancel->load())) {
+      std::string names;
+      for (const auto& f : r.files) names += (names.empty() ? "" : ", ") + f;
+      throw std::runtime_error(names + ": no sentences to measure (empty, or whitespace only)");
+    }
     for (auto& m : run_measures) m->after_reading(r, *tok);
   }
 

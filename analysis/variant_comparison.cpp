@@ -72,7 +72,7 @@ void note(const CompareOptions& o, const std::string& model, const std::string& 
 
 ModelSummary summarize_model(core::Model& model, const std::string& folder, const CompareOptions& o) {
   if (!model.tokenizer) throw std::runtime_error(folder + ": compare needs a model with a tokenizer");
-  const auto objective = core::train::objective_from_string(model.config.objective);
+  const auto objective = core::train::objective_of(model.config);
   if (objective == core::train::Objective::Seq2Seq)
     throw std::runtime_error(folder + ": compare reads plain text; this is a sequence-to-sequence model");
   ModelSummary s;

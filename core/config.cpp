@@ -260,6 +260,9 @@ void ModelConfig::validate() const {
   if (hidden_size < 1) problem("hidden_size must be >= 1");
   if (max_positions < 1) problem("max_positions must be >= 1");
   if (embedding_size < 0) problem("embedding_size must be >= 0 (0 = embeddings as wide as hidden_size)");
+  if (type_vocab_size < 0) problem("type_vocab_size must be >= 0 (0 = no token types)");
+  if (objective != "mlm" && objective != "causal" && objective != "seq2seq" && objective != "none")
+    problem("objective must be mlm, causal, seq2seq or none, not '" + objective + "'");
   if (ffn.kind != FfnKind::None && ffn.inner_size < 1) problem("ffn.inner_size must be >= 1");
   auto limit = [&](int64_t value, int64_t most, const char* what) {
     if (value > most)
@@ -342,6 +345,8 @@ void ModelConfig::validate() const {
     problem("rope_interleaved: only meaningful with positions 'rope' or 'rope+learned', not '" + std::string(to_string(positions)) + "'");
   if (rope_dim > 0 && positions != PositionKind::Rope && positions != PositionKind::RopeLearned)
     problem("rope_dim: only meaningful with positions 'rope' or 'rope+learned', not '" + std::string(to_string(positions)) + "'");
+  if ((positions == PositionKind::Rope || positions == PositionKind::RopeLearned) && !(rope_theta > 0 && std::isfinite(rope_theta)))
+    problem("rope_theta must be > 0 (the rotary base), got " + std::to_string(rope_theta));
   const bool wants_encoder = kind != StackKind::Decoder;
   const bool wants_decoder = kind != StackKind::Encoder;
   if (wants_encoder != encoder.has_value())
@@ -393,8 +398,11 @@ void ModelConfig::validate() const {
                 "latent.rope_size)");
       if (a.latent && a.latent->rope_size == 0)
         problem(std::string(name) + ": multi-head latent attention with rotary positions needs latent.rope_size > 0");
-      const int dim = a.latent ? a.latent->rope_size
-                      : rope_dim > 0 ? rope_dim : (a.collaborative ? a.collaborative->shared_key_size : a.key_size);
+      const int key = a.collaborative ? a.collaborative->shared_key_size : a.key_size;
+      const int dim = a.latent ? a.latent->rope_size : rope_dim > 0 ? rope_dim : key;
+      if (!a.latent && rope_dim > key)
+        problem(std::string(name) + ": rope_dim " + std::to_string(rope_dim) + " is more than the key size (" +
+                std::to_string(key) + ") it rotates");
       if (dim % 2 != 0) problem(std::string(name) + ": RoPE needs an even rotated size, got " + std::to_string(dim));
       if (rope_scaling.kind == RopeScalingKind::Dynamic && dim <= 2)
         problem(std::string(name) + ": dynamic RoPE scaling needs more than 2 rotated dims (its base grows as "

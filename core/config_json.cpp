@@ -1,6 +1,7 @@
 // ModelConfig ⇄ config.json (schema in core/README.md) and the names of the config's enums.
 #include "core/config.h"
 
+#include "core/families/families.h"
 #include "core/json_file.h"
 #include "core/json_integer.h"
 
@@ -407,6 +408,23 @@ json to_json(const ModelConfig& c) {
   return j;
 }
 
+namespace {
+
+// The family decides how a text is framed (core/tokenizer/framing.h): a misspelt one would frame
+// silently differently, so only "native" and the family table's names are read.
+void check_family(const std::string& family) {
+  if (family == "native") return;
+  std::string names;
+  for (const auto& f : hf::families()) {
+    if (family == f.name) return;
+    names += std::string(names.empty() ? "" : ", ") + f.name;
+  }
+  throw std::runtime_error("config.family: '" + family + "' is no family HeadLab knows (native for a model made by " +
+                           "HeadLab, or an imported one's: " + names + ")");
+}
+
+}  // namespace
+
 ModelConfig model_config_from_json(const json& j) {
   const std::string where = "config";
   require_object(j, where);
@@ -429,6 +447,7 @@ ModelConfig model_config_from_json(const json& j) {
   read(j, "name", c.name, where);
   read(j, "description", c.description, where);
   read(j, "family", c.family, where);
+  check_family(c.family);
   read_enum(j, "kind", kStackKinds, c.kind, where);
   read(j, "objective", c.objective, where);
   read(j, "vocab_size", c.vocab_size, where);

@@ -3,6 +3,7 @@
 #include "core/atomic_file.h"
 
 #include <filesystem>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -47,11 +48,25 @@ void copy_tokenizer_files(const std::string& tokenizer, const std::string& folde
   if (files.empty()) return;
   const fs::path config = (fs::is_directory(source) ? source : source.parent_path()) / "tokenizer_config.json";
   if (is_file(config)) files.emplace_back(config, "tokenizer_config.json");
+  std::error_code ec;
+  if (fs::is_directory(source, ec))
+    for (const char* keyed : {"token_counts.json", "generation_config.json"})
+      if (is_file(source / keyed)) files.emplace_back(source / keyed, keyed);
   for (const auto& [from, name] : files) {
     const fs::path to = fs::path(folder) / name;
     std::error_code ec;
     if (fs::exists(to, ec) && fs::equivalent(from, to, ec)) continue;
     copy_file_atomic(from.string(), to.string());
+  }
+}
+
+void remove_model_companions(const std::string& folder) {
+  for (const char* name : {"tokenizer.json", "vocab.txt", "vocab.json", "merges.txt", "encoder.json", "vocab.bpe",
+                           "tokenizer_config.json", "token_counts.json", "generation_config.json"}) {
+    const fs::path file = fs::path(folder) / name;
+    std::error_code ec;
+    if (is_file(file) && !fs::remove(file, ec) && ec)
+      throw std::runtime_error(file.string() + ": cannot be removed (" + ec.message() + ")");
   }
 }
 

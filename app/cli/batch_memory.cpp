@@ -1,5 +1,7 @@
 #include "app/cli/batch_memory.h"
 
+#include "app/cli/cli.h"
+
 #include "core/controls.h"
 #include "core/memory_budget.h"
 
@@ -20,6 +22,12 @@ void check_batch_memory(const core::ModelConfig& config, int64_t batch, int64_t 
                                (training ? " with its backward pass" : "") + ", more than the limit of " +
                                core::format_bytes(limit) + ". Give a smaller --batch-tokens or --seq-len, or raise "
                                "the limit (--memory-limit, HEADLAB_MEMORY_LIMIT).");
+}
+
+void check_seq_len(const core::ModelConfig& config, int64_t seq_len, const std::string& folder) {
+  if (seq_len > config.max_positions)
+    throw UsageError("--seq-len " + std::to_string(seq_len) + " is more than the " +
+                     std::to_string(config.max_positions) + " positions " + folder + " takes");
 }
 
 }  // namespace headlab::app

@@ -267,6 +267,8 @@ int count_tokens_command(const CountCliOptions& c) {
   const std::string out = c.out.empty() ? c.model + "/token_counts.json" : c.out;
   check_output_file("--out", out, c.force);
   const auto counts = core::count_tokens_in_files(*tokenizer, c.data);
+  // All-zero counts would rank every token alike, and the rare-word measure would find no rare word.
+  if (counts.total == 0) throw UsageError("the data holds no text to count (empty files): nothing written");
   core::save_token_counts(counts, out);
   std::cout << "counted " << counts.total << " tokens in " << c.data.size() << " file(s); wrote " << out << "\n";
   return 0;

@@ -2,11 +2,14 @@
 // side by side (analysis/variant_comparison.h): held-out quality, parameters, forward time, KV cache
 // per token, roles, confidence, key-query spectra and the rank of the attention logit matrices
 // (the low-rank bottleneck). Writes comparison.md, comparison.json, figures/ and reports/.
+#include "analysis/dataset.h"
 #include "analysis/variant_comparison.h"
+#include "app/cli/batch_memory.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "core/model/model.h"
+#include "core/model_folder.h"
 
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
@@ -33,6 +36,14 @@ int compare_command(CompareCliOptions& c) {
     std::fprintf(stderr, "%s: %s\n", model.c_str(), stage.c_str());
   };
   const torch::Device device = device_option(c.device);  // refused before any model loads
+  // Every folder and file is checked before the first model is measured (minutes each).
+  for (const auto& folder : c.models) check_seq_len(core::open_model_folder(folder).config, c.options.seq_len, folder);
+  try {
+    analysis::expand_dataset_paths(c.options.data);
+    if (!c.options.analyze_data.empty()) analysis::expand_dataset_paths(c.options.analyze_data);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(e.what());
+  }
   std::vector<analysis::ModelSummary> summaries;
   for (const auto& folder : c.models) {
     auto model = core::load_model(folder);

@@ -4,6 +4,7 @@
 // attention by a CP decomposition of its heads' key-query products (Cordonnier et al. 2020 §4;
 // core/model/convert.h). Prints what the KV cache saves or each layer's reconstruction error and, with
 // --data, the model's loss and top-1 on that text before and after, as `headlab evaluate` measures.
+#include "app/cli/batch_memory.h"
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
@@ -38,11 +39,13 @@ struct ConvertOptions {
   std::string device;  // --device: where the quality before and after is measured
 };
 
-// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them, where the model is;
-// exactly, before and after alike (the converted model's float32 weights have no fast products).
+// Loss and top-1 on every example of `files`, as `headlab evaluate` reads them — with masks drawn
+// from seed 1 in batches of 2,048 tokens, so `headlab evaluate --seed 1 --batch-tokens 2048` gives
+// the same numbers (compare and prune measure alike) — where the model is; exactly, before and after
+// alike (the converted model's float32 weights have no fast products).
 core::train::EvalResult quality(core::Model& model, const std::vector<std::string>& files, int64_t seq_len) {
   const core::PrecisionScope exact(core::Precision::exact);
-  const auto objective = model.config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
+  const auto objective = core::train::objective_of(model.config);
   const auto specials = core::train::special_tokens(*model.tokenizer);
   const auto examples = core::train::load_text_dataset(files, *model.tokenizer, objective, seq_len, 0).train;
   return core::train::evaluate_examples(model.module, examples, objective, specials, core::train::Masking{}, 1,
@@ -61,6 +64,10 @@ void print_quality(core::Model& converted, const ConvertOptions& o, const core::
 
 void save_converted(core::Model& converted, const core::Model& model, const ConvertOptions& o, const std::string& out,
                     const std::string& suffix) {
+  // A model replaced (--force) takes its tokenizer, counts and stop tokens along; the source's come
+  // (converting in place keeps them).
+  std::error_code ec;
+  if (o.force && !std::filesystem::equivalent(o.model, out, ec)) core::remove_model_companions(out);
   core::save_converted_model(converted, model, o.model, out, suffix);
   std::printf("wrote %s\n", out.c_str());
 }
@@ -68,6 +75,9 @@ void save_converted(core::Model& converted, const core::Model& model, const Conv
 int convert_command(const ConvertOptions& o) {
   const bool collaborative = o.to == "collaborative";
   if (collaborative && o.key_dims.empty()) throw UsageError("--to collaborative needs --key-dim D (or D1,D2,…)");
+  for (size_t i = 0; i < o.key_dims.size(); ++i)  // one would overwrite the other's folder
+    for (size_t j = 0; j < i; ++j)
+      if (o.key_dims[i] == o.key_dims[j]) throw UsageError("--key-dim gives " + std::to_string(o.key_dims[i]) + " twice");
   // Several key sizes: one folder each, OUT/key-dim-D.
   auto out_of = [&](int d) {
     return !collaborative || o.key_dims.size() == 1 ? o.out
@@ -80,6 +90,7 @@ int convert_command(const ConvertOptions& o) {
   if (model->config.kind == core::StackKind::EncoderDecoder)
     throw UsageError("convert turns the self-attention of encoders or decoders; " + o.model + " is an encoder-decoder");
   if (!o.data.empty() && !model->tokenizer) throw UsageError(core::no_tokenizer(o.model) + ": --data needs one");
+  if (!o.data.empty()) check_seq_len(model->config, o.seq_len, o.model);
   const auto& a = (model->config.decoder ? model->config.decoder : model->config.encoder)->attention;
   core::train::EvalResult before;
   // On a card the model before conversion is measured as a second copy there, so the one the

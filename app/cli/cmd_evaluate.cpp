@@ -52,12 +52,10 @@ int evaluate_command(const EvaluateCliOptions& c) {
   if (model->config.encoder && model->config.decoder)
     throw UsageError(c.model + " is an encoder-decoder model; evaluate reads masked-LM and causal models");
   // A stack of decoders reads text left to right; an encoder is a masked LM.
-  const auto objective = model->config.decoder ? core::train::Objective::Causal : core::train::Objective::Mlm;
+  const auto objective = core::train::objective_of(model->config);
   const auto specials = core::train::special_tokens(tokenizer);
   const auto unk = tokenizer.unk_id();
-  if (c.seq_len > model->config.max_positions)
-    throw UsageError("--seq-len " + std::to_string(c.seq_len) + " is more than the " +
-                     std::to_string(model->config.max_positions) + " positions " + c.model + " takes");
+  check_seq_len(model->config, c.seq_len, c.model);
   const int64_t batch_size = std::max<int64_t>(1, c.batch_tokens / c.seq_len);
   check_batch_memory(model->config, batch_size, c.seq_len, false, "evaluate");
   std::vector<FileResult> results;

@@ -4,9 +4,11 @@
 #include "core/weights_memory.h"
 #include "core/model/model.h"
 #include "core/tokenizer/tokenizer.h"
+#include "core/tokenizer_files.h"
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -45,6 +47,13 @@ void add_init_command(CLI::App& app, Action& action) {
       }
       core::check_weights_memory(config, 1, "init");  // before the weights are drawn
       auto model = core::make_random_model(config, options->seed);
+      // A model replaced (--force) takes its tokenizer, counts and stop tokens along, unless the new
+      // one's tokenizer is the one in the folder.
+      std::error_code ec;
+      const std::filesystem::path from(tokenizer);
+      const auto tokenizer_dir = std::filesystem::is_directory(from, ec) ? from : from.parent_path();
+      if (options->force && !(!tokenizer.empty() && std::filesystem::equivalent(tokenizer_dir, options->out, ec)))
+        core::remove_model_companions(options->out);
       core::save_model(*model, options->out, options->dtype, tokenizer);
       std::cout << "wrote " << options->out << " (" << config.parameter_count() << " parameters, "
                 << config.encoder.value_or(config.decoder.value_or(core::StackConfig{})).attention.variant_name()

@@ -6,7 +6,9 @@
 // opens the model with those gates, and — given a head report — which roles the surviving heads have.
 #include "analysis/head_report.h"
 #include "analysis/line_chart.h"
+#include "app/cli/batch_memory.h"
 #include "app/cli/cli.h"
+#include "app/cli/stop_signals.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "app/cli/progress.h"
@@ -27,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -49,10 +52,14 @@ struct PruneCliOptions {
   int threads = 0;
 };
 
+// The shortest spelling that reads back as `lambda` (names OUT/lambda-λ/ and the λ's session).
 std::string lambda_text(double lambda) {
-  std::ostringstream s;
-  s << lambda;
-  return s.str();
+  for (int digits = 6;; ++digits) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << lambda;
+    if (digits >= 17 || std::stod(s.str()) == lambda) return s.str();
+  }
 }
 
 // One λ's outcome.
@@ -184,13 +191,17 @@ std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& ba
 int prune_command(const PruneCliOptions& o) {
   const core::PrecisionScope exact(core::Precision::exact);  // gates and quality alike, whatever --precision says
   check_output_folder("--out", o.out, {"prune.json"}, o.force);
+  for (size_t i = 0; i < o.lambdas.size(); ++i)  // one λ's session and folder would overwrite the other's
+    for (size_t j = 0; j < i; ++j)
+      if (o.lambdas[i] == o.lambdas[j]) throw UsageError("--lambda gives λ " + lambda_text(o.lambdas[i]) + " twice");
   if (o.threads > 0) at::set_num_threads(o.threads);
   const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
+  check_seq_len(model->config, o.seq_len, o.model);
   place_model(*model, device);
   if (!model->tokenizer) throw UsageError(core::no_tokenizer(o.model) + ": prune trains on text");
   const RoleMap roles = roles_from(o.roles, model, o.model);
-  const auto objective = core::train::objective_from_string(model->config.objective);
+  const auto objective = core::train::objective_of(model->config);
   if (objective == core::train::Objective::Seq2Seq)
     throw UsageError("prune trains on plain text; " + o.model + " is a sequence-to-sequence model");
   const auto specials = core::train::special_tokens(*model->tokenizer);
@@ -212,7 +223,13 @@ int prune_command(const PruneCliOptions& o) {
 
   std::vector<LambdaRun> runs;
   int heads = 0;
+  // Ctrl-C, SIGTERM (a Slurm time limit), SIGHUP: the λ under way is dropped, the finished ones are
+  // written as a sweep that stopped early.
+  static std::atomic<bool> interrupted{false};
+  interrupted = false;
+  StopSignals stop_signals(interrupted);
   for (double lambda : o.lambdas) {
+    if (interrupted.load()) break;
     // Fine-tuning changes the weights: each λ starts again from the model as saved.
     auto working = o.fine_tune ? core::load_model(o.model) : model;
     if (o.fine_tune) {
@@ -231,12 +248,13 @@ int prune_command(const PruneCliOptions& o) {
     p.progress = [&progress](int64_t step, int64_t steps, double loss, double expected) {
       char detail[64];
       std::snprintf(detail, sizeof detail, "loss %.4f, expected open heads %.1f", loss, expected);
-      return progress(step, steps, detail);
+      return progress(step, steps, detail) && !interrupted.load();
     };
     const auto start = std::chrono::steady_clock::now();
     LambdaRun run;
     run.lambda = lambda;
     run.gates = core::train::train_head_gates(working->module, data.train, objective, specials, p);
+    if (interrupted.load()) break;  // its gates are not trained to the end
     const auto gates = core::train::gate_tensors(run.gates);
     run.quality = evaluate(*working, &gates);
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -245,6 +263,7 @@ int prune_command(const PruneCliOptions& o) {
     std::printf("λ %-8s heads kept %2d of %d:", lambda_text(lambda).c_str(), run.gates.kept(), heads);
     for (const auto& l : run.gates.layers) std::printf(" %s:%d", layer_name(l).c_str(), l.kept());
     std::printf("  loss %.4f, top-1 %.2f%%  (%.0f s)\n", run.quality.loss, 100 * run.quality.accuracy, run.seconds);
+    std::fflush(stdout);  // each λ's line is kept, also in a log a stop ends
     std::string folder = o.model;
     if (o.fine_tune) {
       folder = o.out + "/lambda-" + lambda_text(lambda);
@@ -258,6 +277,10 @@ int prune_command(const PruneCliOptions& o) {
     runs.push_back(std::move(run));
   }
 
+  if (runs.empty()) {  // stopped during the first λ: no gates to write
+    std::printf("stopped by %s before the first λ finished; nothing written\n", StopSignals::name().c_str());
+    return StopSignals::exit_code();
+  }
   const json surv = roles.empty() ? json::object() : survival(runs, roles);
   json out = {{"model", o.model},
               {"method", "Hard Concrete L0 gates per head (Voita et al. 2019 section 6; Louizos et al. 2018)"},
@@ -266,6 +289,7 @@ int prune_command(const PruneCliOptions& o) {
               {"held_out_sequences", data.held_out.size()},
               {"seq_len", o.seq_len},
               {"heads", heads},
+              {"partial", runs.size() < o.lambdas.size()},
               {"baseline", {{"loss", base.loss}, {"accuracy", base.accuracy}, {"targets", base.targets}}},
               {"roles_report", o.roles},
               {"runs", json::array()}};
@@ -299,6 +323,10 @@ int prune_command(const PruneCliOptions& o) {
   analysis::write_line_chart(chart, o.out, "prune", written);
   std::printf("wrote %s/prune.json, prune.md, prune.svg, prune.png%s\n", o.out.c_str(),
               o.export_session ? " and a session per λ" : "");
+  const bool stopped = runs.size() < o.lambdas.size();
+  if (stopped)
+    std::printf("stopped by %s after %zu of %zu λ values (prune.json says \"partial\": true)\n",
+                StopSignals::name().c_str(), runs.size(), o.lambdas.size());
   if (!surv.empty()) {
     std::printf("heads kept per role:");
     for (const auto& [cls, c] : surv["classes"].items()) {
@@ -307,7 +335,7 @@ int prune_command(const PruneCliOptions& o) {
     }
     std::printf("\n");
   }
-  return 0;
+  return stopped ? StopSignals::exit_code() : 0;
 }
 
 }  // namespace

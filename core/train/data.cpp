@@ -21,6 +21,15 @@ Objective objective_from_string(const std::string& name) {
   throw std::invalid_argument("objective must be mlm, causal or seq2seq, not '" + name + "'");
 }
 
+Objective objective_of(const ModelConfig& config) {
+  switch (config.kind) {
+    case StackKind::Encoder: return Objective::Mlm;
+    case StackKind::Decoder: return Objective::Causal;
+    case StackKind::EncoderDecoder: return Objective::Seq2Seq;
+  }
+  return Objective::Mlm;
+}
+
 const char* to_string(Objective objective) {
   switch (objective) {
     case Objective::Mlm: return "mlm";

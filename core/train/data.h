@@ -16,6 +16,10 @@ namespace headlab::core::train {
 
 enum class Objective { Mlm, Causal, Seq2Seq };
 Objective objective_from_string(const std::string& name);  // "mlm" | "causal" | "seq2seq"
+// What a model predicts, from its stack kind: an encoder fills masks, a decoder the next token, an
+// encoder-decoder its target. The one rule for the quality evaluate, convert, compare and prune
+// measure (config.objective records what training used, and can name none: a bare encoder).
+Objective objective_of(const ModelConfig& config);
 const char* to_string(Objective objective);
 
 // The ids the data pipeline needs; from a tokenizer or given for a synthetic vocabulary.

@@ -152,6 +152,10 @@ TEST_CASE("a gate, mix or session value that is NaN or outside its range is refu
   // A session's controls: a gate above 1, and a number too large for a float, are refused by name.
   auto controls = nlohmann::json::parse(R"({"encoder": [{"layer": 0, "gates": [1, 2]}]})");
   CHECK_THROWS_WITH(headlab::app::controls_from_json(controls), Catch::Contains("controls.encoder layer 0 head 1"));
+  // A gate that is no number: the layer and the key named, not the JSON library's type error.
+  controls = nlohmann::json::parse(R"({"encoder": [{"layer": 2, "gates": [1, "x"]}]})");
+  CHECK_THROWS_WITH(headlab::app::controls_from_json(controls),
+                    Catch::Contains("controls.encoder layer 2: gates must be a list of numbers, got [1,\"x\"]"));
 
   TempDir dir("cli-gates");
   check_refused("run --model " + kInduction + " --ids 1,2,3 --gate 0.1=nan --out " + dir.str("m.st"), "gate '0.1=nan'");
@@ -358,6 +362,26 @@ TEST_CASE("conflicting or empty arguments are refused by name", "[cli][checks]")
   check_refused("convert --model " + kInduction + " --to mqa --groups 2 --out " + dir.str("c"), "--groups is for --to gqa");
   check_refused("convert --model " + kInduction + " --to gqa --groups 2 --key-dim 8 --out " + dir.str("c"),
                 "--key-dim is for --to collaborative");
+  // An option of another kind of tokenizer is refused by name, not ignored.
+  write_text(dir.str("words.txt"), "the cat sat on the mat\n");
+  check_refused("train-tokenizer --data " + dir.str("words.txt") + " --vocab-size 300 --kind bpe --cased --out " +
+                    dir.str("t.json"),
+                "are for --kind wordpiece or wordlevel");
+  check_refused("train-tokenizer --data " + dir.str("words.txt") + " --vocab-size 300 --kind wordlevel --limit-alphabet 5 --out " +
+                    dir.str("t.json"),
+                "--limit-alphabet needs --kind wordpiece");
+  // Quality is measured on sequences the model takes; every input is checked before the first model runs.
+  check_refused("prune --model " + kInduction + " --data " + dir.str("words.txt") + " --seq-len 1000 --out " + dir.str("p"),
+                "--seq-len 1000 is more than the 256 positions");
+  check_refused("compare " + kInduction + " --data " + dir.str("words.txt") + " --analyze " + dir.str("missing.conllu") +
+                    " --out " + dir.str("cmp"),
+                "missing.conllu: no such file or folder");
+  // Two equal values would write the same folder or session twice, the first lost.
+  check_refused("convert --model " + kInduction + " --to collaborative --key-dim 16,16 --out " + dir.str("c"),
+                "--key-dim gives 16 twice");
+  check_refused("prune --model " + kInduction + " --data " + dir.str("enc/config.json") + " --lambda 0.1,0.1 --out " +
+                    dir.str("p"),
+                "--lambda gives λ 0.1 twice");
   check_refused("run --model " + kInduction + " --ids 1,2 --decoder-ids 3 --out " + dir.str("x.st"),
                 "--decoder-ids is for encoder-decoder models");
   check_refused("predict --model " + kInduction + " --text 'The old' --target x", "--target is an encoder-decoder's");

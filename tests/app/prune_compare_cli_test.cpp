@@ -190,3 +190,27 @@ TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates an
         std::string::npos);
   CHECK_FALSE(std::filesystem::exists(v.dir.str("pruned_other") + "/prune.json"));
 }
+
+TEST_CASE("a stopped prune writes the λ values it finished, marked partial", "[prune][cli]") {
+  TinyVariants v;
+  const std::string out = v.dir.str("stopped"), log = v.dir.str("prune.log");
+  // SIGTERM (a Slurm time limit) once the first λ's line is printed; eight λ values of 400 steps
+  // would take far longer than the signal does to arrive.
+  std::string output;
+  const int code = test::run_command(
+      "sh -c '" + std::string(HEADLAB_BINARY) + " prune --model " + v.mha + " --data " + v.corpus +
+          " --lambda 0,0.1,0.2,0.3,0.4,0.5,0.6,0.7 --steps 400 --seq-len 16 --batch-tokens 128 --threads 1 --out " + out +
+          " >" + log + " 2>&1 & pid=$!; i=0; while ! grep -q \"heads kept\" " + log +
+          " && [ $i -lt 3000 ]; do sleep 0.1; i=$((i+1)); done; kill -TERM $pid; wait $pid'",
+      output);
+  const std::string printed = read_text(log);
+  INFO(printed);
+  CHECK(code == 143);
+  CHECK(printed.find("λ 0        heads kept") != std::string::npos);  // the finished λ's line was not lost
+  CHECK(printed.find("stopped by SIGTERM after") != std::string::npos);
+  const auto j = read_json(out + "/prune.json");
+  CHECK(j["partial"] == true);
+  CHECK(j["runs"].size() >= 1);
+  CHECK(j["runs"].size() < 8);
+  CHECK(j["runs"][0]["lambda"] == 0.0);
+}

@@ -185,6 +185,33 @@ TEST_CASE("keys left out of a hand-written config.json take their documented def
   CHECK(c.encoder->attention.pattern.dilation == 1);
 }
 
+TEST_CASE("a config's family is native or one the family table names", "[config]") {
+  const auto with_family = [](const std::string& family) {
+    return json::parse(R"({"vocab_size": 100, "hidden_size": 32, "kind": "decoder", "family": ")" + family +
+                       R"(", "decoder": {"layers": 1, "attention": {"heads": 4, "key_size": 8}}})");
+  };
+  CHECK(model_config_from_json(with_family("native")).family == "native");
+  CHECK(model_config_from_json(with_family("llama")).family == "llama");
+  CHECK(model_config_from_json(with_family("deepseek_v3")).family == "deepseek_v3");
+  CHECK_THROWS_WITH(model_config_from_json(with_family("lama")),
+                    Catch::Matchers::Contains("config.family: 'lama' is no family HeadLab knows") &&
+                        Catch::Matchers::Contains("llama"));
+}
+
+TEST_CASE("values that would run to NaN, crash or miscount are refused when a config is read", "[config]") {
+  const json j = json::parse(R"({"vocab_size": 100, "hidden_size": 32, "kind": "decoder", "objective": "causal",
+    "positions": "rope", "max_positions": 64,
+    "decoder": {"layers": 1, "attention": {"heads": 4, "key_size": 8}}})");
+  CHECK(config_error(j, [](json&) {}) == "(no error)");
+  using Catch::Matchers::Contains;
+  CHECK_THAT(config_error(j, [](json& b) { b["rope_theta"] = -1.0; }), Contains("rope_theta must be > 0"));
+  CHECK_THAT(config_error(j, [](json& b) { b["rope_theta"] = 0.0; }), Contains("rope_theta must be > 0"));
+  CHECK_THAT(config_error(j, [](json& b) { b["rope_dim"] = 64; }), Contains("rope_dim 64 is more than the key size (8)"));
+  CHECK(config_error(j, [](json& b) { b["rope_dim"] = 8; }) == "(no error)");
+  CHECK_THAT(config_error(j, [](json& b) { b["type_vocab_size"] = -1; }), Contains("type_vocab_size must be >= 0"));
+  CHECK_THAT(config_error(j, [](json& b) { b["objective"] = "foo"; }), Contains("objective must be mlm, causal, seq2seq or none"));
+}
+
 TEST_CASE("rope_scaling is read key by key, written back, and refused where it cannot run", "[config][rope]") {
   json j = json::parse(R"({
     "vocab_size": 100, "hidden_size": 32, "kind": "decoder", "positions": "rope", "max_positions": 64,

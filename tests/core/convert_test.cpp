@@ -10,6 +10,7 @@
 #include "core/model/convert.h"
 #include "core/memory_budget.h"
 #include "core/model/model.h"
+#include "core/token_counts.h"
 #include "core/model/run.h"
 
 #include <nlohmann/json.hpp>
@@ -201,6 +202,33 @@ TEST_CASE("convert and init carry the tokenizer in any format with its tokenizer
   REQUIRE(made->tokenizer);
   CHECK(made->tokenizer->eos_id() == 5);
   CHECK_FALSE(std::filesystem::exists(dir.str("init/tokenizer.json")));
+}
+
+TEST_CASE("convert carries the files keyed by the tokenizer's ids; a model replaced takes its own along", "[convert][cli]") {
+  test::TempDir dir("convert_companions");
+  const std::string source = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string bin = HEADLAB_BINARY;
+  std::string out;
+  // The rare-word ranks come along, so the converted model's roles are measured on the same ranks.
+  REQUIRE(test::run_command(bin + " convert --model " + source + " --to mqa --out " + dir.str("mqa"), out) == 0);
+  REQUIRE(std::filesystem::exists(dir.str("mqa/token_counts.json")));
+  CHECK(core::load_token_counts(dir.str("mqa/token_counts.json")).total ==
+        core::load_token_counts(source + "/token_counts.json").total);
+  // init --force over it: the new model (no tokenizer given) keeps none of the old one's files.
+  std::ofstream(dir.str("mqa/generation_config.json")) << R"({"eos_token_id": 3})";
+  REQUIRE(test::run_command(bin + " init --config " + HEADLAB_SOURCE_DIR + "/assets/configs/gqa.json --out " +
+                                dir.str("mqa") + " --force",
+                            out) == 0);
+  for (const char* gone : {"tokenizer.json", "token_counts.json", "generation_config.json", "tokenizer_config.json"})
+    CHECK_FALSE(std::filesystem::exists(dir.str("mqa") + "/" + gone));
+  CHECK_FALSE(core::load_model(dir.str("mqa"))->tokenizer);
+  // Converting in place with --force keeps the folder's own.
+  REQUIRE(test::run_command(bin + " convert --model " + source + " --to gqa --groups 4 --out " + dir.str("again"), out) == 0);
+  REQUIRE(test::run_command(bin + " convert --model " + dir.str("again") + " --to mqa --out " + dir.str("again") +
+                                " --force",
+                            out) == 0);
+  CHECK(std::filesystem::exists(dir.str("again/tokenizer.json")));
+  CHECK(std::filesystem::exists(dir.str("again/token_counts.json")));
 }
 
 TEST_CASE("CP-ALS recovers an exactly low-rank tensor", "[convert]") {
