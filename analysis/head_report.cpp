@@ -374,6 +374,8 @@ HeadReport merge_shards(const std::vector<HeadReport>& shards, bool allow_missin
   if (!missing.empty()) {
     // Not the whole dataset: partial, and the report names what it lacks.
     merged.notes.push_back("merged without shard(s) " + missing + " of " + std::to_string(n));
+    if (!seen[0] && merged.settings.has("induction"))  // analysis/measures/induction.cpp: shard 0 runs the probe
+      merged.notes.push_back("the induction probe is not measured: shard 0, which alone runs it, is missing");
     merged.partial = true;
     for (int i = 0; i < n; ++i)
       if (!seen[size_t(i)]) merged.missing_shards.push_back(i);

@@ -105,7 +105,11 @@ void print_roles(const analysis::HeadReport& report) {
   if (s.has("positional")) std::cout << "; positional heads: " << positional;
   if (s.has("rare")) std::cout << "; rare-word heads: " << rare;
   if (s.has("syntactic")) std::cout << "; syntactic heads: " << syntactic;
-  if (s.has("induction")) std::cout << "; prev-token heads: " << prev_token << ", induction heads: " << induction;
+  if (s.has("induction")) {
+    const bool probed = std::find(report.missing_shards.begin(), report.missing_shards.end(), 0) == report.missing_shards.end();
+    if (probed) std::cout << "; prev-token heads: " << prev_token << ", induction heads: " << induction;
+    else std::cout << "; prev-token and induction heads: not measured (shard 0 runs the probe)";
+  }
   // Partial because it was stopped, or because merge was allowed to leave shards out.
   std::string missing;
   for (int shard : report.missing_shards) missing += (missing.empty() ? "" : ", ") + std::to_string(shard);

@@ -60,6 +60,13 @@ int circuits_command(const CircuitsOptions& o) {
       *model, [&progress](int64_t done, int64_t total) { return progress(done, total); });
   progress.finish();
   std::filesystem::create_directories(o.out);
+  // A model measured before in this folder (--force): its figures go, so none stays beside the new
+  // circuits.json that this model does not draw.
+  for (const char* kind : {"q", "k", "v"})
+    for (const char* ext : {".svg", ".png"}) {
+      std::error_code ec;
+      std::filesystem::remove(std::filesystem::path(o.out) / (std::string("composition_") + kind + ext), ec);
+    }
   const auto figures = analysis::write_composition_figures(composition, o.out);
   nlohmann::json j;
   j["format"] = "headlab-circuits";
@@ -80,14 +87,18 @@ int circuits_command(const CircuitsOptions& o) {
   j["copying"] = copying;
   j["ov_eigenvalues"] = eigenvalues;
   // The composition's notes name what was folded or left out for every circuit, the OV ones included.
-  const std::vector<std::string>& notes = composition.notes;
+  std::vector<std::string> notes = composition.notes;
+  if (model->module->layer_count(composition.stack) < 2)
+    notes.push_back("no composition scores: composition reads one head's output in a head of a later layer, and "
+                    "this model has one layer");
   j["notes"] = notes;
   j["figures"] = figures;
   core::write_file_atomic(o.out + "/circuits.json", j.dump(1) + "\n");
   for (const auto& [name, table] : {std::pair{"Q", &composition.q}, {"K", &composition.k}, {"V", &composition.v}}) {
-    if (table->empty()) continue;
+    const auto top = largest(*table, o.top);
+    if (top.empty()) continue;
     std::printf("%s-composition, largest:", name);
-    for (const auto& [score, l1, h1, l2, h2] : largest(*table, o.top)) std::printf("  L%d H%d → L%d H%d %.3f", l1, h1, l2, h2, score);
+    for (const auto& [score, l1, h1, l2, h2] : top) std::printf("  L%d H%d → L%d H%d %.3f", l1, h1, l2, h2, score);
     std::printf("\n");
   }
   for (const auto& note : notes) std::printf("note: %s\n", note.c_str());

@@ -28,8 +28,13 @@ int run_tokenize_command(const std::string& tokenizer_path, bool add_special, st
       text = nullptr;
     }
     if (!text.is_string()) {
-      std::cerr << "headlab tokenize: line " << line_no << ": expected a JSON string such as \"Hello\", got: "
-                << line.substr(0, 80) << (line.size() > 80 ? "..." : "") << "\n";
+      // A record a line, so that the output's lines match the input's: a blank line is no record.
+      if (line.find_first_not_of(" \t\r") == std::string::npos)
+        std::cerr << "headlab tokenize: line " << line_no << " is blank: give one JSON string a line (\"\" for an "
+                  << "empty text)\n";
+      else
+        std::cerr << "headlab tokenize: line " << line_no << ": expected a JSON string such as \"Hello\", got: "
+                  << line.substr(0, 80) << (line.size() > 80 ? "..." : "") << "\n";
       return 2;
     }
     const core::Encoding e = tokenizer->encode(text.get<std::string>(), add_special);

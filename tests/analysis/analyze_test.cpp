@@ -569,6 +569,14 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     const auto partial = analysis::merge_shards({shards[0], shards[2]}, /*allow_missing=*/true);
     CHECK(partial.sentences == 10);
     CHECK(std::count(partial.notes.begin(), partial.notes.end(), "merged without shard(s) 1 of 3") == 1);
+    // Without shard 0 the induction probe (which shard 0 alone runs) is said to be missing, where it ran.
+    auto probed = shards;
+    for (auto& shard : probed) shard.settings.metrics.push_back("induction");
+    const auto no_probe = analysis::merge_shards({probed[1], probed[2]}, true);
+    CHECK(std::count(no_probe.notes.begin(), no_probe.notes.end(),
+                     "the induction probe is not measured: shard 0, which alone runs it, is missing") == 1);
+    CHECK(std::count(partial.notes.begin(), partial.notes.end(),
+                     "the induction probe is not measured: shard 0, which alone runs it, is missing") == 0);
     // A report that lacks shards is partial, says which, and keeps saying so through its file.
     CHECK(partial.partial);
     CHECK(partial.missing_shards == std::vector<int>{1});

@@ -337,4 +337,14 @@ TEST_CASE("headlab circuits writes circuits.json and the composition heatmaps", 
                               dir.str("out") + " 2>&1",
                           output) != 0);
   CHECK_THAT(output, Catch::Contains("--force"));
+  // --force with a one-layer model: no composition, said so, and none of the first model's figures stays.
+  auto one = random_model(test::small_model(core::StackKind::Decoder, test::attention(4, 2, 4, 4), 1, 40), 9);
+  core::save_model(*one, dir.str("one"));
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " circuits --model " + dir.str("one") + " --out " +
+                                dir.str("out") + " --force 2>&1",
+                            output) == 0);
+  CHECK_THAT(output, Catch::Contains("this model has one layer"));
+  CHECK(output.find("composition, largest:") == std::string::npos);
+  for (const char* f : {"composition_q.svg", "composition_k.png", "composition_v.svg"})
+    CHECK_FALSE(std::filesystem::exists(dir.str(std::string("out/") + f)));
 }

@@ -204,7 +204,7 @@ TEST_CASE("convert and init carry the tokenizer in any format with its tokenizer
   CHECK_FALSE(std::filesystem::exists(dir.str("init/tokenizer.json")));
 }
 
-TEST_CASE("convert carries the files keyed by the tokenizer's ids; a model replaced takes its own along", "[convert][cli]") {
+TEST_CASE("convert carries the files keyed by the tokenizer's ids, and a model replaced takes its own along", "[convert][cli]") {
   test::TempDir dir("convert_companions");
   const std::string source = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
   const std::string bin = HEADLAB_BINARY;

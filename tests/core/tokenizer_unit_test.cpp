@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -501,6 +502,15 @@ TEST_CASE("headlab tokenize rejects a line that is not a JSON string", "[tokeniz
   CHECK(headlab::app::run_tokenize_command(data_dir() + "/gpt2", false, in, out) == 2);
   const std::string written = out.str();
   CHECK(std::count(written.begin(), written.end(), '\n') == 1);  // the good line only
+
+  // A blank line is named as one, not as "got: " and nothing.
+  std::istringstream blank("\"ok\"\n\n");
+  std::ostringstream blank_out, said;
+  auto* before = std::cerr.rdbuf(said.rdbuf());
+  const int code = headlab::app::run_tokenize_command(data_dir() + "/gpt2", false, blank, blank_out);
+  std::cerr.rdbuf(before);
+  CHECK(code == 2);
+  CHECK_THAT(said.str(), Catch::Matchers::Contains("line 2 is blank"));
 
   std::istringstream none("\"x\"\n");
   std::ostringstream none_out;
