@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace headlab::app {
 namespace {
@@ -67,12 +68,21 @@ int evaluate_command(const EvaluateCliOptions& c) {
   std::vector<std::vector<core::train::Example>> chosen(c.data.size());
   std::vector<core::train::Example> last;  // the last example of the last file that has one
   size_t last_file = 0;
+  std::optional<core::train::TooShortForASequence> too_short;  // the first file shorter than one sequence
+  size_t short_files = 0;
   for (size_t f = 0; f < c.data.size(); ++f) {
-    auto all = core::train::load_text_dataset({c.data[f]}, tokenizer, objective, c.seq_len, 0).train;
+    std::vector<core::train::Example> all;
+    try {
+      all = core::train::load_text_dataset({c.data[f]}, tokenizer, objective, c.seq_len, 0).train;
+    } catch (const core::train::TooShortForASequence& e) {  // measures nothing; said so below
+      if (!too_short) too_short = e;
+      ++short_files;
+    }
     if (!all.empty()) last = {all.back()}, last_file = f;
     for (auto& ex : all)
       if (!period || ++index % period == 0) chosen[f].push_back(std::move(ex));
   }
+  if (short_files == c.data.size()) throw *too_short;  // nothing anywhere: the reason, with what to change
   // Too few examples for one in 1/F: the trainer holds out the last one (core/train/data.cpp), and so
   // is it measured here.
   bool any = false;

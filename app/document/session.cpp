@@ -234,22 +234,22 @@ void session_fields(Io& io, S& s) {
     gen.field("seed", g.settings.seed);
     gen.field("generated", g.generated);
   });
+  // The Patching view's settings, and those its last result was measured with.
+  auto patching_settings = [](auto& io, auto& settings) {
+    io.field("counterfactual", settings.counterfactual);
+    io.field("answer", settings.answer);
+    io.field("wrong", settings.wrong);
+    io.field("metric", settings.metric);
+    io.field("site", settings.site);
+  };
   io.section("patching", [&](auto& pat) {
     auto& p = s.patching;
-    pat.field("counterfactual", p.settings.counterfactual);
-    pat.field("answer", p.settings.answer);
-    pat.field("wrong", p.settings.wrong);
-    pat.field("metric", p.settings.metric);
-    pat.field("site", p.settings.site);
+    patching_settings(pat, p.settings);
     pat.field("take", p.take);
     pat.field("ran", p.ran);
     pat.section("measured", [&](auto& m) {
       m.field("text", p.measured_text);
-      m.field("counterfactual", p.measured_settings.counterfactual);
-      m.field("answer", p.measured_settings.answer);
-      m.field("wrong", p.measured_settings.wrong);
-      m.field("metric", p.measured_settings.metric);
-      m.field("site", p.measured_settings.site);
+      patching_settings(m, p.measured_settings);
       m.field("controls", p.measured_controls);
     });
   });

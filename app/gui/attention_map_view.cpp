@@ -104,6 +104,13 @@ void AttentionMapView::drawContent(Workbench& wb) {
               stage_name(sel.stage));
   ImGui::SameLine();
   ImGui::TextDisabled("rows: queries ↓ · columns: keys →");
+  // Its output taken from the counterfactual (the Mixer): the map is the clean input's pattern.
+  if (const float taken = shown_take(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage); taken > 0.0f) {
+    const std::string cf = "cf: " + (taken == 1.0f ? std::string("its output") : format_value(taken) + " of its output") +
+                           " from the counterfactual";
+    same_line_if_fits(ImGui::CalcTextSize(cf.c_str()).x);
+    ImGui::TextColored(ImVec4(1.0f, 0.78f, 0.31f, 1.0f), "%s", cf.c_str());
+  }
   float left = 0, topw = 0;
   // Thinned labels carry their position, so every 5th token does not read as consecutive words.
   const bool numbered = map_labels_numbered(sm.rows, sm.cols);
@@ -216,14 +223,6 @@ void AttentionMapView::drawContent(Workbench& wb) {
     }
     const std::string g = gate == 0.0f ? "off" : "g=" + format_value(gate);
     dl->AddText(ImGui::GetFont(), font * 1.4f, ImVec2(p0.x + 6, p0.y + 4), IM_COL32(255, 90, 90, 255), g.c_str());
-  }
-  // Its output taken from the counterfactual (the Mixer): this map is the clean input's pattern.
-  if (const float taken = shown_take(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage); taken > 0.0f) {
-    const std::string cf = "output " + (taken == 1.0f ? std::string("from") : format_value(taken) + " from") +
-                           " the counterfactual";
-    const ImVec2 size = ImGui::CalcTextSize(cf.c_str());
-    dl->AddText(ImGui::GetFont(), font * 1.2f, ImVec2(p1.x - size.x * 1.2f - 6, p1.y - font * 1.2f - 4),
-                IM_COL32(255, 200, 80, 255), cf.c_str());
   }
   if (sel.query >= from && sel.query <= to) {
     const float y = p0.y + map_y_of(viewport_, area, static_cast<float>(sel.query - from));

@@ -95,7 +95,7 @@ Dataset make_lm_dataset(const std::vector<std::vector<int64_t>>& documents, int6
     }
   }
   if (d.train.empty())
-    throw std::runtime_error("no " + std::to_string(seq_len) + "-token sequence: every document (a file) has fewer " +
+    throw TooShortForASequence("no " + std::to_string(seq_len) + "-token sequence: every document (a file) has fewer " +
                              "than the " + std::to_string(body) +
                              " tokens of text one needs (give more text or a shorter --seq-len)");
   if (d.held_out.empty() && period) {  // tiny data: hold out the last example anyway
@@ -157,6 +157,7 @@ Dataset load_text_dataset(const std::vector<std::string>& paths, const Tokenizer
   } catch (const std::runtime_error& e) {
     std::string files;
     for (const auto& path : paths) files += (files.empty() ? "" : ", ") + path;
+    if (dynamic_cast<const TooShortForASequence*>(&e)) throw TooShortForASequence(files + ": " + e.what());
     throw std::runtime_error(files + ": " + e.what());
   }
 }

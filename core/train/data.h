@@ -9,12 +9,19 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace headlab::core::train {
 
 enum class Objective { Mlm, Causal, Seq2Seq };
+
+// Thrown by make_lm_dataset (and load_text_dataset) when no document holds one sequence: `evaluate`
+// reports such a file as measuring nothing while other files measure.
+struct TooShortForASequence : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 Objective objective_from_string(const std::string& name);  // "mlm" | "causal" | "seq2seq"
 // What a model predicts, from its stack kind: an encoder fills masks, a decoder the next token, an
 // encoder-decoder its target. The one rule for the quality evaluate, convert, compare and prune

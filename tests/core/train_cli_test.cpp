@@ -127,6 +127,14 @@ TEST_CASE("headlab train-tokenizer, train and predict work together", "[train][c
     CHECK(unk[0]["unknown"].get<int64_t>() > 0);
     CHECK(unk[0]["unknown_share"].get<double>() == Approx(0.25).margin(0.03));
     CHECK(test::run_command(bin + " evaluate --model " + model + " --data /nonexistent.txt", out) != 0);
+    // A file shorter than one sequence beside one that measures: said to measure nothing, the rest
+    // measured; alone, the reason why.
+    const std::string tiny = dir.str("tiny.txt");
+    std::ofstream(tiny) << "the cat\n";
+    REQUIRE(test::run_command(bin + " evaluate --model " + model + " --data " + tiny + " " + odd + " --seq-len 16", out) == 0);
+    CHECK_THAT(out, Catch::Contains("no target measured") && Catch::Contains("loss"));
+    CHECK(test::run_command(bin + " evaluate --model " + model + " --data " + tiny + " --seq-len 16", out) != 0);
+    CHECK_THAT(out, Catch::Contains("no 16-token sequence"));
   }
 
   REQUIRE(test::run_command(bin + " predict --model " + model + " --text \"the [MASK] sat on the mat .\" --top-k 3", out) == 0);
