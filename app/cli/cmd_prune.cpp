@@ -8,10 +8,10 @@
 #include "analysis/line_chart.h"
 #include "app/cli/batch_memory.h"
 #include "app/cli/cli.h"
-#include "app/cli/stop_signals.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
 #include "app/cli/progress.h"
+#include "app/cli/stop_signals.h"
 #include "app/document/report_match.h"
 #include "app/document/session.h"
 #include "core/atomic_file.h"
@@ -26,10 +26,10 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <atomic>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -277,6 +277,7 @@ int prune_command(const PruneCliOptions& o) {
     runs.push_back(std::move(run));
   }
 
+  const bool stopped = runs.size() < o.lambdas.size();
   if (runs.empty()) {  // stopped during the first λ: no gates to write
     std::printf("stopped by %s before the first λ finished; nothing written\n", StopSignals::name().c_str());
     return StopSignals::exit_code();
@@ -289,7 +290,7 @@ int prune_command(const PruneCliOptions& o) {
               {"held_out_sequences", data.held_out.size()},
               {"seq_len", o.seq_len},
               {"heads", heads},
-              {"partial", runs.size() < o.lambdas.size()},
+              {"partial", stopped},
               {"baseline", {{"loss", base.loss}, {"accuracy", base.accuracy}, {"targets", base.targets}}},
               {"roles_report", o.roles},
               {"runs", json::array()}};
@@ -323,7 +324,6 @@ int prune_command(const PruneCliOptions& o) {
   analysis::write_line_chart(chart, o.out, "prune", written);
   std::printf("wrote %s/prune.json, prune.md, prune.svg, prune.png%s\n", o.out.c_str(),
               o.export_session ? " and a session per λ" : "");
-  const bool stopped = runs.size() < o.lambdas.size();
   if (stopped)
     std::printf("stopped by %s after %zu of %zu λ values (prune.json says \"partial\": true)\n",
                 StopSignals::name().c_str(), runs.size(), o.lambdas.size());
