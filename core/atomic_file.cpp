@@ -1,5 +1,7 @@
 #include "core/atomic_file.h"
 
+#include "core/tracked_temporaries.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -123,6 +125,7 @@ AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
     temp_.clear();
     fail("cannot create a temporary file in " + folder, error);
   }
+  track_temporary(temp_);  // removed by a stop signal's handler (app/cli/stop_signals.h)
   // Replacing a file keeps its permissions (a group-readable report stays group-readable).
   struct stat existing;
   if (::stat(target_.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) ::fchmod(fd_, existing.st_mode & 07777);
@@ -139,7 +142,7 @@ void AtomicFile::fail(const std::string& what, int error) const {
 void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
-  if (!temp_.empty()) ::unlink(temp_.c_str());
+  if (!temp_.empty()) ::unlink(temp_.c_str()), untrack_temporary(temp_);
 }
 
 std::ostream& AtomicFile::stream() {
@@ -186,6 +189,7 @@ void AtomicFile::commit() {
   if (closed != 0) fail("closing failed", errno);
   if (::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot replace it (rename from " + temp_ + ")", errno);
   committed_ = true;
+  untrack_temporary(temp_);
   // The rename is durable once the folder is synced. Some file systems cannot sync a folder
   // (EINVAL); the file itself is already on disk then.
   const std::string folder = folder_of(target_);

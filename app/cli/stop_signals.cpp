@@ -1,5 +1,7 @@
 #include "app/cli/stop_signals.h"
 
+#include "core/tracked_temporaries.h"
+
 #include <csignal>
 
 namespace headlab::app {
@@ -16,7 +18,20 @@ extern "C" void on_stop_signal(int signal) {
   if (std::atomic<bool>* flag = g_flag.load()) flag->store(true);
 }
 
+extern "C" void on_fatal_stop_signal(int signal) {
+  headlab::core::remove_tracked_temporaries();
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);  // delivered as the handler returns: the process ends as the signal says
+}
+
 }  // namespace
+
+void remove_temporaries_on_stop_signals() {
+  for (const int signal : kSignals) {
+    const auto previous = std::signal(signal, on_fatal_stop_signal);
+    if (previous == SIG_IGN) std::signal(signal, SIG_IGN);  // started ignoring it: keep ignoring
+  }
+}
 
 StopSignals::StopSignals(std::atomic<bool>& flag) {
   g_caught.store(0);

@@ -30,4 +30,10 @@ class StopSignals {
   Handler previous_[3];
 };
 
+// For the whole process, from its start: a command without a graceful stop (run, generate,
+// convert, compare …) that a stop signal ends removes the temporary files of the writes under way
+// (core/tracked_temporaries.h) and then dies of the signal as before. A signal the process was
+// started ignoring (a background job's SIGINT) stays ignored; a StopSignals takes over while it lives.
+void remove_temporaries_on_stop_signals();
+
 }  // namespace headlab::app

@@ -5,6 +5,7 @@
 
 #include "writer_kill.h"
 
+#include "app/cli/stop_signals.h"
 #include "core/atomic_file.h"
 
 #include <linux/capability.h>
@@ -263,4 +264,51 @@ TEST_CASE("atomic writer: a child killed with SIGKILL mid-write leaves the old f
   core::write_file_atomic(path, after);
   CHECK(core::read_file_bytes(path) == after);
   CHECK(entries(dir.str()) == std::vector<std::string>{"model.bin"});
+}
+
+namespace {
+
+// A writer that stops itself with a signal once its first bytes are in the temporary file.
+int g_stop_with = 0;
+void stop_while_writing(core::AtomicStage stage, const std::string&) {
+  if (stage == core::AtomicStage::Writing) ::raise(g_stop_with);
+}
+
+// Forks a writer of `bytes` to `path` that signals itself mid-write; returns its wait status.
+int writer_stopped_by(int signal, bool ignoring, const std::string& path, const std::string& bytes) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (ignoring) std::signal(signal, SIG_IGN);  // as a background job starts with SIGINT
+    app::remove_temporaries_on_stop_signals();
+    g_stop_with = signal;
+    core::set_atomic_probe(&stop_while_writing);
+    core::write_file_atomic(path, bytes);
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("atomic writer: a command stopped by Ctrl-C or SIGTERM mid-write leaves no temporary file", "[atomic_file]") {
+  test::TempDir dir("atomic-stop-signal");
+  const std::string path = dir.str("dump.safetensors");
+  const std::string before = pattern(1000, 21), next = pattern(3 << 20, 22);
+  core::write_file_atomic(path, before);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    INFO("signal " << signal);
+    const int status = writer_stopped_by(signal, false, path, next);
+    CHECK(WIFSIGNALED(status));  // it still dies of the signal (exit status 128 + N in a shell) …
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(test::temp_files_of(path).empty());  // … without its part-written temporary file
+    CHECK(core::read_file_bytes(path) == before);
+  }
+  // A process started ignoring SIGINT keeps ignoring it: the write completes.
+  const int status = writer_stopped_by(SIGINT, true, path, next);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(core::read_file_bytes(path) == next);
+  CHECK(test::temp_files_of(path).empty());
 }
