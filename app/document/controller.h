@@ -76,14 +76,14 @@ class Controller {
 
   // When the newest run was requested, if it has not been shown yet (for latency statistics).
   std::optional<std::chrono::steady_clock::time_point> take_unshown_request();
-  void autosave_if_due(const std::string& imgui_ini);
+  void autosave_if_due();
   const std::string& assets_dir() const { return assets_dir_; }
 
  protected:
-  // The window keeps its layout in the session: it hands it over before a save.
-  virtual std::string layout_for_save() const { return {}; }
-  // A loaded session brings a layout for the window.
-  virtual void restore_layout(const std::string& /*imgui_ini*/) {}
+  // The window keeps its layout and views' state in the session: it hands them over before a save.
+  virtual WindowState window_for_save() const { return {}; }
+  // A loaded session brings them back to the window.
+  virtual void restore_window(const WindowState& /*window*/) {}
 
  private:
   void dispatch(const Command& command);  // execute() without its bookkeeping: the handler below
@@ -144,7 +144,7 @@ class Controller {
   // True when the snapshot holds the selected layer as thumbnails and no run has asked for it
   // whole since (RunInput::open_layer).
   bool selected_layer_missing() const;
-  void save_session(const std::string& path, const std::string& imgui_ini);
+  void save_session(const std::string& path);
   void open_session(const std::string& path);
   void apply_loaded_session(SessionLoad loaded, const std::string& path);
   void open_report(const std::string& path);

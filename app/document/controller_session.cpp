@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 namespace headlab::app {
 
 void Controller::on(const cmd::SaveSession& c) {
-  save_session(c.path, layout_for_save());
+  save_session(c.path);
 }
 
 void Controller::on(const cmd::OpenSession& c) {
@@ -19,8 +19,8 @@ void Controller::on(const cmd::OpenSession& c) {
 }
 
 // ---- sessions ----
-void Controller::save_session(const std::string& path, const std::string& imgui_ini) {
-  doc_.session.imgui_ini = imgui_ini;
+void Controller::save_session(const std::string& path) {
+  doc_.session.window = window_for_save();
   save_session_file(path, doc_.session);
 }
 
@@ -35,7 +35,7 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   auto recent = doc_.session.recent_folders;
   doc_.session = std::move(loaded.state);
   doc_.session.recent_folders = recent;
-  if (!doc_.session.imgui_ini.empty()) restore_layout(doc_.session.imgui_ini);
+  restore_window(doc_.session.window);
   apply_session_precision();
   restore_report_of_session();
   std::error_code ec;
@@ -78,12 +78,12 @@ void Controller::apply_loaded_session(SessionLoad loaded, const std::string& pat
   }
 }
 
-void Controller::autosave_if_due(const std::string& imgui_ini) {
+void Controller::autosave_if_due() {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_autosave_ < std::chrono::seconds(60)) return;
   last_autosave_ = now;
   try {
-    save_session(autosave_path(), imgui_ini);
+    save_session(autosave_path());
   } catch (const std::exception& e) {
     set_error("autosave", std::string("autosave: ") + e.what());
   }

@@ -152,7 +152,7 @@ struct SessionReader {
   template <class F>
   void section(const char* key, F&& fields) {
     static const json empty = json::object();
-    SessionReader inner{j.is_object() && j.contains(key) ? j.at(key) : empty, warnings, std::string(key) + "."};
+    SessionReader inner{j.is_object() && j.contains(key) ? j.at(key) : empty, warnings, where + key + "."};
     fields(inner);
   }
 };
@@ -253,7 +253,23 @@ void session_fields(Io& io, S& s) {
       m.field("controls", p.measured_controls);
     });
   });
-  io.section("layout", [&](auto& layout) { layout.field("imgui_ini", s.imgui_ini); });
+  io.section("layout", [&](auto& layout) {
+    auto& w = s.window;
+    layout.field("imgui_ini", w.imgui_ini);
+    layout.field("opened", w.opened);
+    layout.field("closed", w.closed);
+    layout.section("attention_map", [&](auto& map) {
+      map.field("zoom", w.attention_map.zoom);
+      map.field("col0", w.attention_map.col0);
+      map.field("row0", w.attention_map.row0);
+      map.field("query_from", w.attention_map.query_from);
+      map.field("query_to", w.attention_map.query_to);
+    });
+    layout.section("head_view", [&](auto& hv) {
+      hv.field("hidden", w.head_view.hidden);
+      hv.field("centre", w.head_view.centre);
+    });
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // file (sorted keys, so saving an unchanged session again gives identical bytes).
 #pragma once
 
+#include "app/document/window_state.h"
 #include "app/work/generation_job.h"
 #include "app/work/patching_job.h"
 #include "app/work/workbench_engine.h"
@@ -110,7 +111,7 @@ struct SessionState {
   AnalysisChoices analysis;
   GenerationChoices generation;
   PatchingChoices patching;
-  std::string imgui_ini;         // window layout (ImGui::SaveIniSettingsToMemory)
+  WindowState window;           // the window's layout, open views and views' own state
   // Not written to session files: kept across sessions in recent.json (see below).
   std::vector<std::string> recent_folders;
 };

@@ -1,5 +1,6 @@
 #include "app/gui/attention_map_view.h"
 
+#include "app/document/controls_edit.h"
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/workbench.h"
@@ -41,6 +42,20 @@ AttentionMapView::AttentionMapView() : View("Attention map") {
   if (const char* z = std::getenv("HEADLAB_MAP_ZOOM")) start_zoom_ = std::max(1.0f, static_cast<float>(std::atof(z)));
 }
 
+void AttentionMapView::keep_state(WindowState& window) const {
+  if (restore_) {  // saved again before the loaded session's run came: what it brought
+    window.attention_map = *restore_;
+    return;
+  }
+  const MapViewport& vp = restored_viewport_ ? *restored_viewport_ : viewport_;
+  window.attention_map = {vp.zoom, vp.col0, vp.row0, row_range_on_ ? row_from_ : 0, row_range_on_ ? row_to_ : -1};
+}
+
+void AttentionMapView::restore_state(const WindowState& window, uint64_t after_generation) {
+  restore_ = window.attention_map;
+  restore_after_ = after_generation;
+}
+
 void AttentionMapView::drawContent(Workbench& wb) {
   if (!wb.doc().model || !wb.doc().snapshot) {
     drawNoRun(wb);
@@ -74,6 +89,14 @@ void AttentionMapView::drawContent(Workbench& wb) {
     row_from_ = wb.map_view->query_from, row_to_ = wb.map_view->query_to;
     shown_rows_ = -1;
     wb.map_view.reset();
+  }
+  // A loaded session's zoom, pan and query range, once its own input has run.
+  if (restore_ && wb.doc().snapshot->generation > restore_after_) {
+    row_range_on_ = restore_->query_to >= 0;
+    row_from_ = restore_->query_from, row_to_ = restore_->query_to;
+    restored_viewport_ = MapViewport{restore_->zoom, restore_->col0, restore_->row0};
+    shown_rows_ = -1;
+    restore_.reset();
   }
   // Zoom controls and the query range.
   const float font = ImGui::GetFontSize();
@@ -111,6 +134,13 @@ void AttentionMapView::drawContent(Workbench& wb) {
     same_line_if_fits(ImGui::CalcTextSize(cf.c_str()).x);
     ImGui::TextColored(ImVec4(1.0f, 0.78f, 0.31f, 1.0f), "%s", cf.c_str());
   }
+  // A Mixer matrix combines it with other heads: the map is the mix (marked "mix" in the grid too).
+  if (const std::string mixed = head_mixed(shown_controls(wb.doc(), sel.stack, sel.layer), sel.head); !mixed.empty()) {
+    const std::string mix = mixed == "pre+post" ? "mix: the pre- and post-softmax matrices combine this head with others"
+                                                : "mix: the " + mixed + "-softmax matrix combines this head with others";
+    same_line_if_fits(ImGui::CalcTextSize(mix.c_str()).x);
+    ImGui::TextColored(ImVec4(0.43f, 0.78f, 1.0f, 1.0f), "%s", mix.c_str());
+  }
   float left = 0, topw = 0;
   // Thinned labels carry their position, so every 5th token does not read as consecutive words.
   const bool numbered = map_labels_numbered(sm.rows, sm.cols);
@@ -136,10 +166,15 @@ void AttentionMapView::drawContent(Workbench& wb) {
   // A new input length starts from the whole map (or HEADLAB_MAP_ZOOM) around the selection.
   if (shown_rows_ != sm.rows || shown_cols_ != sm.cols) {
     shown_rows_ = sm.rows, shown_cols_ = sm.cols;
-    viewport_ = MapViewport{};
-    viewport_.zoom = start_zoom_;
-    if (sel.query >= 0 || sel.key >= 0)
-      map_center_on(viewport_, area, sel.query >= 0 ? sel.query - from + 0.5f : 0, sel.key >= 0 ? sel.key + 0.5f : 0, max_zoom);
+    if (restored_viewport_) {
+      viewport_ = *restored_viewport_;
+      restored_viewport_.reset();
+    } else {
+      viewport_ = MapViewport{};
+      viewport_.zoom = start_zoom_;
+      if (sel.query >= 0 || sel.key >= 0)
+        map_center_on(viewport_, area, sel.query >= 0 ? sel.query - from + 0.5f : 0, sel.key >= 0 ? sel.key + 0.5f : 0, max_zoom);
+    }
     followed_query_ = sel.query, followed_key_ = sel.key;
   }
   map_clamp(viewport_, area, max_zoom);

@@ -7,6 +7,8 @@
 #include "app/gui/view.h"
 #include "app/layout/map_viewport.h"
 
+#include <optional>
+
 namespace headlab::app {
 
 class AttentionMapView : public View {
@@ -18,6 +20,8 @@ class AttentionMapView : public View {
   bool exportFile(Workbench& wb, const std::string& path) override;
   std::string exportFormats() const override { return ".svg, .pdf"; }
   ImVec4 defaultRect() const override { return {0.24f, 0.52f, 0.40f, 0.48f}; }
+  void keep_state(WindowState& window) const override;
+  void restore_state(const WindowState& window, uint64_t after_generation) override;
 
  private:
   // UI-only state: zoom/pan, the query range and the selection last followed.
@@ -28,6 +32,11 @@ class AttentionMapView : public View {
   float start_zoom_ = 1.0f;  // HEADLAB_MAP_ZOOM: the zoom the view opens with (figures, screenshots)
   int shown_rows_ = -1, shown_cols_ = -1;  // the map size the viewport was made for
   CellRange shown_;  // the rows and columns on show last frame (what an SVG/PDF export draws)
+  // A loaded session's view of the map, waiting for the session's own run (snapshot generation
+  // newer than restore_after_); then the viewport a new map size starts from instead of the fit.
+  std::optional<MapViewState> restore_;
+  uint64_t restore_after_ = 0;
+  std::optional<MapViewport> restored_viewport_;
 };
 
 // Colormap, linear/log and range choices (shared with the menu).

@@ -4,6 +4,7 @@
 #include "app/gui/capture.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/main_menu.h"
+#include "app/gui/quit_prompt.h"
 #include "app/gui/script_runner.h"
 #include "app/gui/views.h"
 #include "app/gui/workbench.h"
@@ -166,7 +167,7 @@ int gui_main(const GuiOptions& options) {
     int font_detail = 1;  // see set_font_detail
     auto last = std::chrono::steady_clock::now();
     std::vector<double> frame_times;  // for HEADLAB_FRAME_STATS
-    while (!glfwWindowShouldClose(window) && !wb.quit) {
+    while (!wb.quit) {
       // A script polls. Interactively, input wakes the loop at once; otherwise redraw at most 30 times
       // a second while a run is in flight (software GL competes with the worker for the cores) and
       // sleep while nothing changes.
@@ -178,6 +179,15 @@ int gui_main(const GuiOptions& options) {
         glfwPollEvents();
       else
         glfwWaitEventsTimeout(0.25);
+      // The window's close button asks first while work runs, as File ▸ Quit does.
+      if (glfwWindowShouldClose(window)) {
+        glfwSetWindowShouldClose(window, GLFW_FALSE);
+        if (scripted)
+          wb.quit = true;
+        else
+          wb.request_quit();
+        if (wb.quit) break;
+      }
       const auto frame_start = std::chrono::steady_clock::now();
       wb.poll();
       if (script) script->step(wb);
@@ -196,6 +206,7 @@ int gui_main(const GuiOptions& options) {
       menu.drawOverlays(wb);
       wb.file_dialog.draw(wb);
       draw_overwrite_prompt(wb);
+      draw_quit_prompt(wb);
       wb.focus_view.clear();
       wb.apply_layout = false;
       wb.reset_layout = false;
@@ -225,7 +236,7 @@ int gui_main(const GuiOptions& options) {
       if (captures_ready) wb.captures.clear();
       glfwSwapBuffers(window);
       // A scripted run neither reads nor writes the autosave: the user's recovery file stays theirs.
-      if (!scripted) wb.autosave_if_due(ImGui::SaveIniSettingsToMemory());
+      if (!scripted) wb.autosave_if_due();
       const auto now = std::chrono::steady_clock::now();
       // Shown: the frame's own work; stats: the time between frames (a script never waits).
       wb.frame_ms = std::chrono::duration<double, std::milli>(now - frame_start).count();

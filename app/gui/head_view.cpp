@@ -13,6 +13,22 @@
 
 namespace headlab::app {
 
+void HeadView::keep_state(WindowState& window) const {
+  if (restore_) {  // saved again before the loaded session's run came: what it brought
+    window.head_view = *restore_;
+    return;
+  }
+  window.head_view = {};
+  for (int h = 0; h < static_cast<int>(hidden_heads_.size()); ++h)
+    if (hidden_heads_[h]) window.head_view.hidden.push_back(h);
+  window.head_view.centre = window_centre_;
+}
+
+void HeadView::restore_state(const WindowState& window, uint64_t after_generation) {
+  restore_ = window.head_view;
+  restore_after_ = after_generation;
+}
+
 void HeadView::drawContent(Workbench& wb) {
   if (!wb.doc().snapshot || !wb.doc().model) {
     drawNoRun(wb);
@@ -42,6 +58,15 @@ void HeadView::drawContent(Workbench& wb) {
     for (int h = 0; h < sm.heads; ++h)
       hidden_heads_[h] = std::find(wb.head_view->hidden.begin(), wb.head_view->hidden.end(), h) != wb.head_view->hidden.end();
     wb.head_view.reset();
+  }
+  // A loaded session's hidden heads and window, once its own input has run.
+  if (restore_ && wb.doc().snapshot->generation > restore_after_) {
+    hidden_heads_.assign(sm.heads, 0);
+    for (const int h : restore_->hidden)
+      if (h >= 0 && h < sm.heads) hidden_heads_[h] = 1;
+    window_centre_ = std::min(std::max(restore_->centre, 0), std::max(sm.rows - 1, 0));
+    followed_query_ = sel.query;
+    restore_.reset();
   }
   for (int h = 0; h < sm.heads; ++h) {
     if (h > 0) ImGui::SameLine(0, 4);

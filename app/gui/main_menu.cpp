@@ -70,7 +70,7 @@ void MainMenu::draw(Workbench& wb, std::vector<std::unique_ptr<View>>& views) {
         ImGui::EndMenu();
       }
       ImGui::Separator();
-      if (ImGui::MenuItem("Quit")) wb.quit = true;
+      if (ImGui::MenuItem("Quit")) wb.request_quit();
       ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("View")) {

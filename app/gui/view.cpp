@@ -6,6 +6,10 @@
 
 namespace headlab::app {
 
+bool opens_with_workspace(const View& view, const std::string& workspace) {
+  return !view.onDemand() && (view.workspace().empty() || view.workspace() == workspace);
+}
+
 float View::statusBarHeight() { return ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y * 2; }
 
 void View::draw(Workbench& wb) {

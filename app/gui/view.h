@@ -2,13 +2,21 @@
 // window's default rectangle; a view implements drawContent().
 #pragma once
 
+#include "app/document/window_state.h"
+
 #include <imgui.h>
 
+#include <cstdint>
 #include <string>
 
 namespace headlab::app {
 
 class Workbench;
+class View;
+
+// Whether the workspace `workspace` opens `view` (its own views and those on every workspace, not
+// the ones opened on demand).
+bool opens_with_workspace(const View& view, const std::string& workspace);
 
 class View {
  public:
@@ -19,6 +27,7 @@ class View {
   void draw(Workbench& wb);
   const std::string& title() const { return title_; }
   bool& open() { return open_; }
+  bool is_open() const { return open_; }
   // The window's rectangle last frame (screen coordinates), for exports.
   ImVec2 last_pos() const { return last_pos_; }
   ImVec2 last_size() const { return last_size_; }
@@ -37,6 +46,11 @@ class View {
   virtual bool onDemand() const { return false; }
   // The extensions exportFile takes, for messages (".svg, .pdf"); "" = PNG only.
   virtual std::string exportFormats() const { return ""; }
+  // What a session keeps of the view itself (the Attention map's zoom, the Head view's hidden heads).
+  virtual void keep_state(WindowState& /*window*/) const {}
+  // A loaded session's state of the view, applied once the session's own input has run: on the
+  // first snapshot newer than `after_generation`.
+  virtual void restore_state(const WindowState& /*window*/, uint64_t /*after_generation*/) {}
 
  protected:
   virtual void drawContent(Workbench& wb) = 0;

@@ -3,6 +3,7 @@
 #include "app/gui/export_actions.h"
 #include "app/gui/view.h"
 #include "app/layout/colormap.h"
+#include "app/tasks/quit_check.h"
 
 #include <imgui.h>
 
@@ -106,11 +107,16 @@ void Workbench::execute_window_command(const Command& command) {
   }
 }
 
+void Workbench::request_quit() {
+  quit_question = work_stopped_by_quit(tasks().active());
+  if (quit_question.empty()) quit = true;
+}
+
 void Workbench::sync_workspace() {
   const std::string& ws = doc().session.view.workspace;
   if (ws == shown_workspace_) return;
   shown_workspace_ = ws;
-  for (auto& v : views_) v->open() = !v->onDemand() && (v->workspace().empty() || v->workspace() == ws);
+  for (auto& v : views_) v->open() = opens_with_workspace(*v, ws);
   if (!apply_layout) reset_layout = true;
 }
 
@@ -139,11 +145,42 @@ void Workbench::sync_textures() {
   }
 }
 
-std::string Workbench::layout_for_save() const { return ImGui::SaveIniSettingsToMemory(); }
+WindowState Workbench::window_for_save() const {
+  WindowState window;
+  window.imgui_ini = ImGui::SaveIniSettingsToMemory();
+  const std::string& ws = doc().session.view.workspace;
+  for (const auto& v : views_) {
+    const bool by_workspace = opens_with_workspace(*v, ws);
+    if (v->is_open() && !by_workspace) window.opened.push_back(v->title());
+    if (!v->is_open() && by_workspace) window.closed.push_back(v->title());
+    v->keep_state(window);
+  }
+  return window;
+}
 
-void Workbench::restore_layout(const std::string& imgui_ini) {
-  ImGui::LoadIniSettingsFromMemory(imgui_ini.c_str(), imgui_ini.size());
-  apply_layout = true;
+void Workbench::restore_window(const WindowState& window) {
+  if (!window.imgui_ini.empty()) {
+    ImGui::LoadIniSettingsFromMemory(window.imgui_ini.c_str(), window.imgui_ini.size());
+    apply_layout = true;
+  }
+  // The session's workspace with the views it had open: a session without places takes the
+  // workspace's default places when the workspace changes.
+  const std::string& ws = doc().session.view.workspace;
+  if (ws != shown_workspace_ && !apply_layout) reset_layout = true;
+  shown_workspace_ = ws;
+  for (auto& v : views_) v->open() = opens_with_workspace(*v, ws);
+  auto set_open = [&](const std::vector<std::string>& titles, bool open, const char* key) {
+    for (const auto& title : titles) {
+      if (View* v = find_view(title))
+        v->open() = open;
+      else
+        notice(std::string("Session: layout.") + key + ": no view '" + title + "' (ignored)");
+    }
+  };
+  set_open(window.opened, true, "opened");
+  set_open(window.closed, false, "closed");
+  const uint64_t after = doc().snapshot ? doc().snapshot->generation : 0;
+  for (auto& v : views_) v->restore_state(window, after);
 }
 
 }  // namespace headlab::app

@@ -64,6 +64,11 @@ class Workbench : public Controller {
   bool apply_layout = false;     // views re-read their position from the ImGui ini this frame
   bool reset_layout = false;     // views take their default rectangles this frame
   bool quit = false;
+  // Quitting (File ▸ Quit, the window's close button) while the user's own work runs asks first: the
+  // work a quit would stop (app/tasks/quit_check.h), while the window asks (app/gui/quit_prompt.h).
+  // A script's quit does not ask.
+  void request_quit();
+  std::vector<std::string> quit_question;
   int wait_frames = 0;           // a script's wait_frames
   std::optional<cmd::SetMapView> map_view;  // a script's set_map_view, taken by the attention map
   std::optional<cmd::SetHeadView> head_view;  // a script's set_head_view, taken by the head view
@@ -74,8 +79,8 @@ class Workbench : public Controller {
   std::vector<double> latencies;
 
  protected:
-  std::string layout_for_save() const override;
-  void restore_layout(const std::string& imgui_ini) override;
+  WindowState window_for_save() const override;
+  void restore_window(const WindowState& window) override;
 
  private:
   void execute_window_command(const Command& command);

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 using headlab::test::run_command;
@@ -305,4 +306,61 @@ TEST_CASE("a session written before the colour-scale and report changes still lo
   CHECK(resaved["selection"]["head"] == 2);
   CHECK(resaved["view"]["auto_range"] == false);  // the 0–1 scale, as every view now defaults to
   CHECK(!resaved["view"].contains("fixed_range"));
+}
+
+TEST_CASE("a reopened session shows the map's zoom and query range, the Head view's heads and the views open as saved", "[app][gui][session]") {
+  SKIP_UNLESS(have_xvfb(), "xvfb-run not installed: GUI session window test skipped");
+  TempDir dir("gui-session-window");
+  const std::string model = std::string(HEADLAB_SOURCE_DIR) + "/assets/models/default";
+  const std::string text =
+      "the old man walked slowly along the river bank and watched the boats go by while the sun went down over the hills .";
+  auto export_both = [&](const std::string& tag) {
+    return json::array({{{"action", "wait_frames"}, {"frames", 5}},
+                        {{"action", "export"}, {"view", "attention_map"}, {"path", dir.str("map" + tag + ".svg")}},
+                        {{"action", "export"}, {"view", "head_view"}, {"path", dir.str("heads" + tag + ".svg")}}});
+  };
+  json first = json::array({{{"action", "open_model"}, {"folder", model}}, {{"action", "set_text"}, {"text", text}}});
+  for (const auto& a : export_both("0")) first.push_back(a);  // the whole map, every head
+  for (const json& a : json::array({{{"action", "set_map_view"}, {"zoom", 3}, {"query_from", 2}, {"query_to", 20}},
+                                    {{"action", "set_head_view"}, {"hidden", {1, 3}}},
+                                    {{"action", "show_view"}, {"view", "Patching"}, {"open", true}},
+                                    {{"action", "show_view"}, {"view", "Mixer"}, {"open", false}}}))
+    first.push_back(a);
+  for (const auto& a : export_both("1")) first.push_back(a);
+  first.push_back({{"action", "save_session"}, {"path", dir.str("s1.json")}});
+  first.push_back({{"action", "quit"}});
+  write_script(dir.str("first.json"), first);
+  json second = export_both("2");
+  second.push_back({{"action", "save_session"}, {"path", dir.str("s2.json")}});
+  second.push_back({{"action", "quit"}});
+  write_script(dir.str("second.json"), second);
+
+  std::string out;
+  int rc = run_command(gui(dir, "gui --script " + dir.str("first.json")), out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  rc = run_command(gui(dir, "gui --session " + dir.str("s1.json") + " --script " + dir.str("second.json")), out);
+  INFO(out);
+  REQUIRE(rc == 0);
+  // The zoom and the hidden heads change the figures; the reopened session draws them as saved
+  // (the same SVG but for the numbers cairo gives its surfaces and glyphs in each process).
+  auto figure = [&](const std::string& name) {
+    return std::regex_replace(slurp(dir.str(name)), std::regex("(surface|glyph|clip|image|pattern|mask)[0-9-]+"), "$1");
+  };
+  CHECK(figure("map0.svg") != figure("map1.svg"));
+  CHECK(figure("heads0.svg") != figure("heads1.svg"));
+  CHECK(figure("map1.svg") == figure("map2.svg"));
+  CHECK(figure("heads1.svg") == figure("heads2.svg"));
+  const auto s1 = json::parse(slurp(dir.str("s1.json")));
+  const auto s2 = json::parse(slurp(dir.str("s2.json")));
+  CHECK(s1["layout"]["opened"] == json::array({"Patching"}));
+  CHECK(s1["layout"]["closed"] == json::array({"Mixer"}));
+  CHECK(s1["layout"]["attention_map"]["zoom"] == 3.0);
+  CHECK(s1["layout"]["attention_map"]["query_from"] == 2);
+  CHECK(s1["layout"]["attention_map"]["query_to"] == 20);
+  CHECK(s1["layout"]["head_view"]["hidden"] == json::array({1, 3}));
+  for (const char* key : {"opened", "closed", "attention_map", "head_view"}) {
+    INFO(key);
+    CHECK(s2["layout"][key] == s1["layout"][key]);
+  }
 }

@@ -74,7 +74,14 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   s.patching.settings = {"The dog sat", " cat", " dog", "prob", "k"};
   s.patching.take = {{0.0f, 0.5f}, {1.0f}};
   s.patching.ran = true;
-  s.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
+  s.patching.measured_text = "The cat sat";
+  s.patching.measured_settings = {"The dog sat", " mat", " rug", "logit-diff", "z"};
+  set_gate(s.patching.measured_controls, Stack::Encoder, 0, 3, 0.0f, 4);
+  s.window.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
+  s.window.opened = {"Patching", "Generate"};
+  s.window.closed = {"Mixer"};
+  s.window.attention_map = {2.5f, 3.25f, 1.5f, 2, 9};
+  s.window.head_view = {{1, 3}, 7};
   s.recent_folders = {"/not/in/sessions"};
 
   const std::string path = dir.str("s.json");
@@ -136,8 +143,33 @@ TEST_CASE("every session field comes back from a save and a load, compared one b
   CHECK((l.patching.settings == s.patching.settings));
   CHECK(l.patching.take == s.patching.take);
   CHECK(l.patching.ran);
-  CHECK(l.imgui_ini == s.imgui_ini);
+  CHECK(l.patching.measured_text == s.patching.measured_text);
+  CHECK((l.patching.measured_settings == s.patching.measured_settings));
+  CHECK((l.patching.measured_controls.encoder_self == s.patching.measured_controls.encoder_self));
+  CHECK(l.window.imgui_ini == s.window.imgui_ini);
+  CHECK(l.window.opened == s.window.opened);
+  CHECK(l.window.closed == s.window.closed);
+  CHECK(l.window.attention_map.zoom == 2.5f);
+  CHECK(l.window.attention_map.col0 == 3.25f);
+  CHECK(l.window.attention_map.row0 == 1.5f);
+  CHECK(l.window.attention_map.query_from == 2);
+  CHECK(l.window.attention_map.query_to == 9);
+  CHECK(l.window.head_view.hidden == std::vector<int>{1, 3});
+  CHECK(l.window.head_view.centre == 7);
   CHECK(l.recent_folders.empty());  // recent.json's, never a session's
+}
+
+TEST_CASE("a field of the wrong type inside a nested part of a session is named by its whole path", "[app][session]") {
+  SessionState s;
+  auto j = session_to_json(s);
+  j["layout"]["attention_map"]["zoom"] = "wide";
+  j["layout"]["head_view"]["hidden"] = {1, "two"};
+  const auto loaded = session_from_json(j);
+  REQUIRE(loaded.warnings.size() == 2);
+  CHECK_THAT(loaded.warnings[0], Catch::StartsWith("layout.attention_map.zoom ignored"));
+  CHECK_THAT(loaded.warnings[1], Catch::StartsWith("layout.head_view.hidden ignored"));
+  CHECK(loaded.state.window.attention_map.zoom == 1.0f);  // the default: the whole map
+  CHECK(loaded.state.window.head_view.hidden.empty());
 }
 
 TEST_CASE("a colormap HeadLab does not draw is refused, never drawn as another", "[app][session]") {
