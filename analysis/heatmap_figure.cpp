@@ -2,7 +2,9 @@
 
 #include "analysis/figure_kit.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace headlab::analysis {
@@ -54,9 +56,15 @@ Drawn draw_heatmap(const Heatmap& map) {
     if (shown(every_row, map.row_groups, r)) label_w = std::max(label_w, m.width(map.rows[r], 9));
   for (int c = 0; c < C; ++c)
     if (shown(every_col, map.col_groups, c)) col_label_h = std::max(col_label_h, m.width(map.cols[c], 9));
-  const double left = label_w + 34, top = map.subtitle.empty() ? 36 : 50;
+  // A note longer than a page is cut, ending in "…".
+  std::vector<std::string> notes;
+  for (const auto& n : map.notes) notes.push_back(printable(n, 110));
+  double notes_w = 0;
+  for (const auto& n : notes) notes_w = std::max(notes_w, m.width(n, 8));
+  const double left = label_w + 34,
+               top = (map.subtitle.empty() ? 36 : 50) + 12.0 * static_cast<double>(notes.size());
   const double width = std::max(left + C * cell + 24 + colour_bar_width(m, range) + 16,
-                                std::max(m.width(map.title, 11, true), m.width(map.subtitle, 9)) + 24);
+                                std::max({m.width(map.title, 11, true), m.width(map.subtitle, 9), notes_w}) + 24);
   const double height = top + R * cell + col_label_h + 36;
   return {width, height, [=](cairo_t* cr) {
     auto colour = [&](double v) -> Colour {
@@ -72,6 +80,10 @@ Drawn draw_heatmap(const Heatmap& map) {
       text(cr, 12, 26, map.subtitle, 9, 0, 0);
       set(cr, kBlack);
     }
+    set(cr, kGray);
+    for (size_t i = 0; i < notes.size(); ++i)
+      text(cr, 12, (map.subtitle.empty() ? 26 : 40) + 12.0 * static_cast<double>(i), notes[i], 8, 0, 0);
+    set(cr, kBlack);
     draw_image(cr, C, R, [&](int r, int c) { return colour(map.values[r][c]); }, left, top, C * cell, R * cell);
     set(cr, kBlack);
     cairo_set_line_width(cr, 0.8);
@@ -139,6 +151,21 @@ Heatmap effect_heatmap(const std::string& title, const std::string& subtitle, co
     map.values.push_back(std::move(row));
   }
   return map;
+}
+
+std::vector<std::string> patch_figure_notes(const PatchFigureFacts& f) {
+  std::vector<std::string> notes;
+  if (!f.model.empty()) notes.push_back("model: " + f.model);
+  notes.push_back("clean: \u201c" + f.clean + "\u201d");
+  notes.push_back("counterfactual: \u201c" + f.counterfactual + "\u201d");
+  char values[96];
+  std::snprintf(values, sizeof values, " at position %lld: clean %.4g, counterfactual %.4g",
+                static_cast<long long>(f.position), f.clean_value, f.counterfactual_value);
+  std::string scored = f.metric + values;
+  if (!f.answer.empty()) scored += "; answer " + f.answer;
+  if (!f.wrong.empty()) scored += ", wrong " + f.wrong;
+  notes.push_back(scored);
+  return notes;
 }
 
 void write_heatmap(const Heatmap& map, const std::string& folder, const std::string& name,

@@ -4,6 +4,7 @@
 // scale: viridis over a fixed range, or a diverging blue–white–red scale centred on 0.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +22,8 @@ struct Heatmap {
   // The diverging scale's half-width at least (default: the largest |value − centre|).
   double min_half_width = 0;
   std::optional<std::pair<double, double>> range;  // viridis: default [0, 1]
+  // Lines under the subtitle (what was measured on what); each cut to a page's width with "…".
+  std::vector<std::string> notes;
 };
 
 // A layer × column map of patching's normalised effects, (patched − corrupt) / (clean − corrupt),
@@ -29,6 +32,18 @@ struct Heatmap {
 // `cols` is padded with NaN (no value).
 Heatmap effect_heatmap(const std::string& title, const std::string& subtitle, const std::string& col_axis,
                        std::vector<std::string> cols, const std::vector<std::vector<double>>& rows);
+
+// What a patching figure says under its subtitle, so that it stands alone in a paper: the model,
+// the clean and counterfactual inputs, and the metric of both runs at the scored position with the
+// tokens it reads ("" = none, as kl reads none and logit one).
+struct PatchFigureFacts {
+  std::string model, clean, counterfactual;
+  std::string metric;         // "logit-diff", "logit", "prob", "kl"
+  std::string answer, wrong;  // e.g. "' sky' (4936)"
+  int64_t position = 0;
+  double clean_value = 0, counterfactual_value = 0;
+};
+std::vector<std::string> patch_figure_notes(const PatchFigureFacts& facts);
 
 // The diverging scale's colour of t ∈ [−1, 1] (RdBu reversed: −1 blue, 0 white, 1 red) as 0–1 RGB.
 struct Rgb {

@@ -6,6 +6,10 @@
 #include "analysis/figure_kit.h"
 #include "analysis/measure.h"
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
 namespace headlab::analysis {
 namespace {
 
@@ -16,8 +20,10 @@ using namespace figure_kit;
 // The grids are the measures' (analysis/measure.h, GridFigureSpec).
 using GridMeasure = GridFigureSpec;
 
+// A share is cut (not rounded) to two decimals: 0.495 reads 0.49, so a head just under a threshold
+// of 0.50 never shows "0.50" without its outline.
 std::string cell_value(double v, bool unit) {
-  if (unit) return format("%.2f", v);
+  if (unit) return format("%.2f", std::trunc(v * 100 + (v >= 0 ? 1e-9 : -1e-9)) / 100);
   if (v == 0) return "0";
   return std::abs(v) >= 0.01 && std::abs(v) < 1000 ? format("%.3g", v) : format("%.1e", v);
 }
@@ -244,6 +250,28 @@ void syntactic_figure(const HeadReport& report, const std::string& folder, std::
 
 }  // namespace
 
+namespace {
+
+// A report written over another (analyze --force, the window's Export report → Replace) leaves none
+// of the earlier report's figures beside its own: a figure names no model, and a stale one would
+// read as this report's. Only the file names reports write (grid_*, map_*, spectra,
+// syntactic_baselines; .svg and .png) that this report did not write go.
+void remove_other_report_figures(const std::string& folder, const std::vector<std::string>& written) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    const std::filesystem::path& path = entry.path();
+    const std::string name = path.filename().string(), stem = path.stem().string(), ext = path.extension().string();
+    if (ext != ".svg" && ext != ".png") continue;
+    const bool report_figure = stem.rfind("grid_", 0) == 0 || stem.rfind("map_", 0) == 0 || stem == "spectra" ||
+                               stem == "syntactic_baselines";
+    if (!report_figure || std::find(written.begin(), written.end(), name) != written.end()) continue;
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> write_report_figures(const HeadReport& report, const std::vector<ExampleMap>& examples,
                                               const std::string& folder) {
   std::error_code ec;
@@ -279,6 +307,7 @@ std::vector<std::string> write_report_figures(const HeadReport& report, const st
     names.insert(name);
     map_figure(map, name, folder, written);
   }
+  remove_other_report_figures(folder, written);
   return written;
 }
 

@@ -67,7 +67,7 @@ int circuits_command(const CircuitsOptions& o) {
       std::error_code ec;
       std::filesystem::remove(std::filesystem::path(o.out) / (std::string("composition_") + kind + ext), ec);
     }
-  const auto figures = analysis::write_composition_figures(composition, o.out);
+  const auto figures = analysis::write_composition_figures(composition, o.model, o.out);
   nlohmann::json j;
   j["format"] = "headlab-circuits";
   j["model"] = o.model;

@@ -108,7 +108,8 @@ nlohmann::json table_json(const analysis::PatchTable& t, bool heads, bool each) 
 // A heatmap of a table: layer × head (heads with --positions each: summed over positions), layer ×
 // position (resid/mlp with --positions each) or one column (resid/mlp, every position at once).
 void table_figure(const analysis::PatchTable& t, bool heads, bool each, const std::string& title, const std::string& subtitle,
-                  const std::string& folder, const std::string& name, std::vector<std::string>& written) {
+                  const std::vector<std::string>& notes, const std::string& folder, const std::string& name,
+                  std::vector<std::string>& written) {
   const size_t units = t.empty() ? 0 : t[0].size();
   const size_t positions = t.empty() || t[0].empty() ? 0 : t[0][0].size();
   std::vector<std::string> cols;
@@ -130,7 +131,9 @@ void table_figure(const analysis::PatchTable& t, bool heads, bool each, const st
     rows.push_back(row);
   }
   const std::string axis = heads ? (each ? "head (summed over positions)" : "head") : (each ? "position" : "");
-  analysis::write_heatmap(analysis::effect_heatmap(title, subtitle, axis, cols, rows), folder, name, written);
+  auto map = analysis::effect_heatmap(title, subtitle, axis, cols, rows);
+  map.notes = notes;
+  analysis::write_heatmap(map, folder, name, written);
 }
 
 std::atomic<bool> g_patch_interrupted{false};
@@ -220,6 +223,23 @@ int patch_command(const PatchOptions& o) {
   j["corrupt"] = result.corrupt;
   std::filesystem::create_directories(o.out);
   std::vector<std::string> figures;
+  // Each figure names what it measured on, so that it stands alone.
+  analysis::PatchFigureFacts facts;
+  facts.model = o.model;
+  auto input_text = [](const std::string& text, const std::string& ids) { return ids.empty() ? text : "ids " + ids; };
+  facts.clean = input_text(o.clean, o.clean_ids);
+  facts.counterfactual = input_text(o.corrupt, o.corrupt_ids);
+  facts.metric = analysis::metric_name(r.metric);
+  facts.position = result.position;
+  facts.clean_value = result.clean;
+  facts.counterfactual_value = result.corrupt;
+  auto token = [&](int64_t id) {
+    return (model->tokenizer ? "'" + core::readable_token(core::token_name(model->tokenizer.get(), id)) + "' " : std::string()) + "(" +
+           std::to_string(id) + ")";
+  };
+  if (r.answer >= 0 && r.metric != analysis::PatchMetric::KL) facts.answer = token(r.answer);
+  if (r.wrong >= 0 && r.metric == analysis::PatchMetric::LogitDiff) facts.wrong = token(r.wrong);
+  const auto notes = analysis::patch_figure_notes(facts);
   const std::string what = std::string(core::site_name(r.site));
   if (r.exact) {
     j["effects"] = table_json(result.exact, heads, r.each_position);
@@ -230,16 +250,17 @@ int patch_command(const PatchOptions& o) {
       table_figure(normalised, heads, r.each_position, "Activation patching: " + what + " from the corrupted run",
                    std::string("(patched − corrupt) / (clean − corrupt) of ") + analysis::metric_name(r.metric) +
                        "; 1 = the clean result kept, 0 = the corrupted one",
-                   o.out, "patch_exact", figures);
+                   notes, o.out, "patch_exact", figures);
   }
   if (r.attribution) {
     j["attribution"] = table_json(result.attribution, heads, r.each_position);
     const auto normalised = result.normalised(result.attribution);
     j["attribution_normalised"] = normalised.empty() ? nlohmann::json(nullptr) : table_json(normalised, heads, r.each_position);
-    if (!normalised.empty())
+    // Not for kl: its estimate is 0 everywhere (the note says why), a figure of "all kept".
+    if (!normalised.empty() && r.metric != analysis::PatchMetric::KL)
       table_figure(normalised, heads, r.each_position, "Attribution patching: " + what + " (Nanda 2023)",
-                   "first-order estimate of the normalised effect, from one backward pass", o.out, "patch_attribution",
-                   figures);
+                   "first-order estimate of the normalised effect, from one backward pass", notes, o.out,
+                   "patch_attribution", figures);
   }
   j["correlation"] = result.correlation ? nlohmann::json(*result.correlation) : nlohmann::json(nullptr);
   if (path && !stopped) {
@@ -268,8 +289,13 @@ int patch_command(const PatchOptions& o) {
     const auto normalised = result.normalised(result.exact);
     for (size_t l = 0; l < result.exact.size(); ++l) {
       std::printf("  L%-2zu", l);
-      for (size_t u = 0; u < result.exact[l].size(); ++u)
-        std::printf(" %8.4f", normalised.empty() ? result.exact[l][u][0] : normalised[l][u][0]);
+      for (size_t u = 0; u < result.exact[l].size(); ++u) {
+        const double v = normalised.empty() ? result.exact[l][u][0] : normalised[l][u][0];
+        if (std::isnan(v))
+          std::printf("        –");  // not run (a stopped run), in a column as wide as " %8.4f"; null in patch.json
+        else
+          std::printf(" %8.4f", v);
+      }
       std::printf("\n");
     }
   }

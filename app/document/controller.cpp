@@ -444,7 +444,9 @@ void Controller::poll_model(bool& changed) {
       // A patching result is of the model it was measured on.
       if (doc_.patching && doc_.patching->model_folder != model->folder) doc_.patching.reset();
       loading_session_ = false;
-      const std::string dropped = fit_controls(session.controls, *model);
+      std::string dropped = fit_controls(session.controls, *model);
+      if (const std::string take = fit_take(session.patching.take, *model); !take.empty())
+        dropped += (dropped.empty() ? "" : "; ") + take;
       if (!dropped.empty()) notice("Controls that do not fit " + model->name + " were dropped: " + dropped + ".");
       clamp_selection(session.selection, *model, nullptr);
       pending_model_run_ = false;

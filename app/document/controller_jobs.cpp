@@ -2,6 +2,7 @@
 // generation and a conversion — their commands, and the frame's poll that copies each job's status
 // into the document and picks up what it published.
 #include "app/document/controller.h"
+#include "app/document/run_mapping.h"
 
 #include "app/work/dataset_job.h"
 
@@ -137,10 +138,7 @@ void Controller::on(const cmd::TakeFromCounterfactual& c) {
     request_run();
     return;
   }
-  const AttentionSummary* a = nullptr;
-  if (doc_.model)
-    for (const auto& att : doc_.model->attentions)
-      if (att.stack != core::Stack::Cross) a = &att;  // the main stack: the decoder's, else the encoder's
+  const AttentionSummary* a = doc_.model ? take_attention(*doc_.model) : nullptr;
   if (!a) throw std::runtime_error("no model");
   if (c.layer < 0 || c.layer >= a->layers || c.head < 0 || c.head >= a->output_heads)
     throw std::runtime_error("take_from_counterfactual: layer " + std::to_string(c.layer) + ", head " +
@@ -152,9 +150,7 @@ void Controller::on(const cmd::TakeFromCounterfactual& c) {
   auto& row = take[size_t(c.layer)];
   if (row.size() <= size_t(c.head)) row.resize(size_t(c.head) + 1, 0.0f);
   row[size_t(c.head)] = std::clamp(c.weight, 0.0f, 1.0f);
-  // Trailing zeros go, so that "nothing taken" is an empty list.
-  while (!take.empty() && std::all_of(take.back().begin(), take.back().end(), [](float w) { return w == 0; }))
-    take.pop_back();
+  fit_take(take, *doc_.model);  // trailing zeros go, so that "nothing taken" is an empty list
   request_run();
 }
 

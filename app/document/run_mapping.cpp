@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 namespace headlab::app {
@@ -85,6 +86,45 @@ std::string fit_controls(core::ModelControls& controls, const ModelSummary& mode
       c.mean_outputs.clear();
     }
   }
+  return dropped;
+}
+
+const AttentionSummary* take_attention(const ModelSummary& model) {
+  const AttentionSummary* main = nullptr;
+  for (const auto& a : model.attentions)
+    if (a.stack != core::Stack::Cross) main = &a;  // the decoder's follows the encoder's
+  return main;
+}
+
+std::string fit_take(std::vector<std::vector<float>>& take, const ModelSummary& model) {
+  std::string dropped;
+  auto note = [&](const std::string& what) { dropped += (dropped.empty() ? "" : "; ") + what; };
+  const AttentionSummary* a = take_attention(model);
+  const size_t layers = a ? static_cast<size_t>(a->layers) : 0;
+  const size_t heads = a ? static_cast<size_t>(a->output_heads) : 0;
+  auto taken = [](float w) { return w != 0.0f; };
+  for (size_t l = 0; l < take.size(); ++l) {
+    auto& row = take[l];
+    const std::string where = "take from counterfactual, layer " + std::to_string(l);
+    if (l >= layers) {
+      if (std::any_of(row.begin(), row.end(), taken)) note(where + " (not in this model)");
+      continue;
+    }
+    if (row.size() > heads && std::any_of(row.begin() + static_cast<std::ptrdiff_t>(heads), row.end(), taken))
+      note(where + " heads " + std::to_string(heads) + "–" + std::to_string(row.size() - 1) + " (the layer has " +
+           std::to_string(heads) + ")");
+    if (row.size() > heads) row.resize(heads);
+    for (size_t h = 0; h < row.size(); ++h)
+      if (!(row[h] >= 0.0f && row[h] <= 1.0f)) {
+        std::ostringstream weight;
+        weight << row[h];
+        note(where + " head " + std::to_string(h) + " (weight " + weight.str() + ", not in [0, 1])");
+        row[h] = 0.0f;
+      }
+  }
+  if (take.size() > layers) take.resize(layers);
+  // Trailing zeros go, so that "nothing taken" is an empty list.
+  while (!take.empty() && !std::any_of(take.back().begin(), take.back().end(), taken)) take.pop_back();
   return dropped;
 }
 

@@ -6,6 +6,7 @@
 #include "app/document/session.h"
 
 #include <string>
+#include <vector>
 
 namespace headlab::app {
 
@@ -24,6 +25,15 @@ void clamp_selection(Selection& selection, const ModelSummary& model, const RunS
 // Makes controls fit a model: drops layers and stacks it lacks, and gates or mixing matrices of
 // the wrong size. Returns what was dropped ("" = everything fitted).
 std::string fit_controls(core::ModelControls& controls, const ModelSummary& model);
+
+// The attention whose heads the Mixer's "take from counterfactual" sets: the main stack, the
+// decoder's self-attention, else the encoder's. Null when the model has none.
+const AttentionSummary* take_attention(const ModelSummary& model);
+
+// Makes the Mixer's take-from-counterfactual weights ([layer][head] of take_attention) fit a model:
+// drops layers and heads it lacks, and weights that are no number in [0, 1]. Returns what was
+// dropped ("" = everything fitted).
+std::string fit_take(std::vector<std::vector<float>>& take, const ModelSummary& model);
 
 // The default demo text for a model: a [MASK] sentence for masked LMs, a prefix for causal ones.
 std::string demo_text(const ModelSummary& model);

@@ -131,10 +131,15 @@ void write_head_detail_figure(const std::string& path, const std::string& title,
   std::vector<std::string> description;
   std::optional<CurveSet> spectrum;
   std::optional<analysis::Spectrum> curve_marks;  // the spectrum whose ranks the curve marks
+  std::vector<std::string> lines;                 // text evidence ("induction score 0.495 …")
   // Every measure's evidence (analysis/measure.h), as the Head detail view draws it.
   for (const analysis::Measure* measure : analysis::measures_of(settings))
     for (const auto& e : measure->evidence(head, settings)) {
-      if (e.kind == analysis::Evidence::Kind::bars) {
+      if (e.kind == analysis::Evidence::Kind::text) {
+        if (e.text.empty()) continue;
+        lines.push_back(printable(e.text));
+        description.push_back(e.description.empty() ? e.text : e.description);
+      } else if (e.kind == analysis::Evidence::Kind::bars) {
         BarChart c;
         c.title = e.text;
         c.y_label = e.y_label;
@@ -158,20 +163,19 @@ void write_head_detail_figure(const std::string& path, const std::string& title,
         description.push_back(e.description);
       }
     }
-  std::string summary;
-  if (settings.has("confidence") && head.queries > 0)
-    summary = "confidence " + format("%.3f", head.confidence) + " over " + std::to_string(head.queries) + " queries";
+  // The roles; the measures' own lines (confidence, the induction probe …) follow it.
   std::vector<std::string> roles;
   for (const auto& b : role_badges(head)) roles.push_back(b.label);
-  summary += (summary.empty() ? "" : " · ") + (roles.empty() ? std::string("no role") : "roles: " + join(roles, ", "));
+  const std::string summary = roles.empty() ? std::string("no role") : "roles: " + join(roles, ", ");
   description.insert(description.begin(), summary);
 
-  const double gap = 18, top = kMargin + kTitleSize + 8 + 12 + gap;
+  const double gap = 18, line_h = 14, top = kMargin + kTitleSize + 8 + 12 + gap;
   double width = std::max(title_width(m, title), 2 * kMargin + m.width(summary, kLabel));
-  double height = top;
+  for (const auto& l : lines) width = std::max(width, 2 * kMargin + m.width(l, kLabel));
+  double height = top + line_h * double(lines.size()) + (lines.empty() ? 0 : gap - line_h / 2);
   for (const auto& c : charts) width = std::max(width, 2 * kMargin + c.width(m)), height += c.height(m) + gap;
   if (spectrum) width = std::max(width, 2 * kMargin + spectrum->width(m)), height += spectrum->height() + gap;
-  if (charts.empty() && !spectrum) height += 14;
+  if (charts.empty() && !spectrum && lines.empty()) height += 14;
   height += kMargin - gap;
 
   auto draw = [&](cairo_t* cr) {
@@ -179,9 +183,12 @@ void write_head_detail_figure(const std::string& path, const std::string& title,
     set(cr, kGray);
     text(cr, kMargin, kMargin + kTitleSize + 8, summary, kLabel, 0, 0);
     double y = top;
+    set(cr, kBlack);
+    for (const auto& l : lines) text(cr, kMargin, y, l, kLabel, 0, 0), y += line_h;
+    if (!lines.empty()) y += gap - line_h / 2;
     for (const auto& c : charts) c.draw(cr, m, kMargin, y), y += c.height(m) + gap;
     if (spectrum) spectrum->draw(cr, m, kMargin, y), y += spectrum->height() + gap;
-    if (charts.empty() && !spectrum) {
+    if (charts.empty() && !spectrum && lines.empty()) {
       set(cr, kGray);
       text(cr, kMargin, y, "the report measured nothing to plot for this head", kLabel, 0, 0);
     }
@@ -216,7 +223,7 @@ void write_spectra_figure(const std::string& path, const std::string& title, con
         description.push_back("H" + std::to_string(h) + ": key-query form zero or negligible (σ_1 = " + sigma + "), no curve");
         continue;
       }
-      const Colour c = head_rgb(int(h));
+      const Colour c = chosen ? head_rgb(int(h)) : kBaseline;  // the others grey, as the legend says
       values.curves.push_back({relative_singular_values(s), c, chosen ? 1.0 : 0.35, chosen ? 2.0 : 1.0, chosen ? &s : nullptr});
       energies.curves.push_back({drawn_energy(s), c, chosen ? 1.0 : 0.35, chosen ? 2.0 : 1.0, chosen ? &s : nullptr});
       description.push_back("H" + std::to_string(h) + ": " + ranks_text(s));

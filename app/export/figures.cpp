@@ -243,16 +243,35 @@ void write_attention_map(const std::string& path, const std::string& title, cons
                top = std::max(widest_text(tokens.keys, label) + 12, 24.0);
   const double w = cols * cell, h = rows * cell;
   const double sink_w = map.sink ? cell * 1.5 : 0.0;  // the sink column and its gap
-  const double margin = 16, title_h = subtitle.empty() ? 24 : 38, bar_h = 40;
+  // A head whose output the Mixer takes from the counterfactual says so under the title, as the
+  // window's Attention map does: the map is the clean input's pattern, its output is not the head's.
+  const std::string cf = map.taken > 0.0f ? "cf: " + (map.taken == 1.0f ? std::string("its output") : taken_text(map.taken) + " of its output") +
+                                                " from the counterfactual (the map: the clean input's pattern)"
+                                          : "";
+  // So does a head a Mixer matrix combines with others: the map is the mix, not the head's own.
+  const std::string mix = map.mixed ? "mix: a Mixer matrix combines this head with others (the map is the mixed one)" : "";
+  const double margin = 16, title_h = 24 + (subtitle.empty() ? 0 : 14) + (cf.empty() ? 0 : 14) + (mix.empty() ? 0 : 14),
+               bar_h = 40;
   const double width = std::max(page_width(margin * 2 + left + std::max(w + sink_w, 160.0), title),
-                                margin * 2 + widest_text({subtitle}, 9) + 4);
+                                margin * 2 + widest_text({subtitle, cf, mix}, 9) + 4);
   Canvas c(path, width, margin * 2 + title_h + top + h + bar_h);
   cairo_t* cr = c.cr;
   cairo_set_source_rgb(cr, 0, 0, 0);
   text(cr, margin, margin + 12, title, 12);
+  double line_y = margin + 26;
   if (!subtitle.empty()) {
     cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-    text(cr, margin, margin + 26, subtitle, 9);
+    text(cr, margin, line_y, subtitle, 9);
+    line_y += 14;
+  }
+  if (!cf.empty()) {
+    cairo_set_source_rgb(cr, 0.7, 0.42, 0.0);  // the window's amber, dark enough to read on white
+    text(cr, margin, line_y, cf, 9);
+    line_y += 14;
+  }
+  if (!mix.empty()) {
+    cairo_set_source_rgb(cr, 0.1, 0.45, 0.7);  // the grid's "mix" blue, darker for white
+    text(cr, margin, line_y, mix, 9);
   }
   const double x0 = margin + left, y0 = margin + title_h + top;
   draw_map(cr, map, rows, cols, colormap, x0, y0, w, h);
@@ -276,6 +295,7 @@ void write_attention_map(const std::string& path, const std::string& title, cons
                       (any_masked(map, rows, cols) ? std::string("\n") + kForbiddenText : "") +
                       (map.gate < 1.0f ? "\ngate " + gate_text(map.gate) + ": the head's output scaled by its gate" : "") +
                       (map.taken > 0.0f ? "\n" + taken_text(map.taken) + " of the head's output taken from the counterfactual" : "") +
+                      (map.mixed ? "\nmixed: a Mixer matrix combines this head with others" : "") +
                       "\n" + colour_bar_text(colormap, map.range));
 }
 

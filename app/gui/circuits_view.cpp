@@ -1,6 +1,6 @@
 #include "app/gui/circuits_view.h"
 
-#include "analysis/heatmap_figure.h"
+#include "analysis/composition_figures.h"
 #include "app/gui/draw_util.h"
 #include "app/gui/export_actions.h"
 #include "app/gui/plot.h"
@@ -189,23 +189,8 @@ bool CircuitsView::exportFile(Workbench& wb, const std::string& path) {
   if (!is_vector_path(path)) return false;
   const auto& snap = wb.doc().snapshot;
   if (!snap || !snap->circuits) throw std::runtime_error("export " + path + ": no circuits computed yet");
-  const auto& c = *snap->circuits;
-  const auto& t = table_of(c, kind_);
-  analysis::Heatmap map;
-  map.title = std::string(kKinds[kind_]) + "-composition scores (Elhage et al. 2021)";
-  map.subtitle = model_title(wb);
-  map.row_axis = "sender (writes)";
-  map.col_axis = "receiver (reads)";
-  map.range = std::make_pair(0.0, 1.0);
-  const auto rows = senders(t), cols = receivers(t);
-  for (const auto& h : rows) map.rows.push_back("L" + std::to_string(h.layer) + " H" + std::to_string(h.head)), map.row_groups.push_back(h.layer);
-  for (const auto& h : cols) map.cols.push_back("L" + std::to_string(h.layer) + " H" + std::to_string(h.head)), map.col_groups.push_back(h.layer);
-  for (const auto& s : rows) {
-    std::vector<double> row;
-    for (const auto& r : cols)
-      row.push_back(r.layer > s.layer && (kind_ == 2 || !zero_qk(c, r)) ? t[s.layer][s.head][r.layer][r.head] : std::nan(""));
-    map.values.push_back(row);
-  }
+  // The figure `headlab circuits` draws, with the same grey columns and notes.
+  const auto map = analysis::composition_heatmap(*snap->circuits, kKinds[kind_], model_title(wb));
   wb.start_export(path, [map, path] { analysis::write_heatmap_file(map, path); });
   return true;
 }

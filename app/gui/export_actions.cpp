@@ -168,6 +168,7 @@ void export_attention_map(Workbench& wb, const std::string& path, CellRange show
   m.range = range;
   m.gate = shown_gate(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage);
   m.taken = shown_take(wb.doc(), sel.stack, sel.layer, sel.head, sel.stage);
+  m.mixed = !head_mixed(shown_controls(wb.doc(), sel.stack, sel.layer), sel.head).empty();
   m.masked = shade ? masked->data() : nullptr;
   m.sink = sink->empty() ? nullptr : sink->data();
   // Labels as on screen: with their positions on a long input.

@@ -121,7 +121,14 @@ void GenerateView::drawContent(Workbench& wb) {
   if (g && g->model_folder != doc.model->folder) g.reset();  // written by another model
   if (doc.generation_job.running) ImGui::TextDisabled("writing… %zu tokens", g ? g->steps.size() : size_t(0));
   else if (!doc.generation_job.error.empty()) ImGui::TextColored(ImVec4(1, 0.45f, 0.45f, 1), "%s", doc.generation_job.error.c_str());
-  else if (g) ImGui::TextDisabled("%zu tokens, stopped at %s", g->steps.size(), g->stopped.c_str());
+  else if (g) {
+    // Why it ended, in words (core/model/generate.h's reasons).
+    const std::string why = g->stopped == "cancelled"         ? "stopped (Stop)"
+                            : g->stopped == "max_new"         ? "the most new tokens asked for"
+                            : g->stopped == "end of sequence" ? "ended at an end-of-sequence token"
+                                                              : g->stopped;
+    ImGui::TextDisabled("%zu tokens, %s", g->steps.size(), why.c_str());
+  }
   if (g)
     for (const auto& note : g->notes) ImGui::TextWrapped("%s", note.c_str());
   if (!g) return;

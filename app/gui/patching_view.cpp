@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace headlab::app {
 namespace {
@@ -53,6 +55,20 @@ void diverging_bar(ImVec2 at, float height, float scale) {
   dl->AddText(ImVec2(x, at.y + height / 2 - line / 2), IM_COL32(220, 220, 220, 255), text);
   std::snprintf(text, sizeof text, "%.2g", double(kCentre - scale));
   dl->AddText(ImVec2(x, at.y + height - line), IM_COL32(220, 220, 220, 255), text);
+}
+
+// What the result was measured with that the views no longer show ("measured on another clean
+// input …"): drawn by the view, and written on its figure.
+std::vector<std::string> stale_lines(const Document& doc, const PatchingResult& r) {
+  std::vector<std::string> lines;
+  if (r.settings != doc.session.patching.settings)
+    lines.push_back("measured with other settings (" + r.settings.site + ", " + r.settings.metric + ")");
+  if (doc.snapshot && r.clean_ids != doc.snapshot->tokens.ids)
+    lines.push_back("measured on another clean input (" + std::to_string(r.clean_ids.size()) +
+                    " tokens; the Input view's has " + std::to_string(doc.snapshot->tokens.ids.size()) + ")");
+  if (!same_controls(r.controls, doc.session.controls))
+    lines.push_back("measured with other gates or mixing in the Mixer");
+  return lines;
 }
 
 }  // namespace
@@ -227,15 +243,8 @@ void PatchingView::drawContent(Workbench& wb) {
                         static_cast<long long>(r->answer), wrong ? ", wrong '" : "",
                         wrong ? token_label(r->wrong_token, 24).c_str() : "", wrong ? "'" : "");
   // What the numbers were measured on, when it is no longer what the views show.
-  const ImVec4 stale(1, 0.75f, 0.3f, 1);
-  if (r->settings != doc.session.patching.settings)
-    ImGui::TextColored(stale, "measured with other settings (%s, %s): Patch again to update", r->settings.site.c_str(),
-                       r->settings.metric.c_str());
-  if (doc.snapshot && r->clean_ids != doc.snapshot->tokens.ids)
-    ImGui::TextColored(stale, "measured on another clean input (%zu tokens; the Input view's has %zu): Patch again to update",
-                       r->clean_ids.size(), doc.snapshot->tokens.ids.size());
-  if (!same_controls(r->controls, doc.session.controls))
-    ImGui::TextColored(stale, "measured with other gates or mixing in the Mixer: Patch again to update");
+  for (const auto& line : stale_lines(doc, *r))
+    ImGui::TextColored(ImVec4(1, 0.75f, 0.3f, 1), "%s: Patch again to update", line.c_str());
   const float scale = scale_of(r->exact, r->attribution);
   const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetFontSize() * 4;
   const float half = avail / 2 - ImGui::GetFontSize();
@@ -248,7 +257,16 @@ void PatchingView::drawContent(Workbench& wb) {
   ImGui::BeginGroup();
   if (r->correlation) ImGui::Text("attribution patching (r = %.3f)", *r->correlation);
   else ImGui::TextUnformatted("attribution patching");
-  drawTable(wb, "attribution", r->attribution, heads, scale, half);
+  if (r->settings.metric == "kl") {
+    // KL(clean ‖ run) is least, with a zero gradient, at the clean run: the estimate is "all kept"
+    // everywhere, a picture of nothing.
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + half);
+    ImGui::TextDisabled("not drawn for kl: its first-order estimate is 0 everywhere (the clean run is its minimum); "
+                        "use logit-diff or prob");
+    ImGui::PopTextWrapPos();
+  } else {
+    drawTable(wb, "attribution", r->attribution, heads, scale, half);
+  }
   ImGui::EndGroup();
   ImGui::SameLine(0, ImGui::GetFontSize());
   const float bar_h = std::max(ImGui::GetItemRectMax().y - top.y - ImGui::GetTextLineHeightWithSpacing(), ImGui::GetFontSize() * 3);
@@ -284,11 +302,26 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
   for (size_t u = 0; u < units; ++u) cols.push_back(heads ? "H" + std::to_string(u) : "layer");
   std::vector<std::vector<double>> rows;
   for (const auto& row : r->exact) rows.emplace_back(row.begin(), row.end());
-  const auto map = analysis::effect_heatmap(
+  auto map = analysis::effect_heatmap(
       "Activation patching: " + r->settings.site + " from the counterfactual",
       "(patched − counterfactual) / (clean − counterfactual) of " + r->settings.metric +
           "; 1 = the clean result kept, 0 = the counterfactual's",
       heads ? "head" : "", cols, rows);
+  // What it measured, as the view says it: the figure stands alone, and says when it is stale.
+  const auto& doc = wb.doc();
+  analysis::PatchFigureFacts facts;
+  facts.model = doc.model->name;
+  facts.clean = doc.session.patching.measured_text;
+  facts.counterfactual = r->settings.counterfactual;
+  facts.metric = r->settings.metric;
+  facts.position = r->position;
+  facts.clean_value = r->clean;
+  facts.counterfactual_value = r->corrupt;
+  auto token = [](const std::string& text, int64_t id) { return "'" + token_label(text, 24) + "' (" + std::to_string(id) + ")"; };
+  if (r->answer >= 0 && r->settings.metric != "kl") facts.answer = token(r->answer_token, r->answer);
+  if (r->wrong >= 0 && r->settings.metric == "logit-diff") facts.wrong = token(r->wrong_token, r->wrong);
+  map.notes = analysis::patch_figure_notes(facts);
+  for (const auto& stale : stale_lines(doc, *r)) map.notes.push_back(stale);
   wb.start_export(path, [map, path] { analysis::write_heatmap_file(map, path); });
   return true;
 }

@@ -41,9 +41,15 @@ MapRange map_range(const float* data, size_t n, bool logits, bool log_scale, boo
     r.lo = lo, r.hi = hi;
     return r;
   }
-  r.lo = 0;
-  r.hi = fixed_unit || hi <= 0 ? 1.0f : hi;
-  r.log = log_scale;
+  // Weights from 0 — or from the map's most negative one: a talking-heads mix or a Mixer matrix with
+  // negative entries gives some, and drawn as 0 they would look like no attention — to 1 on the
+  // absolute scale (or to more, where a mix gives more), else to the map's maximum.
+  r.lo = std::min(0.0f, lo);
+  if (fixed_unit)
+    r.hi = std::max(1.0f, hi);
+  else
+    r.hi = hi > 0 ? hi : r.lo < 0 ? 0.0f : 1.0f;
+  r.log = log_scale && r.lo >= 0;  // a log scale has no place for a negative weight: linear then
   return r;
 }
 

@@ -26,7 +26,9 @@ struct MapRange {
   float normalize(float v) const;
 };
 
-// The range of one map. `logits` for the J and L stages; `fixed_unit` uses [0, 1] for weights.
+// The range of one map. `logits` for the J and L stages: the map's own. Weights: from 0, or the map's
+// most negative weight (mixed heads), to 1 with `fixed_unit` (or the largest weight beyond 1), else
+// to the map's maximum; a map with a negative weight is drawn linear even when `log_scale` asks.
 MapRange map_range(const float* data, size_t n, bool logits, bool log_scale, bool fixed_unit);
 
 // Writes rows×cols RGBA pixels (row-major, alpha 255).

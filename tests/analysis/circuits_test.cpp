@@ -11,6 +11,7 @@
 #include "analysis/analyze.h"
 #include "analysis/circuits.h"
 #include "analysis/composition.h"
+#include "analysis/composition_figures.h"
 #include "analysis/head_report.h"
 #include "core/model/model.h"
 #include "core/model/transformer.h"
@@ -305,6 +306,35 @@ TEST_CASE("composition scores: a head whose QK circuit is zero or negligible is 
   CHECK(std::any_of(after.notes.begin(), after.notes.end(), [](const std::string& n) {
     return n.find("L1 H0, L1 H1, L1 H2, L1 H3, L2 H1 have a zero QK circuit") != std::string::npos;
   }));
+}
+
+TEST_CASE("the composition figure draws a receiver without a QK circuit grey, not as a score of 0", "[analysis][circuits][figures]") {
+  // One figure for `headlab circuits` and the Circuits view: a measured 0 and "no score" differ.
+  using K = core::StackKind;
+  auto model = random_model(test::small_model(K::Decoder, test::attention(4, 4, 4, 4), 3, 40), 9);
+  {
+    torch::NoGradGuard no_grad;
+    model->module->named_parameters()["decoder.2.attn.q.weight"].narrow(0, 4, 4).mul_(1e-9);  // L2 H1
+  }
+  const auto c = analysis::composition_scores(*model);
+  REQUIRE(c.qk_zero[2][1]);
+  const auto q = analysis::composition_heatmap(c, "Q", "tiny");
+  const auto v = analysis::composition_heatmap(c, "V", "tiny");
+  // Receivers L1 H0 … L2 H3 (columns 0–7), senders L0 H0 … L1 H3 (rows 0–7).
+  REQUIRE(q.cols.size() == 8);
+  REQUIRE(q.cols[5] == "L2 H1");
+  for (size_t r = 0; r < q.rows.size(); ++r) {
+    INFO("sender " << q.rows[r]);
+    CHECK(std::isnan(q.values[r][5]));
+    CHECK(std::isfinite(v.values[r][5]));  // V reads the values: scored
+    CHECK(std::isfinite(q.values[r][4]));  // L2 H0 beside it keeps its score
+  }
+  CHECK(std::isnan(q.values[4][0]));  // L1 H0 → L1 H0: not a later layer, no value either
+  REQUIRE(q.notes.size() == 2);
+  CHECK(q.notes[0] == "model: tiny");
+  CHECK(q.notes[1].find("grey columns: receivers whose QK circuit is zero or negligible") != std::string::npos);
+  CHECK(v.notes == std::vector<std::string>{"model: tiny"});
+  CHECK_THROWS_AS(analysis::composition_heatmap(c, "O", ""), std::invalid_argument);
 }
 
 TEST_CASE("headlab circuits writes circuits.json and the composition heatmaps", "[analysis][circuits][cli]") {

@@ -11,6 +11,7 @@
 #include "random_weights.h"
 #include "small_models.h"
 
+#include "analysis/heatmap_figure.h"
 #include "analysis/logit_attribution.h"
 #include "analysis/patching.h"
 #include "core/model/model.h"
@@ -20,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -348,6 +350,13 @@ TEST_CASE("headlab patch writes its tables, and on Ctrl-C what is complete, mark
   CHECK(done["effects"].size() == 12);
   for (const auto& layer : done["effects"])
     for (const auto& v : layer) CHECK(v.is_number());
+  CHECK(std::filesystem::exists(dir.str("whole/patch_attribution.svg")));
+  // kl: its first-order estimate is 0 everywhere, so no attribution figure of "all kept".
+  REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " patch --model " + dir.str("model") + short_ids +
+                                " --metric kl --no-special-tokens --out " + dir.str("kl") + " 2>&1",
+                            output) == 0);
+  CHECK(std::filesystem::exists(dir.str("kl/patch_exact.svg")));
+  CHECK(!std::filesystem::exists(dir.str("kl/patch_attribution.svg")));
 
   // SIGINT a second after the first exact re-run is reported: attribution whole, some exact cells.
   const std::string log = dir.str("stderr.txt");
@@ -372,4 +381,39 @@ TEST_CASE("headlab patch writes its tables, and on Ctrl-C what is complete, mark
   bool noted = false;
   for (const auto& n : stopped["notes"]) noted = noted || n.get<std::string>().find("stopped (Ctrl-C)") != std::string::npos;
   CHECK(noted);
+}
+
+TEST_CASE("a patching figure names the model, both inputs and what was scored where", "[analysis][patching][figures]") {
+  analysis::PatchFigureFacts f;
+  f.model = "induction";
+  f.clean = "The old man looked at the sky. The old man looked at the";
+  f.counterfactual = "The old man looked at the sun. The old man looked at the";
+  f.metric = "logit-diff";
+  f.answer = "'·sky' (6766)";
+  f.wrong = "'·sun' (4252)";
+  f.position = 19;
+  f.clean_value = 3.193;
+  f.counterfactual_value = -4.584;
+  const auto notes = analysis::patch_figure_notes(f);
+  REQUIRE(notes.size() == 4);
+  CHECK(notes[0] == "model: induction");
+  CHECK(notes[1] == "clean: \u201c" + f.clean + "\u201d");
+  CHECK(notes[2] == "counterfactual: \u201c" + f.counterfactual + "\u201d");
+  CHECK(notes[3] == "logit-diff at position 19: clean 3.193, counterfactual -4.584; answer '·sky' (6766), wrong '·sun' (4252)");
+  // Drawn under the subtitle: the page grows a line per note, and a long text is cut, not the page widened.
+  test::TempDir dir("patch-figure-notes");
+  auto map = analysis::effect_heatmap("Activation patching", "subtitle", "head", {"H0", "H1"}, {{1.0, 0.5}, {0.2, 1.0}});
+  analysis::write_heatmap_file(map, dir.str("bare.svg"));
+  map.notes = notes;
+  map.notes[1] = "clean: " + std::string(2000, 'x');
+  analysis::write_heatmap_file(map, dir.str("notes.svg"));
+  auto size_of = [&](const std::string& file, const char* attribute) {
+    std::ifstream in(dir.str(file));
+    const std::string svg(std::istreambuf_iterator<char>(in), {});
+    const size_t at = svg.find(std::string(attribute) + "=\"");
+    REQUIRE(at != std::string::npos);
+    return std::stod(svg.substr(at + std::string(attribute).size() + 2));
+  };
+  CHECK(size_of("notes.svg", "height") - size_of("bare.svg", "height") == Approx(4 * 12.0));
+  CHECK(size_of("notes.svg", "width") < 800);
 }

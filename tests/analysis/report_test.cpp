@@ -168,6 +168,8 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
 // ---- PNG pixels ----
 
 struct Image {
@@ -524,6 +526,21 @@ TEST_CASE("report figures: every file, titles, colours and layout read back from
   for (const auto& f : expected) {
     INFO(f);
     CHECK(std::filesystem::file_size(dir.str("figures/" + f)) > 500);
+  }
+
+  SECTION("a report written over another leaves none of the other's figures, and the user's files") {
+    write_text(dir.str("figures/my_notes.txt"), "mine");
+    write_text(dir.str("figures/grid_old_measure.pdf"), "a PDF HeadLab's reports never write");
+    HeadReport fewer = r;
+    fewer.settings.metrics = {"confidence"};
+    const auto again = write_report_figures(fewer, {}, dir.str("figures"));
+    std::set<std::string> left;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.str("figures"))) left.insert(entry.path().filename().string());
+    std::set<std::string> expected_left(again.begin(), again.end());
+    expected_left.insert({"my_notes.txt", "grid_old_measure.pdf"});
+    CHECK(left == expected_left);
+    CHECK(left.count("map_encoder_L1_H2.svg") == 0);
+    CHECK(left.count("spectra.png") == 0);
   }
 
   SECTION("SVG: a well-formed page titled as the figure, the PNG at twice its size") {

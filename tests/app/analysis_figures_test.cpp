@@ -100,6 +100,22 @@ TEST_CASE("the head detail figure draws offsets, relations against the baseline 
   CHECK(svg.find("<title>sample — encoder layer 1, head 0</title>") != std::string::npos);
   CHECK(svg.find("relations: nsubj d→h 0.800 vs 0.400 at -1") != std::string::npos);
   CHECK(svg.find("offsets: 0 0.500, +1 0.500") != std::string::npos);
+  // The measures' text lines are on the figure too, as the view shows them.
+  CHECK(svg.find("confidence 0.") != std::string::npos);
+  // A report of the induction probe alone: its line, not "nothing to plot".
+  auto probe = report;
+  probe.settings.metrics = {"induction"};
+  probe.settings.probe_sequences = 4;
+  probe.settings.probe_length = 12;
+  auto head = *syntactic;
+  head.values["prev_token"] = 0.125;
+  head.values["duplicate_token"] = 0.25;
+  head.values["induction"] = 0.495;
+  head.values["probe_queries"] = 40;
+  write_head_detail_figure(dir.str("probe.svg"), "probe", head, probe.settings);
+  const std::string probe_svg = slurp(dir.str("probe.svg"));
+  CHECK(probe_svg.find("previous-token 0.125, duplicate-token 0.250, induction 0.495") != std::string::npos);
+  CHECK(probe_svg.find("nothing to plot") == std::string::npos);
   // Offsets past ±5 are gathered into one bar at the end.
   const auto* wide = report.find(headlab::core::Stack::Encoder, 0, 2);
   write_head_detail_figure(dir.str("wide.svg"), "wide", *wide, report.settings);

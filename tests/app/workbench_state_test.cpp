@@ -2,6 +2,8 @@
 // (round trip, versions, bad fields), session → run mapping, scripts, colormaps, figure export.
 #include "test_common.h"
 
+#include "gui_test_kit.h"
+
 #include "app/export/figures.h"
 #include "app/layout/colormap.h"
 #include "app/document/controls_edit.h"
@@ -67,7 +69,7 @@ SessionState sample_session() {
   s.selection.query = 4;
   s.view.log_scale = true;
   s.view.thumbnail_size = 61.3f;
-  s.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
+  s.window.imgui_ini = "[Window][Model]\nPos=0,21\nSize=384,376\n";
   s.view.grid_measure = "confidence";
   s.analysis.dataset_files = {"/data/dev.conllu"};
   s.analysis.metrics = {"confidence", "syntactic"};
@@ -230,6 +232,56 @@ TEST_CASE("viridis and the map scaling", "[app][colormap]") {
   CHECK(lr.normalize(logits[2]) == 0.0f);
 }
 
+TEST_CASE("a mixed head's negative or above-1 weights keep their place on the scale", "[app][colormap]") {
+  // Talking heads' post-softmax mix (and a Mixer matrix) gives weights below 0 and above 1: drawn on
+  // 0–1 they would read as no attention, or as exactly 1.
+  const float mixed[] = {-0.25f, 0.0f, 0.5f, 1.25f};
+  const auto fixed = map_range(mixed, 4, false, false, true);
+  CHECK(fixed.lo == -0.25f);
+  CHECK(fixed.hi == 1.25f);
+  CHECK(fixed.normalize(-0.25f) == 0.0f);
+  CHECK(fixed.normalize(0.0f) == Approx(0.25 / 1.5));  // zero is no longer the bottom of the bar
+  CHECK(fixed.normalize(1.0f) < 1.0f);
+  const auto own = map_range(mixed, 3, false, false, false);  // −0.25 … 0.5
+  CHECK(own.lo == -0.25f);
+  CHECK(own.hi == 0.5f);
+  const auto log = map_range(mixed, 4, false, true, true);
+  CHECK(!log.log);  // no log scale for a negative weight
+  const float negative[] = {-0.5f, -0.1f};
+  const auto below = map_range(negative, 2, false, false, false);
+  CHECK(below.lo == -0.5f);
+  CHECK(below.hi == 0.0f);
+  // Softmax weights keep the scale they had: 0 to 1.
+  const float softmax[] = {0.0f, 0.2f, 0.8f};
+  const auto plain = map_range(softmax, 3, false, false, true);
+  CHECK(plain.lo == 0.0f);
+  CHECK(plain.hi == 1.0f);
+}
+
+TEST_CASE("a map whose head's output comes from the counterfactual or a mix says so in the figure", "[app][export]") {
+  TempDir dir("figure-cf");
+  const int T = 4;
+  std::vector<float> map(T * T, 0.25f);
+  FigureMap fm;
+  fm.data = map.data();
+  fm.range = map_range(map.data(), map.size(), false, false, false);
+  FigureTokens tokens{{"a", "b", "c", "d"}, {"a", "b", "c", "d"}};
+  write_attention_map(dir.str("own.png"), "head", fm, T, T, tokens, Colormap::Gray, "subtitle");
+  fm.taken = 1.0f;
+  write_attention_map(dir.str("taken.png"), "head", fm, T, T, tokens, Colormap::Gray, "subtitle");
+  const headlab::app::Rgb amber{179, 107, 0};
+  CHECK(headlab::test::share_near(dir.str("own.png"), amber, 60) == 0.0);
+  CHECK(headlab::test::share_near(dir.str("taken.png"), amber, 60) > 1e-4);
+  // A head a Mixer matrix combines with others says so in blue.
+  fm.taken = 0.0f;
+  fm.mixed = true;
+  write_attention_map(dir.str("mixed.png"), "head", fm, T, T, tokens, Colormap::Gray, "subtitle");
+  const headlab::app::Rgb blue{26, 115, 179};
+  CHECK(headlab::test::share_near(dir.str("own.png"), blue, 60) == 0.0);
+  CHECK(headlab::test::share_near(dir.str("mixed.png"), blue, 60) > 1e-4);
+  CHECK(headlab::test::share_near(dir.str("mixed.png"), amber, 60) == 0.0);
+}
+
 TEST_CASE("figures export as SVG, PDF and PNG with labels", "[app][export]") {
   TempDir dir("figures");
   const int T = 5;
@@ -285,13 +337,23 @@ TEST_CASE("figures export as SVG, PDF and PNG with labels", "[app][export]") {
                     Catch::Contains("use .svg, .pdf or .png"));
 }
 
-TEST_CASE("controls from another model are fitted, not failed", "[app][session]") {
+namespace {
+
+// A model of one encoder stack: 2 layers of 4 heads.
+ModelSummary two_layer_encoder() {
   ModelSummary m;
   AttentionSummary a;
   a.stack = headlab::core::Stack::Encoder;
   a.layers = 2;
   a.logit_heads = a.softmax_heads = a.output_heads = 4;
   m.attentions.push_back(a);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("controls from another model are fitted, not failed", "[app][session]") {
+  const ModelSummary m = two_layer_encoder();
   headlab::core::ModelControls c;
   set_gate(c, headlab::core::Stack::Encoder, 0, 5, 0.0f, 8);  // 8 gates for a 4-head model
   set_gate(c, headlab::core::Stack::Encoder, 1, 1, 0.5f, 4);  // fits
@@ -305,6 +367,32 @@ TEST_CASE("controls from another model are fitted, not failed", "[app][session]"
   CHECK(c.encoder_self.size() == 2);
   CHECK(c.decoder_self.empty());
   CHECK(fit_controls(c, m).empty());
+}
+
+TEST_CASE("heads taken from the counterfactual that another model lacks are dropped and named", "[app][session]") {
+  ModelSummary m = two_layer_encoder();
+  std::vector<std::vector<float>> take = {
+      {0.5f, 0, 0, 1, 0, 0, 0.25f, 0},  // 8 heads for a 4-head layer: heads 4–7 hold a weight
+      {0, 2.0f, 1},                     // a weight past 1
+      {1}};                             // no layer 2
+  const std::string dropped = fit_take(take, m);
+  CHECK_THAT(dropped, Catch::Contains("layer 0 heads 4–7 (the layer has 4)"));
+  CHECK_THAT(dropped, Catch::Contains("layer 1 head 1 (weight 2, not in [0, 1])"));
+  CHECK_THAT(dropped, Catch::Contains("layer 2 (not in this model)"));
+  CHECK(take == std::vector<std::vector<float>>{{0.5f, 0, 0, 1}, {0, 0, 1}});
+  CHECK(fit_take(take, m).empty());
+  // Extra zeros are no loss: trimmed without a word.
+  std::vector<std::vector<float>> zeros = {{0, 1, 0, 0, 0, 0}, {0}};
+  CHECK(fit_take(zeros, m).empty());
+  CHECK(zeros == std::vector<std::vector<float>>{{0, 1, 0, 0}});
+  // The decoder's heads on a model with both stacks (the Mixer's main stack).
+  AttentionSummary decoder = m.attentions[0];
+  decoder.stack = headlab::core::Stack::Decoder;
+  decoder.output_heads = 2;
+  m.attentions.push_back(decoder);
+  REQUIRE(take_attention(m) != nullptr);
+  CHECK(take_attention(m)->stack == headlab::core::Stack::Decoder);
+  CHECK_THAT(fit_take(take, m), Catch::Contains("layer 0 heads 2–3"));
 }
 
 TEST_CASE("autosave and recent folders live in the XDG state folder", "[app][session]") {
