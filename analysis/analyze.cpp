@@ -223,6 +223,19 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
   // Batched, sentences wait in a window of several batches and run grouped by length, so that a
   // batch pads each sentence to a length near its own (UD sentences run from 3 to 100+ tokens).
   const size_t window = batch == 1 ? 1 : batch * 4;
+  // The window's sentences keep their maps until it is measured (per stack and layer, heads × T × T
+  // floats): it is measured early once they would pass half the memory limit, so a large --batch on
+  // long sentences never grows past it. The other half is the forward passes' (checked by each).
+  const int64_t limit = core::memory_limit();
+  const int64_t window_budget = o.window_bytes >= 0 ? o.window_bytes : limit > 0 ? limit / 2 : -1;
+  auto kept_bytes = [&](const TokenizedSentence& ts) {
+    const int64_t T = static_cast<int64_t>(ts.ids.size());
+    int64_t bytes = 0;
+    if (maps_needed)
+      for (const auto& st : stacks) bytes += int64_t(st.layers) * st.heads * T * T * int64_t(sizeof(float));
+    return bytes;
+  };
+  int64_t pending_bytes = 0, early_flushes = 0;
   const bool report_progress = static_cast<bool>(o.progress);
   auto step = [&]() {  // one sentence done (measured or skipped); false = stop
     ++done;
@@ -264,13 +277,25 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
           request.cancel = o.cancel;      // a stop ends the batch within a layer (partial report)
           requests.push_back(std::move(request));
         }
+        // A sentence too long for the limit alone: the refusal names it, and the option that skips it.
+        auto named = [&](size_t j, const core::MemoryLimitError& e) {
+          const Pending& p = pending[by_length[from + j]];
+          return core::MemoryLimitError(p.sentence.source + " (" + std::to_string(p.ts.ids.size()) + " tokens): " +
+                                        e.what() + " Or skip sentences that long with --max-tokens.");
+        };
         try {
           std::vector<std::shared_ptr<const core::Trace>> ran;
           try {
             ran = core::run_batch(model, requests);
-          } catch (const core::MemoryLimitError&) {
-            if (requests.size() == 1) throw;
-            for (const auto& one : requests) ran.push_back(core::run(model, one));  // too big together: one at a time
+          } catch (const core::MemoryLimitError& e) {
+            if (requests.size() == 1) throw named(0, e);
+            for (size_t j = 0; j < requests.size(); ++j) {  // too big together: one at a time
+              try {
+                ran.push_back(core::run(model, requests[j]));
+              } catch (const core::MemoryLimitError& one) {
+                throw named(j, one);
+              }
+            }
           }
           for (size_t j = 0; j < ran.size(); ++j) keep_maps(by_length[from + j], *ran[j]);
         } catch (const core::Cancelled&) {
@@ -341,12 +366,24 @@ AnalyzeResult analyze(core::Model& model, const AnalyzeOptions& o) {
       stopped = !step();
       continue;
     }
+    const int64_t bytes = kept_bytes(ts);
+    if (pending.empty()) pending_bytes = 0;
+    if (!pending.empty() && window_budget > 0 && pending_bytes + bytes > window_budget) {
+      ++early_flushes;
+      if (!flush()) break;
+      pending_bytes = 0;
+    }
     pending.push_back({std::move(sentence), std::move(ts)});
+    pending_bytes += bytes;
     sentence = DatasetSentence{};
     if (pending.size() >= window) stopped = !flush();
   }
   if (!stopped && !(o.cancel && o.cancel->load())) flush();
   if (o.cancel && o.cancel->load() && done < total_sentences) r.partial = true;
+  if (early_flushes > 0)
+    r.notes.push_back("the sentences waiting for their batch were measured early " + std::to_string(early_flushes) +
+                      " times, their maps at " + core::format_bytes(window_budget) +
+                      (o.window_bytes >= 0 ? "" : " (half the memory limit)") + ": the numbers are the same");
   for (size_t i = 0; i < begun; ++i) run_measures[i]->end(r);
   r.finalize();
 

@@ -33,6 +33,9 @@ struct AnalyzeOptions {
   // the dataset is sharded; a batch adds rounding of ~1e-7 (larger matrix products sum in another
   // order). Worth it where the weights are streamed from memory each pass (a mapped 8B folder).
   int batch = 1;
+  // Bytes of maps the sentences waiting for their batch may keep before they are measured early;
+  // -1 = half the memory limit (core/memory_budget.h), so a large batch never grows past it.
+  int64_t window_bytes = -1;
   // Called with (sentences done, sentences in this shard); returning false stops (partial report).
   std::function<bool(int64_t done, int64_t total)> progress;
   // set → stop after the current sentence (partial report); batched, the sentences read for the

@@ -157,7 +157,7 @@ void settings_fields(Io& io, S& s) {
   io.required("metrics", s.metrics);
   io.required("positional_threshold", s.positional_threshold);
   io.required("rare_threshold", s.rare_threshold);
-  io.note("rare_threshold_note", "the rare-word threshold (> 0.5) is HeadLab's; Voita et al. 2019 give none");
+  io.note("rare_threshold_note", "the rare-word threshold is HeadLab's choice (default 0.5); Voita et al. 2019 give none");
   io.required("rare_min_rank", s.rare_min_rank);
   io.required("syntactic_margin", s.syntactic_margin);
   io.required("min_relation_count", s.min_relation_count);
@@ -301,16 +301,19 @@ void merge_into(HeadReport& into, const HeadReport& other) {
   if (a.precision != b.precision)
     differ("precision (" + (a.precision.empty() ? std::string("exact") : a.precision) + " vs " +
            (b.precision.empty() ? std::string("exact") : b.precision) + ")");
-  if (a.rare_min_rank != b.rare_min_rank || a.strip_subtypes != b.strip_subtypes ||
-      a.baseline_max_offset != b.baseline_max_offset || a.limit != b.limit || a.stage != b.stage ||
-      a.max_tokens != b.max_tokens)
-    differ("settings");
   // The thresholds decide the merged report's roles and which relations are scored, the LRP
-  // tolerance what counts as a conservation failure, and the probe's settings the probe the report
-  // records: shards run with other values are refused by name, never merged under one shard's.
+  // tolerance what counts as a conservation failure, the probe's settings the probe the report
+  // records, and the rest which sentences and tokens were measured: shards run with other values are
+  // refused by name, never merged under one shard's.
   auto same = [&](const char* option, auto x, auto y) {  // json's numbers: the shortest exact spelling
     if (x != y) differ(std::string(option) + " (" + json(x).dump() + " vs " + json(y).dump() + ")");
   };
+  same("--limit", a.limit, b.limit);
+  same("--max-tokens", a.max_tokens, b.max_tokens);
+  if (a.stage != b.stage) differ(std::string("--stage (") + stage_key(a.stage) + " vs " + stage_key(b.stage) + ")");
+  same("--strip-subtypes", a.strip_subtypes, b.strip_subtypes);
+  same("the rare-word rank", a.rare_min_rank, b.rare_min_rank);
+  same("the baseline's offsets", a.baseline_max_offset, b.baseline_max_offset);
   same("--positional-threshold", a.positional_threshold, b.positional_threshold);
   same("--rare-threshold", a.rare_threshold, b.rare_threshold);
   same("--syntactic-margin", a.syntactic_margin, b.syntactic_margin);

@@ -45,6 +45,9 @@ std::string to_markdown(const HeadReport& report) {
        << (report.missing_shards.empty() ? "the measurement stopped before the end of the data"
                                          : "merged without shard(s) " + join_ints(report.missing_shards))
        << "; every number below covers only the sentences measured.\n\n";
+  if (report.sentences == 0 && report.skipped > 0)
+    md << "**No sentence was measured:** every one of the " << report.skipped
+       << " was skipped (the reasons are under Data); the measures of the data have no values.\n\n";
 
   md << "## Roles\n\n";
   const auto roles = role_lines(report);

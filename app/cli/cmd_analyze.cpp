@@ -193,7 +193,17 @@ int analyze_command(const AnalyzeCliOptions& c) {
   write_all(result.report, result.examples, folder);
   print_roles(result.report);
   std::cout << "wrote " << folder << "/head_report.json, .csv, .md and figures/\n";
-  return result.report.partial ? StopSignals::exit_code() : 0;
+  if (result.report.partial) return StopSignals::exit_code();
+  // Every sentence skipped: the report's cells are empty, not measurements of 0 — a failure.
+  if (result.report.sentences == 0 && result.report.skipped > 0) {
+    std::string reasons;
+    for (const auto& [why, n] : result.report.skipped_reasons)
+      reasons += (reasons.empty() ? "" : ", ") + std::to_string(n) + " " + why;
+    std::cerr << "headlab analyze: no sentence was measured: all " << result.report.skipped << " were skipped ("
+              << reasons << "); the report says so\n";
+    return 1;
+  }
+  return 0;
 }
 
 struct MergeCliOptions {

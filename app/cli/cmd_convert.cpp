@@ -70,6 +70,7 @@ void save_converted(core::Model& converted, const core::Model& model, const Conv
   if (o.force && !std::filesystem::equivalent(o.model, out, ec)) core::remove_model_companions(out);
   core::save_converted_model(converted, model, o.model, out, suffix);
   std::printf("wrote %s\n", out.c_str());
+  std::fflush(stdout);  // kept in a log even when a later key size is stopped
 }
 
 int convert_command(const ConvertOptions& o) {
@@ -100,6 +101,20 @@ int convert_command(const ConvertOptions& o) {
                                                 : quality(*load_model_on(o.model, o.device), o.data, o.seq_len);
 
   if (collaborative) {
+    // W_Q W_Kᵀ of the heads stacked has rank at most h·d_k: a larger shared key is that one padded.
+    for (int d : o.key_dims)
+      if (d > a.heads * a.key_size)
+        throw UsageError("--key-dim " + std::to_string(d) + " is more than h·d_k = " + std::to_string(a.heads * a.key_size) +
+                         " of " + o.model + " (" + std::to_string(a.heads) + " heads × key size " +
+                         std::to_string(a.key_size) + "), which already holds every head's keys exactly");
+    // Several key sizes replaced (--force): once everything is checked, the earlier run's folders of
+    // these sizes go, so a run stopped part-way leaves its own finished sizes, never one beside
+    // another run's.
+    if (o.force && o.key_dims.size() > 1)
+      for (int d : o.key_dims) {
+        std::error_code ec;
+        if (!std::filesystem::equivalent(out_of(d), o.model, ec)) std::filesystem::remove_all(out_of(d), ec);
+      }
     std::printf("%s: %d heads × key size %d (h·d_k = %d)\n", o.model.c_str(), a.heads, a.key_size, a.heads * a.key_size);
     for (int d : o.key_dims) {
       auto cp = core::conversion_cp_options(o.iterations);
@@ -113,6 +128,8 @@ int convert_command(const ConvertOptions& o) {
           std::snprintf(detail, sizeof detail, "layer %d: sweep %d, relative error %.4f", layer + 1, sweep, error);
           progress(layer, layers, detail);
         });
+        const int layers = static_cast<int>(converted.layers.size());
+        if (layers > 0) progress(layers, layers);  // the last layer's sweeps are done: 100%
         progress.finish();
       } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());

@@ -7,6 +7,7 @@
 #include "app/cli/cli.h"
 #include "app/cli/cli_args.h"
 #include "app/cli/cli_checks.h"
+#include "app/cli/progress.h"
 #include "core/asset_paths.h"
 #include "core/model/model.h"
 #include "core/tokenizer/tokenizer.h"
@@ -101,8 +102,11 @@ int evaluate_command(const EvaluateCliOptions& c) {
         if (unk && id == *unk) ++r.unknown;
       }
     r.examples = static_cast<int64_t>(examples.size());
+    Progress progress(c.data[f], "batches");  // a large book takes minutes
     r.eval = core::train::evaluate_examples(model->module, examples, objective, specials, core::train::Masking{},
-                                            c.seed, batch_size);
+                                            c.seed, batch_size, nullptr,
+                                            [&progress](int64_t done, int64_t total) { progress(done, total); });
+    progress.finish();
     total.tokens += r.tokens;
     total.unknown += r.unknown;
     total.examples += r.examples;
@@ -166,7 +170,8 @@ void add_evaluate_command(CLI::App& app, Action& action) {
       ->check(number_in(0.0, 0.5));
   cmd->add_option("--seed", c->seed,
                   "Mask seed (default 0, train's: with train's --seq-len, --batch-tokens and --held-out it masks the "
-                  "held-out split as train did; train scores at most --eval-batches batches of it)");
+                  "held-out split as train did; train scores at most --eval-batches batches of it)")
+      ->check(non_negative());
   cmd->add_option("--threads", c->threads, "Intra-op threads (default: all cores)")->check(non_negative());
   cmd->add_flag("--json", c->json, "Print JSON instead of a table");
   cmd->callback([c, &action] { action = [c] {

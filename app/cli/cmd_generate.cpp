@@ -127,7 +127,8 @@ void add_generate_command(CLI::App& app, Action& action) {
                   "Sample among the most probable tokens holding probability P (nucleus); 1 = all (default). For "
                   "greedy decoding give --temperature 0")
       ->check(number_above(0.0, 1.0));
-  cmd->add_option("--seed", o->seed, "Random seed: the same seed writes the same text");
+  cmd->add_option("--seed", o->seed, "Random seed: the same seed writes the same text")
+      ->check(non_negative());
   cmd->add_option("--gate", o->gates, "Gate of a decoder head, LAYER.HEAD=VALUE in [0,1] (repeatable)");
   cmd->add_flag("--no-cache", o->no_cache, "Recompute the whole sequence at every step (the cache's baseline)");
   cmd->add_option("--out", o->out, "Dump generated_ids, step_logits.S and step_attentions.S.L (safetensors)");

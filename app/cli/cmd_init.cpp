@@ -26,7 +26,8 @@ void add_init_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("init", command_description("init"));
   cmd->add_option("--config", options->config, "HeadLab config.json (see assets/configs/)")->required();
   cmd->add_option("--out", options->out, "Output folder")->required();
-  cmd->add_option("--seed", options->seed, "Random seed");
+  cmd->add_option("--seed", options->seed, "Random seed")
+      ->check(non_negative());
   cmd->add_option("--dtype", options->dtype, "Stored weight type")->check(CLI::IsMember({"F32", "F16", "BF16"}));
   cmd->add_option("--tokenizer", options->tokenizer,
                   "Tokenizer to copy into the folder: a tokenizer.json, vocab.txt or vocab.json (merges.txt beside it), "

@@ -90,11 +90,17 @@ RoleMap roles_from(const std::string& path, std::shared_ptr<core::Model> model, 
   return roles;
 }
 
-// The role class of a head for the survival table: its first role's kind.
-std::string role_class(const std::vector<std::string>& roles) {
-  if (roles.empty()) return "none";
-  const auto& r = roles.front();
-  return r.substr(0, r.find('('));
+// The role classes of a head for the survival table: the kind of each of its roles ("syntactic" for
+// "syntactic(nsubj)"), each once; "none" for a head without a role. A head with two roles counts
+// under both.
+std::vector<std::string> role_classes(const std::vector<std::string>& roles) {
+  std::vector<std::string> classes;
+  for (const auto& r : roles) {
+    const std::string kind = r.substr(0, r.find('('));
+    if (std::find(classes.begin(), classes.end(), kind) == classes.end()) classes.push_back(kind);
+  }
+  if (classes.empty()) classes.push_back("none");
+  return classes;
 }
 
 std::string layer_name(const core::train::LayerGates& l) {
@@ -112,7 +118,8 @@ void write_session(const LambdaRun& run, const std::string& model_folder, const 
 }
 
 // The survival analysis (Voita et al. 2019 §6.2: the specialised heads are pruned last): per role
-// class, the share of its heads still open at each λ, and each head's last λ open.
+// class, the share of its heads still open at each λ (a head with roles of two classes in both), and
+// each head's last λ open.
 json survival(const std::vector<LambdaRun>& runs, const RoleMap& roles) {
   std::map<std::string, std::vector<int>> kept;  // class → heads kept per λ
   std::map<std::string, int> total;
@@ -122,18 +129,23 @@ json survival(const std::vector<LambdaRun>& runs, const RoleMap& roles) {
     for (size_t h = 0; h < l.gate.size(); ++h) {
       const auto it = roles.find(head_key(l.stack, l.layer, int(h)));
       const std::vector<std::string> r = it == roles.end() ? std::vector<std::string>{} : it->second;
-      const std::string cls = role_class(r);
-      ++total[cls];
-      auto& k = kept[cls];
-      k.resize(runs.size(), 0);
+      const std::vector<std::string> classes = role_classes(r);
+      std::vector<bool> open(runs.size(), false);
       double last_open = -1;
       for (size_t i = 0; i < runs.size(); ++i) {
         const auto& layer = *std::find_if(runs[i].gates.layers.begin(), runs[i].gates.layers.end(),
                                           [&](const auto& g) { return g.stack == l.stack && g.layer == l.layer; });
-        if (layer.gate[h] > 0) ++k[i], last_open = std::max(last_open, runs[i].lambda);
+        open[i] = layer.gate[h] > 0;
+        if (open[i]) last_open = std::max(last_open, runs[i].lambda);
       }
-      heads.push_back({{"stack", core::stack_name(l.stack)}, {"layer", l.layer}, {"head", h}, {"roles", r}, {"class", cls},
-                       {"last_lambda_open", last_open < 0 ? json(nullptr) : json(last_open)}});
+      for (const auto& cls : classes) {
+        ++total[cls];
+        auto& k = kept[cls];
+        k.resize(runs.size(), 0);
+        for (size_t i = 0; i < runs.size(); ++i) k[i] += open[i];
+      }
+      heads.push_back({{"stack", core::stack_name(l.stack)}, {"layer", l.layer}, {"head", h}, {"roles", r},
+                       {"classes", classes}, {"last_lambda_open", last_open < 0 ? json(nullptr) : json(last_open)}});
     }
   json classes = json::object();
   for (const auto& [cls, k] : kept) {
@@ -144,11 +156,22 @@ json survival(const std::vector<LambdaRun>& runs, const RoleMap& roles) {
   return {{"classes", classes}, {"heads", heads}};
 }
 
+// "Partial: stopped (Ctrl-C) after 1 of 2 λ values; not run: 0.1", or "" for a whole sweep.
+std::string partial_text(const PruneCliOptions& o, const std::vector<LambdaRun>& runs) {
+  if (runs.size() >= o.lambdas.size()) return "";
+  std::string missing;
+  for (size_t i = runs.size(); i < o.lambdas.size(); ++i) missing += (missing.empty() ? "" : ", ") + lambda_text(o.lambdas[i]);
+  return "Partial: stopped (" + StopSignals::name() + ") after " + std::to_string(runs.size()) + " of " +
+         std::to_string(o.lambdas.size()) + " λ values; not run: " + missing;
+}
+
 std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& base, int heads,
                      const std::vector<LambdaRun>& runs, const json& surv) {
   std::ostringstream md;
   char line[512];
-  md << "# Head pruning: " << o.model << "\n\n"
+  md << "# Head pruning: " << o.model << "\n\n";
+  if (const std::string partial = partial_text(o, runs); !partial.empty()) md << "**" << partial << ".**\n\n";
+  md
      << "Hard Concrete gates with an L0 penalty (Voita et al. 2019 §6; Louizos et al. 2018), " << o.steps
      << " steps per λ, weights " << (o.fine_tune ? "fine-tuned" : "frozen")
      << ". A head is kept when its test-time gate is above 0; quality is the model's own objective on the held-out "
@@ -164,7 +187,8 @@ std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& ba
     md << line;
   }
   if (!o.roles.empty() && surv.contains("classes")) {
-    md << "\n## Which heads survive (roles from " << o.roles << ")\n\n| role | heads |";
+    md << "\n## Which heads survive (roles from " << o.roles
+       << ")\n\nA head with roles of two kinds counts under both.\n\n| role | heads |";
     for (const auto& r : runs) md << " kept at λ " << lambda_text(r.lambda) << " |";
     md << "\n|---|---|";
     for (size_t i = 0; i < runs.size(); ++i) md << "---|";
@@ -179,7 +203,7 @@ std::string markdown(const PruneCliOptions& o, const core::train::EvalResult& ba
     }
     md << "\nHeads with a role, and the largest λ at which each is still open:\n\n";
     for (const auto& h : surv["heads"])
-      if (h["class"] != "none") {
+      if (!h["roles"].empty()) {
         md << "- " << h["stack"].get<std::string>() << " L" << h["layer"].get<int>() << " H" << h["head"].get<int>() << " (";
         for (size_t i = 0; i < h["roles"].size(); ++i) md << (i ? ", " : "") << h["roles"][i].get<std::string>();
         md << "): " << (h["last_lambda_open"].is_null() ? "closed at every λ" : "open up to λ " + lambda_text(h["last_lambda_open"].get<double>())) << "\n";
@@ -198,6 +222,8 @@ int prune_command(const PruneCliOptions& o) {
   const torch::Device device = device_option(o.device);  // refused before the model loads
   auto model = core::load_model(o.model);
   check_seq_len(model->config, o.seq_len, o.model);
+  // The gates learn through a backward pass of each batch: refused up front when it cannot fit.
+  check_batch_memory(model->config, std::max<int64_t>(1, o.batch_tokens / o.seq_len), o.seq_len, true, "prune");
   place_model(*model, device);
   if (!model->tokenizer) throw UsageError(core::no_tokenizer(o.model) + ": prune trains on text");
   const RoleMap roles = roles_from(o.roles, model, o.model);
@@ -215,6 +241,11 @@ int prune_command(const PruneCliOptions& o) {
   auto evaluate = [&](core::Model& m, const core::train::HeadGateTensors* gates) {
     return core::train::evaluate_examples(m.module, data.held_out, objective, specials, {}, o.seed, batch, gates);
   };
+  // Ctrl-C, SIGTERM (a Slurm time limit), SIGHUP: the λ under way is dropped, the finished ones are
+  // written as a sweep that stopped early (a stop before the first λ says that nothing was written).
+  static std::atomic<bool> interrupted{false};
+  interrupted = false;
+  StopSignals stop_signals(interrupted);
   const auto base = evaluate(*model, nullptr);
   std::printf("%s: %zu training and %zu held-out sequences of %lld tokens; without gates: loss %.4f, top-1 %.2f%%\n",
               o.model.c_str(), data.train.size(), data.held_out.size(), static_cast<long long>(o.seq_len), base.loss,
@@ -223,11 +254,6 @@ int prune_command(const PruneCliOptions& o) {
 
   std::vector<LambdaRun> runs;
   int heads = 0;
-  // Ctrl-C, SIGTERM (a Slurm time limit), SIGHUP: the λ under way is dropped, the finished ones are
-  // written as a sweep that stopped early.
-  static std::atomic<bool> interrupted{false};
-  interrupted = false;
-  StopSignals stop_signals(interrupted);
   for (double lambda : o.lambdas) {
     if (interrupted.load()) break;
     // Fine-tuning changes the weights: each λ starts again from the model as saved.
@@ -291,6 +317,7 @@ int prune_command(const PruneCliOptions& o) {
               {"seq_len", o.seq_len},
               {"heads", heads},
               {"partial", stopped},
+              {"lambdas", o.lambdas},  // asked for; "runs" holds those that finished
               {"baseline", {{"loss", base.loss}, {"accuracy", base.accuracy}, {"targets", base.targets}}},
               {"roles_report", o.roles},
               {"runs", json::array()}};
@@ -311,6 +338,7 @@ int prune_command(const PruneCliOptions& o) {
   chart.title = "Head pruning: held-out top-1 against heads kept";
   chart.subtitle = "Hard Concrete L0 gates (Voita et al. 2019 §6), weights " +
                    std::string(o.fine_tune ? "fine-tuned" : "frozen") + "; labels: λ";
+  if (const std::string partial = partial_text(o, runs); !partial.empty()) chart.subtitle += ". " + partial;
   chart.x_label = "heads kept";
   chart.y_label = "top-1 (%)";
   analysis::ChartSeries curve{"pruned", {}, {}, {}, true};
@@ -359,7 +387,8 @@ void add_prune_command(CLI::App& app, Action& action) {
   cmd->add_flag("--export-session", o->export_session, "Write OUT/lambda-λ.session.json: the window opens the model with those gates");
   cmd->add_option("--seq-len", o->seq_len, "Tokens per sequence (default 128)")->check(positive());
   cmd->add_option("--batch-tokens", o->batch_tokens, "Tokens per batch (default 2048)")->check(positive());
-  cmd->add_option("--seed", o->seed, "Random seed (gate samples, data order, masks)");
+  cmd->add_option("--seed", o->seed, "Random seed (gate samples, data order, masks)")
+      ->check(non_negative());
   cmd->add_option("--threads", o->threads, "Intra-op threads (default: all cores)")->check(non_negative());
   cmd->add_option("--out", o->out, "Folder for the results")->required();
   cmd->add_flag("--force", o->force, "Replace results already in --out");

@@ -154,15 +154,19 @@ int run_command(const RunOptions& options) {
     const auto* tok = model->tokenizer.get();
     if (!tok) throw UsageError(core::no_tokenizer(options.model) + ": give --ids instead of --text");
     // As every command and the window read a text (core::model_encoding), unless asked for the bare ids.
-    request.ids = require_tokens(options.add_special ? core::model_encoding(model->config, *tok, options.text).ids
-                                                     : tok->encode(options.text, false).ids,
-                                 "--text");
-    for (int64_t id : request.ids)
-      if (id >= model->config.vocab_size)
-        throw std::runtime_error(options.model + ": its tokenizer made id " + std::to_string(id) + " of --text, but " +
-                                 "the model has " + std::to_string(model->config.vocab_size) + " tokens; the " +
-                                 std::to_string(tok->vocab_size()) + "-token tokenizer does not belong to this model " +
-                                 "(headlab info --model " + options.model + " shows both)");
+    // A token the model has no embedding for is refused by name (core::check_encoding_fits).
+    core::Encoding encoding;
+    try {
+      if (options.add_special) {
+        encoding = core::model_encoding(model->config, *tok, options.text);
+      } else {
+        encoding = tok->encode(options.text, false);
+        core::check_encoding_fits(model->config, *tok, encoding);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(options.model + ": --text: " + e.what());
+    }
+    request.ids = require_tokens(encoding.ids, "--text");
   }
   const bool enc_dec = model->config.kind == core::StackKind::EncoderDecoder;
   if (enc_dec) {

@@ -127,10 +127,13 @@ int train_command(TrainCliOptions& options) {
     }
   }
   folder.keep();
-  std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; held-out (step "
-            << result.last_eval_step << "): loss "
-            << result.last_eval.loss << ", top-1 accuracy " << 100 * result.last_eval.accuracy << "% ("
-            << static_cast<long long>(result.tokens_per_second) << " tokens/s); wrote " << options.out << "\n";
+  std::cout << (result.interrupted ? "interrupted" : "trained") << " at step " << result.step << "; ";
+  if (result.evaluated)
+    std::cout << "held-out (step " << result.last_eval_step << "): loss " << result.last_eval.loss << ", top-1 accuracy "
+              << 100 * result.last_eval.accuracy << "%";
+  else
+    std::cout << "no held-out evaluation yet";
+  std::cout << " (" << static_cast<long long>(result.tokens_per_second) << " tokens/s); wrote " << options.out << "\n";
   if (result.interrupted) {
     std::cout << "stopped by " << StopSignals::name() << "; checkpoint saved; continue with the same command plus --resume\n";
     return StopSignals::exit_code();
@@ -159,7 +162,8 @@ void add_train_command(CLI::App& app, Action& action) {
   cmd->add_option("--stop-at", o.stop_at,
                   "Stop after this step; the schedule stays --steps long (continue with --resume)")
       ->check(positive());
-  cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)");
+  cmd->add_option("--seed", o.seed, "Random seed (weights, data order, masks)")
+      ->check(non_negative());
   add_device_option(cmd, options->device);
   cmd->add_flag("--resume", o.resume, "Continue from DIR/checkpoint.pt (on the device it was made on)");
   cmd->add_flag("--force", options->force, "Start over in an --out folder that already holds a model");

@@ -54,11 +54,14 @@ inline std::optional<int64_t> decoder_start_id(const ModelConfig& config, const 
 //  - a HeadLab model as it was trained: an encoder (a masked LM) framed by its tokenizer ([CLS] …
 //    [SEP], as the trainer frames its examples), a causal model and an encoder-decoder's encoder the
 //    bare ids (core/train/data.cpp packs no begin token).
-// A token added here has no characters: offsets {0, 0}, marked special.
-inline Encoding model_encoding(const ModelConfig& config, const Tokenizer& tokenizer, std::string_view text) {
-  const bool framed = config.family != "native" || config.kind == StackKind::Encoder;
-  return tokenizer.encode(text, framed);
-}
+// A token added here has no characters: offsets {0, 0}, marked special. Throws std::invalid_argument
+// naming the token when the tokenizer gives an id the model has no embedding for (a folder whose
+// tokenizer files do not belong to its weights).
+Encoding model_encoding(const ModelConfig& config, const Tokenizer& tokenizer, std::string_view text);
+
+// The check model_encoding makes, for a text read without it (`run --no-special-tokens`): throws
+// std::invalid_argument naming the first token whose id is outside the model's vocabulary.
+void check_encoding_fits(const ModelConfig& config, const Tokenizer& tokenizer, const Encoding& encoding);
 
 // An encoder-decoder's encoder input (model_encoding).
 inline std::vector<int64_t> encoder_input_ids(const ModelConfig& config, const Tokenizer& tokenizer,

@@ -23,7 +23,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -68,17 +70,19 @@ std::vector<Batch> eval_batches(const Dataset& data, const SpecialTokens& specia
   return out;
 }
 
-EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches, const HeadGateTensors* gates = nullptr) {
+EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches, const HeadGateTensors* gates = nullptr,
+                    const std::function<void(int64_t done, int64_t total)>& progress = {}) {
   torch::NoGradGuard no_grad;
   model->eval();
   EvalResult r;
   double loss_sum = 0;
   int64_t correct = 0;
-  for (const auto& b : batches) {
-    auto l = batch_loss(model, b, gates);
+  for (size_t i = 0; i < batches.size(); ++i) {
+    auto l = batch_loss(model, batches[i], gates);
     loss_sum += l.loss.item<double>() * double(l.targets);
     r.targets += l.targets;
     correct += l.correct;
+    if (progress) progress(static_cast<int64_t>(i + 1), static_cast<int64_t>(batches.size()));
   }
   model->train();
   if (r.targets > 0) {
@@ -92,7 +96,8 @@ EvalResult evaluate(Transformer& model, const std::vector<Batch>& batches, const
 
 EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& examples, Objective objective,
                              const SpecialTokens& specials, const Masking& masking, uint64_t seed,
-                             int64_t batch_size, const HeadGateTensors* gates) {
+                             int64_t batch_size, const HeadGateTensors* gates,
+                             const std::function<void(int64_t done, int64_t total)>& progress) {
   Masking uniform = masking;
   uniform.rarity = 0;
   uniform.weights.clear();
@@ -104,16 +109,23 @@ EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& exa
       ex.push_back(&examples[i]);
     batches.push_back(make_batch(ex, objective, specials, mix_seed(seed ^ 0xE7A1u, batches.size()), uniform));
   }
-  return evaluate(model, batches, gates);
+  return evaluate(model, batches, gates, progress);
 }
 
 namespace {
 
+// The last held-out evaluation a log holds, for a resumed run to report until it evaluates again.
+struct LoggedEval {
+  int64_t step = 0;
+  EvalResult result;
+};
+
 // Keeps the log lines up to `step` (a resumed run rewrites what came after its checkpoint),
-// replacing the file atomically. A last line cut short by a crash is dropped; any other line that is
-// not JSON stops the resume with the file and line named.
-void truncate_log(const std::string& path, int64_t step) {
-  if (!fs::exists(path)) return;
+// replacing the file atomically, and returns the last evaluation among them. A last line cut short
+// by a crash is dropped; any other line that is not JSON stops the resume with the file and line named.
+std::optional<LoggedEval> truncate_log(const std::string& path, int64_t step) {
+  if (!fs::exists(path)) return std::nullopt;
+  std::optional<LoggedEval> last_eval;
   const std::string text = read_file_bytes(path);
   std::string kept;
   size_t line_number = 0;
@@ -135,9 +147,15 @@ void truncate_log(const std::string& path, int64_t step) {
     if (!entry.is_object() || !entry.contains("step") || !entry.at("step").is_number_integer())
       throw std::runtime_error(path + ": line " + std::to_string(line_number) +
                                " has no integer \"step\"; repair or remove the log to resume");
-    if (core::get_integer<int64_t>(entry.at("step")) <= step) kept += line + "\n";
+    const int64_t at = core::get_integer<int64_t>(entry.at("step"));
+    if (at > step) continue;
+    kept += line + "\n";
+    const auto loss = entry.find("eval_loss"), accuracy = entry.find("eval_accuracy");
+    if (loss != entry.end() && loss->is_number() && accuracy != entry.end() && accuracy->is_number())
+      last_eval = LoggedEval{at, {loss->get<double>(), accuracy->get<double>(), 0}};
   }
   write_file_atomic(path, kept);
+  return last_eval;
 }
 
 // Loads the weights of the native model folder `folder` into `model` (continued training) with the
@@ -351,6 +369,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
   const json schedule = {{"lr", o.lr},         {"min_lr_ratio", o.min_lr_ratio}, {"warmup", o.warmup},
                          {"decay", o.decay},   {"weight_decay", o.weight_decay}, {"clip", o.clip},
                          {"decay_only", o.decay_patterns}};
+  std::optional<LoggedEval> resumed_eval;  // the log's last evaluation, on resume
   if (o.resume) {
     // The fingerprint first: a checkpoint of another run (or made on another device) is refused
     // by name before its state is loaded.
@@ -382,7 +401,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     loss_count = meta.at("loss_count");
     elapsed_before = meta.at("elapsed_seconds");
     if (o.steps <= 0) schedule_seconds = meta.value("schedule_seconds", schedule_seconds);
-    truncate_log(log_path, step);
+    resumed_eval = truncate_log(log_path, step);
   } else {
     std::remove(log_path.c_str());
   }
@@ -419,9 +438,15 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     }
   };
   TrainResult result;
+  if (resumed_eval) {  // what the log says until this run evaluates
+    result.last_eval = resumed_eval->result;
+    result.last_eval_step = resumed_eval->step;
+    result.evaluated = true;
+  }
   auto log_eval = [&] {
     result.last_eval = evaluate(model, evals);
     result.last_eval_step = step;
+    result.evaluated = true;
     const double secs = run_seconds();
     json line = {{"step", step},
                  {"train_loss", loss_count ? json(loss_sum / double(loss_count)) : json(nullptr)},
@@ -516,6 +541,7 @@ TrainResult train_model(const ModelConfig& config, const Dataset& data, const Sp
     } else {  // a resumed run that had nothing left to do: its log already holds this step
       result.last_eval = evaluate(model, evals);
       result.last_eval_step = step;
+      result.evaluated = true;
     }
   }
   checkpoint();

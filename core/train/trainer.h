@@ -100,8 +100,11 @@ struct TrainResult {
   bool interrupted = false;
   bool finished = false;  // reached `steps` (or the minute budget without `steps`)
   bool stopped = false;   // reached `stop_at` before the schedule's end
+  // The last held-out evaluation and its step: this run's, or on resume the log's last until this
+  // run evaluates; `evaluated` false when there is none (loss and accuracy are then no measurement).
   EvalResult last_eval;
-  int64_t last_eval_step = 0;  // the step last_eval was measured at
+  int64_t last_eval_step = 0;
+  bool evaluated = false;
   double tokens_per_second = 0;
 };
 
@@ -109,9 +112,11 @@ struct TrainResult {
 // max(1, batch_tokens / seq_len) examples in order, MLM masks drawn from (seed, batch number) with
 // `masking` (targets chosen uniformly), no gradient. With the trainer's seed, batch size and
 // masking this reproduces its held-out loss and top-1 when every held-out batch is evaluated.
+// `gates`: head pruning's; `progress(done, total)`: after each batch.
 EvalResult evaluate_examples(Transformer& model, const std::vector<Example>& examples, Objective objective,
                              const SpecialTokens& specials, const Masking& masking, uint64_t seed,
-                             int64_t batch_size, const HeadGateTensors* gates = nullptr);  // gates: head pruning
+                             int64_t batch_size, const HeadGateTensors* gates = nullptr,
+                             const std::function<void(int64_t done, int64_t total)>& progress = {});
 
 // What train_model checks before it writes or allocates anything, for a caller to refuse a run
 // before it makes the output folder: the objective against the config's kind (a causal LM is a

@@ -232,6 +232,7 @@ TEST_CASE("a token of whitespace only is not special but belongs to no word", "[
   s.text = "a  b";  // GPT-2 splits the double space into a lone "Ġ" and "Ġb"
   s.word_spans = {{0, 1}, {3, 4}};
   core::ModelConfig encoder;  // an encoder reads the text as the tokenizer frames it: GPT-2 adds nothing
+  encoder.vocab_size = 50257;
   const auto ts = analysis::tokenize_sentence(encoder, *gpt2, s);
   REQUIRE(ts.ids.size() == 3);
   CHECK(ts.word_of == std::vector<int>{0, -1, 1});
@@ -243,6 +244,7 @@ TEST_CASE("a token of whitespace only is not special but belongs to no word", "[
       {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
       "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}})");
   core::ModelConfig decoder;
+  decoder.vocab_size = 4;
   decoder.kind = core::StackKind::Decoder;
   decoder.family = "llama";
   const auto after_bos = analysis::tokenize_sentence(decoder, *framing, s);
@@ -562,6 +564,16 @@ TEST_CASE("shards merge into exactly the one-pass report", "[analysis][analyze]"
     other = shards[1];
     other.settings.lrp_tolerance = 2e-2;
     CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("the LRP tolerance (0.001 vs 0.02)"));
+    // Which sentences and tokens were measured, named too.
+    other = shards[1];
+    other.settings.limit = 40;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--limit (0 vs 40)"));
+    other = shards[1];
+    other.settings.stage = headlab::core::Stage::W;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--stage (values vs softmax)"));
+    other = shards[1];
+    other.settings.strip_subtypes = !shards[0].settings.strip_subtypes;
+    CHECK_THROWS_WITH(analysis::merge_into(shards[0], other), Catch::Contains("--strip-subtypes (false vs true)"));
   }
   SECTION("a shard given twice, a missing shard or another shard count is refused") {
     CHECK_THROWS_WITH(analysis::merge_shards({shards[0], shards[1], shards[1]}), Catch::Contains("given twice"));
@@ -618,6 +630,23 @@ TEST_CASE("sentences run in batches give the one-at-a-time report", "[analysis][
       return j;
     };
     CHECK(json_near(without_notes(analysis::to_json(batched)), without_notes(analysis::to_json(one)), "", 1e-5));
+  }
+  SECTION("a window whose maps would pass half the memory limit is measured early, to the same report") {
+    // The tiny model's maps of a sentence of at most 9 tokens: 2 layers × 4 heads × 81 floats ≤ 2,592
+    // bytes; the window of 64 would hold all 15 sentences.
+    o.batch = 16;
+    o.window_bytes = 3000;
+    const auto windowed = analysis::analyze(*tiny.model, o).report;
+    o.window_bytes = -1;
+    CHECK(std::count_if(windowed.notes.begin(), windowed.notes.end(), [](const std::string& n) {
+            return n.find("measured early") != std::string::npos;
+          }) == 1);
+    CHECK(windowed.sentences == one.sentences);
+    auto without_notes = [](nlohmann::json j) {
+      j.erase("notes");
+      return j;
+    };
+    CHECK(json_near(without_notes(analysis::to_json(windowed)), without_notes(analysis::to_json(one)), "", 1e-5));
   }
   SECTION("stopping early counts the sentences of the batch that were measured") {
     o.batch = 4;
@@ -741,6 +770,19 @@ TEST_CASE("headlab analyze, merge and count-tokens from the command line", "[ana
                             output) == 0);
   CHECK_THAT(output, Catch::Contains("--max-tokens 100000 is more than the model's " + positions + " positions"));
   CHECK(analysis::read_head_report(out.str("capped")).settings.max_tokens == tiny.model->config.max_positions);
+  // Every sentence skipped: the report is written and says so, and the command fails.
+  REQUIRE(test::run_command(bin + " analyze --model " + model + " --data " + out.str("x.conllu") +
+                                " --metrics confidence --max-tokens 2 --out " + out.str("none"),
+                            output) == 1);
+  CHECK_THAT(output, Catch::Contains("no sentence was measured: all ") && Catch::Contains("longer than 2 tokens"));
+  std::ifstream none_md(out.str("none") + "/head_report.md");
+  CHECK_THAT(std::string(std::istreambuf_iterator<char>(none_md), {}), Catch::Contains("No sentence was measured"));
+  // A sentence too long for the memory limit alone is named, with the option that skips it.
+  REQUIRE(test::run_command(bin + " --memory-limit 20K analyze --model " + model + " --data " + out.str("x.conllu") +
+                                " --metrics confidence --out " + out.str("limited"),
+                            output) != 0);
+  CHECK_THAT(output, Catch::Contains("x.conllu:") && Catch::Contains("tokens): ") &&
+                         Catch::Contains("skip sentences that long with --max-tokens"));
 
   // Two shards from the mpirun environment, then merged: the one-pass report.
   for (int rank = 0; rank < 2; ++rank)

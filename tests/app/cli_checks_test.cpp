@@ -88,6 +88,9 @@ TEST_CASE("bad sampling and learning-rate values are refused in one line before 
   check_refused(generate + " --seed 3", "--seed shapes sampling");
   check_refused(generate + " --top-p 0.5 --temperature 0", "--top-p shapes sampling");
   REQUIRE(run_command(cli(generate + " --top-k 5 --seed 3 --temperature 0.8"), out) == 0);
+  // A negative seed would wrap to 2^64 − 1 and be taken for a seed nobody gave.
+  check_refused(generate + " --seed -1 --temperature 0.8", "--seed: -1 is not >= 0");
+  check_refused("init --config " + kMha + " --seed -1 --out " + dir.str("m"), "--seed: -1");
   REQUIRE(run_command(cli("generate --help"), out) == 0);
   CHECK(!std::regex_search(out, std::regex("[0-9]{20}")));
   CHECK_THAT(out, Catch::Contains(">= 0"));
@@ -350,6 +353,14 @@ TEST_CASE("progress written to a log or a pipe is plain lines", "[cli][checks]")
                       out) == 0);
   CHECK_THAT(out, Catch::Contains("exact patching: "));
   CHECK(out.find('\r') == std::string::npos);
+  // Before the first unit is done there is no time left to tell: "ETA –", never "ETA 0s" at 0%;
+  // and the last layer's line reaches 100%.
+  REQUIRE(run_command(cli("convert --model " + source("tests/data/hf/bert") + " --to collaborative --key-dim 8 --out " +
+                          dir.str("collab")),
+                      out) == 0);
+  CHECK(std::regex_search(out, std::regex("0/[0-9]+ layers \\(0%\\), [0-9]+s, ETA –")));
+  CHECK(!std::regex_search(out, std::regex("\\(0%\\), [0-9]+s, ETA 0s")));
+  CHECK(out.find("layers (100%)") != std::string::npos);
 }
 
 TEST_CASE("conflicting or empty arguments are refused by name", "[cli][checks]") {
@@ -432,7 +443,8 @@ TEST_CASE("token counts name a file read twice once, and info flags a tokenizer 
   }
   REQUIRE(!word.empty());
   CHECK(run_command(cli("run --model " + dir.str("m") + " --text " + word + " --out " + dir.str("x.st")), out) == 1);
-  CHECK_THAT(out, Catch::Contains("does not belong to this model"));
+  CHECK_THAT(out, Catch::Contains("('" + word + "') the id ") && Catch::Contains("outside the model's vocabulary of 1000") &&
+                     Catch::Contains("tokenizer (10000 tokens) does not match"));
 }
 
 TEST_CASE("patch names an empty clean or corrupted text", "[cli][checks][patch]") {

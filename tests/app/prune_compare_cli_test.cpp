@@ -140,9 +140,11 @@ TEST_CASE("headlab compare keeps each model's head report when two model folders
 TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates and the survivors' roles", "[prune][cli]") {
   TinyVariants v;
   std::string log;
-  // Roles come from a head report of the same model.
+  // Roles come from a head report of the same model; with these thresholds every head has two, of
+  // two kinds (positional at its best offset, and copying).
   REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " analyze --model " + v.mha + " --data " + v.corpus +
-                                " --metrics positional,confidence --out " + v.dir.str("report"),
+                                " --metrics positional,confidence,copying --positional-threshold 0"
+                                " --copying-threshold -1 --out " + v.dir.str("report"),
                             log) == 0);
   const std::string out = v.dir.str("pruned");
   REQUIRE(test::run_command(std::string(HEADLAB_BINARY) + " prune --model " + v.mha + " --data " + v.corpus +
@@ -161,6 +163,13 @@ TEST_CASE("headlab prune sweeps λ, writes the curve, sessions with the gates an
   int with_roles = 0;
   for (const auto& h : report.heads) with_roles += !h.roles.empty();
   CHECK(j["survival"]["classes"].contains("none") == (with_roles < 8));
+  // A head with roles of two kinds counts under both: every head is positional and copying.
+  REQUIRE(with_roles == 8);
+  CHECK(j["survival"]["classes"]["positional"]["heads"] == 8);
+  CHECK(j["survival"]["classes"]["copying"]["heads"] == 8);
+  CHECK(j["survival"]["classes"]["copying"]["kept"] == j["survival"]["classes"]["positional"]["kept"]);
+  CHECK(j["survival"]["heads"][0]["classes"] == nlohmann::json::array({"positional", "copying"}));
+  CHECK(j["lambdas"] == nlohmann::json::array({0, 5}));
   CHECK(read_text(out + "/prune.md").find("| 5 | " + std::to_string(kept_strong) + " |") != std::string::npos);
   CHECK(std::filesystem::file_size(out + "/prune.svg") > 1000);
   CHECK(std::filesystem::file_size(out + "/prune.png") > 1000);
@@ -213,4 +222,10 @@ TEST_CASE("a stopped prune writes the λ values it finished, marked partial", "[
   CHECK(j["runs"].size() >= 1);
   CHECK(j["runs"].size() < 8);
   CHECK(j["runs"][0]["lambda"] == 0.0);
+  CHECK(j["lambdas"].size() == 8);
+  // The readable result says so too, naming the λ values not run.
+  const std::string md = read_text(out + "/prune.md");
+  CHECK(md.find("**Partial: stopped (SIGTERM) after " + std::to_string(j["runs"].size()) + " of 8 λ values; not run: ") !=
+        std::string::npos);
+  CHECK(md.find(", 0.7.**") != std::string::npos);
 }

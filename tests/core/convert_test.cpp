@@ -349,4 +349,10 @@ TEST_CASE("headlab convert --to collaborative writes one folder per key size wit
                               dir.str("none"),
                           out) == 2);
   CHECK(out.find("--key-dim") != std::string::npos);
+  // Past h·d_k a shared key only pads: refused, naming the bound, and nothing is written.
+  CHECK(test::run_command(std::string(HEADLAB_BINARY) + " convert --model " + model +
+                              " --to collaborative --key-dim 8,40 --out " + dir.str("big"),
+                          out) == 2);
+  CHECK(out.find("--key-dim 40 is more than h·d_k = 32") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.str("big")));
 }

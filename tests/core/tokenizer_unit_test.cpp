@@ -201,6 +201,7 @@ TEST_CASE("an imported model reads a text as its tokenizer frames it, a HeadLab 
   using Ids = std::vector<int64_t>;
   headlab::core::ModelConfig c;
   c.kind = headlab::core::StackKind::Decoder;
+  c.vocab_size = 50257;
   c.family = "gpt2";  // transformers' GPT-2 tokenizer(text) adds no begin token
   CHECK(headlab::core::model_encoding(c, *gpt2, "Hello world").ids == Ids{15496, 995});
   c.family = "native";
@@ -220,6 +221,21 @@ TEST_CASE("an imported model reads a text as its tokenizer frames it, a HeadLab 
   CHECK(headlab::core::model_encoding(c, *llama_like, "a a").ids == Ids{2, 2});
   c.kind = headlab::core::StackKind::Encoder;  // a masked LM reads [CLS] … [SEP], HeadLab's or not
   CHECK(headlab::core::model_encoding(c, *bert, "hello").ids == Ids{101, 7592, 102});
+}
+
+TEST_CASE("a text whose tokens the model has no embedding for is refused naming the token", "[tokenizer]") {
+  // A folder whose tokenizer is not its weights': GPT-2's 50,257 tokens before a smaller embedding.
+  auto gpt2 = shared_tokenizer("gpt2");
+  headlab::core::ModelConfig c;
+  c.kind = headlab::core::StackKind::Decoder;
+  c.family = "gpt2";
+  c.vocab_size = 990;  // ", world" is [11, 995]
+  CHECK_THROWS_WITH(headlab::core::model_encoding(c, *gpt2, ", world"),
+                    Catch::Matchers::Contains("token 1 ('·world') the id 995") &&
+                        Catch::Matchers::Contains("outside the model's vocabulary of 990 ids") &&
+                        Catch::Matchers::Contains("tokenizer (50257 tokens) does not match"));
+  c.vocab_size = 996;  // every id below the vocabulary size: read as before
+  CHECK(headlab::core::model_encoding(c, *gpt2, ", world").ids == std::vector<int64_t>{11, 995});
 }
 
 TEST_CASE("a token is labelled with the text it spells where its bytes are text", "[tokenizer]") {

@@ -177,7 +177,23 @@ TEST_CASE("resume continues exactly where an uninterrupted run would be", "[trai
       auto first = train_model(config, data, synthetic_specials(), o);
       CHECK(first.interrupted);
       CHECK(first.step == 11);
+      CHECK(first.evaluated);
+      CHECK(first.last_eval_step == 8);
+      // Resumed and stopped again before it evaluates: it reports the log's last evaluation, not a
+      // loss of 0 it never measured.
       o.resume = true;
+      o.on_step = [&](int64_t step, double loss) {
+        resumed[step] = loss;
+        return step < 13;
+      };
+      auto partial = train_model(config, data, synthetic_specials(), o);
+      CHECK(partial.interrupted);
+      CHECK(partial.step == 13);
+      CHECK(partial.evaluated);
+      CHECK(partial.last_eval_step == 8);
+      CHECK(partial.last_eval.loss > 0);
+      CHECK(partial.last_eval.loss == Approx(first.last_eval.loss).margin(1e-9));
+      CHECK(partial.last_eval.accuracy == Approx(first.last_eval.accuracy).margin(1e-12));
       o.on_step = [&](int64_t step, double loss) { return resumed[step] = loss, true; };
       auto second = train_model(config, data, synthetic_specials(), o);
       CHECK(second.finished);
