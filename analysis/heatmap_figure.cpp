@@ -162,8 +162,10 @@ std::vector<std::string> patch_figure_notes(const PatchFigureFacts& f) {
   std::snprintf(values, sizeof values, " at position %lld: clean %.4g, counterfactual %.4g",
                 static_cast<long long>(f.position), f.clean_value, f.counterfactual_value);
   std::string scored = f.metric + values;
-  if (!f.answer.empty()) scored += "; answer " + f.answer;
-  if (!f.wrong.empty()) scored += ", wrong " + f.wrong;
+  // The tokens the metric reads: logit-diff the answer and the wrong one, logit and prob the answer,
+  // kl neither (the whole distribution).
+  if (!f.answer.empty() && f.metric != "kl") scored += "; answer " + f.answer;
+  if (!f.wrong.empty() && f.metric == "logit-diff") scored += ", wrong " + f.wrong;
   notes.push_back(scored);
   return notes;
 }

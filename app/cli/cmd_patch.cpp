@@ -237,8 +237,8 @@ int patch_command(const PatchOptions& o) {
     return (model->tokenizer ? "'" + core::readable_token(core::token_name(model->tokenizer.get(), id)) + "' " : std::string()) + "(" +
            std::to_string(id) + ")";
   };
-  if (r.answer >= 0 && r.metric != analysis::PatchMetric::KL) facts.answer = token(r.answer);
-  if (r.wrong >= 0 && r.metric == analysis::PatchMetric::LogitDiff) facts.wrong = token(r.wrong);
+  if (r.answer >= 0) facts.answer = token(r.answer);  // patch_figure_notes keeps those the metric reads
+  if (r.wrong >= 0) facts.wrong = token(r.wrong);
   const auto notes = analysis::patch_figure_notes(facts);
   const std::string what = std::string(core::site_name(r.site));
   if (r.exact) {

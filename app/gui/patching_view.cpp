@@ -318,8 +318,8 @@ bool PatchingView::exportFile(Workbench& wb, const std::string& path) {
   facts.clean_value = r->clean;
   facts.counterfactual_value = r->corrupt;
   auto token = [](const std::string& text, int64_t id) { return "'" + token_label(text, 24) + "' (" + std::to_string(id) + ")"; };
-  if (r->answer >= 0 && r->settings.metric != "kl") facts.answer = token(r->answer_token, r->answer);
-  if (r->wrong >= 0 && r->settings.metric == "logit-diff") facts.wrong = token(r->wrong_token, r->wrong);
+  if (r->answer >= 0) facts.answer = token(r->answer_token, r->answer);  // those the metric reads are kept
+  if (r->wrong >= 0) facts.wrong = token(r->wrong_token, r->wrong);
   map.notes = analysis::patch_figure_notes(facts);
   for (const auto& stale : stale_lines(doc, *r)) map.notes.push_back(stale);
   wb.start_export(path, [map, path] { analysis::write_heatmap_file(map, path); });

@@ -400,6 +400,12 @@ TEST_CASE("a patching figure names the model, both inputs and what was scored wh
   CHECK(notes[1] == "clean: \u201c" + f.clean + "\u201d");
   CHECK(notes[2] == "counterfactual: \u201c" + f.counterfactual + "\u201d");
   CHECK(notes[3] == "logit-diff at position 19: clean 3.193, counterfactual -4.584; answer '·sky' (6766), wrong '·sun' (4252)");
+  // Only the tokens a metric reads: prob the answer, kl none.
+  f.metric = "prob";
+  CHECK(analysis::patch_figure_notes(f)[3] == "prob at position 19: clean 3.193, counterfactual -4.584; answer '·sky' (6766)");
+  f.metric = "kl";
+  CHECK(analysis::patch_figure_notes(f)[3] == "kl at position 19: clean 3.193, counterfactual -4.584");
+  f.metric = "logit-diff";
   // Drawn under the subtitle: the page grows a line per note, and a long text is cut, not the page widened.
   test::TempDir dir("patch-figure-notes");
   auto map = analysis::effect_heatmap("Activation patching", "subtitle", "head", {"H0", "H1"}, {{1.0, 0.5}, {0.2, 1.0}});
